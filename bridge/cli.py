@@ -1,0 +1,262 @@
+"""``openwop-bridge``: the command line.
+
+``serve`` starts the host (SQLite file, demo workflows and a printed dev key by
+default). Every flag has an ``OPENWOP_BRIDGE_*`` environment variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bridge import plugins
+from bridge.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
+from bridge.engine import Engine, EngineConfig
+from bridge.errors import BridgeError
+from bridge.events import ENGINE_VERSION
+from bridge.plugins import ServerBuild
+from bridge.store import open_store
+from bridge.telemetry import configure_logging
+from bridge.tokens import parse_secret_spec
+from bridge.workflow import WorkflowDefinition, load_workflow_dir
+
+log = logging.getLogger("bridge.cli")
+
+DEV_KEY_NAMESPACE = "bridge.dev-key"
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(f"OPENWOP_BRIDGE_{name}", default)
+
+
+def _env_list(name: str, sep: str) -> list[str]:
+    raw = _env(name)
+    return [p for p in raw.split(sep) if p.strip()] if raw else []
+
+
+def demo_workflows() -> list[WorkflowDefinition]:
+    """The demo workflows bundled with the package."""
+    folder = resources.files("bridge").joinpath("demo")
+    with resources.as_file(folder) as path:
+        return load_workflow_dir(Path(path))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for the docs and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="openwop-bridge", description="OpenWOP interrupt host with AG-UI and LangGraph adapters."
+    )
+    parser.add_argument("--version", action="version", version=ENGINE_VERSION)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="start the HTTP host")
+    serve.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=int(_env("PORT", "8000") or 8000), help="port (default 8000)")
+    serve.add_argument(
+        "--db",
+        default=_env("DB", "./openwop-bridge.db"),
+        help="SQLite file (default ./openwop-bridge.db) or postgresql:// URL",
+    )
+    serve.add_argument(
+        "--workflows",
+        action="append",
+        default=_env_list("WORKFLOWS", os.pathsep),
+        metavar="DIR",
+        help="load every *.json workflow in DIR (repeatable)",
+    )
+    serve.add_argument(
+        "--no-demo", action="store_true", default=_env("NO_DEMO") == "1", help="do not load the bundled demo workflows"
+    )
+    serve.add_argument(
+        "--graph",
+        action="append",
+        default=_env_list("GRAPHS", ";"),
+        metavar="ID=module:attr",
+        help="serve a compiled LangGraph graph as workflow ID (repeatable)",
+    )
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        default=_env_list("API_KEYS", ";"),
+        metavar="[PRINCIPAL=]KEY[:scopes][@tenant][+roles]",
+        help="accept this API key (repeatable); without any, a dev key with every scope is printed",
+    )
+    serve.add_argument("--keys-file", default=_env("KEYS_FILE"), help="JSON file of API keys")
+    serve.add_argument(
+        "--token-secret",
+        action="append",
+        default=_env_list("TOKEN_SECRETS", ";"),
+        metavar="[KID:]SECRET",
+        help="signing secret for interrupt links (repeatable: the first signs, all verify); "
+        "default: generated and kept in the database",
+    )
+    serve.add_argument("--public-url", default=_env("PUBLIC_URL"), help="base URL used in links (default: request URL)")
+    serve.add_argument(
+        "--no-conversation",
+        action="store_true",
+        default=_env("NO_CONVERSATION") == "1",
+        help="switch off the conversation primitive (workflows using it are refused)",
+    )
+    serve.add_argument(
+        "--no-agui", action="store_true", default=_env("NO_AGUI") == "1", help="do not serve workflows as AG-UI agents"
+    )
+    serve.add_argument("--escalation-threshold", type=float, default=float(_env("ESCALATION_THRESHOLD", "0.7") or 0.7))
+    serve.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
+    serve.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"))
+
+    keys = sub.add_parser("keys", help="manage interrupt-link signing keys in the database")
+    keys.add_argument("action", choices=["list", "rotate", "retire"])
+    keys.add_argument("--db", default=_env("DB", "./openwop-bridge.db"))
+    keys.add_argument("--kid", help="key id (for retire)")
+    return parser
+
+
+def _load_keys(args: argparse.Namespace) -> list[ApiKey]:
+    keys = [parse_key_spec(spec) for spec in args.api_key]
+    if args.keys_file:
+        keys += load_keys_file(args.keys_file)
+    return keys
+
+
+def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
+    """The ASGI app, engine and key ring for ``serve`` (without starting them)."""
+    store = open_store(args.db)
+    secrets = [parse_secret_spec(s) for s in args.token_secret]
+    engine = Engine(
+        store,
+        config=EngineConfig(conversation_enabled=not args.no_conversation, default_threshold=args.escalation_threshold),
+        token_secrets=secrets,
+    )
+    build = ServerBuild(engine=engine, db=args.db, options={"graph": list(args.graph), "no_agui": args.no_agui})
+    for name, install in plugins.installed():
+        log.debug("installing plugin %s", name)
+        install(build)
+    if args.graph and "graph" not in build.claimed:
+        raise BridgeError("--graph needs the LangGraph adapter: pip install 'openwop-bridge[langgraph]'")
+    workflows: list[WorkflowDefinition] = [] if args.no_demo else demo_workflows()
+    for folder in args.workflows:
+        workflows += load_workflow_dir(folder)
+    for wf in [*workflows, *build.workflows]:
+        engine.add_workflow(wf)
+    keys = _load_keys(args)
+    ring = KeyRing(keys)
+    dev: dict[str, str] = {}
+
+    async def ensure_dev_key() -> None:
+        if keys:
+            return
+        stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
+        if stored is None:
+            stored, _ = generate_dev_key()
+            await store.kv_put(DEV_KEY_NAMESPACE, "key", stored, engine.clock.now_ms())
+        ring.add(make_key(str(stored), principal="dev", scopes=["*"], roles=["admin"]))
+        dev["key"] = str(stored)
+
+    routes = list(build.routes)
+
+    def banner() -> None:
+        url = args.public_url or f"http://{args.host}:{args.port}"
+        lines = [
+            f"openwop-bridge {ENGINE_VERSION.split('/')[1]} serving on {url}",
+            f"  database : {args.db}",
+            f"  workflows: {', '.join(wf.id for wf in engine.workflows()) or '(none)'}",
+        ]
+        if dev.get("key"):
+            lines += [
+                f"  dev API key (every scope, tenant 'default'): {dev['key']}",
+                f"  try: curl -s -H 'Authorization: Bearer {dev['key']}' {url}/v1/workflows",
+            ]
+        else:
+            lines.append(f"  API keys : {len(ring)} configured")
+        if any(getattr(r, "path", "").startswith("/agui") for r in routes):
+            lines.append(f"  AG-UI    : {url}/agui/<workflowId>")
+        print("\n".join(lines), flush=True)
+
+    from bridge.http import create_app
+
+    app = create_app(
+        engine,
+        ring,
+        extra_routes=routes,
+        public_url=args.public_url,
+        on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
+        on_shutdown=build.shutdown,
+    )
+    return app, engine, ring, banner
+
+
+async def _async(fn: Callable[[], None]) -> None:
+    fn()
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the host under uvicorn until interrupted."""
+    import uvicorn
+
+    configure_logging(args.log_level, args.log_format)
+    app, _, _, _ = build_server(args)
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level.lower(),
+        access_log=False,
+        lifespan="on",
+        log_config=None,
+    )
+    uvicorn.Server(config).run()
+    return 0
+
+
+async def _keys(args: argparse.Namespace) -> int:
+    store = open_store(args.db)
+    await store.open()
+    try:
+        engine = Engine(store)
+        if args.action == "rotate":
+            engine.signer = None
+            await engine._load_signing_keys()
+            kid = await engine.rotate_signing_key()
+            print(f"new active signing key: {kid} (older keys keep verifying until retired)")
+        elif args.action == "retire":
+            if not args.kid:
+                print("keys retire needs --kid", file=sys.stderr)
+                return 2
+            await store.retire_signing_key(args.kid, engine.clock.now_ms())
+            print(f"retired {args.kid}: links signed with it are refused from now on")
+        for kid, _, active in await store.signing_keys():
+            print(f"{kid}\t{'active' if active else 'verify-only'}")
+    finally:
+        await store.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``openwop-bridge`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return serve(args)
+        if args.command == "keys":
+            return asyncio.run(_keys(args))
+    except BridgeError as exc:
+        print(f"openwop-bridge: {exc.message}", file=sys.stderr)
+        if exc.details:
+            for problem in exc.details.get("problems", []):
+                print(f"  - {problem}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        print(f"openwop-bridge: {exc}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

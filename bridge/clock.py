@@ -1,0 +1,70 @@
+"""Time and identity, taken through one object so they can be replaced in tests.
+
+Decision logic never reads the wall clock or mints random ids itself: it is
+handed ``now`` by the caller, and the engine gets both from a :class:`Clock`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime
+from typing import Protocol
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+class Clock(Protocol):
+    """Where the engine reads time and mints ids."""
+
+    def now_ms(self) -> int:
+        """Milliseconds since the Unix epoch."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a monotonic clock (for durations and sleeps)."""
+        ...
+
+    def new_id(self, prefix: str) -> str:
+        """A new globally unique, time-ordered id such as ``run_01j…``."""
+        ...
+
+
+class SystemClock:
+    """The real clock and ``os.urandom`` ids (ULID layout: 48-bit ms + 80 random bits)."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}_{ulid(self.now_ms())}"
+
+
+def ulid(ms: int) -> str:
+    """A 26-character Crockford base32 ULID for the given millisecond time."""
+    value = (ms & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def iso_ms(ms: int) -> str:
+    """ISO 8601 UTC with millisecond precision, e.g. ``2026-11-21T10:00:00.000Z``."""
+    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def parse_iso_ms(value: str) -> int:
+    """Parse an ISO 8601 timestamp into epoch milliseconds."""
+    text = value.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)

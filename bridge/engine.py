@@ -1,0 +1,826 @@
+"""The engine: the public Python API of the bridge.
+
+It owns the workflow registry, starts executors for runs that have work,
+applies answers and cancellations as guarded transactions, fires deadlines,
+mints signed links and builds read models. The HTTP host and both adapters
+call only this class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bridge import conversation, kinds, spec
+from bridge.auth import SYSTEM, Principal
+from bridge.clock import Clock, SystemClock
+from bridge.context import NodeContext
+from bridge.errors import (
+    CapabilityRefusedError,
+    ForbiddenError,
+    InterruptAlreadyResolvedError,
+    InterruptNotFoundError,
+    NotFoundError,
+    RunNotFoundError,
+    ValidationError,
+    WorkflowNotFoundError,
+)
+from bridge.events import ENGINE_VERSION, EventDraft
+from bridge.executor import RunExecutor
+from bridge.hub import EventHub
+from bridge.nodes import default_registry
+from bridge.nodes.base import NodeRegistry
+from bridge.resolution import (
+    Answer,
+    answer_decision,
+    cancel_decision,
+    run_cancel_decision,
+    timeout_decision,
+)
+from bridge.store.base import (
+    CommitResult,
+    InterruptRecord,
+    MutationResult,
+    RunCommit,
+    RunRecord,
+    Store,
+)
+from bridge.telemetry import interrupt_requested, interrupt_resolving, run_span
+from bridge.timers import TimerService
+from bridge.tokens import (
+    DEFAULT_TTL_MS,
+    TokenClaims,
+    TokenSigner,
+    kid_for,
+    new_secret,
+    token_expiry,
+)
+from bridge.views import inbox_item, interrupt_view, run_snapshot
+from bridge.workflow import WorkflowDefinition, initial_variables, thaw
+
+log = logging.getLogger("bridge.engine")
+
+
+class AskService(Protocol):
+    """Answers ``ask`` questions put to an approval while it stays pending."""
+
+    async def answer(self, record: InterruptRecord, question: str, asked_by: str) -> str:
+        """The answer streamed back to the person who asked."""
+
+
+class RecordingAskService:
+    """The default: records the question and answers from what the approval carries."""
+
+    async def answer(self, record: InterruptRecord, question: str, asked_by: str) -> str:
+        data = record.payload.get("data", {})
+        parts = [f"Your question is recorded on the approval \u201c{data.get('title', '')}\u201d."]
+        if data.get("description"):
+            parts.append(str(data["description"]))
+        if data.get("artifactData") is not None:
+            text = json.dumps(data["artifactData"], ensure_ascii=False)
+            parts.append(f"Artifact {data.get('artifactId')}: {text[:400]}{'…' if len(text) > 400 else ''}")
+        return " ".join(parts)
+
+
+@dataclass
+class EngineConfig:
+    """Knobs with sensible defaults."""
+
+    conversation_enabled: bool = True
+    default_threshold: float = 0.7
+    lease_ms: int = 30_000
+    token_ttl_ms: int = DEFAULT_TTL_MS
+    max_node_executions: int = 10_000
+
+
+class Engine:
+    """An OpenWOP host engine over a :class:`~bridge.store.base.Store`."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        workflows: Iterable[WorkflowDefinition] = (),
+        node_types: NodeRegistry | None = None,
+        clock: Clock | None = None,
+        config: EngineConfig | None = None,
+        ask_service: AskService | None = None,
+        token_secrets: Iterable[tuple[str, str]] = (),
+        instance_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.clock: Clock = clock or SystemClock()
+        self.config = config or EngineConfig()
+        self.node_types = node_types or default_registry()
+        self.ask_service: AskService = ask_service or RecordingAskService()
+        self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"
+        self.hub = EventHub()
+        self.signer: TokenSigner | None = None
+        self._token_secrets = list(token_secrets)
+        self._workflows: dict[str, WorkflowDefinition] = {}
+        self._executors: dict[str, RunExecutor] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._timers = TimerService(self.store.next_deadline, self._fire_due, self.clock.now_ms)
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._started = False
+        self._stopping = False
+        for wf in workflows:
+            self.add_workflow(wf)
+
+    # --- configuration --------------------------------------------------------------
+
+    @property
+    def default_threshold(self) -> float:
+        """Escalation threshold when a run does not set one."""
+        return self.config.default_threshold
+
+    @property
+    def conversation_enabled(self) -> bool:
+        """Whether the conversation primitive is offered."""
+        return self.config.conversation_enabled
+
+    @property
+    def max_node_executions(self) -> int:
+        """Ceiling on node executions per run (``limits.maxNodeExecutions``)."""
+        return self.config.max_node_executions
+
+    def add_workflow(self, workflow: WorkflowDefinition) -> None:
+        """Register a workflow; every typeId must be known and every node config valid."""
+        problems = []
+        for node in workflow.nodes.values():
+            node_type = self.node_types.get(node.type_id)
+            if node_type is None:
+                problems.append(f"node {node.id!r}: no node type {node.type_id!r} on this host")
+            elif node_type.check is not None:
+                problems += [f"node {node.id!r}: {p}" for p in node_type.check(node)]
+        if problems:
+            raise ValidationError(f"workflow {workflow.id!r} cannot run here", details={"problems": problems})
+        self._workflows[workflow.id] = workflow
+
+    def workflow(self, workflow_id: str) -> WorkflowDefinition:
+        """A registered workflow, or 404."""
+        wf = self._workflows.get(workflow_id)
+        if wf is None:
+            raise WorkflowNotFoundError(f"no workflow {workflow_id!r} is loaded")
+        return wf
+
+    def workflows(self) -> list[WorkflowDefinition]:
+        """Every registered workflow, by id."""
+        return [self._workflows[k] for k in sorted(self._workflows)]
+
+    def uses_conversation(self, workflow: WorkflowDefinition) -> bool:
+        """True when some node of the workflow holds conversations."""
+        for node in workflow.nodes.values():
+            node_type = self.node_types.get(node.type_id)
+            if node_type is not None and node_type.uses_conversation:
+                return True
+            if node.type_id == "core.interrupt" and str(node.config.get("kind", "")).startswith("conversation"):
+                return True
+        return False
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the store, load signing keys, start timers and resume runs that have work."""
+        await self.store.open()
+        await self._load_signing_keys()
+        if getattr(self.store, "single_instance", True):
+            await self.store.reset_owners()
+        self._timers.start()
+        self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="openwop-bridge-heartbeat")
+        self._started = True
+        await self.recover()
+
+    async def stop(self) -> None:
+        """Stop executors (their runs stay durable), timers and the store."""
+        self._stopping = True
+        await self._timers.stop()
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await self.store.close()
+        self._started = False
+
+    async def __aenter__(self) -> Engine:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
+    async def recover(self) -> int:
+        """Dispatch every run that has work and no live owner. Returns how many."""
+        count = 0
+        while True:
+            run_ids = await self.store.runs_needing_work(self.clock.now_ms(), limit=500)
+            fresh = [r for r in run_ids if r not in self._executors]
+            for run_id in fresh:
+                self._start_executor(run_id)
+            count += len(fresh)
+            if len(run_ids) < 500 or not fresh:
+                return count
+            await asyncio.sleep(0)
+
+    async def _load_signing_keys(self) -> None:
+        now = self.clock.now_ms()
+        if self._token_secrets:
+            secrets_by_kid = dict(self._token_secrets)
+            self.signer = TokenSigner(secrets_by_kid, self._token_secrets[0][0])
+            return
+        stored = await self.store.signing_keys()
+        if not stored:
+            secret = new_secret()
+            await self.store.add_signing_key(kid_for(secret), secret, now, activate=True)
+            stored = await self.store.signing_keys()
+        active = [k for k, _, a in stored if a] or [stored[-1][0]]
+        self.signer = TokenSigner({k: s for k, s, _ in stored}, active[0])
+
+    async def rotate_signing_key(self) -> str:
+        """Make a new signing key active; older ones keep verifying until retired."""
+        secret = new_secret()
+        kid = kid_for(secret)
+        await self.store.add_signing_key(kid, secret, self.clock.now_ms(), activate=True)
+        self._token_secrets = []
+        await self._load_signing_keys()
+        return kid
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self.config.lease_ms / 3000
+        while True:
+            await asyncio.sleep(interval)
+            if self._executors:
+                try:
+                    await self.store.renew_leases(self.instance_id, self.clock.now_ms(), self.config.lease_ms)
+                except Exception:
+                    log.exception("lease renewal failed")
+
+    # --- executors ---------------------------------------------------------------
+
+    def dispatch(self, run_id: str) -> None:
+        """Make sure the run's work gets done: wake its executor here or start one."""
+        executor = self._executors.get(run_id)
+        if executor is not None:
+            executor.notify()
+        else:
+            self._start_executor(run_id)
+
+    def _start_executor(self, run_id: str) -> None:
+        if self._stopping:
+            return
+        executor = RunExecutor(self, run_id)
+        self._executors[run_id] = executor
+        task = asyncio.create_task(self._own(executor), name=f"run:{run_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _own(self, executor: RunExecutor) -> None:
+        try:
+            run = await self.store.claim_run(
+                executor.run_id, self.instance_id, self.clock.now_ms(), self.config.lease_ms
+            )
+            if run is None:
+                return
+            workflow = self._workflows.get(run.workflow_id)
+            if workflow is None:
+                log.error("run %s needs workflow %r, which is not loaded here", run.run_id, run.workflow_id)
+                return
+            with run_span(run.run_id, run.workflow_id):
+                await executor.drive(run, workflow)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("could not run %s", executor.run_id)
+        finally:
+            if self._executors.get(executor.run_id) is executor:
+                del self._executors[executor.run_id]
+
+    def after_commit(self, run: RunRecord, commit: RunCommit, result: CommitResult) -> None:
+        """Called by an executor after each commit: publish, arm timers, start children."""
+        self.hub.publish(run.run_id, result.events)
+        for record in commit.new_interrupts:
+            interrupt_requested(record)
+            if record.open and record.deadline_ms is not None:
+                self._timers.poke(record.deadline_ms)
+        for child_id, docs in result.child_events.items():
+            self.hub.publish(child_id, docs)
+        if commit.wake_run:
+            self.dispatch(commit.wake_run)
+
+    def _after_mutation(self, result: MutationResult) -> None:
+        run = result.run
+        if run is None:
+            return
+        self.hub.publish(run.run_id, result.events)
+        if run.needs_work and not run.terminal:
+            if run.owner is None or (run.owner == self.instance_id and run.run_id not in self._executors):
+                self._start_executor(run.run_id)
+            elif run.owner == self.instance_id:
+                self._executors[run.run_id].notify()
+            else:
+                self.notify_remote(run)
+
+    def notify_remote(self, run: RunRecord) -> None:
+        """Tell the instance that owns a run to look at it (multi-instance stores override)."""
+        notify = getattr(self.store, "notify_run", None)
+        if notify is not None:
+            task = asyncio.create_task(notify(run.run_id))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _fire_due(self, now: int) -> int:
+        fired = 0
+        for interrupt_id in await self.store.due_interrupts(now):
+            with interrupt_resolving("timeout", **{"openwop.interrupt_id": interrupt_id}):
+                try:
+                    result = await self.store.mutate_interrupt(
+                        timeout_decision(now, self.clock.new_id), now, interrupt_id=interrupt_id
+                    )
+                except NotFoundError:
+                    continue
+            if result.result and result.result.get("fired"):
+                fired += 1
+            self._after_mutation(result)
+        return fired
+
+    async def wait_idle(self, timeout: float = 10.0) -> None:
+        """Wait until no executor is active (tests and benchmarks)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._executors:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"executors still active: {sorted(self._executors)}")
+            await asyncio.sleep(0.005)
+
+    # --- runs -----------------------------------------------------------------------
+
+    async def create_run(
+        self,
+        principal: Principal,
+        workflow_id: str,
+        *,
+        inputs: Mapping[str, Any] | None = None,
+        configurable: Mapping[str, Any] | None = None,
+        tags: list[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tenant: str | None = None,
+        replay_of: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> RunRecord:
+        """Start a run of a workflow; returns once the run is durably created."""
+        principal.require("runs:create")
+        workflow = self.workflow(workflow_id)
+        if tenant is not None and tenant != principal.tenant and principal.tenant != "*":
+            raise ForbiddenError("this key cannot create runs for another tenant")
+        if not self.conversation_enabled and self.uses_conversation(workflow):
+            raise CapabilityRefusedError(
+                "conversationPrimitive",
+                f"workflow {workflow_id!r} uses the conversation primitive, which this host does not offer; "
+                "use a clarification interrupt for multi-turn input instead",
+            )
+        configurable = dict(configurable or {})
+        schema = workflow.raw.get("configurableSchema")
+        if schema:
+            kinds.validate_against(thaw(schema), configurable, "configurable")
+        threshold = configurable.get("escalationThreshold")
+        if threshold is not None and kinds.finite_confidence(threshold) is None:
+            raise ValidationError("configurable.escalationThreshold must be a number between 0 and 1")
+        inputs = dict(inputs or {})
+        variables = initial_variables(workflow, inputs)
+        now = self.clock.now_ms()
+        run_tenant = principal.tenant if principal.tenant != "*" else (tenant or "default")
+        run_spec: dict[str, Any] = {
+            "inputs": inputs,
+            "configurable": configurable,
+            "tags": list(tags or []),
+            "metadata": dict(metadata or {}),
+            "principal": principal.id,
+        }
+        if replay_of:
+            run_spec["replayOf"] = replay_of
+        if extra:
+            run_spec.update(extra)
+        run = RunRecord(
+            run_id=self.clock.new_id("run"),
+            tenant=run_tenant,
+            workflow_id=workflow_id,
+            status="pending",
+            created_at_ms=now,
+            updated_at_ms=now,
+            spec=run_spec,
+            state={
+                "variables": variables,
+                "nodes": {},
+                "tokens": {},
+                "ready": list(workflow.entry_nodes),
+                "executions": 0,
+            },
+        )
+        docs = await self.store.create_run(run, [self._run_started(run)])
+        self.hub.publish(run.run_id, docs)
+        self._start_executor(run.run_id)
+        return run
+
+    def _run_started(self, run: RunRecord) -> EventDraft:
+        payload: dict[str, Any] = {
+            "workflowId": run.workflow_id,
+            "inputs": run.spec.get("inputs", {}),
+            "transport": run.spec.get("transport", "rest"),
+            "engineVersion": ENGINE_VERSION,
+            "owner": {"tenant": run.tenant, "principal": run.spec.get("principal") or "anonymous"},
+        }
+        for name in ("tags", "metadata"):
+            if run.spec.get(name):
+                payload[name] = run.spec[name]
+        if run.spec.get("replayOf"):
+            payload["replayOf"] = run.spec["replayOf"]
+        if run.parent_run_id:
+            payload["parentRunId"] = run.parent_run_id
+            payload["parentNodeId"] = run.parent_node_id
+        return EventDraft(self.clock.new_id("evt"), "run.started", payload, run.created_at_ms)
+
+    async def visible_run(self, run_id: str, principal: Principal) -> RunRecord:
+        """A run the principal's tenant may see, else 404."""
+        run = await self.store.load_run(run_id)
+        if run is None or principal.tenant not in (run.tenant, "*"):
+            raise RunNotFoundError(f"no run {run_id!r}")
+        return run
+
+    async def snapshot(self, run_id: str, principal: Principal, *, base_url: str = "") -> dict[str, Any]:
+        """The ``RunSnapshot`` of a run, with signed links for its open interrupts."""
+        principal.require("runs:read")
+        run = await self.visible_run(run_id, principal)
+        return await self.snapshot_of(run, base_url=base_url)
+
+    async def snapshot_of(self, run: RunRecord, *, base_url: str = "") -> dict[str, Any]:
+        """The snapshot of an already-loaded run (no access check)."""
+        open_records = [] if run.terminal else await self.store.run_interrupts(run.run_id, open_only=True)
+        open_records = [r for r in open_records if r.kind not in ("conversation.start", "conversation.close")]
+        views = [self.interrupt_view(r, base_url=base_url) for r in open_records]
+        channels = await self.channels(run)
+        children = await self.store.child_runs(run.run_id)
+        return run_snapshot(run, open_views=views, channels=channels, children=children)
+
+    async def channels(self, run: RunRecord) -> dict[str, Any]:
+        """The run's channels: declared defaults plus conversation turns folded by messageId."""
+        workflow = self._workflows.get(run.workflow_id)
+        out: dict[str, Any] = {}
+        if workflow is not None:
+            for name, decl in workflow.channels.items():
+                out[name] = [] if decl.get("reducer") == "message" else thaw(decl.get("default"))
+        if run.state.get("hasConversation") or any(isinstance(v, list) for v in out.values()):
+            docs = await self.store.events_of_types(run.run_id, conversation.FOLD_EVENT_TYPES)
+            out.update(conversation.fold_channels(docs))
+        return out
+
+    async def cancel_run(
+        self, run_id: str, principal: Principal, reason: str | None = None, *, parent_run_id: str | None = None
+    ) -> dict[str, Any]:
+        """Cancel a run (idempotent on terminal runs); cascades to its active children."""
+        if parent_run_id is None:
+            principal.require("runs:cancel")
+        now = self.clock.now_ms()
+        result = await self.store.mutate_run(
+            run_id, run_cancel_decision(principal, now, reason, parent_run_id=parent_run_id), now
+        )
+        self._after_mutation(result)
+        assert result.run is not None
+        if result.result.get("changed"):
+            for child in await self.store.child_runs(run_id):
+                if not child.terminal and child.spec.get("propagateCancellation", True):
+                    await self.cancel_run(child.run_id, SYSTEM, "parent-cancelled", parent_run_id=run_id)
+        return {"runId": run_id, "status": result.run.status}
+
+    async def fork_run(self, run_id: str, principal: Principal, mode: str = "replay") -> RunRecord:
+        """Start a replay of a run: answers come from the source's log, nobody is asked again."""
+        if mode != "replay":
+            raise ValidationError("fork mode must be 'replay'", details={"supportedModes": ["replay"]})
+        source = await self.visible_run(run_id, principal)
+        return await self.create_run(
+            principal,
+            source.workflow_id,
+            inputs=source.spec.get("inputs"),
+            configurable=source.spec.get("configurable"),
+            tags=source.spec.get("tags"),
+            metadata=source.spec.get("metadata"),
+            tenant=source.tenant,
+            replay_of=source.run_id,
+        )
+
+    async def list_runs(
+        self,
+        principal: Principal,
+        *,
+        workflow_id: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> tuple[list[RunRecord], str | None]:
+        """Runs of the caller's tenant, newest first."""
+        principal.require("runs:read")
+        return await self.store.list_runs(
+            principal.tenant, workflow_id=workflow_id, status=status, limit=limit, cursor=cursor
+        )
+
+    async def events(
+        self, run_id: str, principal: Principal, after: int = -1, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Committed events of a run after a sequence number."""
+        principal.require("runs:read")
+        await self.visible_run(run_id, principal)
+        return await self.store.read_events(run_id, after, limit)
+
+    # --- children (core.subWorkflow) ----------------------------------------------------
+
+    async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
+        """A child already started by this node activation."""
+        return await self.store.find_child(parent_run_id, node_id, visit, ordinal)
+
+    def prepare_child(
+        self, parent: RunRecord, ctx: NodeContext, workflow_id: str, inputs: Mapping[str, Any], ordinal: int
+    ) -> tuple[RunRecord, list[EventDraft]]:
+        """The child run record and first event, committed with the parent's step."""
+        workflow = self.workflow(workflow_id)
+        now = self.clock.now_ms()
+        variables = initial_variables(workflow, inputs)
+        run = RunRecord(
+            run_id=self.clock.new_id("run"),
+            tenant=parent.tenant,
+            workflow_id=workflow_id,
+            status="pending",
+            created_at_ms=now,
+            updated_at_ms=now,
+            spec={
+                "inputs": dict(inputs),
+                "configurable": parent.spec.get("configurable") or {},
+                "principal": parent.spec.get("principal"),
+                "propagateCancellation": bool(ctx.config.get("propagateCancellation", True)),
+                "transport": "rest",
+            },
+            state={
+                "variables": variables,
+                "nodes": {},
+                "tokens": {},
+                "ready": list(workflow.entry_nodes),
+                "executions": 0,
+            },
+            parent_run_id=parent.run_id,
+            parent_node_id=ctx.node_id,
+            parent_visit=ctx.visit,
+            child_ordinal=ordinal,
+        )
+        return run, [self._run_started(run)]
+
+    # --- interrupts -------------------------------------------------------------------
+
+    def _signer(self) -> TokenSigner:
+        if self.signer is None:
+            raise RuntimeError("the engine is not started")
+        return self.signer
+
+    def mint_token(
+        self, record: InterruptRecord, intent: str = "resolve", *, subject: str | None = None, ttl_ms: int | None = None
+    ) -> tuple[str, int]:
+        """A signed link for an interrupt: 30 minutes by default, never past its deadline."""
+        expires = token_expiry(self.clock.now_ms(), record.deadline_ms, ttl_ms or self.config.token_ttl_ms)
+        token = self._signer().mint(record.run_id, record.node_id, record.interrupt_id, expires, intent, subject)
+        return token, expires
+
+    def interrupt_view(self, record: InterruptRecord, *, base_url: str = "", with_token: bool = True) -> dict[str, Any]:
+        """An interrupt with a fresh resolve link while it is open."""
+        if with_token and record.open:
+            token, expires = self.mint_token(record)
+            return interrupt_view(record, token=token, token_expires_ms=expires, base_url=base_url)
+        return interrupt_view(record)
+
+    async def interrupt_at(self, run_id: str, node_id: str, principal: Principal) -> InterruptRecord:
+        """The latest interrupt at a run-scoped address, visible to the principal."""
+        await self.visible_run(run_id, principal)
+        record = await self.store.interrupt_at(run_id, node_id)
+        if record is None:
+            raise InterruptNotFoundError(f"no interrupt at node {node_id!r} of run {run_id!r}")
+        return record
+
+    async def _ask_answer(self, record: InterruptRecord | None, value: Any, asked_by: str) -> str | None:
+        if record is None or record.kind != "approval" or not isinstance(value, Mapping):
+            return None
+        if value.get("action") != "ask":
+            return None
+        question = value.get("question") or value.get("feedback")
+        if not isinstance(question, str) or not question.strip():
+            return None
+        return await self.ask_service.answer(record, question, asked_by)
+
+    async def resolve(
+        self,
+        principal: Principal,
+        value: Any,
+        *,
+        run_id: str | None = None,
+        node_id: str | None = None,
+        interrupt_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Answer an interrupt by run-scoped address (or id). One guarded transaction.
+
+        Returns ``{runId, nodeId, interruptId, status, …}``: ``resolved`` when the
+        interrupt settled, ``pending`` when a quorum vote or an ``ask`` left it open.
+        """
+        principal.require("approvals:respond")
+        if run_id is not None:
+            await self.visible_run(run_id, principal)
+        if interrupt_id is not None:
+            current = await self.store.get_interrupt(interrupt_id)
+            if current is None or principal.tenant not in (current.tenant, "*"):
+                raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
+        else:
+            assert run_id is not None and node_id is not None
+            current = await self.store.interrupt_at(run_id, node_id)
+            if current is None:
+                raise InterruptNotFoundError(f"no interrupt at node {node_id!r} of run {run_id!r}")
+            interrupt_id = current.interrupt_id if current.kind != "conversation.exchange" else None
+        answer = Answer(
+            principal=principal,
+            value=value,
+            surface="run",
+            ask_answer=await self._ask_answer(current, value, principal.id),
+            idempotency_key=idempotency_key,
+        )
+        return await self._apply_answer(answer, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id)
+
+    async def _apply_answer(
+        self, answer: Answer, *, interrupt_id: str | None, run_id: str | None, node_id: str | None
+    ) -> dict[str, Any]:
+        now = self.clock.now_ms()
+        with interrupt_resolving("resolve", **{"openwop.interrupt_id": interrupt_id, "openwop.node_id": node_id}):
+            if interrupt_id is not None:
+                result = await self.store.mutate_interrupt(
+                    answer_decision(answer, now, self.clock.new_id), now, interrupt_id=interrupt_id
+                )
+            else:
+                result = await self.store.mutate_interrupt(
+                    answer_decision(answer, now, self.clock.new_id), now, run_id=run_id, node_id=node_id
+                )
+        self._after_mutation(result)
+        record = result.interrupt
+        assert record is not None
+        body: dict[str, Any] = {
+            "runId": record.run_id,
+            "nodeId": record.node_id,
+            "interruptId": record.interrupt_id,
+            "kind": record.kind,
+        }
+        body.update(result.result or {})
+        if body.get("status") == "resolved" and record.resolution:
+            body["resumeValue"] = record.resolution.get("resumeValue")
+        return body
+
+    async def verify_token(self, token: str) -> tuple[TokenClaims, InterruptRecord]:
+        """Check a signed link and find its interrupt (404/410 on bad or expired links)."""
+        claims = self._signer().verify(token, self.clock.now_ms())
+        record = await self.store.get_interrupt(claims.interrupt_id)
+        if record is None or record.run_id != claims.run_id:
+            raise InterruptNotFoundError("no interrupt answers to this link")
+        return claims, record
+
+    async def inspect_token(self, token: str, *, base_url: str = "") -> dict[str, Any]:
+        """What a signed link points at (409 once it is used, 410 when gone)."""
+        claims, record = await self.verify_token(token)
+        if not record.open and record.kind != "conversation.exchange":
+            from bridge.resolution import _closed_error
+
+            error = _closed_error(record, "token")
+            raise error
+        view = interrupt_view(record)
+        view["intent"] = claims.intent
+        view["tokenExpiresAt"] = (
+            claims.expires_at_ms
+            and interrupt_view(record, token=token, token_expires_ms=claims.expires_at_ms, base_url=base_url)[
+                "tokenExpiresAt"
+            ]
+        )
+        if claims.subject:
+            view["subject"] = claims.subject
+        return view
+
+    async def resolve_token(
+        self, token: str, value: Any, principal: Principal | None = None, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Answer through a signed link (``POST /v1/interrupts/{token}``)."""
+        claims, record = await self.verify_token(token)
+        who = claims.subject or (principal.id if principal else "signed-link")
+        answer = Answer(
+            principal=principal,
+            value=value,
+            surface="token",
+            token_subject=claims.subject,
+            token_intent=claims.intent,
+            ask_answer=await self._ask_answer(record, value, who),
+            idempotency_key=idempotency_key,
+        )
+        return await self._apply_answer(answer, interrupt_id=record.interrupt_id, run_id=None, node_id=None)
+
+    async def cancel_interrupt(
+        self, principal: Principal, interrupt_id: str, reason: str = "cancelled"
+    ) -> dict[str, Any]:
+        """Cancel one interrupt: approvals fail closed, other kinds raise InterruptCancelledError."""
+        principal.require("approvals:respond")
+        now = self.clock.now_ms()
+        result = await self.store.mutate_interrupt(
+            cancel_decision(principal, now, self.clock.new_id, reason), now, interrupt_id=interrupt_id
+        )
+        self._after_mutation(result)
+        assert result.interrupt is not None
+        return {"runId": result.interrupt.run_id, "interruptId": interrupt_id, **(result.result or {})}
+
+    async def inbox(
+        self,
+        principal: Principal,
+        *,
+        kind: str | None = None,
+        status: str = "pending",
+        limit: int = 50,
+        cursor: str | None = None,
+        base_url: str = "",
+    ) -> dict[str, Any]:
+        """The pending-interrupts inbox of the caller's tenant."""
+        principal.require("interrupts:read")
+        if kind is not None and kind not in kinds.KINDS:
+            raise ValidationError(f"unknown kind {kind!r}", details={"kinds": list(kinds.KINDS)})
+        mapped = {"pending": "pending", "resolved": "resolved", "expired": "expired", "cancelled": "cancelled"}
+        if status not in mapped:
+            raise ValidationError("status must be pending, resolved, expired or cancelled")
+        if not 1 <= limit <= 500:
+            raise ValidationError("limit must be between 1 and 500")
+        page = await self.store.inbox(principal.tenant, kind=kind, status=status, limit=limit, cursor=cursor)
+        now = self.clock.now_ms()
+        items = []
+        for record in page.items:
+            url = None
+            if record.open:
+                token, _ = self.mint_token(record, "inspect")
+                url = f"{base_url}/v1/interrupts/{token}"
+            items.append(inbox_item(record, now, url))
+        return {"items": items, "nextCursor": page.next_cursor}
+
+    async def already_resolved_guard(self, record: InterruptRecord) -> None:
+        """Raise 409 when an interrupt is no longer open."""
+        if not record.open:
+            raise InterruptAlreadyResolvedError("this interrupt was already resolved")
+
+    # --- discovery ----------------------------------------------------------------------
+
+    def discovery(self) -> dict[str, Any]:
+        """The ``/.well-known/openwop`` capabilities document."""
+        profiles = [
+            "openwop-interrupt-quorum",
+            "openwop-interrupt-auth-required",
+            "openwop-interrupt-external-event",
+            "openwop-interrupt-cascade-cancel",
+        ]
+        doc: dict[str, Any] = {
+            "protocolVersion": "1.1",
+            "supportedEnvelopes": [],
+            "schemaVersions": {},
+            "limits": {
+                "clarificationRounds": 10,
+                "schemaRounds": 3,
+                "envelopesPerTurn": 10,
+                "maxNodeExecutions": self.config.max_node_executions,
+            },
+            "implementation": {
+                "name": "openwop-bridge",
+                "version": ENGINE_VERSION.split("/")[1],
+                "vendor": "openwop-bridge",
+            },
+            "eventLogSchemaVersion": 1,
+            "fixtures": [wf.id for wf in self.workflows()],
+            "conversationPrimitive": self.conversation_enabled,
+            "replay": {"supported": True, "modes": ["replay"]},
+            "agents": {"supported": True},
+            "authorization": {"supported": True, "failClosed": True},
+            "subWorkflow": {"inputMapping": False},
+            "extensions": {
+                "interrupts": {
+                    "profiles": profiles,
+                    "signedCallbackTokens": True,
+                    "kinds": [k for k in kinds.KINDS if self.conversation_enabled or not k.startswith("conversation")],
+                }
+            },
+        }
+        return doc
+
+
+def validate_discovery(doc: Mapping[str, Any]) -> list[str]:
+    """Problems with a discovery document under ``capabilities.schema.json``."""
+    return [e.message for e in spec.validator("capabilities.schema.json").iter_errors(doc)]

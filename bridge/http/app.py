@@ -1,0 +1,92 @@
+"""The HTTP host: a Starlette app over an :class:`~bridge.engine.Engine`.
+
+``create_app(engine, keyring)`` returns an ASGI app serving the OpenWOP REST
+surface. Extra routes (the AG-UI adapter, the web pages) are mounted with
+``extra_routes``. The app starts and stops the engine in its lifespan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from bridge.auth import KeyRing
+from bridge.engine import Engine
+from bridge.http import interrupts, runs
+from bridge.http.deps import engine
+from bridge.http.openapi import openapi_document
+from bridge.http.responses import EXCEPTION_HANDLERS, JSONResponse
+
+
+async def discovery(request: Request) -> Response:
+    """``GET /.well-known/openwop``: cacheable, with an ETag honoured by If-None-Match."""
+    body = orjson.dumps(engine(request).discovery())
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    headers = {"Cache-Control": "public, max-age=60", "ETag": etag}
+    match = request.headers.get("if-none-match", "")
+    if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+async def openapi(request: Request) -> Response:
+    """``GET /v1/openapi.json``."""
+    return JSONResponse(openapi_document(), headers={"Cache-Control": "public, max-age=300"})
+
+
+async def healthz(request: Request) -> Response:
+    """Liveness: 200 once the engine is serving."""
+    return JSONResponse({"status": "ok", "instance": engine(request).instance_id})
+
+
+def create_app(
+    engine: Engine,
+    keyring: KeyRing,
+    *,
+    extra_routes: Sequence[BaseRoute] = (),
+    public_url: str | None = None,
+    keepalive_s: float = 15.0,
+    manage_engine: bool = True,
+    link_page: Callable[[Request], Awaitable[Response]] | None = None,
+    on_startup: Sequence[Callable[[], Awaitable[Any]]] = (),
+    on_shutdown: Sequence[Callable[[], Awaitable[Any]]] = (),
+) -> Starlette:
+    """The OpenWOP host as an ASGI app."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if manage_engine:
+            await engine.start()
+        for hook in on_startup:
+            await hook()
+        try:
+            yield
+        finally:
+            for hook in on_shutdown:
+                await hook()
+            if manage_engine:
+                await engine.stop()
+
+    routes: list[BaseRoute] = [
+        Route("/.well-known/openwop", discovery, methods=["GET"]),
+        Route("/v1/openapi.json", openapi, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        *runs.routes,
+        *interrupts.routes,
+        *extra_routes,
+    ]
+    app = Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, lifespan=lifespan)
+    app.state.engine = engine
+    app.state.keyring = keyring
+    app.state.public_url = public_url
+    app.state.keepalive_s = keepalive_s
+    app.state.link_page = link_page
+    return app

@@ -1,0 +1,43 @@
+"""Node types: the registry and the core types every host offers."""
+
+from __future__ import annotations
+
+from bridge.nodes import agents, conversation_gate, core, gates, subworkflow
+from bridge.nodes.base import NodeRegistry, NodeResult, NodeType
+
+
+def default_registry() -> NodeRegistry:
+    """A registry with every core node type this host implements."""
+    return NodeRegistry(
+        [
+            NodeType("core.noop", core.noop, description="Does nothing; passes inputs through."),
+            NodeType("core.delay", core.delay, description="Waits delayMs milliseconds."),
+            NodeType("core.interrupt", core.interrupt, core.check_interrupt, description="Raises one interrupt."),
+            NodeType("core.approvalGate", gates.approval_gate, gates.check_approval, description="Governed approval."),
+            NodeType(
+                "core.clarificationGate",
+                gates.clarification_gate,
+                gates.check_clarification,
+                description="Asks clarifying questions.",
+            ),
+            NodeType(
+                "core.conversationGate",
+                conversation_gate.conversation_gate,
+                conversation_gate.check_conversation_gate,
+                uses_conversation=True,
+                description="Holds a multi-turn conversation.",
+            ),
+            NodeType(
+                "core.subWorkflow",
+                subworkflow.subworkflow,
+                subworkflow.check_subworkflow,
+                description="Runs a child workflow.",
+            ),
+            NodeType("core.conformance.mock-agent", agents.mock_agent, description="Scripted agent (conformance)."),
+            NodeType("core.orchestrator.supervisor", agents.supervisor, description="Supervisor decisions."),
+            NodeType("core.dispatch", agents.dispatch, description="Executes supervisor decisions."),
+        ]
+    )
+
+
+__all__ = ["NodeRegistry", "NodeResult", "NodeType", "default_registry"]

@@ -1,0 +1,557 @@
+"""Resolving interrupts: the decisions applied inside the resolve transaction.
+
+Each ``*_decision`` returns a function of the current interrupt and run rows
+that yields a :class:`~bridge.store.base.Mutation`. They read no clock and
+touch no database: ``now`` and id minting are handed in, so the same decision
+is taken wherever it runs (SQLite thread, PostgreSQL transaction, a test).
+
+Order of checks for an answer: tenant → the interrupt's state (already
+resolved, cancelled, gone) → surface rules (inspect-only token, auth-required
+profile) → the answer's shape and ``resumeSchema`` → governance (role, scope,
+approvers, acting for someone else) → the kind's own rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bridge import approval, kinds
+from bridge.auth import Principal
+from bridge.clock import iso_ms
+from bridge.conversation import answer_exchange, timeout_close_events
+from bridge.errors import (
+    ForbiddenError,
+    InterruptAlreadyResolvedError,
+    InterruptCancelledStateError,
+    InterruptGoneError,
+    InterruptNotFoundError,
+    UnauthenticatedError,
+    ValidationError,
+)
+from bridge.events import EventDraft
+from bridge.store.base import InterruptDecision, InterruptRecord, Mutation, RunRecord
+
+AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required"
+_SENSITIVE = re.compile(r"(secret|token|password|passwd|authorization|api[_-]?key|credential)", re.I)
+
+NewId = Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One attempt to answer an interrupt."""
+
+    principal: Principal | None  # None: an anonymous signed link
+    value: Any
+    surface: str = "run"  # "run" | "token"
+    token_subject: str | None = None
+    token_intent: str | None = None
+    ask_answer: str | None = None
+    idempotency_key: str | None = None
+
+
+def redact(value: Any) -> Any:
+    """A copy with values under sensitive-looking keys replaced by ``[redacted]``."""
+    if isinstance(value, Mapping):
+        return {k: ("[redacted]" if _SENSITIVE.search(str(k)) else redact(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def _event(new_id: NewId, now: int, type_: str, payload: dict[str, Any], node_id: str) -> EventDraft:
+    return EventDraft(new_id("evt"), type_, payload, now, node_id=node_id)
+
+
+def _resolved_payload(intr: InterruptRecord, now: int, by: str, value: Any, **extra: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "nodeId": intr.node_id,
+        "interruptId": intr.interrupt_id,
+        "kind": intr.kind,
+        "resumeValue": value,
+        "resolvedAt": iso_ms(now),
+        "resolvedBy": by,
+    }
+    payload.update({k: v for k, v in extra.items() if v is not None})
+    return payload
+
+
+def _closed_error(intr: InterruptRecord, surface: str) -> Exception:
+    if intr.status == "gone":
+        return InterruptGoneError(
+            "this interrupt was invalidated when its parent run was cancelled",
+            details={"interruptId": intr.interrupt_id},
+        )
+    if intr.status == "cancelled":
+        if surface == "token":
+            return InterruptAlreadyResolvedError("this link is no longer valid: the interrupt was cancelled")
+        return InterruptCancelledStateError(
+            "the run was cancelled while this interrupt was pending", details={"interruptId": intr.interrupt_id}
+        )
+    return InterruptAlreadyResolvedError(
+        "this interrupt was already resolved", details={"interruptId": intr.interrupt_id, "status": intr.status}
+    )
+
+
+def _deny(
+    intr: InterruptRecord,
+    run: RunRecord,
+    principal: Principal,
+    now: int,
+    new_id: NewId,
+    reason: str,
+    *,
+    scope: str = "approvals:respond",
+) -> Mutation:
+    """Refuse with 403 but keep the audit trail (``authorization.decided {allowed:false}``)."""
+    event = _event(
+        new_id,
+        now,
+        "authorization.decided",
+        {
+            "principal": principal.id,
+            "action": scope,
+            "resource": f"{run.run_id}/{intr.node_id}",
+            "allowed": False,
+            "reason": reason,
+        },
+        intr.node_id,
+    )
+    audit = {
+        "principal": principal.id,
+        "action": "authorization.denied",
+        "resource": f"{run.run_id}/{intr.node_id}",
+        "details": {"interruptId": intr.interrupt_id, "reason": reason},
+    }
+    return Mutation(events=[event], audit=[audit], error=ForbiddenError(reason))
+
+
+def _resolver_id(answer: Answer) -> str:
+    if answer.principal is not None:
+        return answer.principal.id
+    if answer.token_subject:
+        return answer.token_subject
+    return "signed-link"
+
+
+def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecision:
+    """The decision for an answer (run-scoped or signed-link)."""
+
+    def decide(intr: InterruptRecord, run: RunRecord) -> Mutation:
+        principal = answer.principal
+        if answer.surface == "run" and (principal is None or principal.tenant not in (run.tenant, "*")):
+            raise InterruptNotFoundError("no interrupt at this address")
+        data = intr.payload.get("data", {})
+        if answer.surface == "token":
+            if answer.token_intent != "resolve":
+                raise ForbiddenError("this link only allows looking at the interrupt, not answering it")
+            if data.get("profile") == AUTH_REQUIRED_PROFILE:
+                if principal is None:
+                    raise UnauthenticatedError("this interrupt needs an authenticated answer (Authorization: Bearer)")
+                if principal.tenant not in (run.tenant, "*"):
+                    raise InterruptNotFoundError("no interrupt at this address")
+                principal.require("approvals:respond")
+        if intr.kind == "conversation.exchange":
+            if not intr.open and intr.status != "resolved":
+                raise _closed_error(intr, answer.surface)
+            who = principal or Principal(id=_resolver_id(answer), tenant=run.tenant)
+            return answer_exchange(intr, answer.value, who, now, new_id)
+        if intr.kind in ("conversation.start", "conversation.close"):
+            raise ValidationError(
+                f"conversation {data.get('conversationId')} is closed; no more exchanges"
+                if intr.kind == "conversation.close"
+                else "a conversation start is not answerable"
+            )
+        if not intr.open:
+            previous = intr.resolution or {}
+            if (
+                intr.kind == "external-event"
+                and previous.get("eventId") is not None
+                and previous.get("eventId") == (kinds.external_event_id(answer.value) or answer.idempotency_key)
+            ):
+                return Mutation(result={"status": "resolved", "idempotent": True})
+            raise _closed_error(intr, answer.surface)
+        schema = intr.payload.get("resumeSchema")
+        if schema and intr.kind != "approval":
+            kinds.validate_against(schema, answer.value, "resumeValue")
+        if intr.kind == "approval":
+            return _approval(intr, run, answer, now, new_id)
+        by = _resolver_id(answer)
+        extra: dict[str, Any] = {}
+        if intr.kind == "clarification":
+            value = kinds.normalize_clarification(data, answer.value)
+        elif intr.kind == "external-event":
+            value = kinds.normalize_external_event(data, answer.value)
+            extra["eventId"] = kinds.external_event_id(value) or answer.idempotency_key
+        else:
+            value = answer.value
+        logged = redact(value) if intr.kind == "external-event" else value
+        resolved = _resolved_payload(intr, now, by, logged)
+        emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
+        resolution = {"resumeValue": value, "resolvedBy": by, "resolvedAt": iso_ms(now), "emitted": emitted, **extra}
+        return Mutation(
+            interrupt_status="resolved",
+            resolution=resolution,
+            resolved_at_ms=now,
+            events=[_event(new_id, now, "interrupt.resolved", resolved, intr.node_id)],
+            wake=True,
+            result={"status": "resolved"},
+        )
+
+    return decide
+
+
+def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, new_id: NewId) -> Mutation:
+    data = intr.payload["data"]
+    raw = answer.value
+    schema = intr.payload.get("resumeSchema")
+    if schema:
+        kinds.validate_against(schema, raw, "resumeValue")
+    normalized = approval.normalize_answer(data, raw)
+    principal = answer.principal
+    acting = principal.id if principal else _resolver_id(answer)
+    if principal is not None:
+        role = data.get("requiredRole")
+        scope = data.get("requiredScope")
+        if role and not principal.has_role(str(role)):
+            return _deny(intr, run, principal, now, new_id, f"approving this gate needs the {role!r} role")
+        if scope and not principal.has_scope(str(scope)):
+            return _deny(
+                intr, run, principal, now, new_id, f"approving this gate needs the {scope!r} scope", scope=str(scope)
+            )
+    voter = acting
+    if normalized.voter and normalized.voter != acting:
+        if principal is None or not principal.can_act_as:
+            if principal is None:
+                raise ForbiddenError("a signed link cannot vote on behalf of someone else")
+            return _deny(
+                intr,
+                run,
+                principal,
+                now,
+                new_id,
+                "this key may not answer on behalf of another principal (needs the operator/admin role "
+                "or the approvals:act-as scope)",
+            )
+        voter = normalized.voter
+    approvers = list(data.get("approversList") or [])
+    if approvers and voter not in approvers:
+        if principal is not None:
+            return _deny(intr, run, principal, now, new_id, f"{voter!r} is not among this gate's approvers")
+        raise ForbiddenError(f"{voter!r} is not among this gate's approvers")
+    events: list[EventDraft] = []
+    audit: list[dict[str, Any]] = []
+    gate = str(data.get("gateId") or intr.exec_node)
+    resource = f"{run.run_id}/{intr.node_id}"
+    state = dict(intr.state)
+    if normalized.override:
+        override = data.get("override") or {}
+        needed = override.get("requiredRole") if isinstance(override, Mapping) else None
+        if not needed or principal is None or not principal.has_role(str(needed)):
+            if principal is None:
+                raise ForbiddenError("a signed link cannot take the override path")
+            return _deny(
+                intr,
+                run,
+                principal,
+                now,
+                new_id,
+                "this gate has no override path" if not needed else f"the override needs the {needed!r} role",
+            )
+        events.append(
+            _event(
+                new_id,
+                now,
+                "approval.overridden",
+                {"gateId": gate, "principal": voter, "reason": str(normalized.reason)},
+                intr.node_id,
+            )
+        )
+        audit.append(
+            {
+                "principal": voter,
+                "action": "approval.overridden",
+                "resource": resource,
+                "details": {"interruptId": intr.interrupt_id, "reason": normalized.reason, "actingPrincipal": acting},
+            }
+        )
+    if normalized.action == "ask":
+        exchange = {
+            "question": normalized.question,
+            "answer": answer.ask_answer or "",
+            "askedBy": voter,
+            "at": iso_ms(now),
+        }
+        asks = [*state.get("askExchanges", []), exchange]
+        state["askExchanges"] = asks
+        events.append(
+            _event(
+                new_id,
+                now,
+                "bridge.approval.asked",
+                {"nodeId": intr.node_id, "interruptId": intr.interrupt_id, **exchange},
+                intr.node_id,
+            )
+        )
+        return Mutation(
+            interrupt_state=state, events=events, result={"status": "pending", "ask": exchange, "askExchanges": asks}
+        )
+    votes = list(state.get("votes", []))
+    if any(v["voter"] == voter for v in votes):
+        audit.append(
+            {
+                "principal": voter,
+                "action": "approval.duplicate-vote",
+                "resource": resource,
+                "details": {"interruptId": intr.interrupt_id, "action": normalized.action, "actingPrincipal": acting},
+            }
+        )
+        events.append(
+            _event(
+                new_id,
+                now,
+                "bridge.approval.duplicate-vote",
+                {"nodeId": intr.node_id, "interruptId": intr.interrupt_id, "voter": voter, "action": normalized.action},
+                intr.node_id,
+            )
+        )
+        t = approval.tally(data, votes)
+        return Mutation(
+            events=events, audit=audit, result={"status": "pending", "duplicate": True, "votes": t.progress()}
+        )
+    vote = normalized.as_vote(voter, iso_ms(now))
+    if acting != voter:
+        vote["actingPrincipal"] = acting
+    votes.append(vote)
+    bypass = bool(normalized.override and data.get("overrideBypassesQuorum"))
+    t = approval.tally(data, votes, bypass=bypass)
+    if normalized.action in approval.ACCEPTING:
+        events.append(
+            _event(
+                new_id,
+                now,
+                "approval.granted",
+                {"gateId": gate, "principal": voter, "quorumProgress": {"granted": t.accepts, "required": t.required}},
+                intr.node_id,
+            )
+        )
+    else:
+        rejected: dict[str, Any] = {"gateId": gate, "principal": voter}
+        why = normalized.reason or normalized.feedback or (normalized.refine_feedback or {}).get("text")
+        if why:
+            rejected["reason"] = str(why)
+        events.append(_event(new_id, now, "approval.rejected", rejected, intr.node_id))
+    audit.append(
+        {
+            "principal": voter,
+            "action": f"approval.vote.{normalized.action}",
+            "resource": resource,
+            "details": {"interruptId": intr.interrupt_id, "progress": t.progress(), "actingPrincipal": acting},
+        }
+    )
+    state["votes"] = votes
+    if t.outcome == "pending":
+        return Mutation(
+            interrupt_state=state, events=events, audit=audit, result={"status": "pending", "votes": t.progress()}
+        )
+    final = approval.final_value(t, vote, iso_ms(now))
+    return _settle_approval(intr, now, new_id, final, state, events, audit, t.outcome)
+
+
+def _settle_approval(
+    intr: InterruptRecord,
+    now: int,
+    new_id: NewId,
+    final: dict[str, Any],
+    state: dict[str, Any],
+    events: list[EventDraft],
+    audit: list[dict[str, Any]],
+    outcome: str,
+) -> Mutation:
+    received: dict[str, Any] = {
+        "nodeId": intr.node_id,
+        "action": final["action"],
+        "decidedBy": final["decidedBy"],
+        "decidedAt": final["decidedAt"],
+    }
+    for name in ("feedback", "refineFeedback", "editedArtifactData"):
+        if name in final:
+            received[name] = final[name]
+    if "quorum" in final:
+        received["quorum"] = final["quorum"]
+    decision = "approved" if outcome == "accepted" else "rejected"
+    resolved = _resolved_payload(
+        intr,
+        now,
+        final["decidedBy"],
+        final,
+        action=final["action"],
+        decision=decision,
+        reason=final.get("reason") if final["action"] == "timeout" else None,
+    )
+    emitted: list[dict[str, Any]] = [
+        {"type": "approval.received", "payload": received, "nodeId": intr.node_id},
+        {"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id},
+    ]
+    events = [*events, *(_event(new_id, now, e["type"], e["payload"], intr.node_id) for e in emitted)]
+    resolution = {
+        "resumeValue": final,
+        "resolvedBy": final["decidedBy"],
+        "resolvedAt": iso_ms(now),
+        "action": final["action"],
+        "decision": decision,
+        "emitted": emitted,
+    }
+    return Mutation(
+        interrupt_status="resolved",
+        interrupt_state=state,
+        resolution=resolution,
+        resolved_at_ms=now,
+        events=events,
+        audit=audit,
+        wake=True,
+        result={"status": "resolved", "action": final["action"], "decision": decision},
+    )
+
+
+def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
+    """What the timer does when an interrupt's deadline passes. Approvals never auto-approve."""
+
+    def decide(intr: InterruptRecord, run: RunRecord) -> Mutation:
+        if not intr.open or intr.deadline_ms is None or intr.deadline_ms > now:
+            return Mutation(result={"status": intr.status, "fired": False})
+        emitted: list[dict[str, Any]] = []
+        if intr.kind == "approval":
+            final = approval.timeout_value(iso_ms(now))
+            emitted.append(
+                {
+                    "type": "approval.received",
+                    "payload": {
+                        "nodeId": intr.node_id,
+                        "action": "timeout",
+                        "decidedBy": "system:timeout",
+                        "decidedAt": iso_ms(now),
+                    },
+                    "nodeId": intr.node_id,
+                }
+            )
+            resolved = _resolved_payload(
+                intr,
+                now,
+                "system:timeout",
+                final,
+                action="timeout",
+                decision="rejected",
+                outcome="rejected",
+                reason="timeout",
+            )
+        else:
+            final = None
+            resolved = _resolved_payload(intr, now, "system:timeout", None, reason="timeout")
+        emitted.append({"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id})
+        if intr.kind == "conversation.exchange":
+            emitted += timeout_close_events(intr, now, new_id)
+        resolution = {
+            "resumeValue": final,
+            "resolvedBy": "system:timeout",
+            "resolvedAt": iso_ms(now),
+            "reason": "timeout",
+            "emitted": emitted,
+        }
+        if final is not None:
+            resolution.update({"action": "timeout", "decision": "rejected"})
+        return Mutation(
+            interrupt_status="expired",
+            resolution=resolution,
+            resolved_at_ms=now,
+            events=[_event(new_id, now, e["type"], e["payload"], e["nodeId"]) for e in emitted],
+            wake=True,
+            result={"status": "expired", "fired": True},
+        )
+
+    return decide
+
+
+def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str = "cancelled") -> InterruptDecision:
+    """Cancel one interrupt. An approval fails closed (rejected with reason ``cancelled``);
+    anything else raises ``InterruptCancelledError`` in its node."""
+
+    def decide(intr: InterruptRecord, run: RunRecord) -> Mutation:
+        if principal.tenant not in (run.tenant, "*"):
+            raise InterruptNotFoundError("no interrupt at this address")
+        if not intr.open:
+            raise _closed_error(intr, "run")
+        if intr.kind == "approval":
+            final = {"action": "reject", "decidedBy": principal.id, "decidedAt": iso_ms(now), "reason": reason}
+            state = dict(intr.state)
+            state["votes"] = [
+                *state.get("votes", []),
+                {"voter": principal.id, "action": "reject", "at": iso_ms(now), "reason": reason},
+            ]
+            audit = [
+                {
+                    "principal": principal.id,
+                    "action": "approval.cancelled",
+                    "resource": f"{run.run_id}/{intr.node_id}",
+                    "details": {"interruptId": intr.interrupt_id},
+                }
+            ]
+            return _settle_approval(intr, now, new_id, final, state, [], audit, "rejected")
+        resolved = _resolved_payload(intr, now, principal.id, None, reason=reason, cancelled=True)
+        emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
+        return Mutation(
+            interrupt_status="cancelled",
+            resolution={
+                "resumeValue": None,
+                "resolvedBy": principal.id,
+                "resolvedAt": iso_ms(now),
+                "reason": reason,
+                "emitted": emitted,
+            },
+            resolved_at_ms=now,
+            events=[_event(new_id, now, "interrupt.resolved", resolved, intr.node_id)],
+            wake=True,
+            result={"status": "cancelled"},
+        )
+
+    return decide
+
+
+def run_cancel_decision(
+    principal: Principal, now: int, reason: str | None, *, parent_run_id: str | None = None
+) -> Callable[[RunRecord, list[InterruptRecord]], Mutation]:
+    """Cancel a run: invalidate its open interrupts and hand the rest to its executor.
+
+    Idempotent: a terminal (or already cancelling) run is left as it is.
+    """
+
+    def decide(run: RunRecord, open_interrupts: list[InterruptRecord]) -> Mutation:
+        if principal.tenant not in (run.tenant, "*"):
+            from bridge.errors import RunNotFoundError
+
+            raise RunNotFoundError(f"run {run.run_id} does not exist")
+        if run.terminal or run.status == "cancelling":
+            return Mutation(result={"runId": run.run_id, "status": run.status, "changed": False})
+        request: dict[str, Any] = {"reason": reason or "cancelled", "cancelledBy": principal.id}
+        if parent_run_id:
+            request["parentRunId"] = parent_run_id
+        return Mutation(
+            run_status="cancelling",
+            cancel_interrupts="gone" if parent_run_id else "cancelled",
+            control={"cancel": request},
+            wake=True,
+            audit=[
+                {
+                    "principal": principal.id,
+                    "action": "run.cancel",
+                    "resource": run.run_id,
+                    "details": {"reason": request["reason"], "openInterrupts": len(open_interrupts)},
+                }
+            ],
+            result={"runId": run.run_id, "status": "cancelling", "changed": True},
+        )
+
+    return decide

@@ -1,0 +1,290 @@
+"""The store contract: what the engine needs from a database, and nothing more.
+
+Two kinds of writes exist, and both are one short transaction:
+
+- :meth:`Store.commit` — the run's executor (the one owner holding the run's
+  lease, fenced by ``epoch``) appends events and replaces the run's state.
+- :meth:`Store.mutate_interrupt` / :meth:`Store.mutate_run` — anyone (an HTTP
+  request, a timer, a parent cancelling its children) applies a *pure* decision
+  function to the current rows inside the transaction. The function returns a
+  :class:`Mutation`; the store applies it and bumps the run's ``wake`` counter so
+  the executor, wherever it lives, notices.
+
+No correctness rests on process-local locks: the ``pending`` status guard, the
+``epoch`` fence and the ``wake`` counter are all checked inside the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bridge.errors import BridgeError
+from bridge.events import EventDraft
+
+TERMINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
+OPEN_INTERRUPT = "pending"
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """One run row. ``spec`` is fixed at creation; ``state`` is the executor's projection."""
+
+    run_id: str
+    tenant: str
+    workflow_id: str
+    status: str
+    created_at_ms: int
+    updated_at_ms: int
+    spec: dict[str, Any]
+    state: dict[str, Any]
+    parent_run_id: str | None = None
+    parent_node_id: str | None = None
+    parent_visit: int | None = None
+    child_ordinal: int | None = None
+    completed_at_ms: int | None = None
+    next_seq: int = 0
+    owner: str | None = None
+    lease_until_ms: int | None = None
+    epoch: int = 0
+    wake: int = 0
+    needs_work: bool = True
+    control: dict[str, Any] | None = None  # requests to the executor, e.g. {"cancel": {...}}
+
+    @property
+    def terminal(self) -> bool:
+        """True once the run completed, failed or was cancelled."""
+        return self.status in TERMINAL_RUN_STATUSES
+
+
+@dataclass(slots=True)
+class InterruptRecord:
+    """One interrupt row: the request, its state (votes, asks) and its resolution."""
+
+    interrupt_id: str
+    run_id: str
+    tenant: str
+    workflow_id: str
+    node_id: str  # the address used on the wire (``nodeId``)
+    exec_node: str  # the workflow node whose code raised it
+    visit: int
+    ordinal: int
+    key: str
+    kind: str
+    status: str
+    payload: dict[str, Any]
+    requested_at_ms: int
+    deadline_ms: int | None = None
+    resolved_at_ms: int | None = None
+    consumed: bool = False
+    resolution: dict[str, Any] | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    requested_seq: int | None = None
+    requested_event_id: str | None = None  # set while the record waits for its commit
+
+    @property
+    def open(self) -> bool:
+        """Still waiting for an answer."""
+        return self.status == OPEN_INTERRUPT
+
+
+@dataclass(slots=True)
+class Mutation:
+    """What a decision function wants done, applied atomically by the store.
+
+    ``error`` is raised to the caller *after* the transaction commits, so audit
+    events (an authorization denial, a duplicate vote) are kept even when the
+    request itself is refused.
+    """
+
+    interrupt_status: str | None = None
+    interrupt_state: dict[str, Any] | None = None
+    resolution: dict[str, Any] | None = None
+    resolved_at_ms: int | None = None
+    events: list[EventDraft] = field(default_factory=list)
+    wake: bool = False
+    run_status: str | None = None
+    cancel_interrupts: str | None = None  # new status for every open interrupt of the run
+    control: dict[str, Any] | None = None  # replaces the run's control requests
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    result: Any = None
+    error: BridgeError | None = None
+
+
+@dataclass(slots=True)
+class MutationResult:
+    """What the store did with a :class:`Mutation`."""
+
+    events: list[dict[str, Any]]
+    run: RunRecord | None
+    interrupt: InterruptRecord | None
+    result: Any
+
+
+@dataclass(slots=True)
+class ChildStart:
+    """A child run created in the same transaction as its parent's commit."""
+
+    run: RunRecord
+    events: list[EventDraft]
+
+
+@dataclass(slots=True)
+class RunCommit:
+    """One durable step of a run's executor."""
+
+    run_id: str
+    owner: str
+    epoch: int
+    now_ms: int
+    events: list[EventDraft] = field(default_factory=list)
+    state: dict[str, Any] | None = None
+    status: str | None = None
+    new_interrupts: list[InterruptRecord] = field(default_factory=list)
+    consume: list[str] = field(default_factory=list)
+    close_interrupts: dict[str, str] = field(default_factory=dict)  # id → new status
+    children: list[ChildStart] = field(default_factory=list)
+    wake_run: str | None = None  # e.g. the parent, when this run ends
+    release_if_wake: int | None = None  # release ownership if wake is still this value
+    terminal: bool = False
+
+
+@dataclass(slots=True)
+class CommitResult:
+    """Committed event documents and whether ownership was released."""
+
+    events: list[dict[str, Any]]
+    released: bool
+    wake: int
+    child_events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+InterruptDecision = Callable[[InterruptRecord, RunRecord], Mutation]
+RunDecision = Callable[[RunRecord, list[InterruptRecord]], Mutation]
+
+
+@dataclass(slots=True)
+class InboxPage:
+    """One page of the pending-interrupts inbox."""
+
+    items: list[InterruptRecord]
+    next_cursor: str | None
+
+
+class Store(Protocol):
+    """Persistence for runs, events, interrupts and signing keys."""
+
+    async def open(self) -> None:
+        """Connect and migrate."""
+
+    async def close(self) -> None:
+        """Release connections and threads."""
+
+    # --- meta and keys -------------------------------------------------------
+    async def signing_keys(self) -> list[tuple[str, str, bool]]:
+        """``(kid, secret, active)`` for every key that still verifies."""
+
+    async def add_signing_key(self, kid: str, secret: str, now_ms: int, *, activate: bool) -> None:
+        """Store a signing key; when ``activate``, it becomes the only active one."""
+
+    async def retire_signing_key(self, kid: str, now_ms: int) -> None:
+        """Stop a key from verifying."""
+
+    # --- runs ---------------------------------------------------------------
+    async def create_run(self, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
+        """Insert a run and its first events."""
+
+    async def load_run(self, run_id: str) -> RunRecord | None:
+        """One run, or None."""
+
+    async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
+        """Take ownership when free (or the lease expired); bumps ``epoch``. None if taken."""
+
+    async def renew_leases(self, owner: str, now_ms: int, lease_ms: int) -> int:
+        """Extend every lease this owner holds; returns how many."""
+
+    async def commit(self, commit: RunCommit) -> CommitResult:
+        """Apply an executor step; raises :class:`~bridge.errors.StaleOwnerError` when fenced."""
+
+    async def mutate_run(self, run_id: str, decide: RunDecision, now_ms: int) -> MutationResult:
+        """Apply a decision to a run and its open interrupts in one transaction."""
+
+    async def runs_needing_work(self, now_ms: int, limit: int = 500) -> list[str]:
+        """Runs that have work and no live owner (recovery, reclaim)."""
+
+    async def child_runs(self, parent_run_id: str) -> list[RunRecord]:
+        """Children of a run, oldest first."""
+
+    async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
+        """The child a node activation started at ``ordinal``, if it exists."""
+
+    async def reset_owners(self) -> int:
+        """Forget every lease (single-instance stores, at start-up after a crash)."""
+
+    async def list_runs(
+        self, tenant: str, *, workflow_id: str | None, status: str | None, limit: int, cursor: str | None
+    ) -> tuple[list[RunRecord], str | None]:
+        """Runs of a tenant, newest first."""
+
+    # --- events -------------------------------------------------------------
+    async def read_events(self, run_id: str, after_seq: int = -1, limit: int = 1000) -> list[dict[str, Any]]:
+        """Event documents with ``sequence > after_seq``, in order."""
+
+    async def activation_events(self, run_id: str, node_id: str, visit: int) -> list[dict[str, Any]]:
+        """Node-issued events of one activation, in command order."""
+
+    async def events_of_types(self, run_id: str, types: Sequence[str]) -> list[dict[str, Any]]:
+        """Event documents of the given types, in order."""
+
+    # --- interrupts ---------------------------------------------------------
+    async def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
+        """One interrupt, or None."""
+
+    async def interrupt_at(self, run_id: str, node_id: str) -> InterruptRecord | None:
+        """The latest interrupt at a run-scoped address (``nodeId``)."""
+
+    async def interrupt_by_key(self, run_id: str, key: str) -> InterruptRecord | None:
+        """The interrupt of a run with this key."""
+
+    async def interrupt_at_slot(self, run_id: str, exec_node: str, visit: int, ordinal: int) -> InterruptRecord | None:
+        """The interrupt a node raised at a given place in one of its activations."""
+
+    async def node_interrupts(self, run_id: str, exec_node: str) -> list[InterruptRecord]:
+        """Every interrupt a workflow node raised in a run."""
+
+    async def run_interrupts(self, run_id: str, *, open_only: bool) -> list[InterruptRecord]:
+        """Interrupts of a run, oldest first."""
+
+    async def unconsumed(self, run_id: str) -> list[InterruptRecord]:
+        """Settled interrupts whose node has not yet seen the answer."""
+
+    async def mutate_interrupt(
+        self,
+        decide: InterruptDecision,
+        now_ms: int,
+        *,
+        interrupt_id: str | None = None,
+        run_id: str | None = None,
+        node_id: str | None = None,
+    ) -> MutationResult:
+        """Apply a decision to one interrupt (by id or by run-scoped address)."""
+
+    async def inbox(self, tenant: str, *, kind: str | None, status: str, limit: int, cursor: str | None) -> InboxPage:
+        """Interrupts of a tenant by status (and kind), oldest first, cursor-paginated."""
+
+    async def next_deadline(self) -> int | None:
+        """Earliest deadline among open interrupts."""
+
+    async def due_interrupts(self, now_ms: int, limit: int = 200) -> list[str]:
+        """Open interrupts whose deadline has passed."""
+
+    # --- adapters' own small state ------------------------------------------
+    async def kv_get(self, namespace: str, key: str) -> Any:
+        """A JSON value stored by an adapter, or None."""
+
+    async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
+        """Store a JSON value; with ``only_if_absent`` returns False when the key exists."""
+
+    async def audit(self, run_id: str) -> list[dict[str, Any]]:
+        """Audit entries of a run, oldest first."""

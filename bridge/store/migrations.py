@@ -1,0 +1,67 @@
+"""Versioned schema migrations, applied by the bridge itself at start-up.
+
+Each entry is one version; a database whose recorded version is newer than
+the code knows refuses to start, naming both versions.
+"""
+
+from __future__ import annotations
+
+SQLITE_MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE signing_keys (
+            kid TEXT PRIMARY KEY, secret TEXT NOT NULL, created_at INTEGER NOT NULL,
+            active INTEGER NOT NULL DEFAULT 0, retired_at INTEGER)""",
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, workflow_id TEXT NOT NULL, status TEXT NOT NULL,
+            created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL,
+            parent_run_id TEXT, parent_node_id TEXT, parent_visit INTEGER, child_ordinal INTEGER,
+            completed_at INTEGER, next_seq INTEGER NOT NULL DEFAULT 0, owner TEXT, lease_until INTEGER,
+            epoch INTEGER NOT NULL DEFAULT 0, wake INTEGER NOT NULL DEFAULT 0,
+            needs_work INTEGER NOT NULL DEFAULT 1, control TEXT)""",
+        "CREATE INDEX runs_needs_work ON runs(needs_work) WHERE needs_work = 1",
+        "CREATE INDEX runs_parent ON runs(parent_run_id) WHERE parent_run_id IS NOT NULL",
+        """CREATE UNIQUE INDEX runs_child_key ON runs(parent_run_id, parent_node_id, parent_visit, child_ordinal)
+            WHERE parent_run_id IS NOT NULL""",
+        "CREATE INDEX runs_tenant ON runs(tenant, created_at)",
+        """CREATE TABLE events (
+            run_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, node_id TEXT, visit INTEGER,
+            cmd INTEGER, doc TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID""",
+        "CREATE INDEX events_activation ON events(run_id, node_id, visit, cmd) WHERE cmd IS NOT NULL",
+        "CREATE INDEX events_type ON events(run_id, type)",
+        """CREATE TABLE interrupts (
+            interrupt_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, tenant TEXT NOT NULL,
+            workflow_id TEXT NOT NULL, node_id TEXT NOT NULL, exec_node TEXT NOT NULL,
+            visit INTEGER NOT NULL, ordinal INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL,
+            status TEXT NOT NULL, payload TEXT NOT NULL, requested_at INTEGER NOT NULL, deadline INTEGER,
+            resolved_at INTEGER, consumed INTEGER NOT NULL DEFAULT 0, resolution TEXT, state TEXT,
+            requested_seq INTEGER)""",
+        "CREATE UNIQUE INDEX interrupts_key ON interrupts(run_id, key)",
+        "CREATE INDEX interrupts_addr ON interrupts(run_id, node_id, requested_at)",
+        "CREATE INDEX interrupts_node ON interrupts(run_id, exec_node)",
+        "CREATE INDEX interrupts_inbox ON interrupts(tenant, status, requested_at, interrupt_id)",
+        "CREATE INDEX interrupts_inbox_kind ON interrupts(tenant, status, kind, requested_at, interrupt_id)",
+        """CREATE INDEX interrupts_deadline ON interrupts(deadline)
+            WHERE status = 'pending' AND deadline IS NOT NULL""",
+        "CREATE INDEX interrupts_unconsumed ON interrupts(run_id) WHERE consumed = 0 AND status != 'pending'",
+        """CREATE TABLE kv (
+            namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, updated_at INTEGER NOT NULL,
+            PRIMARY KEY (namespace, key)) WITHOUT ROWID""",
+        """CREATE TABLE audit (
+            id INTEGER PRIMARY KEY, tenant TEXT, at INTEGER NOT NULL, principal TEXT NOT NULL,
+            action TEXT NOT NULL, resource TEXT NOT NULL, run_id TEXT, details TEXT)""",
+        "CREATE INDEX audit_run ON audit(run_id, id)",
+    ],
+]
+
+
+class SchemaTooNewError(RuntimeError):
+    """The database was migrated by a newer bridge than this one."""
+
+
+def check_version(found: int, known: int) -> None:
+    """Refuse to run against a schema newer than this code knows."""
+    if found > known:
+        raise SchemaTooNewError(
+            f"the database schema is version {found}, but this openwop-bridge only knows up to "
+            f"version {known}; upgrade openwop-bridge (or point --db at another database)"
+        )
