@@ -8,6 +8,7 @@ The engine (:class:`Engine`) runs workflows whose nodes call
 from __future__ import annotations
 
 from bridge.auth import Principal
+from bridge.builder import Workflow
 from bridge.context import InterruptHandle, NodeContext
 from bridge.conversation import Conversation
 from bridge.engine import Engine, EngineConfig
@@ -39,6 +40,7 @@ __all__ = [
     "NodeType",
     "Principal",
     "SqliteStore",
+    "Workflow",
     "WorkflowDefinition",
     "approval",
     "clarification",

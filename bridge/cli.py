@@ -220,9 +220,8 @@ async def _keys(args: argparse.Namespace) -> int:
     await store.open()
     try:
         engine = Engine(store)
+        await engine.load_signing_keys()
         if args.action == "rotate":
-            engine.signer = None
-            await engine._load_signing_keys()
             kid = await engine.rotate_signing_key()
             print(f"new active signing key: {kid} (older keys keep verifying until retired)")
         elif args.action == "retire":

@@ -241,11 +241,17 @@ class NodeContext:
         self.activation.emitted = self._cmd
 
     def log(self, level: str, message: str, **fields: Any) -> None:
-        """Log through the run: ``warn``/``error`` also become ``log.appended`` events."""
-        getattr(log, {"warn": "warning"}.get(level, level), log.info)(
-            "%s", message, extra={"runId": self.run_id, "nodeId": self.node_id}
-        )
-        if level in ("warn", "error"):
+        """Log through the run: ``warn``/``error`` also become ``log.appended`` events.
+
+        A warning already in the node's history (the node is being re-executed)
+        is neither logged nor emitted again.
+        """
+        durable = level in ("warn", "error")
+        if not (durable and self._cmd < len(self._history)):
+            getattr(log, {"warn": "warning"}.get(level, level), log.info)(
+                "%s", message, extra={"runId": self.run_id, "nodeId": self.node_id}
+            )
+        if durable:
             self.emit("log.appended", {"level": level, "message": message, "nodeId": self.node_id, "fields": fields})
 
     def set_variable(self, name: str, value: Any) -> None:

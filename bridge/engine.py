@@ -189,7 +189,7 @@ class Engine:
     async def start(self) -> None:
         """Open the store, load signing keys, start timers and resume runs that have work."""
         await self.store.open()
-        await self._load_signing_keys()
+        await self.load_signing_keys()
         if getattr(self.store, "single_instance", True):
             await self.store.reset_owners()
         self._timers.start()
@@ -233,7 +233,8 @@ class Engine:
                 return count
             await asyncio.sleep(0)
 
-    async def _load_signing_keys(self) -> None:
+    async def load_signing_keys(self) -> None:
+        """Load the link-signing keys (creating the first one in the store if there is none)."""
         now = self.clock.now_ms()
         if self._token_secrets:
             secrets_by_kid = dict(self._token_secrets)
@@ -253,7 +254,7 @@ class Engine:
         kid = kid_for(secret)
         await self.store.add_signing_key(kid, secret, self.clock.now_ms(), activate=True)
         self._token_secrets = []
-        await self._load_signing_keys()
+        await self.load_signing_keys()
         return kid
 
     async def _heartbeat_loop(self) -> None:

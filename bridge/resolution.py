@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bridge import approval, kinds
+from bridge import approvals, kinds
 from bridge.auth import Principal
 from bridge.clock import iso_ms
 from bridge.conversation import answer_exchange, timeout_close_events
@@ -210,7 +210,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
     schema = intr.payload.get("resumeSchema")
     if schema:
         kinds.validate_against(schema, raw, "resumeValue")
-    normalized = approval.normalize_answer(data, raw)
+    normalized = approvals.normalize_answer(data, raw)
     principal = answer.principal
     acting = principal.id if principal else _resolver_id(answer)
     if principal is not None:
@@ -318,7 +318,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
                 intr.node_id,
             )
         )
-        t = approval.tally(data, votes)
+        t = approvals.tally(data, votes)
         return Mutation(
             events=events, audit=audit, result={"status": "pending", "duplicate": True, "votes": t.progress()}
         )
@@ -327,8 +327,8 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         vote["actingPrincipal"] = acting
     votes.append(vote)
     bypass = bool(normalized.override and data.get("overrideBypassesQuorum"))
-    t = approval.tally(data, votes, bypass=bypass)
-    if normalized.action in approval.ACCEPTING:
+    t = approvals.tally(data, votes, bypass=bypass)
+    if normalized.action in approvals.ACCEPTING:
         events.append(
             _event(
                 new_id,
@@ -357,7 +357,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         return Mutation(
             interrupt_state=state, events=events, audit=audit, result={"status": "pending", "votes": t.progress()}
         )
-    final = approval.final_value(t, vote, iso_ms(now))
+    final = approvals.final_value(t, vote, iso_ms(now))
     return _settle_approval(intr, now, new_id, final, state, events, audit, t.outcome)
 
 
@@ -425,7 +425,7 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
             return Mutation(result={"status": intr.status, "fired": False})
         emitted: list[dict[str, Any]] = []
         if intr.kind == "approval":
-            final = approval.timeout_value(iso_ms(now))
+            final = approvals.timeout_value(iso_ms(now))
             emitted.append(
                 {
                     "type": "approval.received",

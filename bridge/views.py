@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge import approval
+from bridge import approvals
 from bridge.clock import iso_ms
 from bridge.events import ENGINE_VERSION
 from bridge.store.base import InterruptRecord, RunRecord
@@ -45,7 +45,7 @@ def vote_progress(record: InterruptRecord) -> dict[str, Any] | None:
         return None
     data = record.payload.get("data", {})
     votes = record.state.get("votes", [])
-    progress = approval.tally(data, votes).progress()
+    progress = approvals.tally(data, votes).progress()
     progress["votes"] = [dict(v) for v in votes]
     return progress
 

@@ -26,6 +26,43 @@ _EMBEDDED = {
 }
 
 
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return found + [r for v in node.values() for r in _refs(v)]
+    if isinstance(node, list):
+        return [r for v in node for r in _refs(v)]
+    return []
+
+
+def _embedded_schemas() -> dict[str, Any]:
+    """The official schemas (and everything they reference) with every ``$ref`` rewritten
+    to a pointer inside this document, so tools that ignore embedded ``$id`` resolve them."""
+    names = {file: name for name, file in _EMBEDDED.items()}
+    pending = list(names)
+    while pending:
+        for ref in _refs(spec.schema(pending.pop())):
+            target = ref.split("#", 1)[0].rsplit("/", 1)[-1]
+            if target.endswith(".json") and target not in names:
+                names[target] = str(spec.schema(target).get("title", target)).replace(" ", "")
+                pending.append(target)
+
+    def rewrite(node: Any, file: str) -> Any:
+        if isinstance(node, dict):
+            out = {k: rewrite(v, file) for k, v in node.items() if k not in ("$id", "$schema")}
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                target, _, fragment = ref.partition("#")
+                target_file = target.rsplit("/", 1)[-1] if target else file
+                out["$ref"] = f"#/components/schemas/{names[target_file]}{fragment}"
+            return out
+        if isinstance(node, list):
+            return [rewrite(v, file) for v in node]
+        return node
+
+    return {name: rewrite(spec.schema(file), file) for file, name in names.items()}
+
+
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -87,7 +124,7 @@ def openapi_document() -> dict[str, Any]:
     node_id = _path("nodeId", "The interrupt's address (its nodeId)")
     token = _path("token", "A signed interrupt token")
     any_obj = {"type": "object"}
-    schemas: dict[str, Any] = {name: spec.schema(file) for name, file in _EMBEDDED.items()}
+    schemas = _embedded_schemas()
     for model in (CreateRunBody, ResolveBody, CancelBody, ForkBody, LinkBody):
         schemas[model.__name__] = model.model_json_schema()
     paths: dict[str, Any] = {

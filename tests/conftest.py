@@ -1,0 +1,86 @@
+"""Fixtures: a real SQLite engine per test, the official fixtures loaded."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bridge import Engine, SqliteStore
+from bridge.auth import KeyRing, make_key
+from bridge.engine import EngineConfig
+from bridge.http import create_app
+from bridge.spec import iter_fixtures
+from bridge.workflow import load_workflow
+
+KEYS = {
+    "admin": make_key("key-admin-0001", principal="alice", roles=["admin"]),
+    "bob": make_key(
+        "key-bob-000001", principal="bob", scopes=["runs:read", "runs:create", "approvals:respond", "interrupts:read"]
+    ),
+    "reader": make_key("key-reader-001", principal="rita", scopes=["runs:read"]),
+    "other": make_key("key-other-0001", principal="olga", tenant="other"),
+    "operator": make_key("key-operator-1", principal="opal", roles=["operator"]),
+}
+TOKENS = {
+    "admin": "key-admin-0001",
+    "bob": "key-bob-000001",
+    "reader": "key-reader-001",
+    "other": "key-other-0001",
+    "operator": "key-operator-1",
+}
+
+
+def auth(who: str) -> dict[str, str]:
+    """Authorization header for a configured test key."""
+    return {"Authorization": f"Bearer {TOKENS[who]}"}
+
+
+def fixture_workflows() -> list:
+    """The official conformance fixtures, loaded unmodified."""
+    return [load_workflow(doc) for doc in iter_fixtures()]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "bridge.db"
+
+
+@pytest.fixture
+async def engine(db_path: Path) -> AsyncIterator[Engine]:
+    eng = Engine(SqliteStore(db_path), workflows=fixture_workflows())
+    await eng.start()
+    try:
+        yield eng
+    finally:
+        await eng.stop()
+
+
+@pytest.fixture
+def make_engine(tmp_path: Path):
+    """Build (not start) further engines, e.g. with the conversation primitive off."""
+
+    def build(config: EngineConfig | None = None, name: str = "other.db") -> Engine:
+        return Engine(SqliteStore(tmp_path / name), workflows=fixture_workflows(), config=config)
+
+    return build
+
+
+@pytest.fixture
+async def client(engine: Engine) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process HTTP client for the host (the engine is started by the fixture)."""
+    app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=0.2)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bridge.test") as c:
+        yield c
+
+
+@pytest.fixture
+async def live(engine: Engine) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
+    """The host on real uvicorn over loopback, and a client for it."""
+    from tests.server import uvicorn_server
+
+    app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=0.2)
+    async with uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as c:
+        yield url, c

@@ -1,0 +1,92 @@
+"""The command line: two commands work from nothing; flags parse; keys rotate."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bridge.cli import build_parser, main
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.slow
+
+
+def test_serve_defaults_print_a_dev_key_and_serve_the_demo(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "demo.db").start()
+    try:
+        out = server.output()
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", out)
+        assert key, out
+        h = {"Authorization": f"Bearer {key.group(1)}"}
+        ids = {w["id"] for w in httpx.get(f"{server.url}/v1/workflows", headers=h).json()["workflows"]}
+        assert {"demo-expense-approval", "demo-conversation", "demo-clarification"} <= ids
+        assert httpx.get(f"{server.url}/.well-known/openwop").json()["fixtures"]
+    finally:
+        server.stop()
+    restarted = ServerProcess(tmp_path / "demo.db").start()
+    try:
+        assert key.group(1) in restarted.output(), "the dev key is kept in the database across restarts"
+    finally:
+        restarted.stop()
+
+
+def test_configured_keys_replace_the_dev_key(tmp_path: Path) -> None:
+    shared = Path(__file__).resolve().parents[1] / "bridge" / "spec" / "fixtures"
+    server = ServerProcess(
+        tmp_path / "k.db", ["--no-demo", "--workflows", str(shared), "--api-key", "ops=ops-key-123456:runs:read@acme"]
+    ).start()
+    try:
+        assert "dev API key" not in server.output()
+        r = httpx.get(f"{server.url}/v1/runs", headers={"Authorization": "Bearer ops-key-123456"})
+        assert r.status_code == 200
+        r = httpx.post(
+            f"{server.url}/v1/runs",
+            json={"workflowId": "conformance-noop"},
+            headers={"Authorization": "Bearer ops-key-123456"},
+        )
+        assert r.status_code == 403 and r.json()["error"] == "forbidden"
+        fixtures = httpx.get(f"{server.url}/.well-known/openwop").json()["fixtures"]
+        assert len(fixtures) == 23 and "conformance-approval" in fixtures
+    finally:
+        server.stop()
+
+
+def test_flags_and_environment() -> None:
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--port",
+            "9001",
+            "--workflows",
+            "a",
+            "--workflows",
+            "b",
+            "--api-key",
+            "k-12345678",
+            "--token-secret",
+            "kid1:some-long-secret-value",
+        ]
+    )
+    assert (args.port, args.workflows, args.api_key, args.token_secret) == (
+        9001,
+        ["a", "b"],
+        ["k-12345678"],
+        ["kid1:some-long-secret-value"],
+    )
+
+
+def test_bad_workflow_dir_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--db", str(tmp_path / "x.db"), "--workflows", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_keys_rotate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "keys.db")
+    assert main(["keys", "list", "--db", db]) == 0
+    first = capsys.readouterr().out.split()[0]
+    assert main(["keys", "rotate", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert f"{first}\tverify-only" in out and "active" in out

@@ -1,0 +1,35 @@
+"""The README's examples run as written."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_python_api_example() -> None:
+    out = subprocess.run([sys.executable, "examples/python_api.py"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert "published: Hello early adopters: 2.0 is out! | approved by alice" in out
+
+
+def test_curl_approval_example(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "demo.db").start()
+    try:
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
+        assert key
+        result = subprocess.run(["bash", "examples/approval_curl.sh"], cwd=ROOT, capture_output=True, text=True,
+                                timeout=60, env={**os.environ, "BRIDGE_URL": server.url, "BRIDGE_KEY": key.group(1)})
+        assert result.returncode == 0, result.stderr
+        assert "status: completed" in result.stdout and "interrupt.resolved" in result.stdout
+    finally:
+        server.stop()

@@ -1,0 +1,149 @@
+"""kill -9 and restart: suspended runs stay suspended, answered runs finish, timers fire."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bridge.spec import load_fixture
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.slow
+KEY = "test-key-123456"
+H = {"Authorization": f"Bearer {KEY}"}
+
+
+@pytest.fixture
+def workflows(tmp_path: Path) -> Path:
+    folder = tmp_path / "workflows"
+    folder.mkdir()
+    for name in ("conformance-approval", "conformance-approval-timeout"):
+        (folder / f"{name}.json").write_text(json.dumps(load_fixture(name)))
+    slow_after = {
+        "id": "gate-then-wait",
+        "name": "gate then wait",
+        "version": "1",
+        "triggers": [],
+        "variables": [],
+        "metadata": {},
+        "settings": {},
+        "nodes": [
+            {
+                "id": "gate",
+                "typeId": "core.approvalGate",
+                "name": "g",
+                "position": {"x": 0, "y": 0},
+                "config": {"title": "Go?", "actions": ["accept", "reject"]},
+                "inputs": {},
+            },
+            {
+                "id": "wait",
+                "typeId": "core.delay",
+                "name": "w",
+                "position": {"x": 1, "y": 0},
+                "config": {"delayMs": 1500},
+                "inputs": {},
+            },
+        ],
+        "edges": [{"id": "e", "sourceNodeId": "gate", "targetNodeId": "wait"}],
+    }
+    (folder / "gate-then-wait.json").write_text(json.dumps(slow_after))
+    return folder
+
+
+def _server(db: Path, workflows: Path) -> ServerProcess:
+    return ServerProcess(db, ["--no-demo", "--workflows", str(workflows), "--api-key", f"alice={KEY}+admin"])
+
+
+def _wait(url: str, run_id: str, statuses: tuple[str, ...], timeout: float = 15) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        snap = httpx.get(f"{url}/v1/runs/{run_id}", headers=H).json()
+        if snap["status"] in statuses:
+            return snap
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} stuck in {snap['status']}")
+
+
+def _events(url: str, run_id: str) -> list[dict]:
+    return httpx.get(f"{url}/v1/runs/{run_id}/events", headers={**H, "Accept": "application/json"}).json()["events"]
+
+
+def test_suspended_run_survives_kill_9(tmp_path: Path, workflows: Path) -> None:
+    db = tmp_path / "b.db"
+    server = _server(db, workflows).start()
+    try:
+        run_id = httpx.post(f"{server.url}/v1/runs", json={"workflowId": "conformance-approval"}, headers=H).json()[
+            "runId"
+        ]
+        _wait(server.url, run_id, ("waiting-approval",))
+        server.kill9()
+        server = _server(db, workflows).start()
+        snap = _wait(server.url, run_id, ("waiting-approval",))
+        assert snap["interrupt"]["nodeId"] == "gate"
+        r = httpx.post(
+            f"{server.url}/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=H
+        )
+        assert r.status_code == 200
+        _wait(server.url, run_id, ("completed",))
+        types = [e["type"] for e in _events(server.url, run_id)]
+        assert types.count("interrupt.requested") == 1 and types[-1] == "run.completed"
+    finally:
+        server.stop()
+
+
+def test_acknowledged_resolution_survives_kill_9_and_the_run_finishes(tmp_path: Path, workflows: Path) -> None:
+    db = tmp_path / "b.db"
+    server = _server(db, workflows).start()
+    try:
+        run_id = httpx.post(f"{server.url}/v1/runs", json={"workflowId": "gate-then-wait"}, headers=H).json()["runId"]
+        _wait(server.url, run_id, ("waiting-approval",))
+        r = httpx.post(
+            f"{server.url}/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=H
+        )
+        assert r.status_code == 200
+        server.kill9()  # the 200 was sent: the answer must survive; the delay node was mid-wait
+        server = _server(db, workflows).start()
+        snap = _wait(server.url, run_id, ("completed",))
+        assert snap["nodeStates"]["gate"]["outputs"]["decidedBy"] == "alice"
+        events = _events(server.url, run_id)
+        keys = [e["payload"]["key"] for e in events if e["type"] == "interrupt.requested"]
+        assert len(keys) == len(set(keys)) == 1
+        assert [e["sequence"] for e in events] == list(range(len(events)))
+    finally:
+        server.stop()
+
+
+def test_deadline_fires_after_restart_without_any_request(tmp_path: Path, workflows: Path) -> None:
+    db = tmp_path / "b.db"
+    server = _server(db, workflows).start()
+    try:
+        run_id = httpx.post(
+            f"{server.url}/v1/runs", json={"workflowId": "conformance-approval-timeout"}, headers=H
+        ).json()["runId"]
+        _wait(server.url, run_id, ("waiting-approval",))
+        server.kill9()
+        time.sleep(1.6)  # the 1500 ms deadline passes while no server is running
+        server = _server(db, workflows).start()
+        snap = _wait(server.url, run_id, ("failed",))
+        assert snap["error"]["code"] == "approval_rejected"
+        resolved = [e for e in _events(server.url, run_id) if e["type"] == "interrupt.resolved"]
+        assert resolved[0]["payload"]["action"] == "timeout" and resolved[0]["payload"]["decision"] == "rejected"
+    finally:
+        server.stop()
+
+
+def test_a_second_server_on_the_same_sqlite_file_is_refused(tmp_path: Path, workflows: Path) -> None:
+    db = tmp_path / "b.db"
+    server = _server(db, workflows).start()
+    try:
+        second = _server(db, workflows)
+        with pytest.raises(RuntimeError) as err:
+            second.start(timeout=10)
+        assert "another openwop-bridge server is using" in str(err.value)
+    finally:
+        server.stop()

@@ -1,0 +1,87 @@
+"""Signed links and API keys (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bridge.auth import KeyRing, Principal, load_keys_file, parse_key_spec
+from bridge.errors import InterruptExpiredError, InterruptNotFoundError, UnauthenticatedError, ValidationError
+from bridge.tokens import TokenSigner, parse_secret_spec, token_expiry
+
+
+def test_token_round_trip_and_subject() -> None:
+    signer = TokenSigner({"k1": "s" * 32}, "k1")
+    token = signer.mint("run_1", "gate", "int_1", 10_000, "resolve", subject="bob")
+    claims = signer.verify(token, 5_000)
+    assert (claims.run_id, claims.node_id, claims.interrupt_id, claims.intent, claims.kid, claims.subject) == (
+        "run_1",
+        "gate",
+        "int_1",
+        "resolve",
+        "k1",
+        "bob",
+    )
+
+
+def test_expired_tampered_and_unknown_key_tokens() -> None:
+    signer = TokenSigner({"k1": "s" * 32}, "k1")
+    token = signer.mint("run_1", "gate", "int_1", 10_000, "inspect")
+    with pytest.raises(InterruptExpiredError):
+        signer.verify(token, 10_000)
+    head, mac = token.split(".")
+    with pytest.raises(InterruptNotFoundError):
+        signer.verify(head[:-2] + "AA." + mac, 0)
+    with pytest.raises(InterruptNotFoundError):
+        TokenSigner({"k2": "t" * 32}, "k2").verify(token, 0)
+    with pytest.raises(InterruptNotFoundError):
+        signer.verify("garbage", 0)
+
+
+def test_rotation_overlap() -> None:
+    old = TokenSigner({"k1": "s" * 32}, "k1")
+    token = old.mint("r", "n", "i", 10_000, "resolve")
+    rotated = TokenSigner({"k1": "s" * 32, "k2": "t" * 32}, "k2")
+    assert rotated.verify(token, 0).kid == "k1"
+    assert rotated.verify(rotated.mint("r", "n", "i", 10_000, "resolve"), 0).kid == "k2"
+
+
+def test_expiry_is_capped_by_the_interrupt_deadline() -> None:
+    assert token_expiry(1_000, None) == 1_000 + 30 * 60 * 1000
+    assert token_expiry(1_000, 5_000) == 5_000
+
+
+def test_secret_spec() -> None:
+    assert parse_secret_spec("main:abcdefabcdefabcdefab") == ("main", "abcdefabcdefabcdefab")
+    kid, secret = parse_secret_spec("a-long-enough-secret")
+    assert secret == "a-long-enough-secret" and len(kid) == 8
+    with pytest.raises(ValidationError):
+        parse_secret_spec("short")
+
+
+def test_key_spec_grammar() -> None:
+    key = parse_key_spec("carol=secret-key-1:runs:read,approvals:respond@acme+operator,reviewer")
+    assert key.principal == Principal(
+        "carol", "acme", frozenset({"runs:read", "approvals:respond"}), frozenset({"operator", "reviewer"})
+    )
+    plain = parse_key_spec("plain-key-12345")
+    assert plain.principal.scopes == frozenset({"*"}) and plain.principal.tenant == "default"
+    with pytest.raises(ValidationError):
+        parse_key_spec("k-123456789:runs:frobnicate")
+
+
+def test_scope_matching_and_act_as() -> None:
+    p = Principal("x", scopes=frozenset({"runs:*"}))
+    assert p.has_scope("runs:cancel") and not p.has_scope("approvals:respond")
+    assert Principal("y", roles=frozenset({"operator"})).can_act_as
+    assert Principal("z", scopes=frozenset({"approvals:act-as"})).can_act_as
+    assert not Principal("w", scopes=frozenset({"approvals:respond"})).can_act_as
+
+
+def test_keyring_and_keys_file(tmp_path) -> None:
+    path = tmp_path / "keys.json"
+    path.write_text('[{"key": "file-key-123", "principal": "dee", "tenant": "t1", "roles": ["admin"]}]')
+    ring = KeyRing(load_keys_file(path))
+    assert ring.authenticate("Bearer file-key-123").id == "dee"
+    for header in (None, "Basic abc", "Bearer nope-nope-nope", "Bearer "):
+        with pytest.raises(UnauthenticatedError):
+            ring.authenticate(header)
