@@ -105,6 +105,8 @@ class Conversation:
         self.closed = False
         self.outcome: Any = None
         self.close_reason: str | None = None
+        #: Who ended it: ``"peer"`` (the person answered with close), ``"node"`` or ``"timeout"``.
+        self.closed_by: str | None = None
         self.turns: list[dict[str, Any]] = []
         self._last_answer_id: str | None = None
 
@@ -160,6 +162,7 @@ class Conversation:
         if record.status == "expired":
             self.closed = True
             self.close_reason = "timeout"
+            self.closed_by = "timeout"
         if record.status == "resolved":
             resolution = record.resolution or {}
             turn = resolution.get("turn")
@@ -170,6 +173,7 @@ class Conversation:
                 self.closed = True
                 self.outcome = resolution.get("outcome")
                 self.close_reason = resolution.get("reason") or "closed-by-user"
+                self.closed_by = "peer"
                 return None
         return handle.result()
 
@@ -220,6 +224,7 @@ class Conversation:
         self.closed = True
         self.outcome = outcome
         self.close_reason = reason
+        self.closed_by = "timeout" if reason == "timeout" else "node"
         self.turns.append(handle.record.state.get("finalTurn", final))
 
 

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_python_api_example() -> None:
-    out = subprocess.run([sys.executable, "examples/python_api.py"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "examples/python_api.py"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     assert "published: Hello early adopters: 2.0 is out! | approved by alice" in out
 
 
@@ -27,9 +28,40 @@ def test_curl_approval_example(tmp_path: Path) -> None:
     try:
         key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
         assert key
-        result = subprocess.run(["bash", "examples/approval_curl.sh"], cwd=ROOT, capture_output=True, text=True,
-                                timeout=60, env={**os.environ, "BRIDGE_URL": server.url, "BRIDGE_KEY": key.group(1)})
+        result = subprocess.run(
+            ["bash", "examples/approval_curl.sh"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "BRIDGE_URL": server.url, "BRIDGE_KEY": key.group(1)},
+        )
         assert result.returncode == 0, result.stderr
         assert "status: completed" in result.stdout and "interrupt.resolved" in result.stdout
+    finally:
+        server.stop()
+
+
+def test_curl_conversation_example(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "demo.db").start()
+    try:
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
+        assert key
+        result = subprocess.run(
+            ["bash", "examples/conversation_curl.sh"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "BRIDGE_URL": server.url, "BRIDGE_KEY": key.group(1)},
+        )
+        assert result.returncode == 0, result.stderr
+        out = result.stdout
+        prompts = ["Where are you travelling, and why?", "When, and for how long?", "How many travellers?"]
+        assert [line[7:] for line in out.splitlines() if line.startswith("agent: ")] == [
+            *prompts,
+            "(conversation over)",
+        ]
+        assert "3   user: Two people, one room" in out and "4  agent: max-turns" in out
     finally:
         server.stop()

@@ -341,10 +341,17 @@ async def test_inbox_queries_use_their_index(engine: Engine) -> None:
 
     by_kind = plan(
         "SELECT interrupt_id FROM interrupts WHERE tenant=? AND status=? AND kind=? "
-        "ORDER BY requested_at, interrupt_id LIMIT 51", "default", "pending", "approval")
+        "ORDER BY requested_at, interrupt_id LIMIT 51",
+        "default",
+        "pending",
+        "approval",
+    )
     every = plan(
         "SELECT interrupt_id FROM interrupts WHERE tenant=? AND status=? AND kind NOT IN ('a','b') "
-        "ORDER BY requested_at, interrupt_id LIMIT 51", "default", "pending")
+        "ORDER BY requested_at, interrupt_id LIMIT 51",
+        "default",
+        "pending",
+    )
     assert "INDEX interrupts_inbox_kind (tenant=? AND status=? AND kind=?)" in by_kind
     assert "INDEX interrupts_inbox (tenant=? AND status=?)" in every
     assert "TEMP B-TREE" not in by_kind + every  # no sort: pages come straight off the index

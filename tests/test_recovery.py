@@ -147,3 +147,40 @@ def test_a_second_server_on_the_same_sqlite_file_is_refused(tmp_path: Path, work
         assert "another openwop-bridge server is using" in str(err.value)
     finally:
         server.stop()
+
+
+def test_conversation_refolds_after_kill_9_without_reprompting(tmp_path: Path, workflows: Path) -> None:
+    db = tmp_path / "b.db"
+    args = ["--workflows", str(workflows), "--api-key", f"alice={KEY}+admin"]
+    server = ServerProcess(db, args).start()
+    try:
+        run_id = httpx.post(f"{server.url}/v1/runs", json={"workflowId": "demo-conversation"}, headers=H).json()[
+            "runId"
+        ]
+        _wait(server.url, run_id, ("waiting-approval",))
+        r = httpx.post(f"{server.url}/v1/runs/{run_id}/interrupts/chat", json={"resumeValue": "Lisbon"}, headers=H)
+        assert r.status_code == 200
+        snap = _wait(server.url, run_id, ("waiting-approval",))
+        server.kill9()
+        server = ServerProcess(db, args).start()
+        after = _wait(server.url, run_id, ("waiting-approval",))
+        assert after["interrupt"]["interruptId"] == snap["interrupt"]["interruptId"]
+        for answer in ("in May", "two people"):
+            turn = httpx.get(f"{server.url}/v1/runs/{run_id}", headers=H).json()["interrupt"]["interruptId"]
+            httpx.post(f"{server.url}/v1/runs/{run_id}/interrupts/chat", json={"resumeValue": answer}, headers=H)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                now = httpx.get(f"{server.url}/v1/runs/{run_id}", headers=H).json()
+                if now["status"] == "completed" or now.get("interrupt", {}).get("interruptId") != turn:
+                    break
+                time.sleep(0.05)
+        done = _wait(server.url, run_id, ("completed",))
+        users = [t["content"] for t in done["channels"]["conversation"] if t["role"] == "user"]
+        assert users == ["Lisbon", "in May", "two people"]
+        requested = [e for e in _events(server.url, run_id) if e["type"] == "interrupt.requested"]
+        indexes = [
+            e["payload"]["data"].get("turnIndex") for e in requested if e["payload"]["kind"] == "conversation.exchange"
+        ]
+        assert indexes == [1, 2, 3]  # no turn was asked twice
+    finally:
+        server.stop()

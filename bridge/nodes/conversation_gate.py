@@ -2,7 +2,7 @@
 
 With ``mockAutoResume`` (the conformance fixtures) the host answers each turn
 itself. Without it the node opens with ``config.initialPrompt``, asks
-``config.prompt`` at each turn (validated against ``config.outcomeSchema`` when
+``config.prompts[i]`` at turn *i* (then ``config.prompt``) (validated against ``config.outcomeSchema`` when
 set), and closes when the person sends ``close`` or after ``config.turnCount``
 exchanges. The conversation's outcome is the node's output.
 """
@@ -24,6 +24,9 @@ def check_conversation_gate(node: NodeSpec) -> list[str]:
     turns = config.get("turnCount")
     if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or turns < 1):
         problems.append("turnCount must be a positive integer")
+    prompts = config.get("prompts")
+    if prompts is not None and not (isinstance(prompts, list) and all(isinstance(p, str) and p for p in prompts)):
+        problems.append("prompts must be a list of non-empty strings")
     if config.get("outcomeSchema") is not None:
         try:
             kinds.compile_schema(config["outcomeSchema"], "outcomeSchema")
@@ -37,6 +40,11 @@ async def conversation_gate(ctx: NodeContext) -> dict[str, Any]:
     config = ctx.config
     turn_count = config.get("turnCount")
     prompt = str(config.get("prompt") or "Your reply?")
+    prompts = [str(p) for p in config.get("prompts") or []]
+
+    def prompt_for(turn: int) -> str:
+        return prompts[turn - 1] if turn <= len(prompts) else prompt
+
     conv = await ctx.conversation(
         title=config.get("title") or ctx.node.name,
         initial_prompt=config.get("initialPrompt")
@@ -54,7 +62,7 @@ async def conversation_gate(ctx: NodeContext) -> dict[str, Any]:
             if turn_count and len(replies) >= turn_count:
                 await conv.close({"replies": replies}, reason="max-turns")
                 break
-            reply = await conv.exchange(prompt, outcome_schema=config.get("outcomeSchema"))
+            reply = await conv.exchange(prompt_for(len(replies) + 1), outcome_schema=config.get("outcomeSchema"))
             if conv.closed:
                 break
             replies.append(reply)
@@ -63,6 +71,6 @@ async def conversation_gate(ctx: NodeContext) -> dict[str, Any]:
         "conversationId": conv.id,
         "outcome": outcome,
         "turns": len(replies),
-        "closedBy": "user" if conv.close_reason == "closed-by-user" else "node",
+        "closedBy": "user" if conv.closed_by == "peer" else conv.closed_by,
         "reason": conv.close_reason,
     }
