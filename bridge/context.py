@@ -545,7 +545,10 @@ class NodeContext:
 
     async def run_child(self, workflow_id: str, inputs: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start a child run (once) and wait for it to end; returns ``(status, summary)``."""
-        child_id = await self.start_child(workflow_id, inputs)
+        return await self.wait_child(await self.start_child(workflow_id, inputs))
+
+    async def wait_child(self, child_id: str) -> tuple[str, dict[str, Any]]:
+        """Suspend until a child run has ended; returns ``(status, summary)``."""
         status, summary = await self._host.child_status(child_id)
         if status in ("completed", "failed", "cancelled"):
             return status, summary

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from bridge import conversation, kinds, spec
 from bridge.auth import SYSTEM, Principal
-from bridge.clock import Clock, SystemClock
+from bridge.clock import Clock, SystemClock, iso_ms
 from bridge.context import NodeContext
 from bridge.errors import (
     CapabilityRefusedError,
@@ -809,6 +809,15 @@ class Engine:
             "conversationPrimitive": self.conversation_enabled,
             "replay": {"supported": True, "modes": ["replay"]},
             "agents": {"supported": True},
+            "multiAgent": {
+                "executionModel": {
+                    "supported": True,
+                    "version": 2,
+                    "tier": "experimental",
+                    "experimentalUntil": iso_ms(self.clock.now_ms() + 180 * 86_400_000)[:10],
+                    "confidenceEscalationInterruptKind": "clarification",
+                }
+            },
             "authorization": {"supported": True, "failClosed": True},
             "subWorkflow": {"inputMapping": False},
             "extensions": {

@@ -12,14 +12,14 @@ py() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 RUN=$(curl -sf "${auth[@]}" "${json[@]}" -d '{"workflowId": "demo-conversation"}' "$URL/v1/runs" | py 'print(d["runId"])')
 echo "run $RUN"
 
-turn() {  # wait for the next open exchange; print the agent's prompt
+turn() {  # wait for the next open exchange (or the end); print the agent's prompt
   for _ in $(seq 100); do
     SNAP=$(curl -sf "${auth[@]}" "$URL/v1/runs/$RUN")
-    ID=$(echo "$SNAP" | py 'print((d.get("interrupt") or {}).get("interruptId", ""), d["status"])')
-    if [ "${ID%% *}" != "${LAST:-}" ] || [ "${ID##* }" = completed ]; then break; fi
+    read -r ID STATUS < <(echo "$SNAP" | py 'print((d.get("interrupt") or {}).get("interruptId", "-"), d["status"])')
+    if { [ "$ID" != - ] && [ "$ID" != "${LAST:-}" ]; } || [ "$STATUS" = completed ]; then break; fi
     sleep 0.1
   done
-  LAST=${ID%% *}
+  LAST=$ID
   echo "$SNAP" | py 'i=d.get("interrupt"); print("agent:", i["payload"]["data"]["prompt"] if i else "(conversation over)")'
 }
 

@@ -65,3 +65,23 @@ def test_curl_conversation_example(tmp_path: Path) -> None:
         assert "3   user: Two people, one room" in out and "4  agent: max-turns" in out
     finally:
         server.stop()
+
+
+def test_governed_release_example(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "demo.db").start()
+    try:
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
+        assert key
+        result = subprocess.run(
+            ["bash", "examples/governed_release.sh"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "BRIDGE_URL": server.url, "BRIDGE_KEY": key.group(1)},
+        )
+        assert result.returncode == 0, result.stderr
+        assert "bob   voted -> pending (2/3 accepted)" in result.stdout
+        assert "status: completed | decided by carol | quorum:3-of-3" in result.stdout
+    finally:
+        server.stop()

@@ -19,7 +19,7 @@ from typing import Any
 
 from bridge import kinds
 from bridge.context import NodeContext
-from bridge.errors import NodeError
+from bridge.errors import BridgeError, NodeError
 from bridge.nodes.base import NodeResult
 
 CONFIDENCE_FLOOR = 0.5
@@ -91,7 +91,7 @@ async def supervisor(ctx: NodeContext) -> NodeResult:
     decision, confidence = _planned_decision(ctx)
     if confidence is not None:
         decision = await ctx.decide(decision, confidence=confidence)
-    ctx.emit("runOrchestrator.decided", {"agentId": ctx.agent_id, "decision": decision, "iteration": ctx.visit + 1})
+    ctx.emit("runOrchestrator.decided", {"agentId": ctx.agent_id, "decision": decision})
     outputs = {"decision": decision}
     if isinstance(decision, dict) and decision.get("kind") == "terminate":
         return NodeResult(outputs, route=[])
@@ -159,9 +159,28 @@ async def dispatch(ctx: NodeContext) -> NodeResult:
             return NodeResult({"dispatched": [], "declined": True})
     dispatched = []
     for worker in workers:
-        status, summary = await ctx.run_child(worker)
-        ctx.emit(
-            "node.dispatched", {"childRunId": summary.get("runId"), "childWorkflowId": worker, "childStatus": status}
-        )
-        dispatched.append({"workflowId": worker, "runId": summary.get("runId"), "status": status})
+        dispatched.append(await _dispatch_one(ctx, worker))
     return NodeResult({"dispatched": dispatched})
+
+
+async def _dispatch_one(ctx: NodeContext, worker: str) -> dict[str, Any]:
+    """One planner→worker handoff, with a ``core.workflowChain.event`` per transition."""
+    base = {"workerId": worker, "parentRunId": ctx.run_id}
+    ctx.emit("core.workflowChain.event", {"phase": "dispatch.began", **base})
+    try:
+        child_id = await ctx.start_child(worker)
+    except BridgeError as exc:
+        ctx.emit("core.workflowChain.event", {"phase": "dispatch.failed", **base})
+        raise NodeError(f"could not dispatch {worker}: {exc.message}", code=exc.code) from exc
+    ctx.emit("core.workflowChain.event", {"phase": "dispatch.succeeded", **base, "childRunId": child_id})
+    status, summary = await ctx.wait_child(child_id)
+    phase = {"completed": "child.completed", "failed": "child.failed"}.get(status, "child.cancelled")
+    ctx.emit("core.workflowChain.event", {"phase": phase, **base, "childRunId": child_id})
+    ctx.emit("node.dispatched", {"childRunId": child_id, "childWorkflowId": worker, "childStatus": status})
+    harvested = dict(summary.get("variables") or {}) if status == "completed" else {}
+    if status == "completed":
+        ctx.emit(
+            "core.workflowChain.event",
+            {"phase": "output.harvested", **base, "childRunId": child_id, "harvestedKeys": sorted(harvested)},
+        )
+    return {"workflowId": worker, "runId": child_id, "status": status, "outputs": harvested}

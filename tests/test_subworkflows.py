@@ -1,0 +1,112 @@
+"""Sub-workflows and the cascade-cancel profile."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from bridge import Engine, Workflow, spec
+from tests.conftest import auth
+from tests.helpers import ADMIN, events, settle
+
+
+async def test_parent_waits_for_child_and_maps_variables(engine: Engine) -> None:
+    run = await engine.create_run(ADMIN, "conformance-subworkflow-parent")
+    done = await settle(engine, run.run_id)
+    assert done.status == "completed"
+    assert done.state["variables"]["childOutcome"] == "child-completed"
+    children = await engine.store.child_runs(run.run_id)
+    assert len(children) == 1 and children[0].status == "completed"
+    assert (children[0].parent_run_id, children[0].parent_node_id) == (run.run_id, "subwf-call")
+    snap = await engine.snapshot(run.run_id, ADMIN)
+    assert snap["childRuns"] == [
+        {"runId": children[0].run_id, "status": "completed", "workflowId": "conformance-subworkflow-child"}
+    ]
+    child_snap = await engine.snapshot(children[0].run_id, ADMIN)
+    assert child_snap["parentRunId"] == run.run_id and child_snap["parentNodeId"] == "subwf-call"
+
+
+async def test_cancel_parent_cascades_and_child_interrupts_are_gone(client: httpx.AsyncClient, engine: Engine) -> None:
+    r = await client.post(
+        "/v1/runs", json={"workflowId": "conformance-interrupt-parent-child-cancel"}, headers=auth("admin")
+    )
+    parent = r.json()["runId"]
+    for _ in range(200):
+        children = await engine.store.child_runs(parent)
+        if children and children[0].status == "waiting-approval":
+            break
+        await asyncio.sleep(0.01)
+    child = children[0].run_id
+    record = await engine.store.interrupt_at(child, "child-gate")
+    token, _ = engine.mint_token(record)
+    cancel = await client.post(f"/v1/runs/{parent}/cancel", headers=auth("admin"))
+    assert cancel.status_code == 200
+    await settle(engine, parent, statuses=("cancelled",))
+    await settle(engine, child, statuses=("cancelled",))
+    cascaded = (await events(engine, child, "run.cancelled"))[0]["payload"]
+    assert cascaded["reason"] == "parent-cancelled" and cascaded["parentRunId"] == parent
+    direct = (await events(engine, parent, "run.cancelled"))[0]["payload"]
+    assert "parentRunId" not in direct
+    gone = await client.post(
+        f"/v1/runs/{child}/interrupts/child-gate", json={"resumeValue": {"action": "accept"}}, headers=auth("admin")
+    )
+    assert gone.status_code == 410 and gone.json()["error"] == "interrupt_gone"
+    via_token = await client.post(f"/v1/interrupts/{token}", json={"resumeValue": {"action": "accept"}})
+    assert via_token.status_code == 410 and via_token.json()["error"] == "interrupt_gone"
+    again = await client.post(f"/v1/runs/{parent}/cancel", headers=auth("admin"))
+    assert again.status_code == 200 and again.json()["status"] == "cancelled"
+    for run_id in (parent, child):
+        for doc in await engine.store.read_events(run_id):
+            assert not spec.validate_event(doc)
+
+
+async def test_cancelling_a_child_gives_the_parent_a_deterministic_outcome(engine: Engine) -> None:
+    run = await engine.create_run(ADMIN, "conformance-interrupt-parent-child-cancel")
+    for _ in range(200):
+        children = await engine.store.child_runs(run.run_id)
+        if children and children[0].status == "waiting-approval":
+            break
+        await asyncio.sleep(0.01)
+    await engine.cancel_run(children[0].run_id, ADMIN, "withdrawn")
+    done = await settle(engine, run.run_id)
+    assert done.status == "failed" and done.state["error"]["code"] == "child_cancelled"
+    child_cancel = (await events(engine, children[0].run_id, "run.cancelled"))[0]["payload"]
+    assert "parentRunId" not in child_cancel
+
+
+async def test_concurrent_cancel_and_resolve_end_consistently(engine: Engine) -> None:
+    for _ in range(10):
+        run = await engine.create_run(ADMIN, "conformance-approval")
+        await settle(engine, run.run_id)
+        results = await asyncio.gather(
+            engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="gate"),
+            engine.cancel_run(run.run_id, ADMIN),
+            return_exceptions=True,
+        )
+        done = await settle(engine, run.run_id, statuses=("completed", "cancelled"))
+        resolved = isinstance(results[0], dict)
+        types = [e["type"] for e in await engine.store.read_events(run.run_id)]
+        assert types[-1] in ("run.completed", "run.cancelled")
+        if done.status == "completed":
+            assert resolved
+        assert types.count("interrupt.resolved") == (1 if resolved else 0)
+        record = await engine.store.interrupt_at(run.run_id, "gate")
+        assert record.status == ("resolved" if resolved else "cancelled")
+
+
+async def test_continue_on_child_failure(engine: Engine) -> None:
+    wf = Workflow("lenient")
+    wf.node(
+        "child", type_id="core.subWorkflow", config={"workflowId": "conformance-approval", "onChildFailure": "continue"}
+    )
+    wf.register(engine)
+    run = await engine.create_run(ADMIN, "lenient")
+    for _ in range(200):
+        children = await engine.store.child_runs(run.run_id)
+        if children and children[0].status == "waiting-approval":
+            break
+        await asyncio.sleep(0.01)
+    await engine.resolve(ADMIN, {"action": "reject"}, run_id=children[0].run_id, node_id="gate")
+    done = await settle(engine, run.run_id)
+    assert done.status == "completed" and done.state["outputs"]["child"]["status"] == "failed"
