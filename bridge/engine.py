@@ -192,6 +192,9 @@ class Engine:
         await self.load_signing_keys()
         if getattr(self.store, "single_instance", True):
             await self.store.reset_owners()
+        listen = getattr(self.store, "listen", None)
+        if listen is not None:
+            await listen(self.instance_id, self._on_remote_wake, self._on_remote_events)
         self._timers.start()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="openwop-bridge-heartbeat")
         self._started = True
@@ -258,14 +261,34 @@ class Engine:
         return kid
 
     async def _heartbeat_loop(self) -> None:
+        """Renew this instance's leases; on shared stores, also reclaim runs of dead owners."""
         interval = self.config.lease_ms / 3000
+        shared = not getattr(self.store, "single_instance", True)
         while True:
             await asyncio.sleep(interval)
-            if self._executors:
-                try:
+            try:
+                if self._executors:
                     await self.store.renew_leases(self.instance_id, self.clock.now_ms(), self.config.lease_ms)
-                except Exception:
-                    log.exception("lease renewal failed")
+                if shared:
+                    await self.recover()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("lease renewal or reclaim failed")
+
+    def _on_remote_wake(self, run_id: str) -> None:
+        """Another instance committed an input for this run (an answer, a cancel, a child ending)."""
+        if self._stopping:
+            return
+        executor = self._executors.get(run_id)
+        if executor is not None:
+            executor.notify()
+        else:
+            self._start_executor(run_id)
+
+    def _on_remote_events(self, run_id: str) -> None:
+        """Another instance committed events of this run: local streams re-read the store."""
+        self.hub.poke(run_id)
 
     # --- executors ---------------------------------------------------------------
 
@@ -329,16 +352,8 @@ class Engine:
                 self._start_executor(run.run_id)
             elif run.owner == self.instance_id:
                 self._executors[run.run_id].notify()
-            else:
-                self.notify_remote(run)
-
-    def notify_remote(self, run: RunRecord) -> None:
-        """Tell the instance that owns a run to look at it (multi-instance stores override)."""
-        notify = getattr(self.store, "notify_run", None)
-        if notify is not None:
-            task = asyncio.create_task(notify(run.run_id))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            # Owned by another instance: a shared store notifies it from inside the
+            # transaction (see ``listen``), so there is nothing to send from here.
 
     async def _fire_due(self, now: int) -> int:
         fired = 0
@@ -687,8 +702,18 @@ class Engine:
         return body
 
     async def verify_token(self, token: str) -> tuple[TokenClaims, InterruptRecord]:
-        """Check a signed link and find its interrupt (404/410 on bad or expired links)."""
-        claims = self._signer().verify(token, self.clock.now_ms())
+        """Check a signed link and find its interrupt (404/410 on bad or expired links).
+
+        A link signed with a key this instance has not seen yet (rotated on another
+        instance) reloads the keys from the store once before giving up.
+        """
+        try:
+            claims = self._signer().verify(token, self.clock.now_ms())
+        except InterruptNotFoundError:
+            if self._token_secrets:
+                raise
+            await self.load_signing_keys()
+            claims = self._signer().verify(token, self.clock.now_ms())
         record = await self.store.get_interrupt(claims.interrupt_id)
         if record is None or record.run_id != claims.run_id:
             raise InterruptNotFoundError("no interrupt answers to this link")

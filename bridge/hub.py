@@ -25,20 +25,32 @@ class Subscription:
         self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize)
         self.overflowed = False
 
+    def _resync(self) -> None:
+        """Tell the reader to re-read the store (events were committed elsewhere)."""
+        if not self.overflowed:
+            try:
+                self.queue.put_nowait(None)
+            except asyncio.QueueFull:
+                self._offer_overflow()
+
+    def _offer_overflow(self) -> None:
+        self.overflowed = True
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(None)
+
     def _offer(self, doc: dict[str, Any]) -> None:
         if self.overflowed:
             return
         try:
             self.queue.put_nowait(doc)
         except asyncio.QueueFull:
-            self.overflowed = True
-            # Make room for the end marker so the reader wakes up and reconnects.
-            while not self.queue.empty():
-                self.queue.get_nowait()
-            self.queue.put_nowait(None)
+            # Make room for the marker so the reader wakes up and reads the gap from the store.
+            self._offer_overflow()
 
     async def get(self, timeout: float | None = None) -> dict[str, Any] | None:
-        """The next event, or None on overflow; raises TimeoutError after ``timeout``."""
+        """The next event, or None meaning "read the store" (overflow, or events committed
+        by another instance); raises TimeoutError after ``timeout``."""
         if timeout is None:
             return await self.queue.get()
         return await asyncio.wait_for(self.queue.get(), timeout)
@@ -97,6 +109,13 @@ class EventHub:
                 sub._offer(doc)
         for listener in self._listeners:
             listener(run_id, docs)
+
+    def poke(self, run_id: str) -> None:
+        """Events of ``run_id`` were committed by another instance: subscribers re-read the store."""
+        for sub in tuple(self._by_run.get(run_id, ())):
+            sub._resync()
+        for sub in tuple(self._global):
+            sub._resync()
 
     def subscriber_count(self, run_id: str) -> int:
         """How many streams follow a run."""

@@ -173,7 +173,17 @@ class InboxPage:
 
 
 class Store(Protocol):
-    """Persistence for runs, events, interrupts and signing keys."""
+    """Persistence for runs, events, interrupts and signing keys.
+
+    A store shared by several instances (PostgreSQL) also sets
+    ``single_instance = False`` and offers ``listen(instance_id, on_wake,
+    on_events)``: it calls ``on_wake(run_id)`` when another instance committed an
+    input that woke a run (an answer, a cancel, a child ending, a new run) and
+    ``on_events(run_id)`` when another instance committed events of a run. The
+    notifications are sent from inside the committing transaction, so they are
+    delivered only for committed work. Single-instance stores omit both; the
+    engine then resets stale leases at start-up (``reset_owners``).
+    """
 
     async def open(self) -> None:
         """Connect and migrate."""
