@@ -278,6 +278,30 @@ class NodeContext:
         self.activation.emitted = self._cmd
         return value
 
+    def say(self, text: str, *, message_id: str | None = None) -> str:
+        """Say something to the people following the run (an ``output.chunk``, whole).
+
+        Returns the message id; the AG-UI adapter streams it as assistant text.
+        """
+        return self.stream_text([text], message_id=message_id)
+
+    def stream_text(self, chunks: Sequence[str], *, message_id: str | None = None) -> str:
+        """Emit one assistant message as several ``output.chunk`` events (the last has ``isLast``)."""
+        mid = message_id or f"msg:{self.run_id}:{self.node_id}:{self.visit}:{self._cmd}"
+        parts = list(chunks) or [""]
+        for i, chunk in enumerate(parts):
+            self.emit(
+                "output.chunk",
+                {
+                    "nodeId": self.node_id,
+                    "runId": self.run_id,
+                    "chunk": chunk,
+                    "isLast": i == len(parts) - 1,
+                    "channel": mid,
+                },
+            )
+        return mid
+
     async def checkpoint(self) -> None:
         """Make everything emitted so far durable now (before a long operation)."""
         await self._host.flush(self)

@@ -177,12 +177,15 @@ class Conversation:
                 return None
         return handle.result()
 
-    async def close(self, outcome: Any = None, *, reason: str | None = None) -> None:
-        """Close the conversation with an outcome (no-op when already closed)."""
+    async def close(self, outcome: Any = None, *, reason: str | None = None, message: str | None = None) -> None:
+        """Close the conversation with an outcome (no-op when already closed).
+
+        ``message`` is the agent's closing words (the final turn); ``reason`` is
+        the machine-readable why (``goal-reached``, ``max-turns``, …).
+        """
         if self.closed:
             return
-        content = reason or "conversation closed"
-        await self._close(outcome, reason, role="agent", content=content)
+        await self._close(outcome, reason, role="agent", content=message or reason or "conversation closed")
 
     async def _close(self, outcome: Any, reason: str | None, *, role: str, content: str) -> None:
         ctx = self._ctx

@@ -348,10 +348,14 @@ class Engine:
             return
         self.hub.publish(run.run_id, result.events)
         if run.needs_work and not run.terminal:
-            if run.owner is None or (run.owner == self.instance_id and run.run_id not in self._executors):
+            executor = self._executors.get(run.run_id)
+            if executor is not None:
+                # Claiming, running or releasing here: an executor whose release committed
+                # has already left the registry by the time this runs (futures resolve in
+                # commit order), so a registered one always sees this wake-up.
+                executor.notify()
+            elif run.owner is None or run.owner == self.instance_id:
                 self._start_executor(run.run_id)
-            elif run.owner == self.instance_id:
-                self._executors[run.run_id].notify()
             # Owned by another instance: a shared store notifies it from inside the
             # transaction (see ``listen``), so there is nothing to send from here.
 
@@ -673,6 +677,35 @@ class Engine:
             idempotency_key=idempotency_key,
         )
         return await self._apply_answer(answer, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id)
+
+    async def preview_answer(self, principal: Principal, value: Any, *, interrupt_id: str) -> None:
+        """Check an answer without applying it: raises exactly what :meth:`resolve` would.
+
+        The decision is pure, so it can be taken on the current rows outside a
+        transaction; a concurrent change can still make the real answer fail.
+        """
+        principal.require("approvals:respond")
+        record = await self.store.get_interrupt(interrupt_id)
+        if record is None or principal.tenant not in (record.tenant, "*"):
+            raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
+        run = await self.store.load_run(record.run_id)
+        assert run is not None
+        answer = Answer(principal=principal, value=value, surface="run", ask_answer="(preview)")
+        mutation = answer_decision(answer, self.clock.now_ms(), self.clock.new_id)(record, run)
+        if mutation.error is not None:
+            raise mutation.error
+
+    async def open_interrupts(self, run_id: str, *, with_children: bool = True) -> list[InterruptRecord]:
+        """Open, answerable interrupts of a run (and, by default, of its active child runs)."""
+        records = [
+            r for r in await self.store.run_interrupts(run_id, open_only=True)
+            if r.kind not in ("conversation.start", "conversation.close")
+        ]
+        if with_children:
+            for child in await self.store.child_runs(run_id):
+                if not child.terminal:
+                    records += await self.open_interrupts(child.run_id)
+        return records
 
     async def _apply_answer(
         self, answer: Answer, *, interrupt_id: str | None, run_id: str | None, node_id: str | None

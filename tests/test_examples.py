@@ -62,7 +62,8 @@ def test_curl_conversation_example(tmp_path: Path) -> None:
             *prompts,
             "(conversation over)",
         ]
-        assert "3   user: Two people, one room" in out and "4  agent: max-turns" in out
+        assert "3   user: Two people, one room" in out
+        assert "4  agent: Thanks! I have everything I need to book your trip." in out
     finally:
         server.stop()
 
@@ -83,5 +84,36 @@ def test_governed_release_example(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stderr
         assert "bob   voted -> pending (2/3 accepted)" in result.stdout
         assert "status: completed | decided by carol | quorum:3-of-3" in result.stdout
+    finally:
+        server.stop()
+
+
+def test_agui_terminal_client(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "demo.db").start()
+    try:
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
+        assert key
+        base = [sys.executable, "examples/agui_terminal.py", "--url", server.url, "--key", key.group(1)]
+        approval = subprocess.run(
+            [*base, "--workflow", "demo-expense-approval"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            input="5\nWho approved the budget?\n1\nlooks fine\n",
+        )
+        assert approval.returncode == 0, approval.stderr
+        assert "assistant: Your question is recorded" in approval.stdout and "done (success)" in approval.stdout
+        chat = subprocess.run(
+            [*base, "--workflow", "demo-conversation"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            input="Lisbon\nMay\nTwo\n",
+        )
+        assert chat.returncode == 0, chat.stderr
+        assert "assistant: How many travellers?" in chat.stdout
+        assert '"replies": ["Lisbon", "May", "Two"]' in chat.stdout
     finally:
         server.stop()

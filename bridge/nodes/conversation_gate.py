@@ -2,7 +2,8 @@
 
 With ``mockAutoResume`` (the conformance fixtures) the host answers each turn
 itself. Without it the node opens with ``config.initialPrompt``, asks
-``config.prompts[i]`` at turn *i* (then ``config.prompt``) (validated against ``config.outcomeSchema`` when
+``config.prompts[i]`` at turn *i* (then ``config.prompt``), says
+``config.closingMessage`` at the end (validated against ``config.outcomeSchema`` when
 set), and closes when the person sends ``close`` or after ``config.turnCount``
 exchanges. The conversation's outcome is the node's output.
 """
@@ -41,6 +42,7 @@ async def conversation_gate(ctx: NodeContext) -> dict[str, Any]:
     turn_count = config.get("turnCount")
     prompt = str(config.get("prompt") or "Your reply?")
     prompts = [str(p) for p in config.get("prompts") or []]
+    closing = str(config.get("closingMessage") or "Thank you, that is everything I needed.")
 
     def prompt_for(turn: int) -> str:
         return prompts[turn - 1] if turn <= len(prompts) else prompt
@@ -56,11 +58,11 @@ async def conversation_gate(ctx: NodeContext) -> dict[str, Any]:
     if config.get("mockAutoResume"):
         for i in range(1, int(turn_count or 1) + 1):
             replies.append(await conv.exchange(f"{prompt} (turn {i})", auto_answer=f"conformance reply {i}"))
-        await conv.close({"replies": replies}, reason="max-turns")
+        await conv.close({"replies": replies}, reason="max-turns", message=closing)
     else:
         while not conv.closed:
             if turn_count and len(replies) >= turn_count:
-                await conv.close({"replies": replies}, reason="max-turns")
+                await conv.close({"replies": replies}, reason="max-turns", message=closing)
                 break
             reply = await conv.exchange(prompt_for(len(replies) + 1), outcome_schema=config.get("outcomeSchema"))
             if conv.closed:

@@ -1,0 +1,336 @@
+"""Serving a workflow as an AG-UI agent: ``POST /agui/{workflowId}``.
+
+One request is one AG-UI run, a stretch of the thread's OpenWOP run:
+
+1. Refusals before the stream opens are OpenWOP error envelopes (unknown
+   workflow, bad body, missing scope, an invalid resume entry — every entry is
+   checked before any is applied, and one bad entry refuses the request).
+2. The request is planned: start the thread's first (or next) run; answer or
+   cancel the interrupts named in ``resume``; take a new user message as the
+   answer to an open conversation turn; or, with nothing to do, re-emit the open
+   interrupts (a reconnect after a reload).
+3. The stream follows the run's committed events from where this AG-UI run
+   began until the run is idle again: it then finishes with the ``interrupt``
+   outcome (every open interrupt), ``success`` (with the run's outputs) or
+   ``cancelled``; a failed run ends with ``RUN_ERROR`` and its OpenWOP code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag_ui.core import (
+    CustomEvent,
+    Message,
+    MessagesSnapshotEvent,
+    ResumeEntry,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateSnapshotEvent,
+    UserMessage,
+)
+from ag_ui.encoder import EventEncoder
+from pydantic import ValidationError as PydanticValidationError
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from adapters.agui import threads
+from adapters.agui.mapping import interrupt_to_agui, normalize_request, resume_payload_to_value
+from adapters.agui.translate import Translator, messages_from_events
+from bridge.auth import KeyRing, Principal
+from bridge.engine import Engine
+from bridge.errors import BridgeError, ConflictError, ValidationError
+from bridge.http.body import read_json
+from bridge.store.base import RunRecord
+from bridge.workflow import WorkflowDefinition
+
+log = logging.getLogger("adapters.agui")
+
+Authenticate = Callable[[Request], Principal]
+
+
+@dataclass
+class Plan:
+    """What one AG-UI request does before streaming."""
+
+    run_id: str
+    cursor: int
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    consumed: set[str] = field(default_factory=set)  # user messages taken as conversation turns
+
+
+def _user_text(message: UserMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return " ".join(getattr(part, "text", "") for part in content if getattr(part, "type", "") == "text")
+
+
+class AguiService:
+    """The AG-UI surface over an :class:`~bridge.engine.Engine` (see the module docstring)."""
+
+    def __init__(self, engine: Engine, *, authenticate: Authenticate | None = None, poll_s: float = 0.25) -> None:
+        self.engine = engine
+        self._authenticate = authenticate
+        self.poll_s = poll_s
+
+    def principal(self, request: Request) -> Principal:
+        """The caller: the given authenticator, or the host app's key ring."""
+        if self._authenticate is not None:
+            return self._authenticate(request)
+        ring: KeyRing = request.app.state.keyring
+        return ring.authenticate(request.headers.get("authorization"))
+
+    # --- the request --------------------------------------------------------------------
+
+    async def run(self, request: Request, workflow_id: str) -> Response:
+        """Handle ``POST /agui/{workflowId}``."""
+        principal = self.principal(request)
+        workflow = self.engine.workflow(workflow_id)
+        body = await read_json(request)
+        raw_thread = body.get("threadId", body.get("thread_id")) if isinstance(body, Mapping) else None
+        binding = await threads.load(self.engine, principal.tenant, raw_thread) if isinstance(raw_thread, str) else None
+        if binding is not None and binding.workflow_id != workflow_id:
+            raise ConflictError(
+                f"thread {raw_thread!r} belongs to workflow {binding.workflow_id!r}",
+                details={"threadId": raw_thread, "workflowId": binding.workflow_id},
+            )
+        run = await self.engine.store.load_run(binding.run_id) if binding and binding.run_id else None
+        open_views = await self._open_views(run)
+        try:
+            agent_input = RunAgentInput.model_validate(normalize_request(body, list(open_views)))
+        except PydanticValidationError as exc:
+            problems = [f"{'/'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)]
+            raise ValidationError("the body is not a valid RunAgentInput", details={"problems": problems}) from exc
+        plan = await self._plan(principal, workflow, agent_input, binding, run, open_views)
+        return StreamingResponse(
+            self._stream(agent_input, plan),
+            media_type=EventEncoder().get_content_type(),
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def _open_views(self, run: RunRecord | None) -> dict[str, dict[str, Any]]:
+        if run is None or run.terminal:
+            return {}
+        return {
+            r.interrupt_id: self.engine.interrupt_view(r, with_token=False)
+            for r in await self.engine.open_interrupts(run.run_id)
+        }
+
+    async def _plan(
+        self,
+        principal: Principal,
+        workflow: WorkflowDefinition,
+        agent_input: RunAgentInput,
+        binding: threads.ThreadBinding | None,
+        run: RunRecord | None,
+        open_views: dict[str, dict[str, Any]],
+    ) -> Plan:
+        entries = list(agent_input.resume or [])
+        if run is not None and (not run.terminal or entries):
+            principal.require("runs:read")
+            assert binding is not None
+            return await self._continue(principal, binding, run, entries, agent_input, open_views)
+        return await self._start(principal, workflow, agent_input, binding, entries)
+
+    async def _start(
+        self,
+        principal: Principal,
+        workflow: WorkflowDefinition,
+        agent_input: RunAgentInput,
+        binding: threads.ThreadBinding | None,
+        entries: list[ResumeEntry],
+    ) -> Plan:
+        inputs: dict[str, Any] = dict(agent_input.state) if isinstance(agent_input.state, dict) else {}
+        inputs["messages"] = [m.model_dump(by_alias=True, mode="json") for m in agent_input.messages]
+        run = await self.engine.create_run(
+            principal, workflow.id, inputs=inputs, metadata={"agui": {"threadId": agent_input.thread_id}}
+        )
+        if binding is None:
+            binding = threads.ThreadBinding(agent_input.thread_id, principal.tenant, workflow.id, [run.run_id])
+            if not await threads.save(self.engine, binding, create=True):
+                # Another request bound this new thread first: keep its run, cancel ours.
+                await self.engine.cancel_run(run.run_id, principal, "thread already bound")
+                raise ConflictError(f"thread {agent_input.thread_id!r} was started by another request")
+        else:
+            binding.runs.append(run.run_id)
+            await threads.save(self.engine, binding)
+        warnings = [self._unknown(e) for e in entries]
+        return Plan(run.run_id, -1, warnings)
+
+    @staticmethod
+    def _unknown(entry: ResumeEntry) -> dict[str, Any]:
+        return {
+            "code": "unknown_interrupt",
+            "message": f"no open interrupt {entry.interrupt_id!r} on this thread; the entry was ignored",
+            "interruptId": entry.interrupt_id,
+        }
+
+    async def _continue(
+        self,
+        principal: Principal,
+        binding: threads.ThreadBinding,
+        run: RunRecord,
+        entries: list[ResumeEntry],
+        agent_input: RunAgentInput,
+        open_views: dict[str, dict[str, Any]],
+    ) -> Plan:
+        warnings: list[dict[str, Any]] = []
+        actions: list[tuple[str, ResumeEntry, Any]] = []
+        before = list(binding.consumed_messages)
+        for index, entry in enumerate(entries):
+            view = open_views.get(entry.interrupt_id)
+            if view is None:
+                warnings.append(self._unknown(entry))
+                continue
+            if entry.status == "cancelled":
+                principal.require("approvals:respond")
+                actions.append(("cancel", entry, None))
+                continue
+            try:
+                value = resume_payload_to_value(view, entry.payload)
+                await self.engine.preview_answer(principal, value, interrupt_id=entry.interrupt_id)
+            except BridgeError as exc:
+                exc.message = f"resume[{index}] ({entry.interrupt_id}): {exc.message}"
+                exc.details = {**(exc.details or {}), "entry": index, "interruptId": entry.interrupt_id}
+                raise
+            actions.append(("resolve", entry, value))
+            if view["kind"] == "conversation.exchange":
+                echoed = self._echoed_user_message(agent_input, value, binding)
+                if echoed is not None:
+                    # The client showed the answer as a user message too: the turn replaces it.
+                    binding.consumed_messages.append(echoed)
+        if not entries:
+            turn = self._new_turn(agent_input, binding, open_views)
+            if turn is not None:
+                interrupt_id, message = turn
+                principal.require("approvals:respond")
+                actions.append(
+                    ("resolve", ResumeEntry(interrupt_id=interrupt_id, status="resolved"), _user_text(message))
+                )
+                binding.consumed_messages.append(message.id)
+        if binding.consumed_messages != before:
+            await threads.save(self.engine, binding)
+        fresh = await self.engine.store.load_run(run.run_id)
+        cursor = (fresh or run).next_seq - 1
+        consumed = set(binding.consumed_messages)
+        for action, entry, value in actions:
+            try:
+                if action == "cancel":
+                    await self.engine.cancel_interrupt(principal, entry.interrupt_id, "cancelled")
+                else:
+                    await self.engine.resolve(principal, value, interrupt_id=entry.interrupt_id)
+            except BridgeError as exc:
+                # Checked above; only a concurrent change gets here (someone else answered first).
+                warnings.append({"code": exc.code, "message": exc.message, "interruptId": entry.interrupt_id})
+        return Plan(run.run_id, cursor, warnings, consumed)
+
+    @staticmethod
+    def _echoed_user_message(agent_input: RunAgentInput, value: Any, binding: threads.ThreadBinding) -> str | None:
+        """The id of the last user message when it carries the same text as a turn's answer."""
+        if not agent_input.messages or not isinstance(agent_input.messages[-1], UserMessage):
+            return None
+        last = agent_input.messages[-1]
+        text: Any = value
+        if isinstance(value, Mapping):
+            turn = value.get("turn")
+            text = turn.get("content") if isinstance(turn, Mapping) else value.get("content")
+        if last.id in binding.consumed_messages or not isinstance(text, str) or _user_text(last) != text:
+            return None
+        return last.id
+
+    @staticmethod
+    def _new_turn(
+        agent_input: RunAgentInput, binding: threads.ThreadBinding, open_views: dict[str, dict[str, Any]]
+    ) -> tuple[str, UserMessage] | None:
+        """A user message not yet seen, when the thread waits on a conversation turn."""
+        exchange = next((i for i, v in open_views.items() if v["kind"] == "conversation.exchange"), None)
+        if exchange is None or not agent_input.messages:
+            return None
+        last = agent_input.messages[-1]
+        if not isinstance(last, UserMessage) or last.id in binding.consumed_messages:
+            return None
+        return exchange, last
+
+    # --- the stream ---------------------------------------------------------------------
+
+    async def _stream(self, agent_input: RunAgentInput, plan: Plan) -> AsyncIterator[str]:
+        encoder = EventEncoder()
+        translator = Translator()
+        thread_id, agui_run = agent_input.thread_id, agent_input.run_id
+        yield encoder.encode(RunStartedEvent(thread_id=thread_id, run_id=agui_run, protocol_version="1.0"))
+        for warning in plan.warnings:
+            yield encoder.encode(CustomEvent(name="openwop.warning", value=warning))
+        try:
+            run, cursor = None, plan.cursor
+            with self.engine.hub.subscribe(plan.run_id) as sub:
+                while True:
+                    run = await self.engine.store.load_run(plan.run_id)
+                    assert run is not None
+                    docs = await self.engine.store.read_events(plan.run_id, cursor, 500)
+                    for doc in docs:
+                        cursor = doc["sequence"]
+                        for event in translator.feed(doc):
+                            yield encoder.encode(event)
+                    if len(docs) == 500:
+                        continue
+                    if run.terminal or (not run.needs_work and await self.engine.open_interrupts(plan.run_id)):
+                        break
+                    try:
+                        await sub.get(timeout=self.poll_s)
+                    except TimeoutError:
+                        pass
+            for event in translator.close():
+                yield encoder.encode(event)
+            async for chunk in self._finish(agent_input, run, plan.consumed, encoder):
+                yield chunk
+        except Exception as exc:
+            log.exception("AG-UI run %s of thread %s failed", agui_run, thread_id)
+            for event in translator.close():
+                yield encoder.encode(event)
+            code = exc.code if isinstance(exc, BridgeError) else "internal_error"
+            yield encoder.encode(RunErrorEvent(message="the run failed on the server; see its log", code=code))
+
+    async def _finish(
+        self, agent_input: RunAgentInput, run: RunRecord, consumed: set[str], encoder: EventEncoder
+    ) -> AsyncIterator[str]:
+        thread_id, agui_run = agent_input.thread_id, agent_input.run_id
+        if run.status == "failed":
+            error = run.state.get("error") or {"code": "run_failed", "message": "the run failed"}
+            yield encoder.encode(RunErrorEvent(message=str(error.get("message")), code=str(error.get("code"))))
+            return
+        state = {
+            "openwop": {"runId": run.run_id, "workflowId": run.workflow_id, "status": run.status},
+            "variables": {k: v for k, v in run.state.get("variables", {}).items() if k != "messages"},
+        }
+        yield encoder.encode(StateSnapshotEvent(snapshot=state))
+        yield encoder.encode(MessagesSnapshotEvent(messages=await self._messages(agent_input, run, consumed)))
+        if run.status == "completed":
+            outcome: Any = RunFinishedSuccessOutcome()
+            finished = RunFinishedEvent(
+                thread_id=thread_id, run_id=agui_run, outcome=outcome, result=run.state.get("outputs", {})
+            )
+        elif run.status == "cancelled":
+            finished = RunFinishedEvent(thread_id=thread_id, run_id=agui_run, outcome=RunFinishedCancelledOutcome())
+        else:
+            views = [
+                self.engine.interrupt_view(r, with_token=False) for r in await self.engine.open_interrupts(run.run_id)
+            ]
+            outcome = RunFinishedInterruptOutcome(interrupts=[interrupt_to_agui(v) for v in views])
+            finished = RunFinishedEvent(thread_id=thread_id, run_id=agui_run, outcome=outcome)
+        yield encoder.encode(finished)
+
+    async def _messages(self, agent_input: RunAgentInput, run: RunRecord, consumed: set[str]) -> list[Message]:
+        """The thread's messages: the client's earlier ones, then this run's, each id once."""
+        derived = messages_from_events(await self.engine.store.read_events(run.run_id, -1, 100_000))
+        derived_ids = {m.id for m in derived}
+        earlier = [m for m in agent_input.messages if m.id not in derived_ids and m.id not in consumed]
+        return [*earlier, *derived]

@@ -1,0 +1,254 @@
+"""Pure mappings between OpenWOP interrupts and AG-UI interrupts and resumes.
+
+``interrupt_to_agui`` turns an interrupt view (``Engine.interrupt_view``) into an
+AG-UI ``Interrupt`` whose ``responseSchema`` is enough to build the answer form;
+``resume_payload_to_value`` turns a ``ResumeEntry.payload`` into the OpenWOP
+``resumeValue`` for that interrupt's kind; ``normalize_request`` accepts the
+older request shapes still in the wild and returns a 1.0 ``RunAgentInput`` body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ag_ui.core import Interrupt
+
+from bridge.errors import ValidationError
+from bridge.tools import TOOL_CALL_ARTIFACT, is_tool_call_approval
+
+_REASONS = {"approval": "confirmation", "clarification": "input_required", "conversation.exchange": "input_required"}
+
+
+def _data(view: Mapping[str, Any]) -> Mapping[str, Any]:
+    data: Mapping[str, Any] = view.get("payload", {}).get("data", {})
+    return data
+
+
+def interrupt_reason(view: Mapping[str, Any]) -> str:
+    """``confirmation`` / ``tool_call`` / ``input_required`` or ``openwop:<kind>``."""
+    if is_tool_call_approval(view.get("payload", {})):
+        return "tool_call"
+    return _REASONS.get(view["kind"], f"openwop:{view['kind']}")
+
+
+def interrupt_message(view: Mapping[str, Any]) -> str:
+    """A readable prompt for whoever answers."""
+    data = _data(view)
+    kind = view["kind"]
+    if is_tool_call_approval(view.get("payload", {})):
+        call = data["artifactData"]
+        return f"Approve the call to {call.get('name')}?" + (
+            f" {data['description']}" if data.get("description") else ""
+        )
+    if kind == "approval":
+        return str(data.get("title", "Approve?")) + (f" — {data['description']}" if data.get("description") else "")
+    if kind == "clarification":
+        return " ".join(str(q.get("question", "")) for q in data.get("questions", []))
+    if kind == "conversation.exchange":
+        return str(data.get("prompt", ""))
+    if kind == "low-confidence":
+        return (
+            f"{data.get('agentId')} is {float(data.get('observed', 0)):.0%} sure (threshold "
+            f"{float(data.get('threshold', 0)):.0%}): ratify its decision or send a corrected one."
+        )
+    if kind == "external-event":
+        return f"Waiting for {data.get('eventType')} matching {dict(data.get('correlation') or {})}."
+    return str(view.get("title") or kind)
+
+
+def _approval_schema(data: Mapping[str, Any]) -> dict[str, Any]:
+    variants = []
+    for action in data.get("actions", []):
+        props: dict[str, Any] = {"action": {"const": action}}
+        required = ["action"]
+        if action in ("accept", "reject"):
+            props["feedback"] = {"type": "string", "title": "Feedback"}
+        elif action == "refine":
+            props["refineFeedback"] = {
+                "type": "object",
+                "required": ["scope"],
+                "properties": {
+                    "scope": {"enum": ["whole", "section", "items"]},
+                    "sectionPath": {"type": "string"},
+                    "itemIds": {"type": "array", "items": {"type": "string"}},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "text": {"type": "string"},
+                },
+            }
+            required.append("refineFeedback")
+        elif action == "edit-accept":
+            props["editedArtifactData"] = {"title": "Edited artifact", "default": data.get("artifactData")}
+            required.append("editedArtifactData")
+        elif action == "ask":
+            props["question"] = {"type": "string", "title": "Your question"}
+            required.append("question")
+        variants.append({"type": "object", "title": action, "required": required, "properties": props})
+    return {"oneOf": variants} if len(variants) > 1 else (variants[0] if variants else {"type": "object"})
+
+
+def response_schema(view: Mapping[str, Any]) -> dict[str, Any]:
+    """The interrupt's ``resumeSchema``, or one derived from its kind."""
+    payload = view.get("payload", {})
+    declared = payload.get("resumeSchema")
+    if isinstance(declared, Mapping):
+        return dict(declared)
+    data = _data(view)
+    kind = view["kind"]
+    if is_tool_call_approval(payload):
+        call = data["artifactData"]
+        props: dict[str, Any] = {"approved": {"type": "boolean"}, "feedback": {"type": "string"}}
+        if "edit-accept" in data.get("actions", []):
+            props["editedArgs"] = {"type": "object", "default": call.get("args", {})}
+        return {"type": "object", "required": ["approved"], "properties": props}
+    if kind == "approval":
+        return _approval_schema(data)
+    if kind == "clarification":
+        questions = data.get("questions", [])
+        answers = {
+            q["id"]: {**(q.get("schema") or {"type": "string"}), "title": q.get("question", q["id"])} for q in questions
+        }
+        return {
+            "type": "object",
+            "required": ["answers"],
+            "properties": {
+                "answers": {
+                    "type": "object",
+                    "required": [q["id"] for q in questions],
+                    "properties": answers,
+                    "additionalProperties": False,
+                }
+            },
+        }
+    if kind == "conversation.exchange":
+        reply = data.get("outcomeSchema") or {"type": "string", "title": "Your reply"}
+        close = {
+            "type": "object",
+            "title": "close the conversation",
+            "required": ["operation"],
+            "properties": {"operation": {"const": "close"}, "outcome": {}, "reason": {"type": "string"}},
+        }
+        return {"anyOf": [dict(reply), close]}
+    if kind == "external-event":
+        correlation = dict(data.get("correlation") or {})
+        return {
+            "type": "object",
+            "required": sorted(correlation),
+            "properties": {k: {"const": v} for k, v in correlation.items()},
+        }
+    if kind == "low-confidence":
+        return {"title": "Ratified decision", "default": data.get("decision")}
+    return {}
+
+
+def interrupt_to_agui(view: Mapping[str, Any]) -> Interrupt:
+    """One AG-UI ``Interrupt`` for an open OpenWOP interrupt."""
+    data = _data(view)
+    openwop: dict[str, Any] = {
+        "kind": view["kind"],
+        "key": view.get("key"),
+        "nodeId": view["nodeId"],
+        "runId": view["runId"],
+        "workflowId": view.get("workflowId"),
+        "interruptId": view["interruptId"],
+        "data": data,
+    }
+    for name in ("votes", "askExchanges", "conversationId", "turnCount"):
+        if name in view:
+            openwop[name] = view[name]
+    tool_call_id = data["artifactData"]["toolCallId"] if is_tool_call_approval(view.get("payload", {})) else None
+    return Interrupt(
+        id=view["interruptId"],
+        reason=interrupt_reason(view),
+        message=interrupt_message(view),
+        tool_call_id=tool_call_id,
+        response_schema=response_schema(view),
+        expires_at=view.get("expiresAt"),
+        metadata={"openwop": openwop},
+    )
+
+
+def resume_payload_to_value(view: Mapping[str, Any], payload: Any) -> Any:
+    """The OpenWOP ``resumeValue`` for an AG-UI resume payload.
+
+    Approvals take ``{action, …}`` as is; ``{approved, editedArgs?, feedback?}`` (the
+    tool-call convention, also fine for confirmations) maps to accept /
+    edit-accept / reject. Clarifications take ``{answers}``, an object keyed by
+    question id, or a bare value when there is one question.
+    """
+    kind = view["kind"]
+    data = _data(view)
+    if kind == "approval":
+        if isinstance(payload, bool):
+            payload = {"approved": payload}
+        if isinstance(payload, str):
+            return {"action": payload}
+        if isinstance(payload, Mapping) and "approved" in payload and "action" not in payload:
+            if not isinstance(payload["approved"], bool):
+                raise ValidationError("'approved' must be true or false")
+            feedback = payload.get("feedback") or payload.get("reason")
+            if not payload["approved"]:
+                return {"action": "reject", **({"feedback": str(feedback)} if feedback else {})}
+            if "editedArgs" in payload and data.get("artifactType") == TOOL_CALL_ARTIFACT:
+                if not isinstance(payload["editedArgs"], Mapping):
+                    raise ValidationError("'editedArgs' must be an object of arguments")
+                edited = {**dict(data.get("artifactData") or {}), "args": dict(payload["editedArgs"])}
+                return {"action": "edit-accept", "editedArtifactData": edited}
+            if "editedArtifactData" in payload:
+                return {"action": "edit-accept", "editedArtifactData": payload["editedArtifactData"]}
+            return {"action": "accept", **({"feedback": str(feedback)} if feedback else {})}
+        return payload
+    if kind == "clarification":
+        questions = [q["id"] for q in data.get("questions", [])]
+        if isinstance(payload, Mapping) and "answers" in payload:
+            return payload
+        if isinstance(payload, Mapping) and payload and set(payload) <= set(questions):
+            return {"answers": dict(payload)}
+        if len(questions) == 1 and not isinstance(payload, Mapping):
+            return {"answers": {questions[0]: payload}}
+    return payload
+
+
+def _legacy_resume(resume: Any, open_ids: Sequence[str]) -> list[dict[str, Any]]:
+    if isinstance(resume, list):
+        return [dict(r) if isinstance(r, Mapping) else r for r in resume]
+    if isinstance(resume, Mapping):
+        # The draft's single object: {interruptId?, payload}.
+        interrupt_id = resume.get("interruptId") or (open_ids[0] if len(open_ids) == 1 else None)
+        if interrupt_id is None:
+            raise ValidationError("'resume' names no interruptId and several interrupts are open")
+        return [
+            {"interruptId": interrupt_id, "status": resume.get("status", "resolved"), "payload": resume.get("payload")}
+        ]
+    raise ValidationError("'resume' must be a list of {interruptId, status, payload?}")
+
+
+def normalize_request(body: Any, open_ids: Sequence[str]) -> dict[str, Any]:
+    """A 1.0 ``RunAgentInput`` body from the shapes clients send.
+
+    Accepts (never emits) the draft's single ``resume`` object and LangGraph
+    clients' ``forwardedProps.command.resume`` (a value for the one open
+    interrupt, or a map of interrupt id → value).
+    """
+    if not isinstance(body, Mapping):
+        raise ValidationError("the request body must be a RunAgentInput object")
+    out = dict(body)
+    for camel, snake in (("threadId", "thread_id"), ("runId", "run_id")):
+        if camel not in out and snake in out:
+            out[camel] = out.pop(snake)
+    out.setdefault("messages", [])
+    if out.get("resume") is not None:
+        out["resume"] = _legacy_resume(out["resume"], open_ids)
+    forwarded = out.get("forwardedProps") or out.get("forwarded_props")
+    command = forwarded.get("command") if isinstance(forwarded, Mapping) else None
+    if out.get("resume") is None and isinstance(command, Mapping) and "resume" in command:
+        value = command["resume"]
+        if isinstance(value, Mapping) and value and set(value) <= set(open_ids):
+            out["resume"] = [{"interruptId": k, "status": "resolved", "payload": v} for k, v in value.items()]
+        elif len(open_ids) == 1:
+            out["resume"] = [{"interruptId": open_ids[0], "status": "resolved", "payload": value}]
+        else:
+            raise ValidationError(
+                "forwardedProps.command.resume must map interrupt ids to values when several are open"
+            )
+    return out

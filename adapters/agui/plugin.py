@@ -1,0 +1,13 @@
+"""``openwop-bridge serve`` plugin: mount the AG-UI routes unless ``--no-agui``."""
+
+from __future__ import annotations
+
+from adapters.agui import agui_routes
+from bridge.plugins import ServerBuild
+
+
+def install(build: ServerBuild) -> None:
+    """Add ``/agui/{workflowId}`` for every workflow the server loads."""
+    if build.claim("no_agui"):
+        return
+    build.routes.extend(agui_routes(build.engine))

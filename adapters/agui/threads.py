@@ -1,0 +1,72 @@
+"""AG-UI threads, bound durably to the OpenWOP runs they started.
+
+A binding lives in the store's key-value space (``agui.thread``), keyed by tenant
+and thread id, so two tenants never share a thread. It names the thread's
+current run and remembers which user messages were already taken as
+conversation turns, so a reconnect that resends them has no second effect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.engine import Engine
+
+NAMESPACE = "agui.thread"
+_MAX_REMEMBERED = 200
+
+
+@dataclass
+class ThreadBinding:
+    """A thread's runs (the last is current) and the user messages already consumed."""
+
+    thread_id: str
+    tenant: str
+    workflow_id: str
+    runs: list[str] = field(default_factory=list)
+    consumed_messages: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str | None:
+        """The thread's current OpenWOP run."""
+        return self.runs[-1] if self.runs else None
+
+    def as_json(self) -> dict[str, Any]:
+        """The stored form."""
+        return {
+            "threadId": self.thread_id,
+            "tenant": self.tenant,
+            "workflowId": self.workflow_id,
+            "runs": self.runs[-_MAX_REMEMBERED:],
+            "consumedMessages": self.consumed_messages[-_MAX_REMEMBERED:],
+        }
+
+
+def _key(tenant: str, thread_id: str) -> str:
+    return f"{tenant}:{thread_id}"
+
+
+async def load(engine: Engine, tenant: str, thread_id: str) -> ThreadBinding | None:
+    """The binding of a thread in a tenant, if any."""
+    raw = await engine.store.kv_get(NAMESPACE, _key(tenant, thread_id))
+    if raw is None:
+        return None
+    return ThreadBinding(
+        thread_id=raw["threadId"],
+        tenant=raw["tenant"],
+        workflow_id=raw["workflowId"],
+        runs=list(raw.get("runs", [])),
+        consumed_messages=list(raw.get("consumedMessages", [])),
+    )
+
+
+async def save(engine: Engine, binding: ThreadBinding, *, create: bool = False) -> bool:
+    """Store a binding; with ``create``, only when the thread has none yet (False if it had)."""
+    return await engine.store.kv_put(
+        NAMESPACE,
+        _key(binding.tenant, binding.thread_id),
+        binding.as_json(),
+        engine.clock.now_ms(),
+        only_if_absent=create,
+    )

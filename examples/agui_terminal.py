@@ -1,0 +1,148 @@
+"""A terminal AG-UI client: talk to any workflow the bridge serves, answering its interrupts.
+
+    ./scripts/serve                                   # note the dev key it prints
+    python examples/agui_terminal.py --key owb_dev_... --workflow demo-expense-approval
+    python examples/agui_terminal.py --key owb_dev_... --workflow demo-conversation
+
+It streams the assistant's text, and when a run ends with interrupts it builds
+each answer from the interrupt's ``responseSchema`` alone: a choice for
+``oneOf`` alternatives, one prompt per property of an object, a line of text
+otherwise. Then it resumes the thread with ``resume[]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from typing import Any
+
+import httpx
+
+
+def ask(prompt: str) -> str:
+    """Read one line from the person (EOF ends the session)."""
+    print(prompt, end="", flush=True)
+    line = sys.stdin.readline()
+    if not line:
+        raise SystemExit("\n(end of input)")
+    return line.rstrip("\n")
+
+
+def answer_for(schema: dict[str, Any], label: str = "") -> Any:
+    """Build a value for a JSON Schema by asking the person."""
+    if "const" in schema:
+        return schema["const"]
+    options = schema.get("oneOf") or schema.get("anyOf")
+    if options:
+        titles = [
+            o.get("title") or o.get("properties", {}).get("action", {}).get("const") or f"option {i + 1}"
+            for i, o in enumerate(options)
+        ]
+        if all(o.get("type") == "string" for o in options[:1]) and len(options) == 2 and "close" in titles[1]:
+            text = ask(f"{label or 'Your reply'} (or /close): ")
+            return {"operation": "close"} if text == "/close" else text
+        for i, title in enumerate(titles, start=1):
+            print(f"  {i}. {title}")
+        choice = int(ask("Choose: ") or 1) - 1
+        return answer_for(options[choice], label)
+    if schema.get("type") == "object" and "properties" in schema:
+        value: dict[str, Any] = {}
+        for name, prop in schema["properties"].items():
+            required = name in schema.get("required", [])
+            if "const" in prop:
+                value[name] = prop["const"]
+                continue
+            if not required and prop.get("type") not in ("boolean",):
+                text = ask(f"{prop.get('title', name)} (optional, Enter to skip): ")
+                if text:
+                    value[name] = _coerce(prop, text)
+                continue
+            value[name] = answer_for(prop, prop.get("title", name))
+        return value
+    if schema.get("type") == "boolean":
+        return ask(f"{label or 'Yes or no'} [y/n]: ").strip().lower().startswith("y")
+    if "enum" in schema:
+        return ask(f"{label} {schema['enum']}: ")
+    text = ask(f"{label or 'Your answer'}: ")
+    return _coerce(schema, text)
+
+
+def _coerce(schema: dict[str, Any], text: str) -> Any:
+    if schema.get("type") in ("integer", "number"):
+        return int(text) if schema["type"] == "integer" else float(text)
+    if schema.get("type") == "object" or ("default" in schema and not isinstance(schema.get("default"), str)):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text
+    return text
+
+
+def stream(client: httpx.Client, url: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
+    """One AG-UI run: print text as it streams; return the RUN_FINISHED (or RUN_ERROR) event."""
+    finished: dict[str, Any] = {}
+    with client.stream("POST", url, json=body, headers={"Authorization": f"Bearer {key}"}) as response:
+        if response.status_code != 200:
+            response.read()
+            raise SystemExit(f"refused: {response.status_code} {response.text}")
+        roles: dict[str, str] = {}
+        for line in response.iter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            kind = event["type"]
+            if kind == "TEXT_MESSAGE_START":
+                roles[event["messageId"]] = event.get("role", "assistant")
+                if roles[event["messageId"]] == "assistant":
+                    print("assistant: ", end="", flush=True)
+            elif kind == "TEXT_MESSAGE_CONTENT" and roles.get(event["messageId"]) == "assistant":
+                print(event["delta"], end="", flush=True)
+            elif kind == "TEXT_MESSAGE_END" and roles.get(event["messageId"]) == "assistant":
+                print()
+            elif kind == "TOOL_CALL_START":
+                print(f"(the agent wants to call {event['toolCallName']})")
+            elif kind == "TOOL_CALL_RESULT":
+                print(f"(tool result: {event['content']})")
+            elif kind == "CUSTOM" and event.get("name") == "openwop.warning":
+                print(f"(warning: {event['value'].get('message')})")
+            elif kind in ("RUN_FINISHED", "RUN_ERROR"):
+                finished = event
+    return finished
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--workflow", default="demo-expense-approval")
+    args = parser.parse_args()
+    endpoint = f"{args.url}/agui/{args.workflow}"
+    thread = str(uuid.uuid4())
+    resume: list[dict[str, Any]] | None = None
+    with httpx.Client(timeout=None) as client:
+        while True:
+            body: dict[str, Any] = {"threadId": thread, "runId": str(uuid.uuid4()), "messages": []}
+            if resume:
+                body["resume"] = resume
+            finished = stream(client, endpoint, args.key, body)
+            if finished.get("type") == "RUN_ERROR":
+                print(f"the run failed: {finished.get('code')}: {finished.get('message')}")
+                return
+            outcome = finished.get("outcome") or {"type": "success"}
+            if outcome["type"] != "interrupt":
+                print(f"done ({outcome['type']}): {json.dumps(finished.get('result'))}")
+                return
+            resume = []
+            for interrupt in outcome["interrupts"]:
+                print(f"\n[{interrupt['reason']}] {interrupt.get('message', '')}")
+                votes = interrupt.get("metadata", {}).get("openwop", {}).get("votes")
+                if votes:
+                    print(f"  votes so far: {votes['accept']} of {votes['required']}")
+                payload = answer_for(interrupt.get("responseSchema") or {})
+                resume.append({"interruptId": interrupt["id"], "status": "resolved", "payload": payload})
+
+
+if __name__ == "__main__":
+    main()

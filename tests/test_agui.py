@@ -1,0 +1,479 @@
+"""The AG-UI adapter over real uvicorn: runs, interrupts out, resumes in, conversations, tool calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from ag_ui.core import Event
+from pydantic import TypeAdapter
+
+from adapters.agui import agui_routes, mount_agui
+from bridge import Engine, NodeContext, Workflow, approval, clarification
+from bridge.auth import KeyRing
+from bridge.http import create_app
+from bridge.tools import approved_tool_call
+from tests.conftest import KEYS, auth
+from tests.helpers import event_types, settle
+from tests.server import uvicorn_server
+
+EVENT = TypeAdapter(Event)
+
+
+class Agui:
+    """A tiny AG-UI client over httpx that validates every event with the ag_ui models."""
+
+    def __init__(self, client: httpx.AsyncClient, who: str = "admin") -> None:
+        self.client = client
+        self.who = who
+        self.counter = 0
+
+    async def run(self, workflow: str, thread: str, *, status: int = 200, **body: Any) -> list[dict[str, Any]]:
+        self.counter += 1
+        payload = {"threadId": thread, "runId": f"agui-run-{self.counter}", "messages": [], **body}
+        async with self.client.stream("POST", f"/agui/{workflow}", json=payload, headers=auth(self.who)) as r:
+            if r.status_code != 200:
+                await r.aread()
+                assert r.status_code == status, r.text
+                return [r.json()]
+            assert status == 200 and r.headers["content-type"].startswith("text/event-stream")
+            events = []
+            async for line in r.aiter_lines():
+                if line.startswith("data: "):
+                    doc = json.loads(line[6:])
+                    EVENT.validate_python(doc)  # every event is a valid AG-UI 1.0 event
+                    events.append(doc)
+        assert events[0]["type"] == "RUN_STARTED" and events[0]["protocolVersion"] == "1.0"
+        assert events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
+        return events
+
+
+def said(events: list[dict[str, Any]], role: str = "assistant") -> list[str]:
+    """Text of the streamed messages with this role, one string per message."""
+    roles = {e["messageId"]: e.get("role") for e in events if e["type"] == "TEXT_MESSAGE_START"}
+    return [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT" and roles[e["messageId"]] == role]
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def interrupts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    outcome = events[-1].get("outcome") or {}
+    assert outcome.get("type") == "interrupt", events[-1]
+    result: list[dict[str, Any]] = outcome["interrupts"]
+    return result
+
+
+@pytest.fixture
+async def agui(engine: Engine) -> AsyncIterator[Agui]:
+    app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False, extra_routes=agui_routes(engine))
+    async with uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=15) as client:
+        yield Agui(client)
+
+
+def _two_gates(engine: Engine) -> None:
+    wf = Workflow("two-gates")
+    wf.node("start", type_id="core.noop")
+    for name in ("legal", "finance"):
+        wf.node(
+            name,
+            type_id="core.approvalGate",
+            after="start",
+            config={"title": f"{name} sign-off", "actions": ["accept", "reject", "edit-accept"]},
+        )
+    wf.register(engine)
+
+
+async def test_capabilities(agui: Agui, engine: Engine) -> None:
+    _two_gates(engine)
+    caps = (await agui.client.get("/agui/two-gates/capabilities", headers=auth("admin"))).json()
+    assert caps["humanInTheLoop"] == {
+        "supported": True,
+        "interrupts": True,
+        "approvals": True,
+        "approveWithEdits": True,
+    }
+    noop = (await agui.client.get("/agui/conformance-noop/capabilities", headers=auth("admin"))).json()
+    assert noop["humanInTheLoop"]["approvals"] is False and noop["humanInTheLoop"]["approveWithEdits"] is False
+    plain = (await agui.client.get("/agui/conformance-approval/capabilities", headers=auth("admin"))).json()
+    assert plain["humanInTheLoop"]["approvals"] is True and plain["humanInTheLoop"]["approveWithEdits"] is False
+
+
+async def test_approval_round_trip(agui: Agui, engine: Engine) -> None:
+    first = await agui.run("conformance-approval", "th-1")
+    assert types(first) == [
+        "RUN_STARTED",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "STATE_SNAPSHOT",
+        "MESSAGES_SNAPSHOT",
+        "RUN_FINISHED",
+    ]
+    [it] = interrupts(first)
+    record = await engine.store.get_interrupt(it["id"])
+    assert record is not None and record.status == "pending"
+    assert it["reason"] == "confirmation" and it["metadata"]["openwop"]["kind"] == "approval"
+    assert [v["properties"]["action"]["const"] for v in it["responseSchema"]["oneOf"]] == ["accept", "reject"]
+    state = next(e for e in first if e["type"] == "STATE_SNAPSHOT")["snapshot"]
+    assert state["openwop"]["status"] == "waiting-approval"
+    second = await agui.run(
+        "conformance-approval",
+        "th-1",
+        resume=[{"interruptId": it["id"], "status": "resolved", "payload": {"action": "accept"}}],
+    )
+    assert second[-1]["outcome"] == {"type": "success"} and second[0]["runId"] != first[0]["runId"]
+    assert second[-1]["result"]["gate"]["decidedBy"] == "alice"
+
+
+async def test_two_interrupts_answered_in_one_resume(agui: Agui, engine: Engine) -> None:
+    _two_gates(engine)
+    open_ = interrupts(await agui.run("two-gates", "th-2"))
+    assert len(open_) == 2 and len({i["id"] for i in open_}) == 2
+    done = await agui.run(
+        "two-gates",
+        "th-2",
+        resume=[
+            {"interruptId": open_[0]["id"], "status": "resolved", "payload": {"approved": True}},
+            {"interruptId": open_[1]["id"], "status": "resolved", "payload": {"action": "accept"}},
+        ],
+    )
+    assert done[-1]["outcome"]["type"] == "success"
+
+
+async def test_partial_resume_re_interrupts_with_what_is_left(agui: Agui, engine: Engine) -> None:
+    _two_gates(engine)
+    legal, finance = interrupts(await agui.run("two-gates", "th-3"))
+    again = interrupts(
+        await agui.run(
+            "two-gates",
+            "th-3",
+            resume=[{"interruptId": legal["id"], "status": "resolved", "payload": {"approved": True}}],
+        )
+    )
+    assert [i["id"] for i in again] == [finance["id"]]
+    done = await agui.run(
+        "two-gates",
+        "th-3",
+        resume=[{"interruptId": finance["id"], "status": "resolved", "payload": {"approved": True}}],
+    )
+    assert done[-1]["outcome"]["type"] == "success"
+
+
+async def test_one_invalid_entry_refuses_the_whole_request(agui: Agui, engine: Engine) -> None:
+    _two_gates(engine)
+    legal, finance = interrupts(await agui.run("two-gates", "th-4"))
+    [body] = await agui.run(
+        "two-gates",
+        "th-4",
+        status=400,
+        resume=[
+            {"interruptId": legal["id"], "status": "resolved", "payload": {"approved": True}},
+            {"interruptId": finance["id"], "status": "resolved", "payload": {"action": "edit-accept"}},
+        ],
+    )
+    assert body["error"] == "validation_error" and body["details"]["entry"] == 1
+    assert body["details"]["interruptId"] == finance["id"] and "resume[1]" in body["message"]
+    for it in (legal, finance):
+        assert (await engine.store.get_interrupt(it["id"])).status == "pending"
+
+
+async def test_unknown_ids_are_ignored_with_a_warning_and_reconnect_reemits(agui: Agui, engine: Engine) -> None:
+    [it] = interrupts(await agui.run("conformance-approval", "th-5"))
+    run_id = it["metadata"]["openwop"]["runId"]
+    before = await event_types(engine, run_id)
+    events = await agui.run(
+        "conformance-approval",
+        "th-5",
+        resume=[{"interruptId": "int_nope", "status": "resolved", "payload": {"approved": True}}],
+    )
+    warning = next(e for e in events if e["type"] == "CUSTOM")
+    assert warning["name"] == "openwop.warning" and warning["value"]["interruptId"] == "int_nope"
+    assert [i["id"] for i in interrupts(events)] == [it["id"]]
+    reconnect = await agui.run("conformance-approval", "th-5")
+    assert [i["id"] for i in interrupts(reconnect)] == [it["id"]]
+    assert await event_types(engine, run_id) == before  # nothing ran
+
+
+async def test_older_request_shapes_are_accepted(agui: Agui, engine: Engine) -> None:
+    [it] = interrupts(await agui.run("conformance-approval", "th-6"))
+    done = await agui.run(
+        "conformance-approval", "th-6", resume={"interruptId": it["id"], "payload": {"approved": True}}
+    )
+    assert done[-1]["outcome"]["type"] == "success"
+    [it] = interrupts(await agui.run("conformance-approval", "th-7"))
+    done = await agui.run("conformance-approval", "th-7", forwardedProps={"command": {"resume": {"action": "accept"}}})
+    assert done[-1]["outcome"]["type"] == "success"
+
+
+async def test_the_same_resume_twice_has_no_second_effect(agui: Agui, engine: Engine) -> None:
+    [it] = interrupts(await agui.run("conformance-approval", "th-8"))
+    entry = [{"interruptId": it["id"], "status": "resolved", "payload": {"approved": True}}]
+    first = await agui.run("conformance-approval", "th-8", resume=entry)
+    second = await agui.run("conformance-approval", "th-8", resume=entry)
+    assert first[-1]["outcome"]["type"] == second[-1]["outcome"]["type"] == "success"
+    assert any(e["type"] == "CUSTOM" for e in second)
+    runs = (
+        await engine.store.list_runs("default", workflow_id="conformance-approval", status=None, limit=10, cursor=None)
+    )[0]
+    assert len(runs) == 1  # no second run was started by the repeated resume
+
+
+async def test_cancelled_entries(agui: Agui, engine: Engine) -> None:
+    [it] = interrupts(await agui.run("conformance-approval", "th-9"))
+    failed = await agui.run("conformance-approval", "th-9", resume=[{"interruptId": it["id"], "status": "cancelled"}])
+    assert failed[-1]["type"] == "RUN_ERROR" and failed[-1]["code"] == "approval_rejected"
+    [it] = interrupts(await agui.run("conformance-clarification", "th-10"))
+    assert it["reason"] == "input_required"
+    cancelled = await agui.run(
+        "conformance-clarification", "th-10", resume=[{"interruptId": it["id"], "status": "cancelled"}]
+    )
+    assert cancelled[-1]["outcome"] == {"type": "cancelled"}
+
+
+async def test_quorum_vote_and_ask_end_with_the_same_interrupt(agui: Agui, engine: Engine) -> None:
+    [it] = interrupts(await agui.run("conformance-interrupt-quorum", "th-11"))
+    again = interrupts(
+        await agui.run(
+            "conformance-interrupt-quorum",
+            "th-11",
+            resume=[{"interruptId": it["id"], "status": "resolved", "payload": {"action": "accept"}}],
+        )
+    )
+    assert again[0]["id"] == it["id"] and again[0]["metadata"]["openwop"]["votes"]["accept"] == 1
+    wf = Workflow("askable")
+    wf.node(
+        "gate",
+        type_id="core.approvalGate",
+        config={"title": "Ship?", "actions": ["accept", "ask"], "description": "Release 2.0 to everyone."},
+    )
+    wf.register(engine)
+    [it] = interrupts(await agui.run("askable", "th-12"))
+    asked = await agui.run(
+        "askable",
+        "th-12",
+        resume=[
+            {"interruptId": it["id"], "status": "resolved", "payload": {"action": "ask", "question": "Who tested it?"}}
+        ],
+    )
+    assert said(asked, "user") == ["Who tested it?"] and "Release 2.0 to everyone." in said(asked)[0]
+    assert interrupts(asked)[0]["id"] == it["id"]
+    assert interrupts(asked)[0]["metadata"]["openwop"]["askExchanges"][0]["question"] == "Who tested it?"
+
+
+async def test_conversation_maps_onto_the_chat_thread(agui: Agui, engine: Engine) -> None:
+    wf = Workflow("chatty")
+    wf.node(
+        "talk",
+        type_id="core.conversationGate",
+        config={"initialPrompt": "Hi there.", "prompts": ["Where to?", "When?", "Who?"], "turnCount": 3},
+    )
+    wf.register(engine)
+    opened = await agui.run("chatty", "th-13")
+    assert said(opened) == ["Hi there.", "Where to?"]
+    [it] = interrupts(opened)
+    assert it["reason"] == "input_required" and it["message"] == "Where to?"
+    messages = [{"id": "u1", "role": "user", "content": "Lisbon"}]
+    second = await agui.run("chatty", "th-13", messages=messages)  # a new user message answers the turn
+    assert said(second) == ["When?"] and said(second, "user") == ["Lisbon"]
+    snapshot = next(e for e in second if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    assert [(m["role"], m["content"]) for m in snapshot] == [
+        ("assistant", "Hi there."),
+        ("assistant", "Where to?"),
+        ("user", "Lisbon"),
+        ("assistant", "When?"),
+    ]
+    replay = await agui.run("chatty", "th-13", messages=messages)  # the same message again: nothing new
+    assert said(replay) == [] and said(replay, "user") == []
+    [it2] = interrupts(second)
+    third = await agui.run(
+        "chatty", "th-13", resume=[{"interruptId": it2["id"], "status": "resolved", "payload": {"content": "In May"}}]
+    )
+    [it3] = interrupts(third)
+    done = await agui.run(
+        "chatty", "th-13", resume=[{"interruptId": it3["id"], "status": "resolved", "payload": "Two of us"}]
+    )
+    assert done[-1]["outcome"]["type"] == "success"
+    assert done[-1]["result"]["talk"]["outcome"] == {"replies": ["Lisbon", "In May", "Two of us"]}
+
+
+async def test_tool_approval_with_edited_arguments(agui: Agui, engine: Engine) -> None:
+    sent: list[dict[str, Any]] = []
+    wf = Workflow("mailer")
+
+    @wf.node("send")
+    async def send(ctx: NodeContext) -> dict[str, Any]:
+        def deliver(args: dict[str, Any]) -> dict[str, Any]:
+            sent.append(args)
+            return {"delivered": True, "to": args["to"]}
+
+        outcome = await approved_tool_call(ctx, "send_email", {"to": "all@acme.test", "subject": "Hi"}, deliver)
+        return {"approved": outcome.approved, "result": outcome.result}
+
+    wf.register(engine)
+    first = await agui.run("mailer", "th-14")
+    kinds = types(first)
+    assert (
+        kinds.index("TOOL_CALL_START") < kinds.index("TOOL_CALL_ARGS") < kinds.index("TOOL_CALL_END") < len(kinds) - 1
+    )
+    start = next(e for e in first if e["type"] == "TOOL_CALL_START")
+    [it] = interrupts(first)
+    assert it["reason"] == "tool_call" and it["toolCallId"] == start["toolCallId"]
+    assert it["responseSchema"]["properties"]["editedArgs"]["default"] == {"to": "all@acme.test", "subject": "Hi"}
+    done = await agui.run(
+        "mailer",
+        "th-14",
+        resume=[
+            {
+                "interruptId": it["id"],
+                "status": "resolved",
+                "payload": {"approved": True, "editedArgs": {"to": "team@acme.test", "subject": "Hi"}},
+            }
+        ],
+    )
+    result = next(e for e in done if e["type"] == "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == start["toolCallId"]
+    assert json.loads(result["content"]) == {"delivered": True, "to": "team@acme.test"}
+    assert sent == [{"to": "team@acme.test", "subject": "Hi"}]
+    snapshot = next(e for e in done if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    assert [m["role"] for m in snapshot] == ["assistant", "tool"]
+    assert snapshot[0]["toolCalls"][0]["id"] == start["toolCallId"]
+
+
+async def test_rejected_tool_call_does_not_run(agui: Agui, engine: Engine) -> None:
+    wf = Workflow("risky")
+
+    @wf.node("drop")
+    async def drop(ctx: NodeContext) -> dict[str, Any]:
+        outcome = await approved_tool_call(ctx, "drop_table", {"table": "users"}, lambda args: pytest.fail("ran"))
+        return {"approved": outcome.approved, "feedback": outcome.feedback}
+
+    wf.register(engine)
+    [it] = interrupts(await agui.run("risky", "th-15"))
+    done = await agui.run(
+        "risky",
+        "th-15",
+        resume=[{"interruptId": it["id"], "status": "resolved", "payload": {"approved": False, "feedback": "never"}}],
+    )
+    assert done[-1]["result"]["drop"] == {"approved": False, "feedback": "never"}
+    result = next(e for e in done if e["type"] == "TOOL_CALL_RESULT")
+    assert json.loads(result["content"])["rejected"] is True
+
+
+async def test_finished_thread_starts_the_next_run_with_its_messages(agui: Agui, engine: Engine) -> None:
+    seen: list[Any] = []
+    wf = Workflow("echo")
+
+    @wf.node("reply")
+    async def reply(ctx: NodeContext) -> dict[str, Any]:
+        history = ctx.variables.get("messages", [])
+        seen.append([m["content"] for m in history])
+        ctx.say(f"you said {len(history)} thing(s)")
+        return {}
+
+    wf.register(engine)
+    first = await agui.run("echo", "th-16", messages=[{"id": "m1", "role": "user", "content": "hello"}])
+    assert first[-1]["outcome"]["type"] == "success"
+    text = [e for e in first if e["type"].startswith("TEXT_MESSAGE")]
+    assert [e["type"] for e in text] == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
+    second = await agui.run(
+        "echo",
+        "th-16",
+        messages=[
+            {"id": "m1", "role": "user", "content": "hello"},
+            {"id": text[0]["messageId"], "role": "assistant", "content": "you said 1 thing(s)"},
+            {"id": "m2", "role": "user", "content": "again"},
+        ],
+    )
+    assert second[-1]["outcome"]["type"] == "success"
+    assert seen == [["hello"], ["hello", "you said 1 thing(s)", "again"]]
+
+
+async def test_refusals_before_the_stream(agui: Agui, engine: Engine) -> None:
+    anonymous = await agui.client.post(
+        "/agui/conformance-approval", json={"threadId": "x", "runId": "y", "messages": []}
+    )
+    assert anonymous.status_code == 401 and anonymous.json()["error"] == "unauthenticated"
+    reader = Agui(agui.client, who="reader")
+    [denied] = await reader.run("conformance-approval", "th-17", status=403)
+    assert denied["error"] == "forbidden"
+    [missing] = await agui.run("no-such-workflow", "th-18", status=404)
+    assert missing["error"] == "workflow_not_found"
+    [bad] = await agui.run("conformance-approval", "th-19", status=400, messages="nope")
+    assert bad["error"] == "validation_error"
+    await agui.run("conformance-approval", "th-20")
+    [conflict] = await agui.run("conformance-clarification", "th-20", status=409)
+    assert conflict["error"] == "conflict"
+    other = Agui(agui.client, who="other")
+    separate = await other.run("conformance-approval", "th-20")  # same thread id, another tenant: its own thread
+    assert (
+        interrupts(separate)[0]["metadata"]["openwop"]["runId"]
+        != (await agui.run("conformance-approval", "th-20"))[-1]["outcome"]["interrupts"][0]["metadata"]["openwop"][
+            "runId"
+        ]
+    )
+
+
+async def test_failure_after_the_stream_opened_is_run_error(agui: Agui, engine: Engine) -> None:
+    wf = Workflow("broken")
+
+    @wf.node("boom")
+    async def boom(ctx: NodeContext) -> dict[str, Any]:
+        raise RuntimeError("disk on fire")
+
+    wf.register(engine)
+    events = await agui.run("broken", "th-21")
+    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "node_failed"
+    assert "STEP_FINISHED" in types(events)
+
+
+async def test_clarification_payload_shapes(agui: Agui, engine: Engine) -> None:
+    [it] = interrupts(await agui.run("conformance-clarification", "th-22"))
+    assert it["responseSchema"]["properties"]["answers"]["required"] == ["q1"]
+    done = await agui.run(
+        "conformance-clarification",
+        "th-22",
+        resume=[{"interruptId": it["id"], "status": "resolved", "payload": "teal"}],
+    )
+    assert done[-1]["result"]["ask"] == {"answers": {"q1": "teal"}}
+
+
+async def test_mount_one_workflow_in_any_starlette_app(engine: Engine) -> None:
+    from starlette.applications import Starlette
+
+    from bridge.auth import Principal
+
+    app = Starlette()
+    mount_agui(app, engine, "conformance-approval", path="/my-agent", authenticate=lambda request: Principal("kiosk"))
+    async with uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        async with client.stream("POST", "/my-agent", json={"threadId": "k1", "runId": "r1", "messages": []}) as r:
+            lines = [line async for line in r.aiter_lines() if line.startswith("data: ")]
+        assert json.loads(lines[-1][6:])["outcome"]["type"] == "interrupt"
+        caps = (await client.get("/my-agent/capabilities")).json()
+        assert caps["humanInTheLoop"]["supported"] is True
+
+
+async def test_answers_from_rest_show_up_in_the_next_agui_run(agui: Agui, engine: Engine) -> None:
+    wf = Workflow("mixed")
+
+    @wf.node("n")
+    async def n(ctx: NodeContext) -> dict[str, Any]:
+        a = await ctx.interrupt(clarification(["Name?"]))
+        b = await ctx.interrupt(approval("OK?"))
+        return {"name": a["answers"][0]["answer"], "ok": b["action"]}
+
+    wf.register(engine)
+    [it] = interrupts(await agui.run("mixed", "th-23"))
+    run_id = it["metadata"]["openwop"]["runId"]
+    r = await agui.client.post(
+        f"/v1/runs/{run_id}/interrupts/n", json={"resumeValue": {"answers": {"q1": "Ada"}}}, headers=auth("bob")
+    )
+    assert r.status_code == 200
+    await settle(engine, run_id)
+    [it2] = interrupts(await agui.run("mixed", "th-23"))  # reconnect shows the next question
+    assert it2["metadata"]["openwop"]["kind"] == "approval"
+    await asyncio.sleep(0)
