@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("bridge.node")
 
 STEP_EVENT = "bridge.step.recorded"
+#: Command numbers of :meth:`NodeContext.emit_once` events start here, after every positional one.
+ONCE_BASE = 1_000_000
 
 _SUSPEND_REASON = {
     "approval": "approval",
@@ -130,6 +132,7 @@ class Activation:
     consumed: list[str] = field(default_factory=list)
     variables: dict[str, Any] = field(default_factory=dict)
     emitted: int = 0
+    once: int = 0
     ordinals: int = 0
     children: int = 0
 
@@ -154,6 +157,7 @@ class NodeContext:
         known: Sequence[InterruptRecord],
         history: Sequence[dict[str, Any]],
         started_at_ms: int,
+        once_history: Sequence[dict[str, Any]] = (),
         replaying_fork: bool,
         cancelling: bool = False,
         upstream: Mapping[str, Mapping[str, Any]] | None = None,
@@ -178,6 +182,8 @@ class NodeContext:
         self._by_key: dict[str, InterruptRecord] = {r.key: r for r in known}
         self._by_slot: dict[tuple[int, int], InterruptRecord] = {(r.visit, r.ordinal): r for r in known}
         self._history = list(history)
+        self._once_seen = {(d["type"], d.get("payload", {}).get("_once")) for d in once_history}
+        self._once_count = len(once_history)
         self._replaying_fork = replaying_fork
         self.activation = Activation()
         self._cmd = 0
@@ -239,6 +245,37 @@ class NodeContext:
         self._draft(type_, payload, cmd=True)
         self._cmd += 1
         self.activation.emitted = self._cmd
+
+    def emit_once(self, type_: str, payload: dict[str, Any], key: str) -> bool:
+        """Emit an event identified by ``key`` at most once per activation, wherever it comes.
+
+        For node code whose order of events is not the same on every execution
+        (it follows outside state, like a LangGraph checkpoint). Returns True when
+        the event was emitted now.
+        """
+        if (type_, key) in self._once_seen:
+            return False
+        self._once_seen.add((type_, key))
+        draft = EventDraft(
+            event_id=self._host.new_id("evt"),
+            type=type_,
+            payload={**payload, "_once": key},
+            timestamp_ms=self._host.clock_now_ms(),
+            node_id=self.node_id,
+            activation=(self.node_id, self.visit, ONCE_BASE + self._once_count),
+        )
+        self._once_count += 1
+        self.activation.drafts.append(draft)
+        self.activation.once = self._once_count
+        return True
+
+    def known_interrupts(self) -> list[InterruptRecord]:
+        """Interrupts this node raised earlier in the run (as loaded for this execution)."""
+        return list(self._by_key.values())
+
+    async def lookup_key(self, key: str) -> InterruptRecord | None:
+        """The interrupt of this run with ``key``, if one was raised."""
+        return self._by_key.get(key) or await self._host.find_key(key)
 
     def log(self, level: str, message: str, **fields: Any) -> None:
         """Log through the run: ``warn``/``error`` also become ``log.appended`` events.
@@ -345,7 +382,8 @@ class NodeContext:
             raise ValidationError("this host does not offer the conversation primitive")
         key = p["key"]
         slot = self._by_slot.get((self.visit, ordinal))
-        if slot is not None and slot.key != key:
+        # Explicit keys carry their identity; the place check guards code that relies on order.
+        if slot is not None and slot.key != key and key == default_key:
             raise ReplayDivergedError(
                 f"node {self.node_id!r} asked for interrupt {key!r} where its history has {slot.key!r}",
                 details={"nodeId": self.node_id, "ordinal": ordinal},
@@ -499,6 +537,8 @@ class NodeContext:
         timeout_ms: int | None = None,
         channel: str | None = None,
         speaker_id: str | None = None,
+        key: str | None = None,
+        conversation_id: str | None = None,
     ) -> Conversation:
         """Open a multi-turn conversation (RFC 0005); see :class:`bridge.conversation.Conversation`."""
         from bridge.conversation import open_conversation
@@ -510,6 +550,8 @@ class NodeContext:
             timeout_ms=timeout_ms,
             channel=channel,
             speaker_id=speaker_id,
+            key=key,
+            conversation_id=conversation_id,
         )
 
     async def decide(

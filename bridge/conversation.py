@@ -33,7 +33,7 @@ from bridge.store.base import InterruptRecord, Mutation
 from bridge.workflow import WorkflowDefinition
 
 if TYPE_CHECKING:
-    from bridge.context import NodeContext
+    from bridge.context import InterruptHandle, NodeContext
 
 DEFAULT_CHANNEL = "messages"
 _UNSET: Any = object()
@@ -111,7 +111,13 @@ class Conversation:
         self._last_answer_id: str | None = None
 
     async def exchange(
-        self, prompt: str, *, outcome_schema: Mapping[str, Any] | None = None, auto_answer: Any = _UNSET
+        self,
+        prompt: str,
+        *,
+        outcome_schema: Mapping[str, Any] | None = None,
+        auto_answer: Any = _UNSET,
+        key: str | None = None,
+        address: str | None = None,
     ) -> Any:
         """Ask one turn and wait for the answer; return its validated content.
 
@@ -120,7 +126,29 @@ class Conversation:
         outcome). Raises :class:`~bridge.errors.ConversationClosedError` after a
         close, and :class:`~bridge.errors.InterruptTimeoutError` once the
         conversation's deadline has passed (after emitting ``conversation.closed``).
+
+        ``auto_answer`` answers the turn at once, as the host itself (used by the
+        conformance ``mockAutoResume`` mode); the events are those of a real turn.
+        ``key`` / ``address`` are for callers whose turns do not come in a fixed
+        order (an adapter following another runtime's state).
         """
+        handle = await self.request_exchange(
+            prompt, outcome_schema=outcome_schema, auto_answer=auto_answer, key=key, address=address
+        )
+        if self.closed and self.closed_by == "peer":
+            return None
+        return handle.result()
+
+    async def request_exchange(
+        self,
+        prompt: str,
+        *,
+        outcome_schema: Mapping[str, Any] | None = None,
+        auto_answer: Any = _UNSET,
+        key: str | None = None,
+        address: str | None = None,
+    ) -> InterruptHandle:
+        """Register the next turn without suspending; see :meth:`exchange`."""
         if self.closed:
             raise ConversationClosedError(f"conversation {self.id} is closed; no more exchanges")
         ctx = self._ctx
@@ -131,7 +159,11 @@ class Conversation:
             kinds.compile_schema(outcome_schema, "outcomeSchema")
             data["outcomeSchema"] = dict(outcome_schema)
         payload: dict[str, Any] = {"kind": "conversation.exchange", "data": data}
-        live = ctx.peek_next() is None and await ctx.source_for_next() is None
+        if key is not None:
+            payload["key"] = key
+            live = await ctx.lookup_key(key) is None
+        else:
+            live = ctx.peek_next() is None and await ctx.source_for_next() is None
         if live and self.deadline_ms is not None:
             if now >= self.deadline_ms:
                 await self._close(None, "timeout", role="system", content="conversation timed out")
@@ -153,6 +185,7 @@ class Conversation:
 
         handle = await ctx.request(
             payload,
+            address=address,
             extra={"conversationId": self.id, "turnIndex": index, "promptTurn": prompt_turn, "state": state},
             instant=instant,
         )
@@ -174,10 +207,11 @@ class Conversation:
                 self.outcome = resolution.get("outcome")
                 self.close_reason = resolution.get("reason") or "closed-by-user"
                 self.closed_by = "peer"
-                return None
-        return handle.result()
+        return handle
 
-    async def close(self, outcome: Any = None, *, reason: str | None = None, message: str | None = None) -> None:
+    async def close(
+        self, outcome: Any = None, *, reason: str | None = None, message: str | None = None, key: str | None = None
+    ) -> None:
         """Close the conversation with an outcome (no-op when already closed).
 
         ``message`` is the agent's closing words (the final turn); ``reason`` is
@@ -185,9 +219,11 @@ class Conversation:
         """
         if self.closed:
             return
-        await self._close(outcome, reason, role="agent", content=message or reason or "conversation closed")
+        await self._close(outcome, reason, role="agent", content=message or reason or "conversation closed", key=key)
 
-    async def _close(self, outcome: Any, reason: str | None, *, role: str, content: str) -> None:
+    async def _close(
+        self, outcome: Any, reason: str | None, *, role: str, content: str, key: str | None = None
+    ) -> None:
         ctx = self._ctx
         index = self.turn_index + 1
         data: dict[str, Any] = {"conversationId": self.id}
@@ -219,7 +255,7 @@ class Conversation:
             return {"resumeValue": None, "resolvedBy": "system", "outcome": outcome}, [closed, resolved, resumed]
 
         handle = await ctx.request(
-            {"kind": "conversation.close", "data": data},
+            {"kind": "conversation.close", "data": data, **({"key": key} if key else {})},
             extra={"conversationId": self.id, "state": {"finalTurn": final, "conversationId": self.id}},
             instant=instant,
         )
@@ -239,19 +275,25 @@ async def open_conversation(
     timeout_ms: int | None,
     channel: str | None,
     speaker_id: str | None,
+    key: str | None = None,
+    conversation_id: str | None = None,
 ) -> Conversation:
-    """Start (or, on re-execution, recover) a conversation for ``ctx``'s node."""
+    """Start (or, on re-execution, recover) a conversation for ``ctx``'s node.
+
+    With ``key`` the start is found by that key rather than by its place in the
+    node's code, and ``conversation_id`` (if given) names a new conversation.
+    """
     workflow = ctx._host.workflow
     chan = message_channel(workflow, channel or ctx.config.get("channel"))
     speaker = speaker_id or ctx.agent_id
-    existing = ctx.peek_next()
-    source = await ctx.source_for_next()
+    existing = await ctx.lookup_key(key) if key is not None else ctx.peek_next()
+    source = await ctx.source_for_next() if key is None else None
     if existing is not None:
         conversation_id = existing.payload["data"]["conversationId"]
     elif source is not None:
         conversation_id = source.payload["data"]["conversationId"]
     else:
-        conversation_id = f"conv:{ctx.run_id}:{ctx.node_id}:{ctx.next_interrupt_number()}"
+        conversation_id = conversation_id or f"conv:{ctx.run_id}:{ctx.node_id}:{ctx.next_interrupt_number()}"
     now = ctx._host.clock_now_ms()
     if initial_prompt:
         initial = make_turn(conversation_id, 0, "agent", initial_prompt, now, sender=speaker, speaker=speaker)
@@ -280,7 +322,7 @@ async def open_conversation(
         return {"resumeValue": None, "resolvedBy": "system"}, [opened, resolved]
 
     handle = await ctx.request(
-        {"kind": "conversation.start", "data": data},
+        {"kind": "conversation.start", "data": data, **({"key": key} if key else {})},
         extra={
             "conversationId": conversation_id,
             "channel": chan,

@@ -526,6 +526,17 @@ class Engine:
         if mode != "replay":
             raise ValidationError("fork mode must be 'replay'", details={"supportedModes": ["replay"]})
         source = await self.visible_run(run_id, principal)
+        workflow = self.workflow(source.workflow_id)
+        opaque = [
+            n.id for n in workflow.nodes.values()
+            if (t := self.node_types.get(n.type_id)) is not None and not t.replayable
+        ]
+        if opaque:
+            raise ValidationError(
+                "this workflow cannot be replayed: its nodes "
+                f"{', '.join(opaque)} call out to something the log does not record",
+                details={"nodes": opaque},
+            )
         return await self.create_run(
             principal,
             source.workflow_id,

@@ -307,8 +307,11 @@ class RunExecutor:
         if not fresh or ns.get("ints", 0) > ns.get("intBase", 0):
             known = await self.store.node_interrupts(self.run_id, node_id)
         history: list[dict[str, Any]] = []
-        if ns.get("emitted", 0) > 0:
-            history = await self.store.activation_events(self.run_id, node_id, ns["visit"])
+        once: list[dict[str, Any]] = []
+        if ns.get("emitted", 0) > 0 or ns.get("once", 0) > 0:
+            # Ordered by command number: positional commands first, then the emit-once range.
+            recorded = await self.store.activation_events(self.run_id, node_id, ns["visit"])
+            history, once = recorded[: ns.get("emitted", 0)], recorded[ns.get("emitted", 0) :]
         elif self._source_run is not None:
             history = await self.source_history(node_id, ns["visit"])
         outputs = {k: v.get("outputs", {}) for k, v in nodes.items() if v.get("status") == "completed"}
@@ -331,6 +334,7 @@ class RunExecutor:
             configurable=self.run.spec.get("configurable") or {},
             known=known,
             history=history,
+            once_history=once,
             started_at_ms=ns.get("startedAt", now),
             replaying_fork=self._source_run is not None,
             cancelling=cancelling,
@@ -400,6 +404,9 @@ class RunExecutor:
         ns = self.state["nodes"][ctx.node_id]
         self._pending.extend(act.drafts)
         act.drafts = []
+        if any(r.kind == "conversation.start" for r in act.new_interrupts):
+            # Turns fold into a messages channel even when the workflow declares none.
+            self.state["hasConversation"] = True
         self._new_interrupts.extend(act.new_interrupts)
         act.new_interrupts = []
         self._consume.extend(act.consumed)
@@ -408,6 +415,8 @@ class RunExecutor:
             self.state.setdefault("variables", {}).update(act.variables)
             act.variables = {}
         ns["emitted"] = max(ns.get("emitted", 0), act.emitted)
+        if act.once:
+            ns["once"] = max(ns.get("once", 0), act.once)
         ns["ints"] = max(ns.get("ints", 0), ns.get("intBase", 0) + act.ordinals)
         ns["children"] = max(ns.get("children", 0), ns.get("childBase", 0) + act.children)
 

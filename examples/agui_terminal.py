@@ -117,13 +117,15 @@ def main() -> None:
     parser.add_argument("--url", default="http://127.0.0.1:8000")
     parser.add_argument("--key", required=True)
     parser.add_argument("--workflow", default="demo-expense-approval")
+    parser.add_argument("--message", help="open the thread with this user message")
     args = parser.parse_args()
     endpoint = f"{args.url}/agui/{args.workflow}"
     thread = str(uuid.uuid4())
     resume: list[dict[str, Any]] | None = None
+    messages = [{"id": str(uuid.uuid4()), "role": "user", "content": args.message}] if args.message else []
     with httpx.Client(timeout=None) as client:
         while True:
-            body: dict[str, Any] = {"threadId": thread, "runId": str(uuid.uuid4()), "messages": []}
+            body: dict[str, Any] = {"threadId": thread, "runId": str(uuid.uuid4()), "messages": messages}
             if resume:
                 body["resume"] = resume
             finished = stream(client, endpoint, args.key, body)

@@ -117,3 +117,42 @@ def test_agui_terminal_client(tmp_path: Path) -> None:
         assert '"replies": ["Lisbon", "May", "Two"]' in chat.stdout
     finally:
         server.stop()
+
+
+def test_langgraph_examples_through_the_terminal_client(tmp_path: Path) -> None:
+    server = ServerProcess(
+        tmp_path / "g.db",
+        ["--graph", "support=examples.supervisor_graph:build", "--graph", "mailer=examples.tool_agent:build"],
+    ).start()
+    try:
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
+        assert key
+        base = [sys.executable, "examples/agui_terminal.py", "--url", server.url, "--key", key.group(1)]
+        # The supervisor is unsure (0.45): the person corrects the route to "tech".
+        support = subprocess.run(
+            [*base, "--workflow", "support", "--message", "My order is late"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            input='{"route": "tech"}\n',
+        )
+        assert support.returncode == 0, support.stderr + server.output()[-2000:]
+        assert "[openwop:low-confidence]" in support.stdout and "45% sure" in support.stdout
+        assert "assistant: Support engineering here" in support.stdout
+        # The mailer's call is approved with an edited recipient.
+        mailer = subprocess.run(
+            [*base, "--workflow", "mailer"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            input="y\n\n" + '{"to": "beta@example.com", "subject": "Version 2.0", '
+            '"body": "Version 2.0 ships today."}\n',
+        )
+        assert mailer.returncode == 0, mailer.stderr + server.output()[-2000:]
+        assert "(the agent wants to call send_email)" in mailer.stdout
+        assert "sent 'Version 2.0' to beta@example.com" in mailer.stdout
+        assert "assistant: The announcement is on its way." in mailer.stdout
+    finally:
+        server.stop()

@@ -37,6 +37,9 @@ class NodeType:
     check: ConfigCheck | None = None
     uses_conversation: bool = False
     description: str = ""
+    #: False when re-running the node cannot reproduce its history (it calls out to a
+    #: model or a graph of its own): a replay fork of its workflow is refused.
+    replayable: bool = True
 
 
 class NodeRegistry:

@@ -1,0 +1,197 @@
+"""Pure mappings between LangGraph interrupts and OpenWOP interrupts.
+
+A LangGraph ``Interrupt`` becomes one OpenWOP interrupt:
+
+- a value written with this adapter's helpers (``{"openwop": {kind, data, …}}``)
+  keeps its typed kind;
+- a ``HumanInTheLoopMiddleware`` request becomes an ``approval`` of the tool
+  call(s): ``per_call`` (``{"type": "tool_approval", …}``) one approval per call
+  with its ``toolCallId``; batched (``{"action_requests", "review_configs"}``)
+  one approval listing the calls;
+- anything else is ``custom`` with ``customKind: "langgraph.interrupt"``.
+
+``Interrupt.response_schema`` becomes ``resumeSchema`` (so the engine refuses a
+bad answer before the graph sees it) — except for HITL requests, whose answers
+are translated into HITL decisions:
+
+| OpenWOP action | HITL decision |
+|---|---|
+| ``accept`` | ``approve`` |
+| ``edit-accept`` | ``edit`` with the edited call |
+| ``reject`` | ``reject`` with the feedback as ``message`` |
+| ``refine`` | ``respond`` with the feedback as ``message`` |
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.errors import ValidationError
+from bridge.tools import TOOL_CALL_ARTIFACT
+
+MARKER = "openwop"
+CUSTOM_KIND = "langgraph.interrupt"
+TOOL_CALLS_ARTIFACT = "tool-calls"
+
+_DECISION_TO_ACTION = {"approve": "accept", "edit": "edit-accept", "reject": "reject", "respond": "refine"}
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Mapped:
+    """An OpenWOP interrupt payload for a LangGraph interrupt, and how to answer the graph."""
+
+    payload: dict[str, Any]
+    family: str  # "helper" | "per_call" | "batched" | "custom"
+    tool_call: dict[str, Any] | None = None
+
+
+def address(task_name: str, interrupt_id: str) -> str:
+    """A stable, URL-safe sub-address for one LangGraph interrupt: ``<task>.<id prefix>``."""
+    name = _SAFE.sub("-", task_name).strip("-") or "task"
+    return f"{name}.{interrupt_id[:12]}"
+
+
+def _jsonable_schema(schema: Any) -> dict[str, Any] | None:
+    if isinstance(schema, Mapping):
+        return dict(schema)
+    if isinstance(schema, type):
+        try:
+            from pydantic import TypeAdapter
+
+            result: dict[str, Any] = TypeAdapter(schema).json_schema()
+            return result
+        except Exception:
+            return None
+    return None
+
+
+def allowed_decisions(schema: Any) -> list[str]:
+    """The HITL decision types a per-call response schema admits (all four when unclear)."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            props = node.get("properties")
+            if isinstance(props, Mapping) and isinstance(props.get("type"), Mapping):
+                kind = props["type"]
+                for value in [kind.get("const")] if "const" in kind else list(kind.get("enum") or []):
+                    if value in _DECISION_TO_ACTION and value not in found:
+                        found.append(value)
+            for child in node.values():
+                walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(_jsonable_schema(schema) or {})
+    return found or ["approve", "edit", "reject", "respond"]
+
+
+def _actions(decisions: list[str]) -> list[str]:
+    return [_DECISION_TO_ACTION[d] for d in decisions]
+
+
+def map_interrupt(value: Any, response_schema: Any) -> Mapped:
+    """The OpenWOP payload (without key) for a LangGraph interrupt value."""
+    if isinstance(value, Mapping) and isinstance(value.get(MARKER), Mapping):
+        spec = dict(value[MARKER])
+        payload: dict[str, Any] = {"kind": spec["kind"], "data": dict(spec.get("data") or {})}
+        for name in ("resumeSchema", "timeoutMs"):
+            if spec.get(name) is not None:
+                payload[name] = spec[name]
+        return Mapped(payload, "helper")
+    if isinstance(value, Mapping) and value.get("type") == "tool_approval" and "tool_call_id" in value:
+        call = {"toolCallId": str(value["tool_call_id"]), "name": str(value["name"]), "args": dict(value["args"])}
+        data = {
+            "artifactId": call["toolCallId"],
+            "artifactType": TOOL_CALL_ARTIFACT,
+            "title": f"Run {call['name']}?",
+            "actions": _actions(allowed_decisions(response_schema)),
+            "artifactData": call,
+        }
+        if value.get("description"):
+            data["description"] = str(value["description"])
+        return Mapped({"kind": "approval", "data": data}, "per_call", call)
+    if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
+        requests = value["action_requests"]
+        configs = value.get("review_configs") or []
+        allowed: list[str] = []
+        for config in configs:
+            for decision in config.get("allowed_decisions", []):
+                if decision not in allowed:
+                    allowed.append(decision)
+        calls = [
+            {"name": r["name"], "args": dict(r.get("args") or {}), "description": r.get("description", "")}
+            for r in requests
+        ]
+        data = {
+            "artifactId": "tool-calls",
+            "artifactType": TOOL_CALLS_ARTIFACT,
+            "title": f"Run {len(calls)} tool call{'s' if len(calls) != 1 else ''}?",
+            "description": "; ".join(f"{c['name']}({c['args']})" for c in calls),
+            "actions": _actions(allowed or ["approve", "edit", "reject", "respond"]),
+            "artifactData": {"actions": calls},
+        }
+        return Mapped({"kind": "approval", "data": data}, "batched")
+    payload = {"kind": "custom", "data": {"customKind": CUSTOM_KIND, "payload": value}}
+    schema = _jsonable_schema(response_schema)
+    if schema is not None:
+        payload["resumeSchema"] = schema
+    return Mapped(payload, "custom")
+
+
+def _feedback(answer: Mapping[str, Any]) -> str | None:
+    refine = answer.get("refineFeedback") or {}
+    text = answer.get("feedback") or (refine.get("text") if isinstance(refine, Mapping) else None)
+    return str(text) if text else None
+
+
+def _one_decision(
+    answer: Mapping[str, Any], call: Mapping[str, Any], edited: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    action = answer.get("action")
+    if action == "accept":
+        return {"type": "approve"}
+    if action == "edit-accept":
+        args = dict((edited or {}).get("args", call.get("args", {})))
+        return {"type": "edit", "edited_action": {"name": call["name"], "args": args}}
+    if action == "reject":
+        message = _feedback(answer)
+        return {"type": "reject", **({"message": message} if message else {})}
+    if action == "refine":
+        return {"type": "respond", "message": _feedback(answer) or "Please reconsider."}
+    raise ValidationError(f"an approval answered {action!r} cannot resume a tool-call review")
+
+
+def resume_for_graph(mapped: Mapped, answer: Any) -> Any:
+    """The value handed to LangGraph's ``interrupt()`` for an OpenWOP answer."""
+    if mapped.family == "per_call":
+        assert mapped.tool_call is not None
+        edited = answer.get("editedArtifactData") if isinstance(answer, Mapping) else None
+        return _one_decision(answer, mapped.tool_call, edited if isinstance(edited, Mapping) else None)
+    if mapped.family == "batched":
+        calls = mapped.payload["data"]["artifactData"]["actions"]
+        edited = answer.get("editedArtifactData") if isinstance(answer, Mapping) else None
+        if isinstance(edited, Mapping) and isinstance(edited.get("decisions"), list):
+            decisions = list(edited["decisions"])
+            if len(decisions) != len(calls):
+                raise ValidationError(f"{len(calls)} tool calls need {len(calls)} decisions")
+            return {"decisions": decisions}
+        if answer.get("action") == "edit-accept" and isinstance(edited, Mapping):
+            new_calls = edited.get("actions") or []
+            decisions = []
+            for i, call in enumerate(calls):
+                changed = new_calls[i] if i < len(new_calls) else call
+                if dict(changed.get("args", {})) == call["args"]:
+                    decisions.append({"type": "approve"})
+                else:
+                    decisions.append(
+                        {"type": "edit", "edited_action": {"name": call["name"], "args": dict(changed["args"])}}
+                    )
+            return {"decisions": decisions}
+        return {"decisions": [_one_decision(answer, call, None) for call in calls]}
+    return answer

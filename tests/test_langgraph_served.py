@@ -1,0 +1,85 @@
+"""Graphs served with ``openwop-bridge serve --graph``: REST, the real @ag-ui/client, kill -9."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.slow
+NODE_DIR = Path(__file__).resolve().parent / "node"
+KEY = "graph-key-12345"
+H = {"Authorization": f"Bearer {KEY}"}
+GRAPHS = [
+    "--graph",
+    "publish=tests.graphs:approve_graph",
+    "--graph",
+    "fan=tests.graphs:fan_out_graph",
+    "--graph",
+    "agent=tests.graphs:hitl_per_call",
+    "--graph",
+    "single=tests.graphs:single_question_graph",
+]
+
+
+def _server(db: Path) -> ServerProcess:
+    return ServerProcess(db, ["--no-demo", *GRAPHS, "--api-key", f"tester={KEY}+admin"])
+
+
+def _wait(url: str, run_id: str, statuses: tuple[str, ...]) -> dict:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        snap = httpx.get(f"{url}/v1/runs/{run_id}", headers=H).json()
+        if snap["status"] in statuses:
+            return snap
+        time.sleep(0.05)
+    raise AssertionError(f"run stuck in {snap['status']}")
+
+
+def test_graphs_through_the_real_agui_client(tmp_path: Path) -> None:
+    node = shutil.which("node")
+    assert node, "Node.js is required for the AG-UI interop tests"
+    server = _server(tmp_path / "g.db").start()
+    try:
+        result = subprocess.run(
+            [node, "--test", "--test-reporter=spec", "langgraph.test.mjs"],
+            cwd=NODE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"PATH": "/usr/bin:/bin:/usr/local/bin", "BRIDGE_URL": server.url, "BRIDGE_KEY": KEY},
+        )
+        assert result.returncode == 0, result.stdout + result.stderr + server.output()[-3000:]
+        assert re.search(r"^\S* ?pass 4$", result.stdout, re.M), result.stdout
+    finally:
+        server.stop()
+
+
+def test_graph_resumes_after_kill_9(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    server = _server(db).start()
+    try:
+        run_id = httpx.post(
+            f"{server.url}/v1/runs", json={"workflowId": "publish", "inputs": {"text": "v1"}}, headers=H
+        ).json()["runId"]
+        node = _wait(server.url, run_id, ("waiting-approval",))["interrupt"]["nodeId"]
+        server.kill9()
+        server = _server(db).start()
+        snap = _wait(server.url, run_id, ("waiting-approval",))
+        assert snap["interrupt"]["nodeId"] == node
+        r = httpx.post(
+            f"{server.url}/v1/runs/{run_id}/interrupts/{node}", json={"resumeValue": {"action": "accept"}}, headers=H
+        )
+        assert r.status_code == 200
+        done = _wait(server.url, run_id, ("completed",))
+        assert done["outputs"]["graph"]["state"]["decision"] == "accept"
+        assert (tmp_path / "g.langgraph.db").exists(), "the checkpointer lives beside the host database"
+    finally:
+        server.stop()
