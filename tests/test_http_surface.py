@@ -10,7 +10,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from bridge import Engine, spec
-from bridge.engine import validate_discovery
+from bridge.discovery import validate_discovery
 from tests.conftest import auth
 from tests.helpers import settle
 

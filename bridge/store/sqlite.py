@@ -12,23 +12,17 @@ A lock file beside the database keeps a second server off the same file.
 from __future__ import annotations
 
 import asyncio
-import base64
 import fcntl
 import os
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-
-import orjson
 
 from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError
 from bridge.events import EventDraft
 from bridge.store.base import (
     CommitResult,
-    InboxPage,
     InterruptDecision,
     InterruptRecord,
     Mutation,
@@ -37,194 +31,23 @@ from bridge.store.base import (
     RunDecision,
     RunRecord,
 )
+from bridge.store.cursor import decode_cursor as decode_cursor
+from bridge.store.cursor import encode_cursor as encode_cursor
 from bridge.store.migrations import SQLITE_MIGRATIONS, check_version
+from bridge.store.sqlite_reads import INT_COLS, RUN_COLS, SqliteReads, dumps, interrupt_row, run_row
+from bridge.store.sqlite_writer import Writer, connect
 
 T = TypeVar("T")
 
-_RUN_COLS = (
-    "run_id, tenant, workflow_id, status, created_at, updated_at, spec, state, parent_run_id, "
-    "parent_node_id, parent_visit, child_ordinal, completed_at, next_seq, owner, lease_until, epoch, "
-    "wake, needs_work, control"
-)
-_INT_COLS = (
-    "interrupt_id, run_id, tenant, workflow_id, node_id, exec_node, visit, ordinal, key, kind, status, "
-    "payload, requested_at, deadline, resolved_at, consumed, resolution, state, requested_seq"
-)
 
-
-def _dumps(value: Any) -> str:
-    return orjson.dumps(value).decode("utf-8")
-
-
-def _loads(text: str | bytes | None) -> Any:
-    return None if text is None else orjson.loads(text)
-
-
-def _run(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(
-        run_id=row[0],
-        tenant=row[1],
-        workflow_id=row[2],
-        status=row[3],
-        created_at_ms=row[4],
-        updated_at_ms=row[5],
-        spec=_loads(row[6]),
-        state=_loads(row[7]),
-        parent_run_id=row[8],
-        parent_node_id=row[9],
-        parent_visit=row[10],
-        child_ordinal=row[11],
-        completed_at_ms=row[12],
-        next_seq=row[13],
-        owner=row[14],
-        lease_until_ms=row[15],
-        epoch=row[16],
-        wake=row[17],
-        needs_work=bool(row[18]),
-        control=_loads(row[19]),
-    )
-
-
-def _interrupt(row: Sequence[Any]) -> InterruptRecord:
-    return InterruptRecord(
-        interrupt_id=row[0],
-        run_id=row[1],
-        tenant=row[2],
-        workflow_id=row[3],
-        node_id=row[4],
-        exec_node=row[5],
-        visit=row[6],
-        ordinal=row[7],
-        key=row[8],
-        kind=row[9],
-        status=row[10],
-        payload=_loads(row[11]),
-        requested_at_ms=row[12],
-        deadline_ms=row[13],
-        resolved_at_ms=row[14],
-        consumed=bool(row[15]),
-        resolution=_loads(row[16]),
-        state=_loads(row[17]) or {},
-        requested_seq=row[18],
-    )
-
-
-def encode_cursor(*parts: Any) -> str:
-    """An opaque pagination cursor."""
-    return base64.urlsafe_b64encode(orjson.dumps(list(parts))).decode("ascii").rstrip("=")
-
-
-def decode_cursor(cursor: str) -> list[Any]:
-    """The parts of a cursor made by :func:`encode_cursor`."""
-    from bridge.errors import ValidationError
-
-    try:
-        parts = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, orjson.JSONDecodeError) as exc:
-        raise ValidationError("malformed cursor") from exc
-    if not isinstance(parts, list):
-        raise ValidationError("malformed cursor")
-    return parts
-
-
-def _connect(path: str, synchronous: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute("PRAGMA busy_timeout=10000")
-    conn.execute("PRAGMA foreign_keys=OFF")
-    return conn
-
-
-class _Writer(threading.Thread):
-    """Runs queued transaction functions, several per commit."""
-
-    def __init__(self, path: str, synchronous: str, loop: asyncio.AbstractEventLoop, batch: int) -> None:
-        super().__init__(name="openwop-bridge-sqlite-writer", daemon=True)
-        self._path = path
-        self._sync = synchronous
-        self._loop = loop
-        self._batch = batch
-        self._queue: queue.SimpleQueue[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]] | None] = (
-            queue.SimpleQueue()
-        )
-        self.ready = threading.Event()
-        self.error: BaseException | None = None
-
-    def submit(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        fut: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put((fn, fut))
-        return fut
-
-    def stop(self) -> None:
-        self._queue.put(None)
-
-    @staticmethod
-    def _settle(fut: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
-        if fut.cancelled():
-            return
-        if error is not None:
-            fut.set_exception(error)
-        else:
-            fut.set_result(value)
-
-    def run(self) -> None:
-        try:
-            conn = _connect(self._path, self._sync)
-        except BaseException as exc:  # reported by open()
-            self.error = exc
-            self.ready.set()
-            return
-        self.ready.set()
-        stopping = False
-        while not stopping:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < self._batch:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stopping = True
-                    break
-                batch.append(nxt)
-            outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                for fn, fut in batch:
-                    conn.execute("SAVEPOINT tx")
-                    try:
-                        value = fn(conn)
-                    except BaseException as exc:
-                        conn.execute("ROLLBACK TO tx")
-                        conn.execute("RELEASE tx")
-                        outcomes.append((fut, None, exc))
-                    else:
-                        conn.execute("RELEASE tx")
-                        outcomes.append((fut, value, None))
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                outcomes = [(fut, None, exc) for _, fut in batch]
-            for fut, value, error in outcomes:
-                self._loop.call_soon_threadsafe(self._settle, fut, value, error)
-        conn.close()
-
-
-class SqliteStore:
+class SqliteStore(SqliteReads):
     """The :class:`~bridge.store.base.Store` on one SQLite file."""
 
     def __init__(self, path: str | Path, *, synchronous: str = "FULL", batch: int = 64) -> None:
         self.path = str(path)
         self._sync = synchronous
         self._batch = batch
-        self._writer: _Writer | None = None
+        self._writer: Writer | None = None
         self._reader: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
 
@@ -249,13 +72,13 @@ class SqliteStore:
                     "(use PostgreSQL to run several)"
                 ) from exc
         loop = asyncio.get_running_loop()
-        self._writer = _Writer(self.path, self._sync, loop, self._batch)
+        self._writer = Writer(self.path, self._sync, loop, self._batch)
         self._writer.start()
         await asyncio.to_thread(self._writer.ready.wait)
         if self._writer.error is not None:
             raise self._writer.error
         await self._write(self._migrate)
-        self._reader = _connect(self.path, self._sync)
+        self._reader = connect(self.path, self._sync)
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -288,10 +111,6 @@ class SqliteStore:
     async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         assert self._writer is not None, "store is not open"
         return await self._writer.submit(fn)
-
-    def _read(self) -> sqlite3.Connection:
-        assert self._reader is not None, "store is not open"
-        return self._reader
 
     # --- signing keys -------------------------------------------------------
 
@@ -326,7 +145,7 @@ class SqliteStore:
     @staticmethod
     def _insert_run(conn: sqlite3.Connection, run: RunRecord) -> None:
         conn.execute(
-            f"INSERT INTO runs({_RUN_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO runs({RUN_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 run.run_id,
                 run.tenant,
@@ -334,8 +153,8 @@ class SqliteStore:
                 run.status,
                 run.created_at_ms,
                 run.updated_at_ms,
-                _dumps(run.spec),
-                _dumps(run.state),
+                dumps(run.spec),
+                dumps(run.state),
                 run.parent_run_id,
                 run.parent_node_id,
                 run.parent_visit,
@@ -347,7 +166,7 @@ class SqliteStore:
                 run.epoch,
                 run.wake,
                 int(run.needs_work),
-                _dumps(run.control) if run.control else None,
+                dumps(run.control) if run.control else None,
             ),
         )
 
@@ -369,7 +188,7 @@ class SqliteStore:
                     act[0] if act else draft.node_id,
                     act[1] if act else None,
                     act[2] if act else None,
-                    _dumps(doc),
+                    dumps(doc),
                 )
             )
             docs.append(doc)
@@ -389,18 +208,18 @@ class SqliteStore:
         return await self._write(tx)
 
     async def load_run(self, run_id: str) -> RunRecord | None:
-        row = self._read().execute(f"SELECT {_RUN_COLS} FROM runs WHERE run_id=?", (run_id,)).fetchone()
-        return _run(row) if row else None
+        row = self._read().execute(f"SELECT {RUN_COLS} FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return run_row(row) if row else None
 
     async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
         def tx(conn: sqlite3.Connection) -> RunRecord | None:
             row = conn.execute(
                 f"UPDATE runs SET owner=?, lease_until=?, epoch=epoch+1 WHERE run_id=? "
                 f"AND status NOT IN ('completed','failed','cancelled') "
-                f"AND (owner IS NULL OR owner=? OR lease_until < ?) RETURNING {_RUN_COLS}",
+                f"AND (owner IS NULL OR owner=? OR lease_until < ?) RETURNING {RUN_COLS}",
                 (owner, now_ms + lease_ms, run_id, owner, now_ms),
             ).fetchone()
-            return _run(row) if row else None
+            return run_row(row) if row else None
 
         return await self._write(tx)
 
@@ -412,7 +231,7 @@ class SqliteStore:
 
     def _insert_interrupt(self, conn: sqlite3.Connection, i: InterruptRecord) -> None:
         conn.execute(
-            f"INSERT INTO interrupts({_INT_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO interrupts({INT_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 i.interrupt_id,
                 i.run_id,
@@ -425,13 +244,13 @@ class SqliteStore:
                 i.key,
                 i.kind,
                 i.status,
-                _dumps(i.payload),
+                dumps(i.payload),
                 i.requested_at_ms,
                 i.deadline_ms,
                 i.resolved_at_ms,
                 int(i.consumed),
-                _dumps(i.resolution) if i.resolution is not None else None,
-                _dumps(i.state) if i.state else None,
+                dumps(i.resolution) if i.resolution is not None else None,
+                dumps(i.state) if i.state else None,
                 i.requested_seq,
             ),
         )
@@ -464,7 +283,7 @@ class SqliteStore:
             args: list[Any] = [commit.now_ms]
             if commit.state is not None:
                 sets.append("state=?")
-                args.append(_dumps(commit.state))
+                args.append(dumps(commit.state))
             if commit.status is not None:
                 sets.append("status=?")
                 args.append(commit.status)
@@ -504,8 +323,8 @@ class SqliteStore:
                 "resolution=COALESCE(?, resolution), resolved_at=COALESCE(?, resolved_at) WHERE interrupt_id=?",
                 (
                     m.interrupt_status,
-                    _dumps(m.interrupt_state) if m.interrupt_state is not None else None,
-                    _dumps(m.resolution) if m.resolution is not None else None,
+                    dumps(m.interrupt_state) if m.interrupt_state is not None else None,
+                    dumps(m.resolution) if m.resolution is not None else None,
                     m.resolved_at_ms,
                     intr.interrupt_id,
                 ),
@@ -525,7 +344,7 @@ class SqliteStore:
                     int(m.wake),
                     int(m.wake),
                     m.run_status,
-                    _dumps(m.control) if m.control is not None else None,
+                    dumps(m.control) if m.control is not None else None,
                     now_ms,
                     run.run_id,
                 ),
@@ -540,16 +359,14 @@ class SqliteStore:
                     entry["action"],
                     entry["resource"],
                     run.run_id,
-                    _dumps(entry.get("details", {})),
+                    dumps(entry.get("details", {})),
                 ),
             )
-        after_run = _run(conn.execute(f"SELECT {_RUN_COLS} FROM runs WHERE run_id=?", (run.run_id,)).fetchone())
+        after_run = run_row(conn.execute(f"SELECT {RUN_COLS} FROM runs WHERE run_id=?", (run.run_id,)).fetchone())
         after_int = None
         if intr is not None:
-            after_int = _interrupt(
-                conn.execute(
-                    f"SELECT {_INT_COLS} FROM interrupts WHERE interrupt_id=?", (intr.interrupt_id,)
-                ).fetchone()
+            after_int = interrupt_row(
+                conn.execute(f"SELECT {INT_COLS} FROM interrupts WHERE interrupt_id=?", (intr.interrupt_id,)).fetchone()
             )
         return MutationResult(docs, after_run, after_int, m.result)
 
@@ -567,18 +384,18 @@ class SqliteStore:
         def tx(conn: sqlite3.Connection) -> MutationResult:
             if interrupt_id is not None:
                 row = conn.execute(
-                    f"SELECT {_INT_COLS} FROM interrupts WHERE interrupt_id=?", (interrupt_id,)
+                    f"SELECT {INT_COLS} FROM interrupts WHERE interrupt_id=?", (interrupt_id,)
                 ).fetchone()
             else:
                 row = conn.execute(
-                    f"SELECT {_INT_COLS} FROM interrupts WHERE run_id=? AND node_id=? "
+                    f"SELECT {INT_COLS} FROM interrupts WHERE run_id=? AND node_id=? "
                     "ORDER BY requested_at DESC, ordinal DESC LIMIT 1",
                     (run_id, node_id),
                 ).fetchone()
             if row is None:
                 raise InterruptNotFoundError("no interrupt at this address")
-            intr = _interrupt(row)
-            run = _run(conn.execute(f"SELECT {_RUN_COLS} FROM runs WHERE run_id=?", (intr.run_id,)).fetchone())
+            intr = interrupt_row(row)
+            run = run_row(conn.execute(f"SELECT {RUN_COLS} FROM runs WHERE run_id=?", (intr.run_id,)).fetchone())
             m = decide(intr, run)
             if m.error is not None:
                 errors.append(m.error)
@@ -593,15 +410,15 @@ class SqliteStore:
         errors: list[BridgeError] = []
 
         def tx(conn: sqlite3.Connection) -> MutationResult:
-            row = conn.execute(f"SELECT {_RUN_COLS} FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            row = conn.execute(f"SELECT {RUN_COLS} FROM runs WHERE run_id=?", (run_id,)).fetchone()
             if row is None:
                 raise RunNotFoundError(f"run {run_id} does not exist")
-            run = _run(row)
+            run = run_row(row)
             open_rows = conn.execute(
-                f"SELECT {_INT_COLS} FROM interrupts WHERE run_id=? AND status='pending' ORDER BY requested_at",
+                f"SELECT {INT_COLS} FROM interrupts WHERE run_id=? AND status='pending' ORDER BY requested_at",
                 (run_id,),
             ).fetchall()
-            m = decide(run, [_interrupt(r) for r in open_rows])
+            m = decide(run, [interrupt_row(r) for r in open_rows])
             if m.error is not None:
                 errors.append(m.error)
             return self._apply(conn, run, None, m, now_ms)
@@ -611,41 +428,6 @@ class SqliteStore:
             raise errors[0]
         return result
 
-    async def runs_needing_work(self, now_ms: int, limit: int = 500) -> list[str]:
-        rows = (
-            self._read()
-            .execute(
-                "SELECT run_id FROM runs WHERE needs_work=1 AND (owner IS NULL OR lease_until < ?) "
-                "ORDER BY updated_at LIMIT ?",
-                (now_ms, limit),
-            )
-            .fetchall()
-        )
-        return [r[0] for r in rows]
-
-    async def child_runs(self, parent_run_id: str) -> list[RunRecord]:
-        rows = (
-            self._read()
-            .execute(
-                f"SELECT {_RUN_COLS} FROM runs WHERE parent_run_id=? ORDER BY created_at, child_ordinal",
-                (parent_run_id,),
-            )
-            .fetchall()
-        )
-        return [_run(r) for r in rows]
-
-    async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
-        row = (
-            self._read()
-            .execute(
-                "SELECT run_id FROM runs WHERE parent_run_id=? AND parent_node_id=? "
-                "AND parent_visit=? AND child_ordinal=?",
-                (parent_run_id, node_id, visit, ordinal),
-            )
-            .fetchone()
-        )
-        return row[0] if row else None
-
     async def reset_owners(self) -> int:
         # Safe only because the lock file guarantees no other server uses this file.
         def tx(conn: sqlite3.Connection) -> int:
@@ -653,208 +435,21 @@ class SqliteStore:
 
         return await self._write(tx)
 
-    async def list_runs(
-        self, tenant: str, *, workflow_id: str | None, status: str | None, limit: int, cursor: str | None
-    ) -> tuple[list[RunRecord], str | None]:
-        where = ["tenant=?"]
-        args: list[Any] = [tenant]
-        if workflow_id:
-            where.append("workflow_id=?")
-            args.append(workflow_id)
-        if status:
-            where.append("status=?")
-            args.append(status)
-        if cursor:
-            created, rid = decode_cursor(cursor)
-            where.append("(created_at < ? OR (created_at = ? AND run_id < ?))")
-            args += [created, created, rid]
-        rows = (
-            self._read()
-            .execute(
-                f"SELECT {_RUN_COLS} FROM runs WHERE {' AND '.join(where)} "
-                "ORDER BY created_at DESC, run_id DESC LIMIT ?",
-                (*args, limit + 1),
-            )
-            .fetchall()
-        )
-        runs = [_run(r) for r in rows[:limit]]
-        nxt = encode_cursor(runs[-1].created_at_ms, runs[-1].run_id) if len(rows) > limit else None
-        return runs, nxt
-
-    # --- events -------------------------------------------------------------
-
-    async def read_events(self, run_id: str, after_seq: int = -1, limit: int = 1000) -> list[dict[str, Any]]:
-        rows = (
-            self._read()
-            .execute("SELECT doc FROM events WHERE run_id=? AND seq>? ORDER BY seq LIMIT ?", (run_id, after_seq, limit))
-            .fetchall()
-        )
-        return [orjson.loads(r[0]) for r in rows]
-
-    async def activation_events(self, run_id: str, node_id: str, visit: int) -> list[dict[str, Any]]:
-        rows = (
-            self._read()
-            .execute(
-                "SELECT doc FROM events WHERE run_id=? AND node_id=? AND visit=? AND cmd IS NOT NULL ORDER BY cmd",
-                (run_id, node_id, visit),
-            )
-            .fetchall()
-        )
-        return [orjson.loads(r[0]) for r in rows]
-
-    async def events_of_types(self, run_id: str, types: Sequence[str]) -> list[dict[str, Any]]:
-        marks = ",".join("?" for _ in types)
-        rows = (
-            self._read()
-            .execute(f"SELECT doc FROM events WHERE run_id=? AND type IN ({marks}) ORDER BY seq", (run_id, *types))
-            .fetchall()
-        )
-        return [orjson.loads(r[0]) for r in rows]
-
-    # --- interrupts ---------------------------------------------------------
-
-    async def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
-        row = (
-            self._read().execute(f"SELECT {_INT_COLS} FROM interrupts WHERE interrupt_id=?", (interrupt_id,)).fetchone()
-        )
-        return _interrupt(row) if row else None
-
-    async def interrupt_at(self, run_id: str, node_id: str) -> InterruptRecord | None:
-        row = (
-            self._read()
-            .execute(
-                f"SELECT {_INT_COLS} FROM interrupts WHERE run_id=? AND node_id=? "
-                "ORDER BY requested_at DESC, ordinal DESC LIMIT 1",
-                (run_id, node_id),
-            )
-            .fetchone()
-        )
-        return _interrupt(row) if row else None
-
-    async def interrupt_by_key(self, run_id: str, key: str) -> InterruptRecord | None:
-        row = (
-            self._read()
-            .execute(f"SELECT {_INT_COLS} FROM interrupts WHERE run_id=? AND key=?", (run_id, key))
-            .fetchone()
-        )
-        return _interrupt(row) if row else None
-
-    async def interrupt_at_slot(self, run_id: str, exec_node: str, visit: int, ordinal: int) -> InterruptRecord | None:
-        row = (
-            self._read()
-            .execute(
-                f"SELECT {_INT_COLS} FROM interrupts WHERE run_id=? AND exec_node=? AND visit=? AND ordinal=?",
-                (run_id, exec_node, visit, ordinal),
-            )
-            .fetchone()
-        )
-        return _interrupt(row) if row else None
-
-    async def node_interrupts(self, run_id: str, exec_node: str) -> list[InterruptRecord]:
-        rows = (
-            self._read()
-            .execute(
-                f"SELECT {_INT_COLS} FROM interrupts WHERE run_id=? AND exec_node=? ORDER BY visit, ordinal",
-                (run_id, exec_node),
-            )
-            .fetchall()
-        )
-        return [_interrupt(r) for r in rows]
-
-    async def run_interrupts(self, run_id: str, *, open_only: bool) -> list[InterruptRecord]:
-        sql = f"SELECT {_INT_COLS} FROM interrupts WHERE run_id=?"
-        if open_only:
-            sql += " AND status='pending'"
-        rows = self._read().execute(sql + " ORDER BY requested_at, ordinal", (run_id,)).fetchall()
-        return [_interrupt(r) for r in rows]
-
-    async def unconsumed(self, run_id: str) -> list[InterruptRecord]:
-        rows = (
-            self._read()
-            .execute(
-                f"SELECT {_INT_COLS} FROM interrupts WHERE run_id=? AND consumed=0 AND status!='pending' "
-                "ORDER BY requested_at",
-                (run_id,),
-            )
-            .fetchall()
-        )
-        return [_interrupt(r) for r in rows]
-
-    async def inbox(self, tenant: str, *, kind: str | None, status: str, limit: int, cursor: str | None) -> InboxPage:
-        where = ["tenant=?", "status=?"]
-        args: list[Any] = [tenant, status]
-        if kind:
-            where.append("kind=?")
-            args.append(kind)
-        else:
-            where.append("kind NOT IN ('conversation.start','conversation.close')")
-        if cursor:
-            at, iid = decode_cursor(cursor)
-            where.append("(requested_at > ? OR (requested_at = ? AND interrupt_id > ?))")
-            args += [at, at, iid]
-        rows = (
-            self._read()
-            .execute(
-                f"SELECT {_INT_COLS} FROM interrupts WHERE {' AND '.join(where)} "
-                "ORDER BY requested_at, interrupt_id LIMIT ?",
-                (*args, limit + 1),
-            )
-            .fetchall()
-        )
-        items = [_interrupt(r) for r in rows[:limit]]
-        nxt = encode_cursor(items[-1].requested_at_ms, items[-1].interrupt_id) if len(rows) > limit else None
-        return InboxPage(items, nxt)
-
-    async def next_deadline(self) -> int | None:
-        row = (
-            self._read()
-            .execute("SELECT MIN(deadline) FROM interrupts WHERE status='pending' AND deadline IS NOT NULL")
-            .fetchone()
-        )
-        return int(row[0]) if row and row[0] is not None else None
-
-    async def due_interrupts(self, now_ms: int, limit: int = 200) -> list[str]:
-        rows = (
-            self._read()
-            .execute(
-                "SELECT interrupt_id FROM interrupts WHERE status='pending' AND deadline IS NOT NULL "
-                "AND deadline <= ? ORDER BY deadline LIMIT ?",
-                (now_ms, limit),
-            )
-            .fetchall()
-        )
-        return [r[0] for r in rows]
-
     # --- adapters' state and audit ------------------------------------------
-
-    async def kv_get(self, namespace: str, key: str) -> Any:
-        row = self._read().execute("SELECT value FROM kv WHERE namespace=? AND key=?", (namespace, key)).fetchone()
-        return orjson.loads(row[0]) if row else None
 
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         def tx(conn: sqlite3.Connection) -> bool:
             if only_if_absent:
                 cur = conn.execute(
                     "INSERT INTO kv(namespace, key, value, updated_at) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
-                    (namespace, key, _dumps(value), now_ms),
+                    (namespace, key, dumps(value), now_ms),
                 )
                 return cur.rowcount == 1
             conn.execute(
                 "INSERT INTO kv(namespace, key, value, updated_at) VALUES(?,?,?,?) "
                 "ON CONFLICT(namespace, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at",
-                (namespace, key, _dumps(value), now_ms),
+                (namespace, key, dumps(value), now_ms),
             )
             return True
 
         return await self._write(tx)
-
-    async def audit(self, run_id: str) -> list[dict[str, Any]]:
-        rows = (
-            self._read()
-            .execute("SELECT at, principal, action, resource, details FROM audit WHERE run_id=? ORDER BY id", (run_id,))
-            .fetchall()
-        )
-        return [
-            {"at": r[0], "principal": r[1], "action": r[2], "resource": r[3], "details": orjson.loads(r[4])}
-            for r in rows
-        ]

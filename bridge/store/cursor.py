@@ -1,0 +1,26 @@
+"""Opaque pagination cursors shared by the stores."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+
+from bridge.errors import ValidationError
+
+
+def encode_cursor(*parts: Any) -> str:
+    """An opaque pagination cursor."""
+    return base64.urlsafe_b64encode(orjson.dumps(list(parts))).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> list[Any]:
+    """The parts of a cursor made by :func:`encode_cursor`."""
+    try:
+        parts = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, orjson.JSONDecodeError) as exc:
+        raise ValidationError("malformed cursor") from exc
+    if not isinstance(parts, list):
+        raise ValidationError("malformed cursor")
+    return parts
