@@ -7,9 +7,10 @@ The engine (:class:`Engine`) runs workflows whose nodes call
 
 from __future__ import annotations
 
+from bridge.activation import InterruptHandle
 from bridge.auth import Principal
 from bridge.builder import Workflow
-from bridge.context import InterruptHandle, NodeContext
+from bridge.context import NodeContext
 from bridge.conversation import Conversation
 from bridge.engine import Engine, EngineConfig
 from bridge.errors import (

@@ -33,7 +33,8 @@ from bridge.store.base import InterruptRecord, Mutation
 from bridge.workflow import WorkflowDefinition
 
 if TYPE_CHECKING:
-    from bridge.context import InterruptHandle, NodeContext
+    from bridge.activation import InterruptHandle
+    from bridge.context import NodeContext
 
 DEFAULT_CHANNEL = "messages"
 _UNSET: Any = object()

@@ -15,23 +15,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bridge import graph
-from bridge.context import Activation, NodeContext, Suspend
+from bridge import graph, run_state
+from bridge.activation import Activation, Suspend
+from bridge.context import NodeContext
 from bridge.errors import (
     BridgeError,
     InterruptCancelledError,
     NodeError,
-    ReplayDivergedError,
     StaleOwnerError,
 )
 from bridge.events import EventDraft
-from bridge.kinds import waiting_status
-from bridge.nodes.base import NodeResult
+from bridge.outcome import Outcome, run_node
 from bridge.store.base import ChildStart, InterruptRecord, RunCommit, RunRecord
-from bridge.telemetry import node_span
 from bridge.workflow import WorkflowDefinition, resolve_inputs
 
 if TYPE_CHECKING:
@@ -41,19 +38,6 @@ log = logging.getLogger("bridge.executor")
 
 CANCEL_GRACE_S = 5.0
 FLUSH_AFTER_S = 0.05
-
-
-@dataclass
-class Outcome:
-    """How one node activation ended."""
-
-    ctx: NodeContext
-    kind: str  # completed | failed | suspended | cancelled | diverged
-    outputs: dict[str, Any] = field(default_factory=dict)
-    route: list[str] | None = None
-    error: dict[str, Any] | None = None
-    waits: list[str] = field(default_factory=list)
-    duration_ms: int = 0
 
 
 class RunExecutor:
@@ -177,7 +161,7 @@ class RunExecutor:
                 return
             await self._start_ready()
             if not self.tasks:
-                if not self._suspended_nodes():
+                if not run_state.suspended_nodes(self.state):
                     await self._finish()
                     return
                 async with self._lock:
@@ -346,52 +330,7 @@ class RunExecutor:
         return ctx
 
     async def _execute(self, ctx: NodeContext) -> Outcome:
-        node_type = self.engine.node_types.get(ctx.node.type_id)
-        started = self.clock_now_ms()
-        if node_type is None:
-            error = {"code": "unsupported_node_type", "message": f"no node type {ctx.node.type_id!r} on this host"}
-            return Outcome(ctx, "failed", error=error)
-        with node_span(ctx):
-            try:
-                result = await node_type.run(ctx)
-            except Suspend as suspended:
-                return Outcome(ctx, "suspended", waits=suspended.waits)
-            except InterruptCancelledError as exc:
-                return Outcome(ctx, "cancelled", error={"code": exc.code, "message": exc.message})
-            except NodeError as exc:
-                err: dict[str, Any] = {"code": exc.code, "message": exc.message or exc.code}
-                if exc.details:
-                    err["details"] = exc.details
-                return Outcome(ctx, "failed", error=err)
-            except ReplayDivergedError as exc:
-                return Outcome(
-                    ctx, "diverged", error={"code": exc.code, "message": exc.message, "details": exc.details or {}}
-                )
-            except BridgeError as exc:
-                return Outcome(
-                    ctx,
-                    "failed",
-                    error={
-                        "code": exc.code,
-                        "message": exc.message,
-                        **({"details": exc.details} if exc.details else {}),
-                    },
-                )
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.exception("node %s of run %s raised", ctx.node_id, self.run_id)
-                return Outcome(ctx, "failed", error={"code": "node_failed", "message": f"{type(exc).__name__}: {exc}"})
-        duration = self.clock_now_ms() - started
-        if isinstance(result, NodeResult):
-            return Outcome(
-                ctx,
-                "completed",
-                outputs=dict(result.outputs),
-                route=list(result.route) if result.route is not None else None,
-                duration_ms=duration,
-            )
-        return Outcome(ctx, "completed", outputs=dict(result or {}), duration_ms=duration)
+        return await run_node(self.engine.node_types.get(ctx.node.type_id), ctx, self.engine.clock.now_ms)
 
     # --- applying outcomes (the one place state changes) ---------------------------------
 
@@ -501,57 +440,10 @@ class RunExecutor:
         return waits
 
     def _propagate(self, targets: list[str]) -> None:
-        nodes = self.state["nodes"]
-        tokens = self.state["tokens"]
-        ready: list[str] = self.state.setdefault("ready", [])
-        queue = list(dict.fromkeys(targets))
-        while queue:
-            node_id = queue.pop(0)
-            status = nodes.get(node_id, {}).get("status")
-            if status in ("running", "suspended") or node_id in ready:
-                continue
-            verdict = graph.evaluate(self.workflow, tokens, node_id)
-            if verdict is graph.Verdict.WAIT:
-                continue
-            graph.consume(self.workflow, tokens, node_id)
-            if verdict is graph.Verdict.RUN and not self.workflow.nodes[node_id].disabled:
-                ready.append(node_id)
-                continue
-            if status in ("completed", "failed", "skipped", "cancelled"):
-                # A blocked edge reaching a node that already settled (the back edge
-                # of a loop that has ended) changes nothing; skipping it again would
-                # chase the cycle forever.
-                continue
-            prev = nodes.get(node_id, {})
-            nodes[node_id] = {**prev, "status": "skipped", "visit": prev.get("visit", -1) + 1}
+        for node_id in run_state.propagate(self.state, self.workflow, targets):
             self._pending.append(
                 self._draft("node.skipped", {"nodeId": node_id, "reason": "trigger rule not met"}, node_id)
             )
-            queue += graph.settle(self.workflow, tokens, node_id, graph.SKIPPED)
-
-    def _suspended_nodes(self) -> list[str]:
-        return [n for n, ns in self.state["nodes"].items() if ns.get("status") == "suspended"]
-
-    def _status(self) -> str:
-        nodes = self.state["nodes"]
-        if self.tasks or self.state.get("ready") or any(ns.get("status") == "running" for ns in nodes.values()):
-            return "running"
-        waits = [w for ns in nodes.values() if ns.get("status") == "suspended" for w in ns.get("waits", [])]
-        human = [w for w in waits if "kind" in w]
-        if not human:
-            return "running"
-        first = min(human, key=lambda w: w.get("at", 0))
-        return waiting_status(first["kind"])
-
-    def _current_node(self) -> str | None:
-        waits = [
-            w
-            for ns in self.state["nodes"].values()
-            if ns.get("status") == "suspended"
-            for w in ns.get("waits", [])
-            if "kind" in w
-        ]
-        return min(waits, key=lambda w: w.get("at", 0))["nodeId"] if waits else None
 
     # --- committing -------------------------------------------------------------------
 
@@ -560,7 +452,7 @@ class RunExecutor:
     ) -> bool:
         assert self.run is not None
         self._check_limit()
-        self.state["currentNodeId"] = None if terminal else self._current_node()
+        self.state["currentNodeId"] = None if terminal else run_state.current_node(self.state)
         commit = RunCommit(
             run_id=self.run_id,
             owner=self.engine.instance_id,
@@ -568,7 +460,7 @@ class RunExecutor:
             now_ms=self.clock_now_ms(),
             events=self._pending,
             state=self.state,
-            status=status or self._status(),
+            status=status or run_state.run_status(self.state, busy=bool(self.tasks)),
             new_interrupts=self._new_interrupts,
             consume=self._consume,
             close_interrupts=self._close,
@@ -587,10 +479,7 @@ class RunExecutor:
 
     def _check_limit(self) -> None:
         assert self.run is not None
-        limit = self.engine.max_node_executions
-        requested = (self.run.spec.get("configurable") or {}).get("recursionLimit")
-        if isinstance(requested, int) and requested > 0:
-            limit = min(limit, requested)
+        limit = run_state.execution_limit(self.run.spec, self.engine.max_node_executions)
         if self.state.get("executions", 0) > limit and self._failure is None:
             self._failure = {
                 "error": {"code": "recursion_limit_exceeded", "message": f"more than {limit} node executions"},
@@ -624,32 +513,21 @@ class RunExecutor:
                 )
             else:
                 status = "completed"
-                outputs = self._run_outputs()
+                outputs = run_state.run_outputs(self.state, self.workflow)
                 self.state["outputs"] = outputs
                 self._pending.append(self._draft("run.completed", {"outputs": outputs, "durationMs": duration}))
             await self._commit(status=status, terminal=True, wake_run=self.run.parent_run_id)
 
-    def _run_outputs(self) -> dict[str, Any]:
-        nodes = self.state["nodes"]
-        return {
-            node_id: ns.get("outputs", {})
-            for node_id, ns in nodes.items()
-            if ns.get("status") == "completed" and not self.workflow.outgoing.get(node_id)
-        }
-
     def _close_open_interrupts(self, status: str) -> None:
-        for ns in self.state["nodes"].values():
-            if ns.get("status") in ("suspended", "running"):
-                for wait in ns.get("waits", []):
-                    if "kind" in wait:
-                        self._close[wait["id"]] = status
+        for interrupt_id in run_state.open_interrupt_ids(self.state):
+            self._close[interrupt_id] = status
 
     async def _cancel_run(self) -> None:
         """Cancel: stop running nodes, let suspended ones see InterruptCancelledError, end."""
         assert self.run is not None and self._cancel is not None
         await self._stop_tasks()
         nodes = self.state["nodes"]
-        for node_id in self._suspended_nodes():
+        for node_id in run_state.suspended_nodes(self.state):
             ctx = await self._start(node_id, resumed=[], cancelling=True)
             node_type = self.engine.node_types.get(ctx.node.type_id)
             if node_type is not None:

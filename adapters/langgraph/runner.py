@@ -24,7 +24,8 @@ from adapters.langgraph import payloads
 from adapters.langgraph.checkpoints import Checkpoints
 from adapters.langgraph.helpers import CLOSED
 from adapters.langgraph.messages import chat_input, message_text, to_json
-from bridge.context import InterruptHandle, NodeContext
+from bridge.activation import InterruptHandle
+from bridge.context import NodeContext
 from bridge.errors import InterruptTimeoutError, NodeError
 
 STRICT_RESUME = "__pregel_strict_resume"
