@@ -36,8 +36,12 @@ def default_registry() -> NodeRegistry:
             NodeType("core.conformance.mock-agent", agents.mock_agent, description="Scripted agent (conformance)."),
             NodeType("core.orchestrator.supervisor", agents.supervisor, description="Supervisor decisions."),
             NodeType("core.dispatch", agents.dispatch, description="Executes supervisor decisions."),
-            NodeType("vendor.openwop-bridge.toolCall", tool_call.tool_call, tool_call.check_tool_call,
-                     description="A stand-in tool call a person approves or edits first."),
+            NodeType(
+                "vendor.openwop-bridge.toolCall",
+                tool_call.tool_call,
+                tool_call.check_tool_call,
+                description="A stand-in tool call a person approves or edits first.",
+            ),
         ]
     )
 

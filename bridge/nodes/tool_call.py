@@ -42,5 +42,9 @@ async def tool_call(ctx: NodeContext) -> dict[str, Any]:
         description=config.get("description"),
         allow_edit=bool(config.get("allowEdit", True)),
     )
-    return {"approved": outcome.approved, "result": outcome.result, "feedback": outcome.feedback,
-            "toolCallId": outcome.call_id}
+    return {
+        "approved": outcome.approved,
+        "result": outcome.result,
+        "feedback": outcome.feedback,
+        "toolCallId": outcome.call_id,
+    }
