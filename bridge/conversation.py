@@ -362,7 +362,7 @@ def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any,
     elif "content" in value:
         content = value["content"]
     elif operation == "close":
-        content = value.get("reason") or "conversation closed"
+        content = None  # the host writes a procedural turn naming who closed it
     else:
         raise ValidationError("an exchange answer needs 'content' (or a 'turn' with content)")
     reason = value.get("reason")
@@ -382,7 +382,11 @@ def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, n
     cid = data["conversationId"]
     index = int(data.get("turnIndex") or record.state.get("promptTurn", {}).get("turnIndex", 1))
     operation, turn_in, content, outcome, reason = _normalize_answer(value)
-    expected_id = f"{cid}:{index}:user"
+    procedural = operation == "close" and turn_in is None and content is None
+    if procedural:
+        # A close without words is not something the person said: a system turn records it.
+        content = f"{principal.id} closed the conversation" + (f": {reason}" if reason else "")
+    expected_id = f"{cid}:{index}:{'system' if procedural else 'user'}"
     supplied_id = turn_in.get("messageId") if turn_in else None
     if not record.open:
         previous = (record.resolution or {}).get("turn") or {}
@@ -397,10 +401,10 @@ def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, n
         kinds.validate_against(data.get("outcomeSchema"), content, "answer")
     turn = {
         "messageId": supplied_id or expected_id,
-        "from": "user",
+        "from": "system" if procedural else "user",
         "content": content,
         "ts": now,
-        "role": "user",
+        "role": "system" if procedural else "user",
         "turnIndex": index,
         "speakerId": principal.id,
     }

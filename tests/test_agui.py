@@ -301,6 +301,22 @@ async def test_conversation_maps_onto_the_chat_thread(agui: Agui, engine: Engine
     assert done[-1]["result"]["talk"]["outcome"] == {"replies": ["Lisbon", "In May", "Two of us"]}
 
 
+async def test_closing_without_words_is_a_system_turn(agui: Agui, engine: Engine) -> None:
+    wf = Workflow("closable")
+    wf.node("talk", type_id="core.conversationGate", config={"initialPrompt": "Hi.", "prompts": ["Where to?"]})
+    wf.register(engine)
+    [it] = interrupts(await agui.run("closable", "th-close"))
+    done = await agui.run(
+        "closable",
+        "th-close",
+        resume=[{"interruptId": it["id"], "status": "resolved", "payload": {"operation": "close"}}],
+    )
+    assert done[-1]["outcome"]["type"] == "success"
+    assert said(done, "user") == [] and said(done, "system") == ["alice closed the conversation"]
+    snapshot = next(e for e in done if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    assert snapshot[-1]["role"] == "system" and snapshot[-1]["content"] == "alice closed the conversation"
+
+
 async def test_tool_approval_with_edited_arguments(agui: Agui, engine: Engine) -> None:
     sent: list[dict[str, Any]] = []
     wf = Workflow("mailer")
@@ -391,6 +407,57 @@ async def test_finished_thread_starts_the_next_run_with_its_messages(agui: Agui,
     )
     assert second[-1]["outcome"]["type"] == "success"
     assert seen == [["hello"], ["hello", "you said 1 thing(s)", "again"]]
+
+
+async def test_reconnecting_to_a_finished_thread_starts_nothing(agui: Agui, engine: Engine) -> None:
+    starts: list[int] = []
+    wf = Workflow("counted")
+
+    @wf.node("work")
+    async def work(ctx: NodeContext) -> dict[str, Any]:
+        starts.append(1)
+        ctx.say("done")
+        return {"n": len(starts)}
+
+    wf.register(engine)
+    hello = [{"id": "m1", "role": "user", "content": "hello"}]
+    first = await agui.run("counted", "th-re", messages=hello)
+    assert first[-1]["outcome"]["type"] == "success" and first[-1]["result"] == {"work": {"n": 1}}
+    again = await agui.run("counted", "th-re", messages=hello)  # a reload resends the same messages
+    assert again[-1]["outcome"]["type"] == "success" and again[-1]["result"] == {"work": {"n": 1}}
+    assert "MESSAGES_SNAPSHOT" in types(again) and said(again) == []
+    empty = await agui.run("counted", "th-re")  # no messages at all: nothing new either
+    assert empty[-1]["result"] == {"work": {"n": 1}}
+    assert starts == [1]
+    runs, _ = await engine.store.list_runs("default", workflow_id="counted", status=None, limit=10, cursor=None)
+    assert len(runs) == 1
+    more = await agui.run("counted", "th-re", messages=[*hello, {"id": "m2", "role": "user", "content": "more"}])
+    assert more[-1]["result"] == {"work": {"n": 2}} and starts == [1, 1]
+
+
+async def test_echoed_state_carries_variables_without_nesting(agui: Agui, engine: Engine) -> None:
+    inputs: list[dict[str, Any]] = []
+    wf = Workflow("stateful")
+
+    @wf.node("look")
+    async def look(ctx: NodeContext) -> dict[str, Any]:
+        inputs.append({k: v for k, v in ctx.variables.items() if k != "messages"})
+        ctx.set_variable("visits", int(ctx.variables.get("visits", 0)) + 1)
+        return {}
+
+    wf.register(engine)
+    first = await agui.run("stateful", "th-state", messages=[{"id": "a", "role": "user", "content": "1"}])
+    state = next(e for e in first if e["type"] == "STATE_SNAPSHOT")["snapshot"]
+    assert state["openwop"]["status"] == "completed" and state["variables"]["visits"] == 1
+    for index, text in enumerate(["2", "3"]):
+        echoed = {**state, "note": "from the client"}
+        nxt = await agui.run(
+            "stateful", "th-state", state=echoed, messages=[{"id": f"b{index}", "role": "user", "content": text}]
+        )
+        state = next(e for e in nxt if e["type"] == "STATE_SNAPSHOT")["snapshot"]
+    assert inputs[1] == {"visits": 1, "note": "from the client"}
+    assert inputs[2] == {"visits": 2, "note": "from the client"}
+    assert state["variables"] == {"visits": 3, "note": "from the client"}
 
 
 async def test_refusals_before_the_stream(agui: Agui, engine: Engine) -> None:

@@ -8,7 +8,10 @@ One request is one AG-UI run, a stretch of the thread's OpenWOP run:
 2. The request is planned: start the thread's first (or next) run; answer or
    cancel the interrupts named in ``resume``; take a new user message as the
    answer to an open conversation turn; or, with nothing to do, re-emit the open
-   interrupts (a reconnect after a reload).
+   interrupts (a reconnect after a reload). On a finished thread only a user
+   message the thread has not seen starts the next run; a request bringing
+   nothing new re-emits how the last run ended, so a reconnecting client never
+   starts a workflow again by accident.
 3. The stream follows the run's committed events from where this AG-UI run
    began until the run is idle again: it then finishes with the ``interrupt``
    outcome (every open interrupt), ``success`` (with the run's outputs) or
@@ -65,6 +68,25 @@ class Plan:
     cursor: int
     warnings: list[dict[str, Any]] = field(default_factory=list)
     consumed: set[str] = field(default_factory=set)  # user messages taken as conversation turns
+
+
+def _inputs_from_state(state: Any) -> dict[str, Any]:
+    """A new run's inputs from the client's ``state``.
+
+    Clients echo the last ``STATE_SNAPSHOT`` (``{openwop, variables}``) back:
+    its ``variables`` carry over and the ``openwop`` block (the old run's id and
+    status) is dropped, so state never nests deeper from run to run. Any other
+    keys the client set are inputs as they are.
+    """
+    if not isinstance(state, Mapping):
+        return {}
+    inputs = dict(state)
+    if "openwop" in inputs:
+        inputs.pop("openwop")
+        variables = inputs.pop("variables", None)
+        if isinstance(variables, Mapping):
+            inputs = {**variables, **inputs}
+    return inputs
 
 
 def _user_text(message: UserMessage) -> str:
@@ -139,7 +161,19 @@ class AguiService:
             principal.require("runs:read")
             assert binding is not None
             return await self._continue(principal, binding, run, entries, agent_input, open_views)
+        if run is not None and binding is not None and self._last_new_user_message(agent_input, binding) is None:
+            # A finished thread and nothing new: tell the client again how the run ended.
+            principal.require("runs:read")
+            return Plan(run.run_id, run.next_seq - 1, [], set(binding.consumed_messages))
         return await self._start(principal, workflow, agent_input, binding, entries)
+
+    @staticmethod
+    def _last_new_user_message(agent_input: RunAgentInput, binding: threads.ThreadBinding) -> UserMessage | None:
+        """The request's last message, when it is a user message the thread has not taken yet."""
+        last = agent_input.messages[-1] if agent_input.messages else None
+        if not isinstance(last, UserMessage) or binding.has_seen(last.id):
+            return None
+        return last
 
     async def _start(
         self,
@@ -149,19 +183,24 @@ class AguiService:
         binding: threads.ThreadBinding | None,
         entries: list[ResumeEntry],
     ) -> Plan:
-        inputs: dict[str, Any] = dict(agent_input.state) if isinstance(agent_input.state, dict) else {}
+        inputs = _inputs_from_state(agent_input.state)
         inputs["messages"] = [m.model_dump(by_alias=True, mode="json") for m in agent_input.messages]
+        last = agent_input.messages[-1] if agent_input.messages else None
         run = await self.engine.create_run(
             principal, workflow.id, inputs=inputs, metadata={"agui": {"threadId": agent_input.thread_id}}
         )
         if binding is None:
             binding = threads.ThreadBinding(agent_input.thread_id, principal.tenant, workflow.id, [run.run_id])
+            if isinstance(last, UserMessage):
+                binding.started_with.append(last.id)
             if not await threads.save(self.engine, binding, create=True):
                 # Another request bound this new thread first: keep its run, cancel ours.
                 await self.engine.cancel_run(run.run_id, principal, "thread already bound")
                 raise ConflictError(f"thread {agent_input.thread_id!r} was started by another request")
         else:
             binding.runs.append(run.run_id)
+            if isinstance(last, UserMessage):
+                binding.started_with.append(last.id)
             await threads.save(self.engine, binding)
         warnings = [self._unknown(e) for e in entries]
         return Plan(run.run_id, -1, warnings)

@@ -2,8 +2,9 @@
 
 A binding lives in the store's key-value space (``agui.thread``), keyed by tenant
 and thread id, so two tenants never share a thread. It names the thread's
-current run and remembers which user messages were already taken as
-conversation turns, so a reconnect that resends them has no second effect.
+current run and remembers which user messages were already taken (as
+conversation turns, or to start a run), so a reconnect that resends them has
+no second effect.
 """
 
 from __future__ import annotations
@@ -19,13 +20,23 @@ _MAX_REMEMBERED = 200
 
 @dataclass
 class ThreadBinding:
-    """A thread's runs (the last is current) and the user messages already consumed."""
+    """A thread's runs (the last is current) and the user messages it has already taken.
+
+    ``consumed_messages`` were answers to conversation turns; ``started_with``
+    holds the last user message of each request that started a run, so a
+    reconnect resending the same messages starts nothing new.
+    """
 
     thread_id: str
     tenant: str
     workflow_id: str
     runs: list[str] = field(default_factory=list)
     consumed_messages: list[str] = field(default_factory=list)
+    started_with: list[str] = field(default_factory=list)
+
+    def has_seen(self, message_id: str) -> bool:
+        """Whether a user message already started a run or answered a turn on this thread."""
+        return message_id in self.consumed_messages or message_id in self.started_with
 
     @property
     def run_id(self) -> str | None:
@@ -40,6 +51,7 @@ class ThreadBinding:
             "workflowId": self.workflow_id,
             "runs": self.runs[-_MAX_REMEMBERED:],
             "consumedMessages": self.consumed_messages[-_MAX_REMEMBERED:],
+            "startedWith": self.started_with[-_MAX_REMEMBERED:],
         }
 
 
@@ -58,6 +70,7 @@ async def load(engine: Engine, tenant: str, thread_id: str) -> ThreadBinding | N
         workflow_id=raw["workflowId"],
         runs=list(raw.get("runs", [])),
         consumed_messages=list(raw.get("consumedMessages", [])),
+        started_with=list(raw.get("startedWith", [])),
     )
 
 

@@ -24,6 +24,7 @@ from ag_ui.core import (
     Message,
     StepFinishedEvent,
     StepStartedEvent,
+    SystemMessage,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -48,14 +49,25 @@ def _turn_message(turn: Mapping[str, Any]) -> Message:
     text = as_text(turn.get("content"))
     if turn.get("role") == "user":
         return UserMessage(id=str(turn["messageId"]), content=text)
+    if turn.get("role") == "system":
+        return SystemMessage(id=str(turn["messageId"]), content=text)
     return AssistantMessage(id=str(turn["messageId"]), content=text, name=turn.get("speakerId"))
 
 
-def _text_events(message_id: str, text: str, role: Literal["assistant", "user"] = "assistant") -> Iterator[BaseEvent]:
+def _text_events(
+    message_id: str, text: str, role: Literal["assistant", "user", "system"] = "assistant"
+) -> Iterator[BaseEvent]:
     yield TextMessageStartEvent(message_id=message_id, role=role)
     if text:
         yield TextMessageContentEvent(message_id=message_id, delta=text)
     yield TextMessageEndEvent(message_id=message_id)
+
+
+def _turn_text(turn: Mapping[str, Any]) -> Iterator[BaseEvent]:
+    """A conversation turn as one text message in the speaker's role (agent turns are the assistant's)."""
+    role = turn.get("role")
+    as_role: Literal["assistant", "user", "system"] = role if role in ("user", "system") else "assistant"
+    yield from _text_events(str(turn["messageId"]), as_text(turn.get("content")), as_role)
 
 
 def _tool_call_message(payload: Mapping[str, Any]) -> AssistantMessage:
@@ -142,17 +154,12 @@ class Translator:
         elif kind == "conversation.opened":
             turn = p["initialTurn"]
             if turn.get("role") != "user":
-                yield from _text_events(str(turn["messageId"]), as_text(turn.get("content")))
+                yield from _turn_text(turn)
         elif kind == "node.suspended" and p.get("promptTurn"):
-            turn = p["promptTurn"]
-            yield from _text_events(str(turn["messageId"]), as_text(turn.get("content")))
+            yield from _turn_text(p["promptTurn"])
         elif kind in ("conversation.exchanged", "conversation.closed"):
             # The person's turn is streamed too, so it lands in the thread before the next prompt.
-            turn = p["turn"] if kind == "conversation.exchanged" else p["finalTurn"]
-            if turn.get("role") == "user":
-                yield from _text_events(str(turn["messageId"]), as_text(turn.get("content")), "user")
-            else:
-                yield from _text_events(str(turn["messageId"]), as_text(turn.get("content")))
+            yield from _turn_text(p["turn"] if kind == "conversation.exchanged" else p["finalTurn"])
         elif kind == "output.chunk":
             channel = str(p.get("channel") or f"{doc['runId']}:{node}")
             if channel not in self.texts:
