@@ -79,12 +79,21 @@ class Answers:
         token = self._signer().mint(record.run_id, record.node_id, record.interrupt_id, expires, intent, subject)
         return token, expires
 
-    def interrupt_view(self, record: InterruptRecord, *, base_url: str = "", with_token: bool = True) -> dict[str, Any]:
-        """An interrupt with a fresh resolve link while it is open."""
-        if with_token and record.open:
-            token, expires = self.mint_token(record)
-            return interrupt_view(record, token=token, token_expires_ms=expires, base_url=base_url)
+    def interrupt_view(
+        self, record: InterruptRecord, *, base_url: str = "", link: str | None = "resolve"
+    ) -> dict[str, Any]:
+        """An interrupt with a fresh signed link of intent ``link`` while it is open (none for ``None``)."""
+        if link is not None and record.open:
+            token, expires = self.mint_token(record, link)
+            view = interrupt_view(record, token=token, token_expires_ms=expires, base_url=base_url)
+            view["tokenIntent"] = link
+            return view
         return interrupt_view(record)
+
+    @staticmethod
+    def link_for(principal: Principal) -> str:
+        """The link a principal may be handed: ``resolve`` only if it could answer with its key."""
+        return "resolve" if principal.has_scope("approvals:respond") else "inspect"
 
     async def interrupt_at(self, run_id: str, node_id: str, principal: Principal) -> InterruptRecord:
         """The latest interrupt at a run-scoped address, visible to the principal."""

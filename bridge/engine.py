@@ -452,13 +452,13 @@ class Engine(Answers):
         """The ``RunSnapshot`` of a run, with signed links for its open interrupts."""
         principal.require("runs:read")
         run = await self.visible_run(run_id, principal)
-        return await self.snapshot_of(run, base_url=base_url)
+        return await self.snapshot_of(run, base_url=base_url, link=self.link_for(principal))
 
-    async def snapshot_of(self, run: RunRecord, *, base_url: str = "") -> dict[str, Any]:
-        """The snapshot of an already-loaded run (no access check)."""
+    async def snapshot_of(self, run: RunRecord, *, base_url: str = "", link: str | None = "resolve") -> dict[str, Any]:
+        """The snapshot of an already-loaded run (no access check); open interrupts carry ``link`` links."""
         open_records = [] if run.terminal else await self.store.run_interrupts(run.run_id, open_only=True)
         open_records = [r for r in open_records if r.kind not in ("conversation.start", "conversation.close")]
-        views = [self.interrupt_view(r, base_url=base_url) for r in open_records]
+        views = [self.interrupt_view(r, base_url=base_url, link=link) for r in open_records]
         channels = await self.channels(run)
         children = await self.store.child_runs(run.run_id)
         return run_snapshot(run, open_views=views, channels=channels, children=children)

@@ -172,7 +172,11 @@ def run_snapshot(
             "nodeId": first["nodeId"],
             "interruptId": first["interruptId"],
             "payload": first["payload"],
-            **{k: first[k] for k in ("interruptToken", "callbackUrl", "expiresAt", "votes") if k in first},
+            **{
+                k: first[k]
+                for k in ("interruptToken", "tokenIntent", "callbackUrl", "expiresAt", "votes")
+                if k in first
+            },
         }
         snap["interrupts"] = list(open_views)
     elif state.get("currentNodeId"):

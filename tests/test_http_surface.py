@@ -80,7 +80,25 @@ async def test_create_run_and_snapshot(client: httpx.AsyncClient, engine: Engine
     assert snap["status"] == "waiting-approval" and snap["currentNodeId"] == "gate"
     assert snap["interrupt"]["kind"] == "approval" and snap["interrupt"]["nodeId"] == "gate"
     assert snap["interrupt"]["callbackUrl"] == f"http://bridge.test/v1/interrupts/{snap['interrupt']['interruptToken']}"
+    assert snap["interrupt"]["tokenIntent"] == "resolve"
     assert snap["tags"] == ["t1"] and snap["metadata"] == {"ticket": 9}
+
+
+async def test_keys_that_cannot_answer_are_handed_inspect_links_only(client: httpx.AsyncClient, engine: Engine) -> None:
+    run_id = (await client.post("/v1/runs", json={"workflowId": "conformance-approval"}, headers=auth("admin"))).json()[
+        "runId"
+    ]
+    await settle(engine, run_id)
+    for where in (f"/v1/runs/{run_id}", f"/v1/runs/{run_id}/interrupts/gate"):
+        got = (await client.get(where, headers=auth("reader"))).json()
+        view = got.get("interrupt", got)
+        assert view["tokenIntent"] == "inspect", where
+        assert (await client.get(view["callbackUrl"])).status_code == 200  # it can look
+        refused = await client.post(view["callbackUrl"], json={"resumeValue": {"action": "accept"}})
+        _envelope(refused, 403, "forbidden")  # but a read-only key never yields a way to answer
+    assert (await client.get(f"/v1/runs/{run_id}", headers=auth("bob"))).json()["interrupt"]["tokenIntent"] == "resolve"
+    snap = (await client.get(f"/v1/runs/{run_id}", headers=auth("admin"))).json()
+    assert snap["status"] == "waiting-approval"
 
 
 @pytest.mark.parametrize(

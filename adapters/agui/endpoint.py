@@ -143,7 +143,7 @@ class AguiService:
         if run is None or run.terminal:
             return {}
         return {
-            r.interrupt_id: self.engine.interrupt_view(r, with_token=False)
+            r.interrupt_id: self.engine.interrupt_view(r, link=None)
             for r in await self.engine.open_interrupts(run.run_id)
         }
 
@@ -360,9 +360,7 @@ class AguiService:
         elif run.status == "cancelled":
             finished = RunFinishedEvent(thread_id=thread_id, run_id=agui_run, outcome=RunFinishedCancelledOutcome())
         else:
-            views = [
-                self.engine.interrupt_view(r, with_token=False) for r in await self.engine.open_interrupts(run.run_id)
-            ]
+            views = [self.engine.interrupt_view(r, link=None) for r in await self.engine.open_interrupts(run.run_id)]
             outcome = RunFinishedInterruptOutcome(interrupts=[interrupt_to_agui(v) for v in views])
             finished = RunFinishedEvent(thread_id=thread_id, run_id=agui_run, outcome=outcome)
         yield encoder.encode(finished)
