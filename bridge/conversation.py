@@ -362,7 +362,7 @@ def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any,
     elif "content" in value:
         content = value["content"]
     elif operation == "close":
-        content = None  # the host writes a procedural turn naming who closed it
+        content = value.get("reason")  # the person's closing words, if any
     else:
         raise ValidationError("an exchange answer needs 'content' (or a 'turn' with content)")
     reason = value.get("reason")
@@ -385,7 +385,7 @@ def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, n
     procedural = operation == "close" and turn_in is None and content is None
     if procedural:
         # A close without words is not something the person said: a system turn records it.
-        content = f"{principal.id} closed the conversation" + (f": {reason}" if reason else "")
+        content = f"{principal.id} closed the conversation"
     expected_id = f"{cid}:{index}:{'system' if procedural else 'user'}"
     supplied_id = turn_in.get("messageId") if turn_in else None
     if not record.open:
