@@ -134,6 +134,11 @@ class RunExecutor:
         self.run = run
         self.workflow = workflow
         self.state = run.state
+        for node_id, ns in self.state["nodes"].items():
+            if ns.get("status") == "running":
+                # Its activation died with the instance that ran it (a crash, a lost lease):
+                # run it again in the same visit; replay keeps what it already recorded.
+                self._rerun.setdefault(node_id, [])
         try:
             await self._drive()
         except StaleOwnerError:
@@ -250,7 +255,7 @@ class RunExecutor:
         nodes = self.state["nodes"]
         now = self.clock_now_ms()
         ns = nodes.get(node_id)
-        fresh = not resumed and not cancelling and (ns is None or ns.get("status") != "suspended")
+        fresh = not resumed and not cancelling and (ns is None or ns.get("status") not in ("suspended", "running"))
         if fresh:
             visit = (ns or {}).get("visit", -1) + 1
             previous = ns or {}

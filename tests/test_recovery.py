@@ -118,6 +118,35 @@ def test_acknowledged_resolution_survives_kill_9_and_the_run_finishes(tmp_path: 
         server.stop()
 
 
+def test_the_node_running_at_the_kill_runs_again_after_restart(tmp_path: Path, workflows: Path) -> None:
+    db = tmp_path / "r.db"
+    server = _server(db, workflows).start()
+    try:
+        run_id = httpx.post(f"{server.url}/v1/runs", json={"workflowId": "gate-then-wait"}, headers=H).json()["runId"]
+        _wait(server.url, run_id, ("waiting-approval",))
+        r = httpx.post(
+            f"{server.url}/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=H
+        )
+        assert r.status_code == 200
+        deadline = time.monotonic() + 10
+        while not any(
+            e["type"] == "node.started" and e["payload"]["nodeId"] == "wait" for e in _events(server.url, run_id)
+        ):
+            assert time.monotonic() < deadline, "the delay never started"
+            time.sleep(0.02)
+        server.kill9()  # mid-delay: the wait node is recorded as running
+        server = _server(db, workflows).start()
+        snap = _wait(server.url, run_id, ("completed",))
+        assert snap["nodeStates"]["wait"]["status"] == "completed", snap["nodeStates"]
+        assert snap["nodeStates"]["wait"]["outputs"] == {"delayedMs": 1500}
+        events = _events(server.url, run_id)
+        waits = [e["type"] for e in events if e.get("payload", {}).get("nodeId") == "wait"]
+        assert waits == ["node.started", "node.completed"]  # the same activation, finished once
+        assert [e["sequence"] for e in events] == list(range(len(events)))
+    finally:
+        server.stop()
+
+
 def test_deadline_fires_after_restart_without_any_request(tmp_path: Path, workflows: Path) -> None:
     db = tmp_path / "b.db"
     server = _server(db, workflows).start()
