@@ -36,6 +36,16 @@ def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(f"OPENWOP_BRIDGE_{name}", default)
 
 
+def _lease_ms(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds") from None
+    if value < 100:
+        raise argparse.ArgumentTypeError("must be at least 100 milliseconds")
+    return value
+
+
 def _env_list(name: str, sep: str) -> list[str]:
     raw = _env(name)
     return [p for p in raw.split(sep) if p.strip()] if raw else []
@@ -108,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-agui", action="store_true", default=_env("NO_AGUI") == "1", help="do not serve workflows as AG-UI agents"
     )
     serve.add_argument("--escalation-threshold", type=float, default=float(_env("ESCALATION_THRESHOLD", "0.7") or 0.7))
+    serve.add_argument(
+        "--lease-ms",
+        type=_lease_ms,
+        default=_env("LEASE_MS", "30000"),
+        help="how long a run stays with an instance that stopped renewing it (default 30000)",
+    )
     serve.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
     serve.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"))
 
@@ -131,7 +147,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     secrets = [parse_secret_spec(s) for s in args.token_secret]
     engine = Engine(
         store,
-        config=EngineConfig(conversation_enabled=not args.no_conversation, default_threshold=args.escalation_threshold),
+        config=EngineConfig(
+            conversation_enabled=not args.no_conversation,
+            default_threshold=args.escalation_threshold,
+            lease_ms=args.lease_ms,
+        ),
         token_secrets=secrets,
     )
     build = ServerBuild(engine=engine, db=args.db, options={"graph": list(args.graph), "no_agui": args.no_agui})
@@ -154,8 +174,12 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             return
         stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
         if stored is None:
-            stored, _ = generate_dev_key()
-            await store.kv_put(DEV_KEY_NAMESPACE, "key", stored, engine.clock.now_ms())
+            candidate, _ = generate_dev_key()
+            # Instances starting together on a new database agree on the first key written.
+            if await store.kv_put(DEV_KEY_NAMESPACE, "key", candidate, engine.clock.now_ms(), only_if_absent=True):
+                stored = candidate
+            else:
+                stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
         ring.add(make_key(str(stored), principal="dev", scopes=["*"], roles=["admin"]))
         dev["key"] = str(stored)
 
@@ -165,7 +189,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         url = args.public_url or f"http://{args.host}:{args.port}"
         lines = [
             f"openwop-bridge {ENGINE_VERSION.split('/')[1]} serving on {url}",
-            f"  database : {args.db}",
+            f"  database : {getattr(store, 'display_url', args.db)}",
             f"  workflows: {', '.join(wf.id for wf in engine.workflows()) or '(none)'}",
         ]
         if dev.get("key"):
@@ -210,6 +234,8 @@ def serve(args: argparse.Namespace) -> int:
         access_log=False,
         lifespan="on",
         log_config=None,
+        # Open event streams end at shutdown instead of holding it up.
+        timeout_graceful_shutdown=5,
     )
     uvicorn.Server(config).run()
     return 0

@@ -233,16 +233,22 @@ class Engine(Answers):
         return kid
 
     async def _heartbeat_loop(self) -> None:
-        """Renew this instance's leases; on shared stores, also reclaim runs of dead owners."""
+        """Renew the leases of the runs executing here; reclaim runs whose lease ran out."""
         interval = self.config.lease_ms / 3000
         shared = not getattr(self.store, "single_instance", True)
         while True:
             await asyncio.sleep(interval)
             try:
                 if self._executors:
-                    await self.store.renew_leases(self.instance_id, self.clock.now_ms(), self.config.lease_ms)
-                if shared:
-                    await self.recover()
+                    await self.store.renew_leases(
+                        self.instance_id, list(self._executors), self.clock.now_ms(), self.config.lease_ms
+                    )
+                # Runs of dead instances (shared stores), and runs whose executor here
+                # ended without releasing them (a store outage), once their lease ran out.
+                await self.recover()
+                if shared and not self._token_secrets:
+                    # Keys rotated or retired on another instance take effect here too.
+                    await self.load_signing_keys()
             except asyncio.CancelledError:
                 raise
             except Exception:

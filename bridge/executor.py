@@ -67,6 +67,7 @@ class RunExecutor:
         self._diverged: dict[str, Any] | None = None
         self.default_threshold = engine.default_threshold
         self.conversation_enabled = engine.conversation_enabled
+        self._transient: tuple[type[BaseException], ...] = getattr(engine.store, "transient_errors", ())
 
     # --- ContextHost ---------------------------------------------------------------
 
@@ -147,7 +148,13 @@ class RunExecutor:
         except asyncio.CancelledError:
             await self._stop_tasks()
             raise
-        except Exception:
+        except Exception as exc:
+            if isinstance(exc, self._transient):
+                # The store is unreachable, not the run broken: stop here; the lease runs
+                # out unrenewed and recovery resumes the run from its last commit.
+                log.warning("run %s: the store is unavailable (%s); leaving it to recovery", self.run_id, exc)
+                await self._stop_tasks()
+                return
             log.exception("executor for run %s crashed", self.run_id)
             await self._stop_tasks()
             await self._fail_internally()
@@ -335,7 +342,8 @@ class RunExecutor:
         return ctx
 
     async def _execute(self, ctx: NodeContext) -> Outcome:
-        return await run_node(self.engine.node_types.get(ctx.node.type_id), ctx, self.engine.clock.now_ms)
+        node_type = self.engine.node_types.get(ctx.node.type_id)
+        return await run_node(node_type, ctx, self.engine.clock.now_ms, self._transient)
 
     # --- applying outcomes (the one place state changes) ---------------------------------
 

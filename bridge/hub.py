@@ -53,7 +53,8 @@ class Subscription:
         by another instance); raises TimeoutError after ``timeout``."""
         if timeout is None:
             return await self.queue.get()
-        return await asyncio.wait_for(self.queue.get(), timeout)
+        async with asyncio.timeout(timeout):
+            return await self.queue.get()
 
     def close(self) -> None:
         """Stop receiving."""

@@ -43,8 +43,17 @@ def _error(exc: BridgeError | NodeError, *, always_details: bool = False) -> dic
     return err
 
 
-async def run_node(node_type: NodeType | None, ctx: NodeContext, now_ms: Callable[[], int]) -> Outcome:
-    """Run ``node_type`` on ``ctx`` and report how it ended; never raises but for cancellation."""
+async def run_node(
+    node_type: NodeType | None,
+    ctx: NodeContext,
+    now_ms: Callable[[], int],
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> Outcome:
+    """Run ``node_type`` on ``ctx`` and report how it ended.
+
+    Raises only for cancellation and for ``passthrough`` errors (the store
+    being unreachable), which are not the node's failure.
+    """
     if node_type is None:
         error = {"code": "unsupported_node_type", "message": f"no node type {ctx.node.type_id!r} on this host"}
         return Outcome(ctx, "failed", error=error)
@@ -61,6 +70,8 @@ async def run_node(node_type: NodeType | None, ctx: NodeContext, now_ms: Callabl
         except (NodeError, BridgeError) as exc:
             return Outcome(ctx, "failed", error=_error(exc))
         except asyncio.CancelledError:
+            raise
+        except passthrough:
             raise
         except Exception as exc:
             log.exception("node %s of run %s raised", ctx.node_id, ctx.run_id)

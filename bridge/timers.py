@@ -63,7 +63,8 @@ class TimerService:
                 self._armed_for = deadline
                 wait = MAX_SLEEP_S if deadline is None else min(MAX_SLEEP_S, max(0.0, (deadline - now) / 1000))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._poke.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await self._poke.wait()
             except asyncio.CancelledError:
                 raise
             except Exception:

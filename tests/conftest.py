@@ -1,8 +1,10 @@
-"""Fixtures: a real SQLite engine per test, the official fixtures loaded."""
+"""Fixtures: a real engine per test (SQLite, or PostgreSQL with
+``BRIDGE_TEST_STORE=postgres``), the official fixtures loaded."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -13,7 +15,9 @@ from bridge.auth import KeyRing, make_key
 from bridge.engine import EngineConfig
 from bridge.http import create_app
 from bridge.spec import iter_fixtures
+from bridge.store.base import Store
 from bridge.workflow import load_workflow
+from tests import pg
 
 KEYS = {
     "admin": make_key("key-admin-0001", principal="alice", roles=["admin"]),
@@ -48,9 +52,45 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "bridge.db"
 
 
+STORE = os.environ.get("BRIDGE_TEST_STORE", "sqlite")
+# Tests about SQLite itself (its query plans): they keep their SQLite engine under
+# BRIDGE_TEST_STORE=postgres; tests/test_store_contract.py covers PostgreSQL's plans.
+SQLITE_ONLY = {"test_inbox_queries_use_their_index"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "engine_store: runs on the store BRIDGE_TEST_STORE selects")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # scripts/test runs these a second time on PostgreSQL (``-m engine_store``).
+    for item in items:
+        if {"engine", "make_engine"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.engine_store)
+
+
 @pytest.fixture
-async def engine(db_path: Path) -> AsyncIterator[Engine]:
-    eng = Engine(SqliteStore(db_path), workflows=fixture_workflows())
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for this test (fails without BRIDGE_TEST_PG_URL)."""
+    with pg.fresh_database() as url:
+        yield url
+
+
+def _store(request: pytest.FixtureRequest, sqlite_path: Path) -> Store:
+    if STORE == "sqlite" or request.node.originalname in SQLITE_ONLY:
+        return SqliteStore(sqlite_path)
+    if STORE != "postgres":
+        pytest.fail(f"BRIDGE_TEST_STORE must be sqlite or postgres, not {STORE!r}", pytrace=False)
+    from bridge.store.postgres import PostgresStore
+
+    name, url = pg.create_database()
+    request.addfinalizer(lambda: pg.drop_database(name))
+    return PostgresStore(url)
+
+
+@pytest.fixture
+async def engine(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[Engine]:
+    eng = Engine(_store(request, db_path), workflows=fixture_workflows())
     await eng.start()
     try:
         yield eng
@@ -59,11 +99,11 @@ async def engine(db_path: Path) -> AsyncIterator[Engine]:
 
 
 @pytest.fixture
-def make_engine(tmp_path: Path):
+def make_engine(request: pytest.FixtureRequest, tmp_path: Path):
     """Build (not start) further engines, e.g. with the conversation primitive off."""
 
     def build(config: EngineConfig | None = None, name: str = "other.db") -> Engine:
-        return Engine(SqliteStore(tmp_path / name), workflows=fixture_workflows(), config=config)
+        return Engine(_store(request, tmp_path / name), workflows=fixture_workflows(), config=config)
 
     return build
 

@@ -78,6 +78,17 @@ def test_flags_and_environment() -> None:
     )
 
 
+def test_lease_must_be_a_sensible_duration(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert build_parser().parse_args(["serve", "--lease-ms", "2000"]).lease_ms == 2000
+    monkeypatch.setenv("OPENWOP_BRIDGE_LEASE_MS", "4500")
+    assert build_parser().parse_args(["serve"]).lease_ms == 4500
+    for bad in ("0", "-5", "soon"):
+        with pytest.raises(SystemExit) as exit_:
+            build_parser().parse_args(["serve", "--lease-ms", bad])
+        assert exit_.value.code == 2
+        assert "--lease-ms" in capsys.readouterr().err
+
+
 def test_bad_workflow_dir_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--db", str(tmp_path / "x.db"), "--workflows", str(tmp_path / "missing")]) == 2
     assert "does not exist" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 import httpx
@@ -11,6 +12,7 @@ from openapi_spec_validator import validate
 
 from bridge import Engine, spec
 from bridge.discovery import validate_discovery
+from bridge.store.cursor import encode_cursor
 from tests.conftest import auth
 from tests.helpers import settle
 
@@ -342,6 +344,21 @@ async def test_inbox_lists_filters_and_paginates(client: httpx.AsyncClient, engi
     _envelope(await client.get("/v1/interrupts", params={"kind": "bogus"}, headers=h), 400, "validation_error")
     _envelope(await client.get("/v1/interrupts", params={"limit": "zero"}, headers=h), 400, "validation_error")
     _envelope(await client.get("/v1/interrupts", params={"cursor": "!!"}, headers=h), 400, "validation_error")
+    huge = base64.urlsafe_b64encode(b'[100000000000000000000,"a"]').decode().rstrip("=")
+    for shape in (encode_cursor("x"), encode_cursor(1, 2, 3), huge, encode_cursor(True, "a")):
+        for path in ("/v1/interrupts", "/v1/runs"):
+            _envelope(await client.get(path, params={"cursor": shape}, headers=h), 400, "validation_error")
+
+
+async def test_last_event_id_out_of_range_is_refused(client: httpx.AsyncClient, engine: Engine) -> None:
+    run_id = (await client.post("/v1/runs", json={"workflowId": "conformance-approval"}, headers=auth("admin"))).json()[
+        "runId"
+    ]
+    for bad in ("99999999999999999999999", "-5", "abc"):
+        r = await client.get(
+            f"/v1/runs/{run_id}/events", headers={**auth("admin"), "Accept": "application/json", "Last-Event-ID": bad}
+        )
+        _envelope(r, 400, "validation_error")
 
 
 async def test_workflows_listing_and_definition(client: httpx.AsyncClient) -> None:

@@ -23,7 +23,7 @@ from bridge.engine import Engine
 from bridge.http import interrupts, runs
 from bridge.http.deps import engine
 from bridge.http.openapi import openapi_document
-from bridge.http.responses import EXCEPTION_HANDLERS, JSONResponse
+from bridge.http.responses import EXCEPTION_HANDLERS, JSONResponse, store_unavailable
 
 
 async def discovery(request: Request) -> Response:
@@ -83,7 +83,10 @@ def create_app(
         *interrupts.routes,
         *extra_routes,
     ]
-    app = Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, lifespan=lifespan)
+    handlers = dict(EXCEPTION_HANDLERS)
+    for transient in getattr(engine.store, "transient_errors", ()):
+        handlers[transient] = store_unavailable
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     app.state.engine = engine
     app.state.keyring = keyring
     app.state.public_url = public_url

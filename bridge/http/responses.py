@@ -65,6 +65,16 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse(envelope(code, message), status_code=exc.status_code, headers=exc.headers)
 
 
+async def store_unavailable(request: Request, exc: Exception) -> Response:
+    """The store's transient errors (its database unreachable for now): 503 with ``Retry-After``."""
+    log.warning("store unavailable on %s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(
+        envelope("store_unavailable", "the database is unreachable right now; retry shortly", {"retryAfter": 1}),
+        status_code=503,
+        headers={"Retry-After": "1"},
+    )
+
+
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     """Anything else: logged, reported as 500 ``internal_error`` without internals."""
     log.exception("unhandled error on %s %s", request.method, request.url.path)

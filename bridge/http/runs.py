@@ -88,9 +88,12 @@ def _last_event_id(request: Request) -> int:
     if raw is None or raw == "":
         return -1
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError as exc:
         raise ValidationError("Last-Event-ID must be an event sequence number") from exc
+    if not -1 <= value < 2**53:
+        raise ValidationError("Last-Event-ID must be an event sequence number")
+    return value
 
 
 async def run_events(request: Request) -> Response:

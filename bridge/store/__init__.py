@@ -9,9 +9,15 @@ from bridge.store.sqlite import SqliteStore
 def open_store(url: str) -> Store:
     """A store for ``--db``: a SQLite path (or ``sqlite:PATH``) or a ``postgresql://`` URL."""
     if url.startswith(("postgresql://", "postgres://")):
-        from bridge.errors import ValidationError
+        try:
+            from bridge.store.postgres import PostgresStore
+        except ImportError as exc:
+            from bridge.errors import ValidationError
 
-        raise ValidationError("PostgreSQL is not available in this build; use a SQLite path")
+            raise ValidationError(
+                "PostgreSQL needs psycopg 3 and psycopg-pool: pip install 'openwop-bridge[postgres]'"
+            ) from exc
+        return PostgresStore(url)
     if url.startswith("sqlite:"):
         url = url[len("sqlite:") :]
     return SqliteStore(url)

@@ -183,6 +183,11 @@ class Store(Protocol):
     notifications are sent from inside the committing transaction, so they are
     delivered only for committed work. Single-instance stores omit both; the
     engine then resets stale leases at start-up (``reset_owners``).
+
+    A store may also name ``transient_errors``: exception types meaning the
+    database is unreachable for now (a lost connection, a pool timeout). An
+    executor that meets one stops without failing its run, and the run is
+    picked up again once its lease runs out.
     """
 
     async def open(self) -> None:
@@ -211,8 +216,12 @@ class Store(Protocol):
     async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
         """Take ownership when free (or the lease expired); bumps ``epoch``. None if taken."""
 
-    async def renew_leases(self, owner: str, now_ms: int, lease_ms: int) -> int:
-        """Extend every lease this owner holds; returns how many."""
+    async def renew_leases(self, owner: str, run_ids: Sequence[str], now_ms: int, lease_ms: int) -> int:
+        """Extend this owner's leases on ``run_ids`` (the runs it is executing); returns how many.
+
+        A run the owner holds but no longer executes is left to expire, so
+        recovery (here or on another instance) picks it up again.
+        """
 
     async def commit(self, commit: RunCommit) -> CommitResult:
         """Apply an executor step; raises :class:`~bridge.errors.StaleOwnerError` when fenced."""

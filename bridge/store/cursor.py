@@ -24,3 +24,17 @@ def decode_cursor(cursor: str) -> list[Any]:
     if not isinstance(parts, list):
         raise ValidationError("malformed cursor")
     return parts
+
+
+def page_cursor(cursor: str) -> tuple[int, str]:
+    """``(milliseconds, id)`` from a page cursor; anything else is a malformed cursor."""
+    parts = decode_cursor(cursor)
+    if (
+        len(parts) != 2
+        or not isinstance(parts[0], int)
+        or isinstance(parts[0], bool)
+        or not -(2**63) <= parts[0] < 2**63
+        or not isinstance(parts[1], str)
+    ):
+        raise ValidationError("malformed cursor")
+    return parts[0], parts[1]

@@ -54,6 +54,62 @@ SQLITE_MIGRATIONS: list[list[str]] = [
 ]
 
 
+# The same tables and indexes as SQLite. Documents are ``json``, not ``jsonb``:
+# they are never queried inside, ``json`` keeps them exactly as written (key
+# order, number spelling) and accepts every string, where ``jsonb`` refuses
+# ``\u0000``, which answers and payloads may carry. Identifiers that order
+# pages compare bytewise (``COLLATE "C"``), as in SQLite. ``runs_owner`` is the
+# one index SQLite lacks: lease renewal and reconnect catch-up look runs up by
+# owner, and several instances do so every few seconds.
+POSTGRES_MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE signing_keys (
+            kid TEXT PRIMARY KEY, secret TEXT NOT NULL, created_at BIGINT NOT NULL,
+            active BOOLEAN NOT NULL DEFAULT FALSE, retired_at BIGINT)""",
+        """CREATE TABLE runs (
+            run_id TEXT COLLATE "C" PRIMARY KEY, tenant TEXT NOT NULL, workflow_id TEXT NOT NULL,
+            status TEXT NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, spec JSON NOT NULL,
+            state JSON NOT NULL, parent_run_id TEXT, parent_node_id TEXT, parent_visit INTEGER, child_ordinal INTEGER,
+            completed_at BIGINT, next_seq BIGINT NOT NULL DEFAULT 0, owner TEXT, lease_until BIGINT,
+            epoch BIGINT NOT NULL DEFAULT 0, wake BIGINT NOT NULL DEFAULT 0,
+            needs_work BOOLEAN NOT NULL DEFAULT TRUE, control JSON)""",
+        "CREATE INDEX runs_needs_work ON runs(needs_work) WHERE needs_work",
+        "CREATE INDEX runs_parent ON runs(parent_run_id) WHERE parent_run_id IS NOT NULL",
+        """CREATE UNIQUE INDEX runs_child_key ON runs(parent_run_id, parent_node_id, parent_visit, child_ordinal)
+            WHERE parent_run_id IS NOT NULL""",
+        "CREATE INDEX runs_tenant ON runs(tenant, created_at)",
+        "CREATE INDEX runs_owner ON runs(owner) WHERE owner IS NOT NULL",
+        """CREATE TABLE events (
+            run_id TEXT COLLATE "C" NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, node_id TEXT, visit INTEGER,
+            cmd INTEGER, doc JSON NOT NULL, PRIMARY KEY (run_id, seq))""",
+        "CREATE INDEX events_activation ON events(run_id, node_id, visit, cmd) WHERE cmd IS NOT NULL",
+        "CREATE INDEX events_type ON events(run_id, type)",
+        """CREATE TABLE interrupts (
+            interrupt_id TEXT COLLATE "C" PRIMARY KEY, run_id TEXT COLLATE "C" NOT NULL, tenant TEXT NOT NULL,
+            workflow_id TEXT NOT NULL, node_id TEXT NOT NULL, exec_node TEXT NOT NULL,
+            visit INTEGER NOT NULL, ordinal INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL,
+            status TEXT NOT NULL, payload JSON NOT NULL, requested_at BIGINT NOT NULL, deadline BIGINT,
+            resolved_at BIGINT, consumed BOOLEAN NOT NULL DEFAULT FALSE, resolution JSON, state JSON,
+            requested_seq BIGINT)""",
+        "CREATE UNIQUE INDEX interrupts_key ON interrupts(run_id, key)",
+        "CREATE INDEX interrupts_addr ON interrupts(run_id, node_id, requested_at)",
+        "CREATE INDEX interrupts_node ON interrupts(run_id, exec_node)",
+        "CREATE INDEX interrupts_inbox ON interrupts(tenant, status, requested_at, interrupt_id)",
+        "CREATE INDEX interrupts_inbox_kind ON interrupts(tenant, status, kind, requested_at, interrupt_id)",
+        """CREATE INDEX interrupts_deadline ON interrupts(deadline)
+            WHERE status = 'pending' AND deadline IS NOT NULL""",
+        "CREATE INDEX interrupts_unconsumed ON interrupts(run_id) WHERE NOT consumed AND status <> 'pending'",
+        """CREATE TABLE kv (
+            namespace TEXT NOT NULL, key TEXT NOT NULL, value JSON NOT NULL, updated_at BIGINT NOT NULL,
+            PRIMARY KEY (namespace, key))""",
+        """CREATE TABLE audit (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tenant TEXT, at BIGINT NOT NULL,
+            principal TEXT NOT NULL, action TEXT NOT NULL, resource TEXT NOT NULL, run_id TEXT, details JSON)""",
+        "CREATE INDEX audit_run ON audit(run_id, id)",
+    ],
+]
+
+
 class SchemaTooNewError(RuntimeError):
     """The database was migrated by a newer bridge than this one."""
 

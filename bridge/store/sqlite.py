@@ -43,6 +43,9 @@ T = TypeVar("T")
 class SqliteStore(SqliteReads):
     """The :class:`~bridge.store.base.Store` on one SQLite file."""
 
+    #: "database is locked" past the busy timeout, an I/O error: the run waits for recovery.
+    transient_errors: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
+
     def __init__(self, path: str | Path, *, synchronous: str = "FULL", batch: int = 64) -> None:
         self.path = str(path)
         self._sync = synchronous
@@ -223,9 +226,14 @@ class SqliteStore(SqliteReads):
 
         return await self._write(tx)
 
-    async def renew_leases(self, owner: str, now_ms: int, lease_ms: int) -> int:
+    async def renew_leases(self, owner: str, run_ids: Sequence[str], now_ms: int, lease_ms: int) -> int:
+        ids = list(run_ids)
+
         def tx(conn: sqlite3.Connection) -> int:
-            return conn.execute("UPDATE runs SET lease_until=? WHERE owner=?", (now_ms + lease_ms, owner)).rowcount
+            return conn.execute(
+                "UPDATE runs SET lease_until=? WHERE owner=? AND run_id IN (SELECT value FROM json_each(?))",
+                (now_ms + lease_ms, owner, dumps(ids)),
+            ).rowcount
 
         return await self._write(tx)
 

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from bridge.store.base import InboxPage, InterruptRecord, RunRecord
-from bridge.store.cursor import decode_cursor, encode_cursor
+from bridge.store.cursor import encode_cursor, page_cursor
 
 RUN_COLS = (
     "run_id, tenant, workflow_id, status, created_at, updated_at, spec, state, parent_run_id, "
@@ -143,7 +143,7 @@ class SqliteReads:
             where.append("status=?")
             args.append(status)
         if cursor:
-            created, rid = decode_cursor(cursor)
+            created, rid = page_cursor(cursor)
             where.append("(created_at < ? OR (created_at = ? AND run_id < ?))")
             args += [created, created, rid]
         rows = (
@@ -263,7 +263,7 @@ class SqliteReads:
         else:
             where.append("kind NOT IN ('conversation.start','conversation.close')")
         if cursor:
-            at, iid = decode_cursor(cursor)
+            at, iid = page_cursor(cursor)
             where.append("(requested_at > ? OR (requested_at = ? AND interrupt_id > ?))")
             args += [at, at, iid]
         rows = (

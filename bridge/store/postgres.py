@@ -1,0 +1,525 @@
+"""The shared store: PostgreSQL, for several bridge instances on one database.
+
+Same contract and semantics as :class:`~bridge.store.sqlite.SqliteStore`;
+what changes is how exclusivity is obtained. Every write is one transaction on
+a pooled connection (psycopg 3, async). A transaction that changes a run locks
+the run's row first (``SELECT … FOR UPDATE``) and only then touches its
+interrupts and events, so the ``pending`` guard, the ``epoch`` fence, the
+``wake`` check and sequence numbering all happen under that one lock, and two
+writers of one run always queue in the same order. A commit that wakes a parent
+locks the parent second: locks only ever go from a run to its parent, never
+back.
+
+Other instances hear about committed work through ``LISTEN/NOTIFY``: each
+transaction sends, from inside itself, one notice per run it touched, naming
+the sending instance, whether events were appended and, when the run was
+woken, its owner (the only instance with anything to do). See :meth:`listen`.
+
+Reads live in :mod:`bridge.store.pg_reads`, row mapping in
+:mod:`bridge.store.pg_sql`, the order in which callers resume and the
+notices in :mod:`bridge.store.pg_tx`, the listener in :mod:`bridge.store.pg_listen`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import orjson
+import psycopg
+from psycopg import AsyncConnection, errors
+from psycopg.types.json import set_json_loads
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
+from bridge.events import EventDraft
+from bridge.store import pg_sql as q
+from bridge.store.base import (
+    CommitResult,
+    InterruptDecision,
+    InterruptRecord,
+    Mutation,
+    MutationResult,
+    RunCommit,
+    RunDecision,
+    RunRecord,
+)
+from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
+from bridge.store.pg_listen import Listener
+from bridge.store.pg_reads import PostgresReads
+from bridge.store.pg_tx import ReturnOrder, Tx, redact
+
+log = logging.getLogger("bridge.store.postgres")
+
+T = TypeVar("T")
+Conn = AsyncConnection[Any]
+
+RETRIES = 5  # attempts of a transaction PostgreSQL aborted as a deadlock victim
+
+
+class PostgresStore(PostgresReads):
+    """The :class:`~bridge.store.base.Store` on a PostgreSQL database shared by many instances."""
+
+    single_instance = False
+    transient_errors: tuple[type[BaseException], ...] = (psycopg.OperationalError, PoolTimeout)
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self._conninfo = url
+        self._min_size = min_size
+        self._max_size = max_size
+        self._pool_: AsyncConnectionPool | None = None
+        self._instance = f"store_{secrets.token_hex(6)}"  # replaced by the engine's id in listen()
+        self._listener: Listener | None = None
+        self._order = ReturnOrder()
+
+    @property
+    def url(self) -> str:
+        """The connection URL as given; it may hold a password, so log :attr:`display_url` instead."""
+        return self._conninfo
+
+    @property
+    def display_url(self) -> str:
+        """The connection URL with its password hidden, for logs and messages."""
+        return redact(self._conninfo)
+
+    # --- lifecycle ----------------------------------------------------------
+
+    async def _connect(self, **kwargs: Any) -> Conn:
+        try:
+            return await AsyncConnection.connect(self._conninfo, autocommit=True, **kwargs)
+        except psycopg.OperationalError as exc:
+            reason = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
+            raise RuntimeError(f"cannot connect to PostgreSQL at {self.display_url}: {reason}") from exc
+
+    async def open(self) -> None:
+        """Connect, create or migrate the schema, and open the connection pool."""
+        conn = await self._connect()
+        try:
+            await self._migrate(conn)
+        finally:
+            await conn.close()
+
+        async def configure(conn: Conn) -> None:
+            set_json_loads(orjson.loads, conn)
+
+        pool = AsyncConnectionPool(
+            self._conninfo,
+            min_size=self._min_size,
+            max_size=self._max_size,
+            kwargs={"autocommit": True},
+            configure=configure,
+            open=False,
+            name="openwop-bridge",
+        )
+        try:
+            await pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            await pool.close()
+            raise RuntimeError(f"cannot open a connection pool to PostgreSQL at {self.display_url}: {exc}") from exc
+        self._pool_ = pool
+
+    async def close(self) -> None:
+        """Stop listening and close every connection."""
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None
+        if self._pool_ is not None:
+            await self._pool_.close()
+            self._pool_ = None
+
+    @staticmethod
+    async def _migrate(conn: Conn) -> None:
+        # One transaction under an advisory lock: instances starting together
+        # migrate once, and a failed migration leaves the previous version intact.
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (q.MIGRATION_LOCK,))
+            await conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            cur = await conn.execute("SELECT value FROM meta WHERE key='schema_version'")
+            row = await cur.fetchone()
+            current = int(row[0]) if row else 0
+            check_version(current, len(POSTGRES_MIGRATIONS))
+            for version, script in enumerate(POSTGRES_MIGRATIONS[current:], start=current + 1):
+                for statement in script:
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO meta(key, value) VALUES('schema_version', %s) "
+                    "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                    (str(version),),
+                )
+
+    async def _transaction(self, work: Callable[[Conn, Tx], Awaitable[T]]) -> T:
+        """Run ``work`` in one transaction, send its notices from inside it, and
+        return in the order of the run row locks it took (see :class:`ReturnOrder`).
+
+        PostgreSQL may abort a transaction to break a deadlock; nothing of it
+        was committed, so it is run again from the start.
+        """
+        attempt = 0
+        while True:
+            tx = Tx(self._order)
+            try:
+                async with self._connection() as conn, conn.transaction():
+                    result = await work(conn, tx)
+                    if tx.outbox.notices:
+                        await conn.execute(
+                            "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p",
+                            (q.CHANNEL, tx.outbox.payloads(self._instance)),
+                        )
+            except (errors.DeadlockDetected, errors.SerializationFailure):
+                tx.release()
+                attempt += 1
+                if attempt >= RETRIES:
+                    raise
+                log.warning("transaction aborted by PostgreSQL (attempt %d of %d); retrying", attempt, RETRIES)
+                await asyncio.sleep(0.01 * attempt)
+                continue
+            except BaseException:
+                tx.release()
+                raise
+            try:
+                for run_id, ticket in tx.tickets:
+                    await self._order.turn(run_id, ticket)
+            finally:
+                tx.release()
+            return result
+
+    # --- signing keys -------------------------------------------------------
+
+    async def add_signing_key(self, kid: str, secret: str, now_ms: int, *, activate: bool) -> None:
+        async def work(conn: Conn, _: Tx) -> None:
+            # Serialise key changes: two instances activating at once leave exactly one active key.
+            await conn.execute("LOCK TABLE signing_keys IN SHARE ROW EXCLUSIVE MODE")
+            if activate:
+                await conn.execute("UPDATE signing_keys SET active=FALSE WHERE active")
+            await conn.execute(
+                "INSERT INTO signing_keys(kid, secret, created_at, active) VALUES(%s,%s,%s,%s) "
+                "ON CONFLICT(kid) DO UPDATE SET active=excluded.active, retired_at=NULL",
+                (kid, secret, now_ms, activate),
+            )
+
+        await self._transaction(work)
+
+    async def retire_signing_key(self, kid: str, now_ms: int) -> None:
+        async def work(conn: Conn, _: Tx) -> None:
+            await conn.execute("UPDATE signing_keys SET retired_at=%s, active=FALSE WHERE kid=%s", (now_ms, kid))
+
+        await self._transaction(work)
+
+    # --- runs ---------------------------------------------------------------
+
+    @staticmethod
+    async def _insert_run(conn: Conn, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
+        if q.has_nul((run.run_id, run.tenant, run.workflow_id)):
+            raise ValidationError("run identifiers and tenants must not contain U+0000")
+        docs, rows = q.event_rows(run.run_id, 0, events)
+        await conn.execute(q.INSERT_RUN, q.run_params(run, len(rows)))
+        if rows:
+            async with conn.cursor() as cur:
+                await cur.executemany(q.INSERT_EVENT, rows)
+        return docs
+
+    async def create_run(self, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
+        async def work(conn: Conn, tx: Tx) -> list[dict[str, Any]]:
+            docs = await self._insert_run(conn, run, events)
+            if docs:
+                tx.events(run.run_id)
+            return docs
+
+        return await self._transaction(work)
+
+    async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
+        # One statement: of two instances claiming together, the second re-checks
+        # the row after the first commits and finds it taken.
+        row = await self._one(
+            f"UPDATE runs SET owner=%s, lease_until=%s, epoch=epoch+1 WHERE run_id=%s "
+            f"AND status NOT IN {q.TERMINAL_SQL} "
+            f"AND (owner IS NULL OR owner=%s OR lease_until < %s) RETURNING {q.RUN_COLS}",
+            (owner, now_ms + lease_ms, run_id, owner, now_ms),
+        )
+        return q.run_from_row(row) if row else None
+
+    async def renew_leases(self, owner: str, run_ids: Sequence[str], now_ms: int, lease_ms: int) -> int:
+        until = now_ms + lease_ms
+        ids = list(run_ids)
+        if not ids:
+            return 0
+        # Rows locked right now (a commit in flight) are skipped rather than waited
+        # for while holding the others, which could deadlock with a commit that
+        # also wakes a parent; each of them is then renewed on its own.
+        renewed = await self._all(
+            "UPDATE runs SET lease_until=%s WHERE owner=%s AND run_id IN "
+            "(SELECT run_id FROM runs WHERE owner=%s AND run_id = ANY(%s::text[]) FOR UPDATE SKIP LOCKED) "
+            "RETURNING run_id",
+            (until, owner, owner, ids),
+        )
+        done = {r[0] for r in renewed}
+        count = len(done)
+        for run_id in ids:
+            if run_id in done:
+                continue
+            row = await self._one(
+                "UPDATE runs SET lease_until=%s WHERE run_id=%s AND owner=%s RETURNING run_id", (until, run_id, owner)
+            )
+            count += row is not None
+        return count
+
+    async def commit(self, commit: RunCommit) -> CommitResult:
+        async def work(conn: Conn, tx: Tx) -> CommitResult:
+            cur = await conn.execute(
+                "SELECT owner, epoch, next_seq, wake FROM runs WHERE run_id=%s FOR UPDATE", (commit.run_id,)
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise RunNotFoundError(f"run {commit.run_id} does not exist")
+            tx.locked(commit.run_id)
+            if row[0] != commit.owner or row[1] != commit.epoch:
+                raise StaleOwnerError(f"run {commit.run_id} is owned by another executor")
+            docs, rows = q.event_rows(commit.run_id, row[2], commit.events)
+            async with conn.cursor() as c:
+                if rows:
+                    await c.executemany(q.INSERT_EVENT, rows)
+                by_event = {d["eventId"]: d["sequence"] for d in docs}
+                for intr in commit.new_interrupts:
+                    if intr.requested_seq is None and intr.requested_event_id in by_event:
+                        intr.requested_seq = by_event[intr.requested_event_id]
+                if commit.new_interrupts:
+                    await c.executemany(q.INSERT_INTERRUPT, [q.interrupt_params(i) for i in commit.new_interrupts])
+            if commit.consume:
+                await conn.execute(
+                    "UPDATE interrupts SET consumed=TRUE WHERE interrupt_id = ANY(%s::text[])", (list(commit.consume),)
+                )
+            for iid, status in commit.close_interrupts.items():
+                await conn.execute(
+                    "UPDATE interrupts SET status=%s, resolved_at=%s WHERE interrupt_id=%s AND status='pending'",
+                    (status, commit.now_ms, iid),
+                )
+            sets = ["updated_at=%s", "next_seq=%s"]
+            args: list[Any] = [commit.now_ms, row[2] + len(rows)]
+            if commit.state is not None:
+                sets.append("state=%s::json")
+                args.append(q.dumps(commit.state))
+            if commit.status is not None:
+                sets.append("status=%s")
+                args.append(commit.status)
+            if commit.terminal:
+                sets += ["completed_at=%s", "owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
+                args.append(commit.now_ms)
+            # ``wake`` cannot move while this transaction holds the row, so the
+            # release check needs no statement of its own.
+            released = commit.release_if_wake is not None and not commit.terminal and commit.release_if_wake == row[3]
+            if released:
+                sets += ["owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
+            await conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id=%s", (*args, commit.run_id))
+            if docs:
+                tx.events(commit.run_id)
+            child_events: dict[str, list[dict[str, Any]]] = {}
+            for child in commit.children:
+                child_events[child.run.run_id] = await self._insert_run(conn, child.run, child.events)
+                tx.events(child.run.run_id)
+            if commit.wake_run:
+                cur = await conn.execute(
+                    "UPDATE runs SET wake=wake+1, needs_work=TRUE WHERE run_id=%s "
+                    f"AND status NOT IN {q.TERMINAL_SQL} RETURNING owner",
+                    (commit.wake_run,),
+                )
+                woken = await cur.fetchone()
+                if woken is not None:
+                    tx.locked(commit.wake_run)
+                    tx.wake(commit.wake_run, woken[0])
+            return CommitResult(docs, released, row[3], child_events)
+
+        return await self._transaction(work)
+
+    async def _apply(
+        self, conn: Conn, tx: Tx, run: RunRecord, intr: InterruptRecord | None, m: Mutation, now_ms: int
+    ) -> MutationResult:
+        """Apply a decision's :class:`Mutation`; the caller holds the run's row lock."""
+        after_int = intr
+        if intr is not None and (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None):
+            cur = await conn.execute(
+                "UPDATE interrupts SET status=COALESCE(%s, status), state=COALESCE(%s::json, state), "
+                "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at) "
+                f"WHERE interrupt_id=%s RETURNING {q.INT_COLS}",
+                (
+                    m.interrupt_status,
+                    q.dumps(m.interrupt_state) if m.interrupt_state is not None else None,
+                    q.dumps(m.resolution) if m.resolution is not None else None,
+                    m.resolved_at_ms,
+                    intr.interrupt_id,
+                ),
+            )
+            updated_int = await cur.fetchone()
+            assert updated_int is not None
+            after_int = q.interrupt_from_row(updated_int)
+        if m.cancel_interrupts:
+            cur = await conn.execute(
+                "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending' "
+                f"RETURNING {q.INT_COLS}",
+                (m.cancel_interrupts, now_ms, run.run_id),
+            )
+            for cancelled in await cur.fetchall():
+                if intr is not None and cancelled[0] == intr.interrupt_id:
+                    after_int = q.interrupt_from_row(cancelled)
+        docs, rows = q.event_rows(run.run_id, run.next_seq, m.events)
+        if rows:
+            async with conn.cursor() as c:
+                await c.executemany(q.INSERT_EVENT, rows)
+            tx.events(run.run_id)
+        after_run = run
+        if m.wake or m.run_status or m.control is not None:
+            cur = await conn.execute(
+                "UPDATE runs SET wake=wake+%s, needs_work=(needs_work OR %s), status=COALESCE(%s, status), "
+                "control=COALESCE(%s::json, control), updated_at=%s, next_seq=%s "
+                f"WHERE run_id=%s RETURNING {q.RUN_COLS}",
+                (
+                    int(m.wake),
+                    m.wake,
+                    m.run_status,
+                    q.dumps(m.control) if m.control is not None else None,
+                    now_ms,
+                    run.next_seq + len(rows),
+                    run.run_id,
+                ),
+            )
+            updated = await cur.fetchone()
+            assert updated is not None
+            after_run = q.run_from_row(updated)
+        elif rows:
+            cur = await conn.execute(
+                f"UPDATE runs SET next_seq=%s WHERE run_id=%s RETURNING {q.RUN_COLS}",
+                (run.next_seq + len(rows), run.run_id),
+            )
+            updated = await cur.fetchone()
+            assert updated is not None
+            after_run = q.run_from_row(updated)
+        if m.audit:
+            async with conn.cursor() as c:
+                await c.executemany(q.INSERT_AUDIT, q.audit_params(run.tenant, run.run_id, now_ms, m.audit))
+        if m.wake:
+            tx.wake(run.run_id, after_run.owner)
+        return MutationResult(docs, after_run, after_int, m.result)
+
+    async def mutate_interrupt(
+        self,
+        decide: InterruptDecision,
+        now_ms: int,
+        *,
+        interrupt_id: str | None = None,
+        run_id: str | None = None,
+        node_id: str | None = None,
+    ) -> MutationResult:
+        if q.has_nul((interrupt_id, run_id, node_id)):
+            raise InterruptNotFoundError("no interrupt at this address")
+        target_run = run_id
+        if interrupt_id is not None:
+            found = await self._one("SELECT run_id FROM interrupts WHERE interrupt_id=%s", (interrupt_id,))
+            if found is None:
+                raise InterruptNotFoundError("no interrupt at this address")
+            target_run = found[0]
+
+        async def work(conn: Conn, tx: Tx) -> tuple[MutationResult, BridgeError | None]:
+            # The run's row first, then the interrupt's: the order every writer of a run uses.
+            cur = await conn.execute(f"SELECT {q.RUN_COLS} FROM runs WHERE run_id=%s FOR UPDATE", (target_run,))
+            run_row = await cur.fetchone()
+            if run_row is None:
+                raise InterruptNotFoundError("no interrupt at this address")
+            tx.locked(run_row[0])
+            if interrupt_id is not None:
+                cur = await conn.execute(
+                    f"SELECT {q.INT_COLS} FROM interrupts WHERE interrupt_id=%s FOR UPDATE", (interrupt_id,)
+                )
+            else:
+                cur = await conn.execute(
+                    f"SELECT {q.INT_COLS} FROM interrupts WHERE run_id=%s AND node_id=%s "
+                    "ORDER BY requested_at DESC, ordinal DESC LIMIT 1 FOR UPDATE",
+                    (run_id, node_id),
+                )
+            row = await cur.fetchone()
+            if row is None:
+                raise InterruptNotFoundError("no interrupt at this address")
+            intr = q.interrupt_from_row(row)
+            run = q.run_from_row(run_row)
+            m = decide(intr, run)
+            return await self._apply(conn, tx, run, intr, m, now_ms), m.error
+
+        result, error = await self._transaction(work)
+        if error is not None:
+            raise error
+        return result
+
+    async def mutate_run(self, run_id: str, decide: RunDecision, now_ms: int) -> MutationResult:
+        if q.has_nul((run_id,)):
+            raise RunNotFoundError(f"run {run_id} does not exist")
+
+        async def work(conn: Conn, tx: Tx) -> tuple[MutationResult, BridgeError | None]:
+            cur = await conn.execute(f"SELECT {q.RUN_COLS} FROM runs WHERE run_id=%s FOR UPDATE", (run_id,))
+            row = await cur.fetchone()
+            if row is None:
+                raise RunNotFoundError(f"run {run_id} does not exist")
+            tx.locked(run_id)
+            run = q.run_from_row(row)
+            cur = await conn.execute(
+                f"SELECT {q.INT_COLS} FROM interrupts WHERE run_id=%s AND status='pending' "
+                "ORDER BY requested_at FOR UPDATE",
+                (run_id,),
+            )
+            m = decide(run, [q.interrupt_from_row(r) for r in await cur.fetchall()])
+            return await self._apply(conn, tx, run, None, m, now_ms), m.error
+
+        result, error = await self._transaction(work)
+        if error is not None:
+            raise error
+        return result
+
+    async def reset_owners(self) -> int:
+        """Forget every lease. Only safe when no other instance uses the database;
+        the engine never calls it on this store."""
+        rows = await self._all("UPDATE runs SET owner=NULL, lease_until=NULL WHERE owner IS NOT NULL RETURNING 1")
+        return len(rows)
+
+    # --- adapters' state ----------------------------------------------------
+
+    async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
+        if q.has_nul((namespace, key)):
+            raise ValidationError("a stored key must not contain U+0000")
+
+        async def work(conn: Conn, _: Tx) -> bool:
+            if only_if_absent:
+                cur = await conn.execute(
+                    "INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) "
+                    "ON CONFLICT DO NOTHING",
+                    (namespace, key, q.dumps(value), now_ms),
+                )
+                return cur.rowcount == 1
+            await conn.execute(
+                "INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) "
+                "ON CONFLICT(namespace, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at",
+                (namespace, key, q.dumps(value), now_ms),
+            )
+            return True
+
+        return await self._transaction(work)
+
+    # --- notifications between instances ---------------------------------------
+
+    async def listen(self, instance_id: str, on_wake: Callable[[str], None], on_events: Callable[[str], None]) -> None:
+        """Hear what other instances commit: ``on_wake(run_id)`` for runs this
+        instance owns that were woken elsewhere, ``on_events(run_id)`` for runs
+        that gained events elsewhere (see :mod:`bridge.store.pg_listen`).
+
+        Returns once ``LISTEN`` is in place. Notices sent from here on carry
+        ``instance_id`` so that this instance skips its own.
+        """
+        self._instance = instance_id
+        self._listener = Listener(
+            instance_id=instance_id,
+            connect=lambda: self._connect(application_name="openwop-bridge-listen"),
+            query=self._all,
+            on_wake=on_wake,
+            on_events=on_events,
+            where=self.display_url,
+        )
+        await self._listener.start()
