@@ -117,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--no-agui", action="store_true", default=_env("NO_AGUI") == "1", help="do not serve workflows as AG-UI agents"
     )
+    serve.add_argument(
+        "--no-ui",
+        action="store_true",
+        default=_env("NO_UI") == "1",
+        help="do not serve the operator inbox (/ui/) or the signed-link page",
+    )
     serve.add_argument("--escalation-threshold", type=float, default=float(_env("ESCALATION_THRESHOLD", "0.7") or 0.7))
     serve.add_argument(
         "--lease-ms",
@@ -201,15 +207,21 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             lines.append(f"  API keys : {len(ring)} configured")
         if any(getattr(r, "path", "").startswith("/agui") for r in routes):
             lines.append(f"  AG-UI    : {url}/agui/<workflowId>")
+        if not args.no_ui:
+            lines.append(f"  inbox    : {url}/ui/")
         print("\n".join(lines), flush=True)
 
+    from bridge import web
     from bridge.http import create_app
 
+    if not args.no_ui:
+        routes += web.web_routes()
     app = create_app(
         engine,
         ring,
         extra_routes=routes,
         public_url=args.public_url,
+        link_page=None if args.no_ui else web.link_page,
         on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
         on_shutdown=build.shutdown,
     )

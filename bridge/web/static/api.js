@@ -1,0 +1,98 @@
+// Calling the host: JSON in, JSON out, OpenWOP error envelopes as ApiError.
+
+/** An error answered by the host ({error, message, details?}) or a network failure (status 0). */
+export class ApiError extends Error {
+  constructor(status, envelope) {
+    super(envelope.message || `request failed (${status})`);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = envelope.error || "error";
+    this.details = envelope.details || null;
+  }
+}
+
+/**
+ * fetch() a JSON endpoint. `key` goes into the Authorization header (never the URL);
+ * `body` is sent as JSON. Resolves to the parsed body; rejects with ApiError.
+ */
+export async function callJson(url, { method = "GET", key = null, body, signal } = {}) {
+  const headers = { Accept: "application/json" };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(url, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+      cache: "no-store",
+      credentials: "omit",
+    });
+  } catch (err) {
+    if (err && err.name === "AbortError") throw err;
+    throw new ApiError(0, {
+      error: "network_error",
+      message: "The server could not be reached. Check the connection and try again.",
+    });
+  }
+  const text = await response.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!response.ok) {
+    const envelope =
+      data && typeof data === "object" && typeof data.message === "string"
+        ? data
+        : { error: `http_${response.status}`, message: `The server answered ${response.status} ${response.statusText}.` };
+    throw new ApiError(response.status, envelope);
+  }
+  return data;
+}
+
+/**
+ * Follow a text/event-stream with fetch (EventSource cannot send an Authorization header).
+ * Calls onEvent(type, data) per event; resolves when the server ends the stream.
+ */
+export async function followEvents(url, { key, signal, onOpen, onEvent }) {
+  const response = await fetch(url, {
+    headers: { Accept: "text/event-stream", Authorization: `Bearer ${key}` },
+    signal,
+    cache: "no-store",
+    credentials: "omit",
+  });
+  if (!response.ok || !response.body) {
+    let envelope = { error: `http_${response.status}`, message: `The server answered ${response.status}.` };
+    try {
+      envelope = await response.json();
+    } catch {
+      // keep the generic message
+    }
+    throw new ApiError(response.status, envelope);
+  }
+  if (onOpen) onOpen();
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value.replace(/\r\n?/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let type = "message";
+      const data = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event:")) type = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+      }
+      if (data.length) onEvent(type, data.join("\n"));
+    }
+  }
+}

@@ -1,0 +1,433 @@
+// The operator inbox: sign in with an API key, list pending interrupts live, open one, answer it.
+//
+// The key lives in this tab's sessionStorage and travels only in the Authorization
+// header. The list is re-read from GET /v1/interrupts whenever the host says it may
+// have changed (/ui/api/inbox/events), and on every reconnection of that stream.
+
+import { ApiError, callJson, followEvents } from "./api.js";
+import { duration, h, localTime } from "./dom.js";
+import { renderInterrupt } from "./forms.js";
+import { KIND_LABELS, conversationTurns } from "./summary.js";
+
+const KEY_STORAGE = "openwop.inbox.apiKey";
+const ROOT = new URL("../", document.baseURI);
+
+const $ = (id) => document.getElementById(id);
+const hostUrl = (path) => new URL(path, ROOT).toString();
+const uiUrl = (path) => new URL(path, document.baseURI).toString();
+const enc = encodeURIComponent;
+
+const state = {
+  key: null,
+  me: null,
+  kind: "",
+  pageSize: 20,
+  cursors: [null],
+  page: 0,
+  nextCursor: null,
+  items: [],
+  fetchedAt: 0,
+  open: null,
+  live: null,
+  refreshTimer: null,
+};
+let loadSeq = 0;
+let openSeq = 0;
+
+// --- signing in and out ------------------------------------------------------------
+
+async function signIn(key, { restoring = false } = {}) {
+  const error = $("sign-in-error");
+  error.replaceChildren();
+  if (!key) {
+    error.textContent = "Paste an API key first.";
+    return;
+  }
+  let me;
+  try {
+    me = await callJson(uiUrl("api/me"), { key });
+  } catch (err) {
+    if (restoring) sessionStorage.removeItem(KEY_STORAGE);
+    showSignIn();
+    error.textContent = restoring ? `Sign in again: ${err.message}` : err.message;
+    return;
+  }
+  if (!me.canReadInbox) {
+    sessionStorage.removeItem(KEY_STORAGE);
+    showSignIn();
+    error.textContent = `The key of ${me.principal} cannot read the inbox: it needs the interrupts:read scope.`;
+    return;
+  }
+  sessionStorage.setItem(KEY_STORAGE, key);
+  state.key = key;
+  state.me = me;
+  $("api-key").value = "";
+  $("sign-in").hidden = true;
+  $("app").hidden = false;
+  $("account").hidden = false;
+  const access = me.canAnswer ? "" : " · read only";
+  $("whoami").textContent = `Signed in as ${me.principal} (tenant ${me.tenant})${access}`;
+  if (!restoring) $("inbox-title").focus();
+  load();
+  startLive();
+}
+
+function showSignIn() {
+  $("app").hidden = true;
+  $("account").hidden = true;
+  $("sign-in").hidden = false;
+}
+
+function signOut(message = "") {
+  sessionStorage.removeItem(KEY_STORAGE);
+  stopLive();
+  state.key = null;
+  state.me = null;
+  state.open = null;
+  state.items = [];
+  $("inbox-rows").replaceChildren();
+  clearDetail();
+  showSignIn();
+  $("sign-in-error").textContent = message;
+  $("api-key").focus();
+}
+
+// --- the list ----------------------------------------------------------------------
+
+function resetPages() {
+  state.cursors = [null];
+  state.page = 0;
+}
+
+async function load() {
+  if (!state.key) return;
+  const seq = ++loadSeq;
+  const params = new URLSearchParams({ status: "pending", limit: String(state.pageSize) });
+  if (state.kind) params.set("kind", state.kind);
+  const cursor = state.cursors[state.page];
+  if (cursor) params.set("cursor", cursor);
+  let page;
+  try {
+    page = await callJson(hostUrl(`v1/interrupts?${params}`), { key: state.key });
+  } catch (err) {
+    if (seq !== loadSeq) return;
+    if (err instanceof ApiError && err.status === 401) {
+      signOut(`Your key is no longer accepted: ${err.message}`);
+      return;
+    }
+    $("inbox-error").textContent = `Could not load the inbox: ${err.message}`;
+    return;
+  }
+  if (seq !== loadSeq || !state.key) return;
+  $("inbox-error").textContent = "";
+  if (!page.items.length && state.page > 0) {
+    // Everything on this page was answered meanwhile: step back.
+    state.page -= 1;
+    load();
+    return;
+  }
+  state.items = page.items;
+  state.nextCursor = page.nextCursor || null;
+  state.fetchedAt = Date.now();
+  renderRows();
+}
+
+function votesCell(item) {
+  if (item.votes) {
+    const rejected = item.votes.reject ? `, ${item.votes.reject} rejected` : "";
+    return `${item.votes.accept}/${item.votes.required} accepted${rejected}`;
+  }
+  if (item.kind === "conversation.exchange") {
+    return `${item.turnCount} ${item.turnCount === 1 ? "turn" : "turns"} so far`;
+  }
+  return "—";
+}
+
+function renderRows() {
+  const focused = document.activeElement?.dataset?.interruptId;
+  const rows = state.items.map((item) => {
+    const open = state.open && state.open.interruptId === item.interruptId;
+    const button = h(
+      "button",
+      { type: "button", class: "row-open", dataset: { interruptId: item.interruptId }, "aria-current": open ? "true" : null },
+      item.title,
+    );
+    button.addEventListener("click", () => openInterrupt(item));
+    const deadline = item.expiresAt
+      ? h("span", { class: "deadline", dataset: { expiresAt: item.expiresAt }, title: localTime(item.expiresAt) })
+      : "—";
+    return h(
+      "tr",
+      { dataset: { interruptId: item.interruptId, kind: item.kind }, class: open ? "current" : null },
+      h("td", {}, button),
+      h("td", {}, KIND_LABELS[item.kind] || item.kind),
+      h("td", {}, item.workflowId),
+      h("td", {}, h("span", { class: "age", dataset: { ageMs: String(item.ageMs) } })),
+      h("td", {}, deadline),
+      h("td", {}, votesCell(item)),
+    );
+  });
+  if (!rows.length) {
+    const what = state.kind ? `${KIND_LABELS[state.kind] || state.kind} requests` : "requests";
+    rows.push(h("tr", {}, h("td", { colspan: "6", class: "empty" }, `No pending ${what}.`)));
+  }
+  $("inbox-rows").replaceChildren(...rows);
+  const count = state.items.length;
+  const filter = state.kind ? ` (${KIND_LABELS[state.kind] || state.kind})` : "";
+  $("inbox-summary").textContent = count
+    ? `${count} pending on page ${state.page + 1}${filter}`
+    : `Nothing is waiting${filter}`;
+  $("page-label").textContent = `Page ${state.page + 1}`;
+  $("prev-page").disabled = state.page === 0;
+  $("next-page").disabled = !state.nextCursor;
+  tick();
+  if (focused) {
+    const again = document.querySelector(`#inbox-rows button[data-interrupt-id="${CSS.escape(focused)}"]`);
+    if (again) again.focus();
+  }
+}
+
+function tick() {
+  const elapsed = Date.now() - state.fetchedAt;
+  for (const span of document.querySelectorAll("#inbox-rows .age")) {
+    span.textContent = duration(Number(span.dataset.ageMs) + elapsed);
+  }
+  for (const span of document.querySelectorAll("#inbox-rows .deadline")) {
+    const left = new Date(span.dataset.expiresAt).getTime() - Date.now();
+    span.textContent = left > 0 ? `in ${duration(left)}` : "overdue";
+  }
+}
+
+// --- live updates --------------------------------------------------------------------
+
+function scheduleRefresh(delay = 50) {
+  clearTimeout(state.refreshTimer);
+  state.refreshTimer = setTimeout(() => {
+    load();
+    refreshOpen();
+  }, delay);
+}
+
+function setLive(text, ok) {
+  const live = $("live-status");
+  if (live.textContent !== text) live.textContent = text;
+  live.classList.toggle("ok", ok);
+}
+
+function pause(ms, signal) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
+function startLive() {
+  stopLive();
+  const controller = new AbortController();
+  state.live = controller;
+  (async () => {
+    let failures = 0;
+    while (!controller.signal.aborted) {
+      const opened = Date.now();
+      try {
+        await followEvents(uiUrl("api/inbox/events"), {
+          key: state.key,
+          signal: controller.signal,
+          onOpen() {
+            failures = 0;
+            setLive("Live updates on", true);
+            // Whatever changed while we were not listening.
+            scheduleRefresh(0);
+          },
+          onEvent(type) {
+            if (type === "changed") scheduleRefresh();
+          },
+        });
+        // The host ends each stream after a while; one that ends at once is a
+        // proxy or a server in trouble: back off instead of spinning.
+        if (Date.now() - opened < 1000) throw new ApiError(0, { message: "the event stream closed at once" });
+      } catch (err) {
+        if (controller.signal.aborted) return;
+        if (err instanceof ApiError && err.status === 401) {
+          signOut(`Your key is no longer accepted: ${err.message}`);
+          return;
+        }
+        failures += 1;
+        setLive("Reconnecting…", false);
+        scheduleRefresh(0);
+        await pause(Math.min(1000 * 2 ** (failures - 1), 15000), controller.signal);
+      }
+    }
+  })();
+}
+
+function stopLive() {
+  if (state.live) state.live.abort();
+  state.live = null;
+  clearTimeout(state.refreshTimer);
+}
+
+// --- one interrupt ---------------------------------------------------------------------
+
+function clearDetail() {
+  $("detail-title").textContent = "No interrupt open";
+  $("detail-hint").hidden = false;
+  $("detail-error").textContent = "";
+  $("detail-notice").replaceChildren();
+  $("detail-body").replaceChildren();
+}
+
+function detailUrl(ref) {
+  return hostUrl(`v1/runs/${enc(ref.runId)}/interrupts/${enc(ref.nodeId)}`);
+}
+
+async function transcriptFor(ref, view) {
+  if (view.kind !== "conversation.exchange") return null;
+  const snapshot = await callJson(hostUrl(`v1/runs/${enc(ref.runId)}`), { key: state.key });
+  return conversationTurns(snapshot.channels, view.conversationId);
+}
+
+async function openInterrupt(item) {
+  const ref = { runId: item.runId, nodeId: item.nodeId, interruptId: item.interruptId, panel: null };
+  state.open = ref;
+  const seq = ++openSeq;
+  $("detail-hint").hidden = true;
+  $("detail-error").textContent = "";
+  $("detail-notice").replaceChildren();
+  $("detail-title").textContent = item.title;
+  $("detail-body").replaceChildren(h("p", { class: "muted" }, "Loading…"));
+  renderRows();
+  try {
+    const view = await callJson(detailUrl(ref), { key: state.key });
+    const transcript = await transcriptFor(ref, view);
+    if (seq !== openSeq) return;
+    showPanel(ref, view, transcript);
+    $("detail-title").focus();
+  } catch (err) {
+    if (seq !== openSeq) return;
+    $("detail-body").replaceChildren();
+    $("detail-error").textContent = `Could not open this request: ${err.message}`;
+  }
+}
+
+function detailFacts(view) {
+  const rows = [
+    ["Kind", KIND_LABELS[view.kind] || view.kind],
+    ["Workflow", view.workflowId],
+    ["Run", view.runId],
+    ["Step", view.nodeId],
+    ["Requested", localTime(view.requestedAt)],
+    ["Answer by", view.expiresAt ? localTime(view.expiresAt) : ""],
+  ];
+  const list = h("dl", { class: "facts meta" });
+  for (const [term, value] of rows) {
+    if (value) list.append(h("div", {}, h("dt", {}, term), h("dd", {}, value)));
+  }
+  return list;
+}
+
+function showPanel(ref, view, transcript) {
+  const hadFocus = $("detail").contains(document.activeElement) && document.activeElement !== $("detail-title");
+  ref.interruptId = view.interruptId;
+  ref.panel = renderInterrupt(view, {
+    mode: state.me && state.me.canAnswer ? "answer" : "read",
+    transcript,
+    async submit(resumeValue) {
+      const result = await callJson(detailUrl(ref), { method: "POST", key: state.key, body: { resumeValue } });
+      // Do not wait for the event stream to show what this answer changed.
+      scheduleRefresh();
+      return result;
+    },
+  });
+  $("detail-title").textContent = view.title;
+  $("detail-notice").replaceChildren();
+  $("detail-body").replaceChildren(detailFacts(view), ref.panel.element);
+  if (hadFocus) {
+    const first = ref.panel.element.querySelector("form textarea, form input, form select");
+    if (first) first.focus();
+  }
+}
+
+async function refreshOpen() {
+  const ref = state.open;
+  if (!ref || !ref.panel || !state.key) return;
+  let view;
+  try {
+    view = await callJson(detailUrl(ref), { key: state.key });
+  } catch {
+    return;
+  }
+  if (ref !== state.open) return;
+  if (view.interruptId === ref.interruptId) {
+    ref.panel.update(view);
+    return;
+  }
+  // The step asks again (a new conversation turn, or an approval sent back for revision).
+  if (view.status !== "pending") return;
+  if (view.kind === "conversation.exchange" && ref.panel.view.kind === view.kind && !ref.panel.dirty) {
+    let transcript;
+    try {
+      transcript = await transcriptFor(ref, view);
+    } catch {
+      return;
+    }
+    if (ref === state.open) showPanel(ref, view, transcript);
+    return;
+  }
+  if (!ref.panel.settled) ref.panel.update({ ...ref.panel.view, status: "answered elsewhere" });
+  const button = h("button", { type: "button" }, "Open the new request");
+  button.addEventListener("click", async () => {
+    showPanel(ref, view, await transcriptFor(ref, view));
+    $("detail-title").focus();
+  });
+  $("detail-notice").replaceChildren(
+    h("p", { class: "notice", role: "status" }, "This step is asking again with a new request. ", button),
+  );
+}
+
+// --- wiring ----------------------------------------------------------------------------
+
+function init() {
+  $("sign-in-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    signIn($("api-key").value.trim());
+  });
+  $("sign-out").addEventListener("click", () => signOut());
+  $("kind-filter").addEventListener("change", (event) => {
+    state.kind = event.target.value;
+    resetPages();
+    load();
+  });
+  $("page-size").addEventListener("change", (event) => {
+    state.pageSize = Number(event.target.value);
+    resetPages();
+    load();
+  });
+  $("refresh").addEventListener("click", () => scheduleRefresh(0));
+  $("prev-page").addEventListener("click", () => {
+    if (state.page === 0) return;
+    state.page -= 1;
+    load();
+  });
+  $("next-page").addEventListener("click", () => {
+    if (!state.nextCursor) return;
+    state.cursors[state.page + 1] = state.nextCursor;
+    state.page += 1;
+    load();
+  });
+  state.kind = $("kind-filter").value;
+  state.pageSize = Number($("page-size").value);
+  setInterval(tick, 1000);
+  const stored = sessionStorage.getItem(KEY_STORAGE);
+  if (stored) signIn(stored, { restoring: true });
+  else showSignIn();
+}
+
+init();

@@ -1,0 +1,54 @@
+// The signed-link page: shows the one interrupt the link points at and, for a
+// resolve link, answers it by POSTing to the link itself (no sign-in needed).
+
+import { ApiError, callJson } from "./api.js";
+import { h } from "./dom.js";
+import { renderInterrupt } from "./forms.js";
+
+const AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required";
+
+const view = JSON.parse(document.getElementById("interrupt-view").textContent);
+const mount = document.getElementById("interrupt");
+const linkUrl = window.location.pathname;
+let keyField = null;
+
+/** Some interrupts want a signed-in answer even through a link: ask for a key then. */
+function showKeyField(reason) {
+  if (keyField) return keyField;
+  const input = h("input", {
+    id: "link-api-key",
+    type: "password",
+    autocomplete: "off",
+    spellcheck: "false",
+    "aria-describedby": "link-api-key-hint",
+  });
+  keyField = input;
+  mount.prepend(
+    h(
+      "div",
+      { class: "field key-field" },
+      h("label", { for: "link-api-key" }, "Your API key"),
+      h("p", { id: "link-api-key-hint", class: "hint" }, reason),
+      input,
+    ),
+  );
+  return input;
+}
+
+async function submit(resumeValue) {
+  const key = keyField && keyField.value.trim() ? keyField.value.trim() : null;
+  try {
+    return await callJson(linkUrl, { method: "POST", key, body: { resumeValue } });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) {
+      showKeyField("This request also needs the API key of someone allowed to answer it.").focus();
+    }
+    throw err;
+  }
+}
+
+const panel = renderInterrupt(view, { mode: view.intent === "resolve" ? "answer" : "read", submit });
+mount.replaceChildren(panel.element);
+if (view.intent === "resolve" && view.payload && view.payload.data && view.payload.data.profile === AUTH_REQUIRED_PROFILE) {
+  showKeyField("This request needs the API key of someone allowed to answer it, as well as this link.");
+}
