@@ -137,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("action", choices=["list", "rotate", "retire"])
     keys.add_argument("--db", default=_env("DB", "./openwop-bridge.db"))
     keys.add_argument("--kid", help="key id (for retire)")
+
+    from bridge.bench import add_arguments as add_bench_arguments
+
+    add_bench_arguments(sub.add_parser("bench", help="benchmarks side by side with peers, printed as a table"))
     return parser
 
 
@@ -283,6 +287,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(args)
         if args.command == "keys":
             return asyncio.run(_keys(args))
+        if args.command == "bench":
+            from bridge.bench import run as run_bench
+
+            return run_bench(args)
     except BridgeError as exc:
         print(f"openwop-bridge: {exc.message}", file=sys.stderr)
         if exc.details:
