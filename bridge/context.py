@@ -293,11 +293,17 @@ class NodeContext:
         ordinal = self.activation.ordinals
         self.activation.ordinals += 1
         default_key = f"{self.run_id}:{self.node_id}:{self._int_base + ordinal}"
+        slot = self._by_slot.get((self.visit, ordinal))
+        known_key = kinds.payload_key(payload, default_key)
+        if slot is not None and slot.key == known_key and known_key in self._by_key:
+            # Replaying a request this activation already made: the payload was checked
+            # when it was first raised, and checking every earlier turn again on each
+            # re-execution would make a long conversation slower with every turn.
+            return self._known(self._by_key[known_key])
         p = kinds.normalize_payload(payload, default_key)
         if p["kind"] in kinds.CONVERSATION_KINDS and not self._host.conversation_enabled:
             raise ValidationError("this host does not offer the conversation primitive")
         key = p["key"]
-        slot = self._by_slot.get((self.visit, ordinal))
         # Explicit keys carry their identity; the place check guards code that relies on order.
         if slot is not None and slot.key != key and key == default_key:
             raise ReplayDivergedError(
@@ -312,10 +318,14 @@ class NodeContext:
         if record is None and self.cancelling:
             raise InterruptCancelledError("the run is being cancelled", reason="run-cancelled")
         if record is not None:
-            if not record.open and not record.consumed and record.interrupt_id not in self.activation.consumed:
-                self.activation.consumed.append(record.interrupt_id)
-            return InterruptHandle(record)
+            return self._known(record)
         return InterruptHandle(self._new_record(p, ordinal, address, extra, instant))
+
+    def _known(self, record: InterruptRecord) -> InterruptHandle:
+        """The handle of an interrupt the run already holds (marking a settled one consumed)."""
+        if not record.open and not record.consumed and record.interrupt_id not in self.activation.consumed:
+            self.activation.consumed.append(record.interrupt_id)
+        return InterruptHandle(record)
 
     def _new_record(
         self,

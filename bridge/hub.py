@@ -56,6 +56,13 @@ class Subscription:
         async with asyncio.timeout(timeout):
             return await self.queue.get()
 
+    def ready(self) -> list[dict[str, Any] | None]:
+        """Whatever is queued already, without waiting (events committed together arrive together)."""
+        items: list[dict[str, Any] | None] = []
+        while not self.queue.empty():
+            items.append(self.queue.get_nowait())
+        return items
+
     def close(self) -> None:
         """Stop receiving."""
         self._hub._remove(self)

@@ -95,6 +95,14 @@ def validate_against(schema: Mapping[str, Any] | None, value: Any, what: str) ->
         raise ValidationError(f"{what} does not match its schema", details={"problems": problems[:20]})
 
 
+def payload_key(payload: Mapping[str, Any], default_key: str) -> Any:
+    """The key a payload names (``key`` or its alias ``resumeKey``), without checking the rest."""
+    for name, canonical in ((n, _ALIASES.get(n, n)) for n in payload):
+        if canonical == "key":
+            return payload[name]
+    return default_key
+
+
 def normalize_payload(payload: Mapping[str, Any], default_key: str) -> dict[str, Any]:
     """Check an ``InterruptPayload`` and return it in canonical field names.
 

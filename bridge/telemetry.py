@@ -1,9 +1,10 @@
 """OpenTelemetry spans and structured logs.
 
-Spans come from ``opentelemetry-api``: without an SDK installed they are
-no-ops and cost next to nothing. A wait for a person can outlive the process,
-so an interrupt is two short spans — its request and its resolution — joined by
-the ``openwop.interrupt_id`` attribute rather than one span left open.
+Spans come from ``opentelemetry-api``. Until an SDK tracer provider is set,
+nothing is built at all (even a no-op span costs microseconds on the hot path).
+A wait for a person can outlive the process, so an interrupt is two short
+spans — its request and its resolution — joined by the
+``openwop.interrupt_id`` attribute rather than one span left open.
 """
 
 from __future__ import annotations
@@ -21,11 +22,20 @@ if TYPE_CHECKING:
     from bridge.store.base import InterruptRecord
 
 tracer = trace.get_tracer("openwop-bridge")
+_NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+
+
+def tracing() -> bool:
+    """Whether an OpenTelemetry SDK is collecting spans (checked on every call: it may be set late)."""
+    return not isinstance(trace.get_tracer_provider(), _NO_SDK)
 
 
 @contextmanager
 def run_span(run_id: str, workflow_id: str) -> Iterator[Any]:
     """One stretch of a run's execution on this instance."""
+    if not tracing():
+        yield None
+        return
     with tracer.start_as_current_span(
         "openwop.run", attributes={"openwop.run_id": run_id, "openwop.workflow_id": workflow_id}
     ) as span:
@@ -35,6 +45,9 @@ def run_span(run_id: str, workflow_id: str) -> Iterator[Any]:
 @contextmanager
 def node_span(ctx: NodeContext) -> Iterator[Any]:
     """One activation of a node."""
+    if not tracing():
+        yield None
+        return
     with tracer.start_as_current_span(
         "openwop.node",
         attributes={
@@ -60,6 +73,8 @@ def interrupt_attributes(record: InterruptRecord) -> dict[str, Any]:
 
 def interrupt_requested(record: InterruptRecord) -> None:
     """Record that an interrupt was raised."""
+    if not tracing():
+        return
     with tracer.start_as_current_span("openwop.interrupt.request", attributes=interrupt_attributes(record)):
         pass
 
@@ -67,6 +82,9 @@ def interrupt_requested(record: InterruptRecord) -> None:
 @contextmanager
 def interrupt_resolving(action: str, **attributes: Any) -> Iterator[Any]:
     """Around a resolution attempt (resolve, vote, timeout, cancel)."""
+    if not tracing():
+        yield None
+        return
     attrs = {"openwop.interrupt_action": action, **{k: v for k, v in attributes.items() if v is not None}}
     with tracer.start_as_current_span("openwop.interrupt.resolve", attributes=attrs) as span:
         yield span

@@ -315,10 +315,13 @@ class AguiService:
                     run = await self.engine.store.load_run(plan.run_id)
                     assert run is not None
                     docs = await self.engine.store.read_events(plan.run_id, cursor, 500)
+                    # The events of one read go out as one write.
+                    frames: list[str] = []
                     for doc in docs:
                         cursor = doc["sequence"]
-                        for event in translator.feed(doc):
-                            yield encoder.encode(event)
+                        frames.extend(encoder.encode(event) for event in translator.feed(doc))
+                    if frames:
+                        yield "".join(frames)
                     if len(docs) == 500:
                         continue
                     if run.terminal or (not run.needs_work and await self.engine.open_interrupts(plan.run_id)):
@@ -327,10 +330,9 @@ class AguiService:
                         await sub.get(timeout=self.poll_s)
                     except TimeoutError:
                         pass
-            for event in translator.close():
-                yield encoder.encode(event)
-            async for chunk in self._finish(agent_input, run, plan.consumed, encoder):
-                yield chunk
+            ending = [encoder.encode(event) for event in translator.close()]
+            ending += [chunk async for chunk in self._finish(agent_input, run, plan.consumed, encoder)]
+            yield "".join(ending)
         except Exception as exc:
             log.exception("AG-UI run %s of thread %s failed", agui_run, thread_id)
             for event in translator.close():

@@ -26,44 +26,69 @@ def frame(doc: dict[str, Any]) -> bytes:
 
 
 async def follow(engine: Engine, run_id: str, after: int, *, keepalive_s: float = KEEPALIVE_S) -> AsyncIterator[bytes]:
-    """SSE bytes for a run's events after ``after``, live until the run ends."""
+    """SSE bytes for a run's events after ``after``, live until the run ends.
+
+    Frames that are ready together (a backlog, the events of one commit) go out
+    as one write.
+    """
     last = after
     with engine.hub.subscribe(run_id) as sub:
         backlog = await engine.store.read_events(run_id, last, 100_000)
-        for doc in backlog:
-            yield frame(doc)
-            last = doc["sequence"]
-            if is_terminal(doc):
-                return
+        chunk, last, ended = _frames(backlog, last)
+        if chunk:
+            yield chunk
+        if ended:
+            return
         run = await engine.store.load_run(run_id)
         if run is not None and run.status in TERMINAL_RUN_STATUSES:
             # Ended before we subscribed and every event was in the backlog.
-            for doc in await engine.store.read_events(run_id, last, 100_000):
-                yield frame(doc)
+            chunk, last, _ = _frames(await engine.store.read_events(run_id, last, 100_000), last)
+            if chunk:
+                yield chunk
             return
         yield b": connected\n\n"
         while True:
             try:
-                live = await sub.get(timeout=keepalive_s)
+                first = await sub.get(timeout=keepalive_s)
             except TimeoutError:
                 yield b": keep-alive\n\n"
                 continue
-            if live is None or live["sequence"] > last + 1:
-                missed = await engine.store.read_events(run_id, last, 100_000)
-                for item in missed:
-                    yield frame(item)
-                    last = item["sequence"]
-                    if is_terminal(item):
-                        return
-                if live is None:
-                    sub.overflowed = False
-                continue
-            if live["sequence"] <= last:
-                continue
-            yield frame(live)
-            last = live["sequence"]
-            if is_terminal(live):
+            batch = [first, *sub.ready()]
+            docs = [d for d in batch if d is not None]
+            if len(docs) < len(batch) or _gap(docs, last):
+                # Committed elsewhere, or this subscriber fell behind: read the store.
+                sub.overflowed = False
+                docs = await engine.store.read_events(run_id, last, 100_000)
+            chunk, last, ended = _frames(docs, last)
+            if chunk:
+                yield chunk
+            if ended:
                 return
+
+
+def _gap(docs: list[dict[str, Any]], last: int) -> bool:
+    """Whether the queued events skip a sequence number after ``last``."""
+    expected = last + 1
+    for doc in docs:
+        if doc["sequence"] < expected:
+            continue
+        if doc["sequence"] > expected:
+            return True
+        expected += 1
+    return False
+
+
+def _frames(docs: list[dict[str, Any]], last: int) -> tuple[bytes, int, bool]:
+    """The frames of the events after ``last`` (up to a terminal one), the new ``last``, whether it ended."""
+    out: list[bytes] = []
+    for doc in docs:
+        if doc["sequence"] <= last:
+            continue
+        out.append(frame(doc))
+        last = doc["sequence"]
+        if is_terminal(doc):
+            return b"".join(out), last, True
+    return b"".join(out), last, False
 
 
 async def poll(engine: Engine, run_id: str, after: int, timeout_ms: int) -> dict[str, Any]:
