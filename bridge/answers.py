@@ -18,7 +18,7 @@ from bridge.auth import Principal
 from bridge.clock import Clock
 from bridge.errors import InterruptNotFoundError, ValidationError
 from bridge.resolution import Answer, answer_decision, cancel_decision
-from bridge.store.base import InterruptRecord, MutationResult, RunRecord, Store
+from bridge.store.base import Claim, InterruptRecord, MutationResult, RunRecord, Store
 from bridge.telemetry import interrupt_resolving
 from bridge.tokens import TokenClaims, TokenSigner, token_expiry
 from bridge.views import inbox_item, interrupt_view
@@ -56,6 +56,7 @@ class Answers:
     config: EngineConfig
     signer: TokenSigner | None
     ask_service: AskService
+    instance_id: str
     _token_secrets: list[tuple[str, str]]
 
     if TYPE_CHECKING:  # provided by Engine
@@ -65,6 +66,11 @@ class Answers:
         def _after_mutation(self, result: MutationResult) -> None: ...
 
         async def load_signing_keys(self) -> None: ...
+
+    @property
+    def claim(self) -> Claim:
+        """Lease a run a mutation wakes to this instance in that same transaction."""
+        return Claim(self.instance_id, self.config.lease_ms)
 
     def _signer(self) -> TokenSigner:
         if self.signer is None:
@@ -187,11 +193,15 @@ class Answers:
         with interrupt_resolving("resolve", **{"openwop.interrupt_id": interrupt_id, "openwop.node_id": node_id}):
             if interrupt_id is not None:
                 result = await self.store.mutate_interrupt(
-                    answer_decision(answer, now, self.clock.new_id), now, interrupt_id=interrupt_id
+                    answer_decision(answer, now, self.clock.new_id), now, interrupt_id=interrupt_id, claim=self.claim
                 )
             else:
                 result = await self.store.mutate_interrupt(
-                    answer_decision(answer, now, self.clock.new_id), now, run_id=run_id, node_id=node_id
+                    answer_decision(answer, now, self.clock.new_id),
+                    now,
+                    run_id=run_id,
+                    node_id=node_id,
+                    claim=self.claim,
                 )
         self._after_mutation(result)
         record = result.interrupt
@@ -269,7 +279,7 @@ class Answers:
         principal.require("approvals:respond")
         now = self.clock.now_ms()
         result = await self.store.mutate_interrupt(
-            cancel_decision(principal, now, self.clock.new_id, reason), now, interrupt_id=interrupt_id
+            cancel_decision(principal, now, self.clock.new_id, reason), now, interrupt_id=interrupt_id, claim=self.claim
         )
         self._after_mutation(result)
         assert result.interrupt is not None

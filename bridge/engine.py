@@ -278,18 +278,19 @@ class Engine(Answers):
         else:
             self._start_executor(run_id)
 
-    def _start_executor(self, run_id: str) -> None:
+    def _start_executor(self, run_id: str, claimed: RunRecord | None = None) -> None:
+        """Execute a run here: ``claimed`` is its record when this instance already leased it."""
         if self._stopping:
             return
         executor = RunExecutor(self, run_id)
         self._executors[run_id] = executor
-        task = asyncio.create_task(self._own(executor), name=f"run:{run_id}")
+        task = asyncio.create_task(self._own(executor, claimed), name=f"run:{run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _own(self, executor: RunExecutor) -> None:
+    async def _own(self, executor: RunExecutor, claimed: RunRecord | None = None) -> None:
         try:
-            run = await self.store.claim_run(
+            run = claimed or await self.store.claim_run(
                 executor.run_id, self.instance_id, self.clock.now_ms(), self.config.lease_ms
             )
             if run is None:
@@ -325,7 +326,11 @@ class Engine(Answers):
         if run is None:
             return
         self.hub.publish(run.run_id, result.events)
-        if run.needs_work and not run.terminal:
+        if result.claimed:
+            # Leased to this instance by the mutation itself: an executor still registered
+            # here is past its release (its epoch is stale now), so a new one takes over.
+            self._start_executor(run.run_id, claimed=run)
+        elif run.needs_work and not run.terminal:
             executor = self._executors.get(run.run_id)
             if executor is not None:
                 # Claiming, running or releasing here: an executor whose release committed
@@ -343,7 +348,7 @@ class Engine(Answers):
             with interrupt_resolving("timeout", **{"openwop.interrupt_id": interrupt_id}):
                 try:
                     result = await self.store.mutate_interrupt(
-                        timeout_decision(now, self.clock.new_id), now, interrupt_id=interrupt_id
+                        timeout_decision(now, self.clock.new_id), now, interrupt_id=interrupt_id, claim=self.claim
                     )
                 except NotFoundError:
                     continue
@@ -415,6 +420,10 @@ class Engine(Answers):
             status="pending",
             created_at_ms=now,
             updated_at_ms=now,
+            # Leased to this instance from the start: no separate claim transaction.
+            owner=self.instance_id,
+            lease_until_ms=now + self.config.lease_ms,
+            epoch=1,
             spec=run_spec,
             state={
                 "variables": variables,
@@ -426,7 +435,7 @@ class Engine(Answers):
         )
         docs = await self.store.create_run(run, [self._run_started(run)])
         self.hub.publish(run.run_id, docs)
-        self._start_executor(run.run_id)
+        self._start_executor(run.run_id, claimed=run)
         return run
 
     def _run_started(self, run: RunRecord) -> EventDraft:
@@ -489,7 +498,7 @@ class Engine(Answers):
             principal.require("runs:cancel")
         now = self.clock.now_ms()
         result = await self.store.mutate_run(
-            run_id, run_cancel_decision(principal, now, reason, parent_run_id=parent_run_id), now
+            run_id, run_cancel_decision(principal, now, reason, parent_run_id=parent_run_id), now, claim=self.claim
         )
         self._after_mutation(result)
         assert result.run is not None

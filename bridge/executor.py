@@ -54,6 +54,7 @@ class RunExecutor:
         self._wake = asyncio.Event()
         self._wake.set()
         self._wake_seen = -1
+        self._recheck = False
         self._lock = asyncio.Lock()
         self._pending: list[EventDraft] = []
         self._new_interrupts: list[InterruptRecord] = []
@@ -173,6 +174,10 @@ class RunExecutor:
                 return
             await self._start_ready()
             if not self.tasks:
+                if self._recheck:
+                    self._recheck = False
+                    self._wake.set()
+                    continue
                 if not run_state.suspended_nodes(self.state):
                     await self._finish()
                     return
@@ -223,6 +228,9 @@ class RunExecutor:
             return
         nodes = self.state["nodes"]
         running = {ctx.node_id for ctx in self.tasks.values()}
+        # An answer (or a child's end) for a node that is running right now is not seen by
+        # that activation, which may suspend on it again: look once more when it settles.
+        self._recheck = bool(running)
         for rec in await self.store.unconsumed(self.run_id):
             ns = nodes.get(rec.exec_node)
             if ns is None or rec.exec_node in running:
@@ -302,6 +310,9 @@ class RunExecutor:
         known: list[InterruptRecord] = []
         if not fresh or ns.get("ints", 0) > ns.get("intBase", 0):
             known = await self.store.node_interrupts(self.run_id, node_id)
+            for record in known:
+                # Consumed by an earlier activation whose commit is still to come.
+                record.consumed = record.consumed or record.interrupt_id in self._consume
         history: list[dict[str, Any]] = []
         once: list[dict[str, Any]] = []
         if ns.get("emitted", 0) > 0 or ns.get("once", 0) > 0:

@@ -128,6 +128,45 @@ async def test_fan_out_holds_several_open_interrupts_addressed_by_node(engine: E
     assert done.status == "completed" and done.state["nodes"]["join"]["status"] == "completed"
 
 
+async def test_an_answer_arriving_while_its_node_runs_is_not_lost(engine: Engine) -> None:
+    """The node resumes for one answer; the other lands mid-run and must still reach it."""
+    running, go_on = asyncio.Event(), asyncio.Event()
+    wf = Workflow("two-asks")
+
+    @wf.node("n")
+    async def n(ctx: NodeContext) -> dict[str, Any]:
+        a = await ctx.request(custom("a", key="a"), address="a")
+        b = await ctx.request(custom("b", key="b"), address="b")
+        if not a.settled and not b.settled:
+            ctx.wait_any([a, b])
+        if a.settled and not b.settled:
+            running.set()
+            await go_on.wait()  # b is answered right now, after this activation read its interrupts
+        return {"a": a.result(), "b": b.result()}
+
+    wf.register(engine)
+    store: Any = engine.store
+    real_unconsumed, absorbed = store.unconsumed, asyncio.Event()
+
+    async def unconsumed(run_id: str) -> Any:  # the executor reading answers for its run
+        found = await real_unconsumed(run_id)
+        if running.is_set():
+            absorbed.set()
+        return found
+
+    store.unconsumed = unconsumed
+    run = await engine.create_run(ADMIN, "two-asks")
+    await settle(engine, run.run_id)
+    await engine.resolve(ADMIN, {"v": 1}, run_id=run.run_id, node_id="n:a")
+    await asyncio.wait_for(running.wait(), 5)
+    await engine.resolve(ADMIN, {"v": 2}, run_id=run.run_id, node_id="n:b")
+    await asyncio.wait_for(absorbed.wait(), 5)  # the executor took b's wake-up while n still ran
+    go_on.set()
+    done = await settle(engine, run.run_id, statuses=("completed", "failed"), timeout=5)
+    assert done.status == "completed", done.state["nodes"]
+    assert done.state["nodes"]["n"]["outputs"] == {"a": {"v": 1}, "b": {"v": 2}}
+
+
 async def test_timeout_raises_in_the_node(engine: Engine) -> None:
     wf = Workflow("to")
 

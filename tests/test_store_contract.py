@@ -32,6 +32,7 @@ from bridge.events import EventDraft
 from bridge.store import open_store
 from bridge.store.base import (
     ChildStart,
+    Claim,
     InterruptRecord,
     Mutation,
     RunCommit,
@@ -342,6 +343,26 @@ async def test_commit_writes_events_state_interrupts_consumption_and_closes(stor
     assert closed is not None and (closed.status, closed.resolved_at_ms) == ("cancelled", 5_000)
     kept = await store.get_interrupt(gate.interrupt_id)
     assert kept is not None and kept.status == "resolved" and kept.consumed  # only pending ones close
+
+
+async def test_an_answer_may_lease_the_run_it_wakes_in_the_same_transaction(store: Store) -> None:
+    run, (gate, other) = await with_interrupts(store, {"node_id": "gate"}, {"node_id": "other"})
+    own = await store.load_run(run.run_id)
+    assert own is not None
+    await store.commit(RunCommit(run.run_id, "A", own.epoch, 3_500, release_if_wake=own.wake))  # nobody holds it
+    first = await store.mutate_interrupt(resolve(), 4_000, interrupt_id=gate.interrupt_id, claim=Claim("B", LEASE))
+    assert first.claimed and first.run is not None
+    assert (first.run.owner, first.run.lease_until_ms, first.run.epoch) == ("B", 4_000 + LEASE, own.epoch + 1)
+    assert first.run.needs_work and first.run.wake == own.wake + 1
+    stored = await store.load_run(run.run_id)
+    assert stored is not None and (stored.owner, stored.epoch) == ("B", own.epoch + 1)
+    # Held (and its lease live): a second answer wakes it but leaves the lease where it is.
+    second = await store.mutate_interrupt(resolve(), 5_000, interrupt_id=other.interrupt_id, claim=Claim("C", LEASE))
+    assert not second.claimed and second.run is not None and second.run.owner == "B"
+    assert second.run.epoch == own.epoch + 1 and second.run.wake == own.wake + 2
+    # The old owner's writes are fenced by the new epoch.
+    with pytest.raises(StaleOwnerError):
+        await store.commit(RunCommit(run.run_id, "A", own.epoch, 6_000))
 
 
 async def test_release_only_while_wake_is_unchanged(store: Store) -> None:

@@ -120,6 +120,19 @@ class MutationResult:
     run: RunRecord | None
     interrupt: InterruptRecord | None
     result: Any
+    #: The mutation woke the run and leased it to the :class:`Claim`'s owner in the same transaction.
+    claimed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Lease a run the mutation wakes to ``owner`` in the same transaction, if nobody holds it.
+
+    Saves the separate claim transaction the executor would otherwise start with.
+    """
+
+    owner: str
+    lease_ms: int
 
 
 @dataclass(slots=True)
@@ -226,7 +239,9 @@ class Store(Protocol):
     async def commit(self, commit: RunCommit) -> CommitResult:
         """Apply an executor step; raises :class:`~bridge.errors.StaleOwnerError` when fenced."""
 
-    async def mutate_run(self, run_id: str, decide: RunDecision, now_ms: int) -> MutationResult:
+    async def mutate_run(
+        self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None
+    ) -> MutationResult:
         """Apply a decision to a run and its open interrupts in one transaction."""
 
     async def runs_needing_work(self, now_ms: int, limit: int = 500) -> list[str]:
@@ -286,6 +301,7 @@ class Store(Protocol):
         interrupt_id: str | None = None,
         run_id: str | None = None,
         node_id: str | None = None,
+        claim: Claim | None = None,
     ) -> MutationResult:
         """Apply a decision to one interrupt (by id or by run-scoped address)."""
 

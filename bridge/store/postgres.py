@@ -38,6 +38,7 @@ from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError,
 from bridge.events import EventDraft
 from bridge.store import pg_sql as q
 from bridge.store.base import (
+    Claim,
     CommitResult,
     InterruptDecision,
     InterruptRecord,
@@ -334,7 +335,14 @@ class PostgresStore(PostgresReads):
         return await self._transaction(work)
 
     async def _apply(
-        self, conn: Conn, tx: Tx, run: RunRecord, intr: InterruptRecord | None, m: Mutation, now_ms: int
+        self,
+        conn: Conn,
+        tx: Tx,
+        run: RunRecord,
+        intr: InterruptRecord | None,
+        m: Mutation,
+        now_ms: int,
+        claim: Claim | None = None,
     ) -> MutationResult:
         """Apply a decision's :class:`Mutation`; the caller holds the run's row lock."""
         after_int = intr
@@ -395,12 +403,22 @@ class PostgresStore(PostgresReads):
             updated = await cur.fetchone()
             assert updated is not None
             after_run = q.run_from_row(updated)
+        claimed = False
+        if m.wake and claim is not None:
+            cur = await conn.execute(
+                "UPDATE runs SET owner=%s, lease_until=%s, epoch=epoch+1 WHERE run_id=%s "
+                f"AND status NOT IN {q.TERMINAL_SQL} AND (owner IS NULL OR lease_until < %s) RETURNING {q.RUN_COLS}",
+                (claim.owner, now_ms + claim.lease_ms, run.run_id, now_ms),
+            )
+            leased = await cur.fetchone()
+            if leased is not None:
+                claimed, after_run = True, q.run_from_row(leased)
         if m.audit:
             async with conn.cursor() as c:
                 await c.executemany(q.INSERT_AUDIT, q.audit_params(run.tenant, run.run_id, now_ms, m.audit))
-        if m.wake:
+        if m.wake and not claimed:
             tx.wake(run.run_id, after_run.owner)
-        return MutationResult(docs, after_run, after_int, m.result)
+        return MutationResult(docs, after_run, after_int, m.result, claimed)
 
     async def mutate_interrupt(
         self,
@@ -410,6 +428,7 @@ class PostgresStore(PostgresReads):
         interrupt_id: str | None = None,
         run_id: str | None = None,
         node_id: str | None = None,
+        claim: Claim | None = None,
     ) -> MutationResult:
         if q.has_nul((interrupt_id, run_id, node_id)):
             raise InterruptNotFoundError("no interrupt at this address")
@@ -443,14 +462,16 @@ class PostgresStore(PostgresReads):
             intr = q.interrupt_from_row(row)
             run = q.run_from_row(run_row)
             m = decide(intr, run)
-            return await self._apply(conn, tx, run, intr, m, now_ms), m.error
+            return await self._apply(conn, tx, run, intr, m, now_ms, claim), m.error
 
         result, error = await self._transaction(work)
         if error is not None:
             raise error
         return result
 
-    async def mutate_run(self, run_id: str, decide: RunDecision, now_ms: int) -> MutationResult:
+    async def mutate_run(
+        self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None
+    ) -> MutationResult:
         if q.has_nul((run_id,)):
             raise RunNotFoundError(f"run {run_id} does not exist")
 
@@ -467,7 +488,7 @@ class PostgresStore(PostgresReads):
                 (run_id,),
             )
             m = decide(run, [q.interrupt_from_row(r) for r in await cur.fetchall()])
-            return await self._apply(conn, tx, run, None, m, now_ms), m.error
+            return await self._apply(conn, tx, run, None, m, now_ms, claim), m.error
 
         result, error = await self._transaction(work)
         if error is not None:

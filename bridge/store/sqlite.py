@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError
 from bridge.events import EventDraft
 from bridge.store.base import (
+    Claim,
     CommitResult,
     InterruptDecision,
     InterruptRecord,
@@ -323,7 +324,13 @@ class SqliteStore(SqliteReads):
         return await self._write(tx)
 
     def _apply(
-        self, conn: sqlite3.Connection, run: RunRecord, intr: InterruptRecord | None, m: Mutation, now_ms: int
+        self,
+        conn: sqlite3.Connection,
+        run: RunRecord,
+        intr: InterruptRecord | None,
+        m: Mutation,
+        now_ms: int,
+        claim: Claim | None = None,
     ) -> MutationResult:
         if intr is not None and (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None):
             conn.execute(
@@ -357,6 +364,16 @@ class SqliteStore(SqliteReads):
                     run.run_id,
                 ),
             )
+        claimed = False
+        if m.wake and claim is not None:
+            claimed = (
+                conn.execute(
+                    "UPDATE runs SET owner=?, lease_until=?, epoch=epoch+1 WHERE run_id=? "
+                    "AND status NOT IN ('completed','failed','cancelled') AND (owner IS NULL OR lease_until < ?)",
+                    (claim.owner, now_ms + claim.lease_ms, run.run_id, now_ms),
+                ).rowcount
+                == 1
+            )
         for entry in m.audit:
             conn.execute(
                 "INSERT INTO audit(tenant, at, principal, action, resource, run_id, details) VALUES(?,?,?,?,?,?,?)",
@@ -376,7 +393,7 @@ class SqliteStore(SqliteReads):
             after_int = interrupt_row(
                 conn.execute(f"SELECT {INT_COLS} FROM interrupts WHERE interrupt_id=?", (intr.interrupt_id,)).fetchone()
             )
-        return MutationResult(docs, after_run, after_int, m.result)
+        return MutationResult(docs, after_run, after_int, m.result, claimed)
 
     async def mutate_interrupt(
         self,
@@ -386,6 +403,7 @@ class SqliteStore(SqliteReads):
         interrupt_id: str | None = None,
         run_id: str | None = None,
         node_id: str | None = None,
+        claim: Claim | None = None,
     ) -> MutationResult:
         errors: list[BridgeError] = []
 
@@ -407,14 +425,16 @@ class SqliteStore(SqliteReads):
             m = decide(intr, run)
             if m.error is not None:
                 errors.append(m.error)
-            return self._apply(conn, run, intr, m, now_ms)
+            return self._apply(conn, run, intr, m, now_ms, claim)
 
         result = await self._write(tx)
         if errors:
             raise errors[0]
         return result
 
-    async def mutate_run(self, run_id: str, decide: RunDecision, now_ms: int) -> MutationResult:
+    async def mutate_run(
+        self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None
+    ) -> MutationResult:
         errors: list[BridgeError] = []
 
         def tx(conn: sqlite3.Connection) -> MutationResult:
@@ -429,7 +449,7 @@ class SqliteStore(SqliteReads):
             m = decide(run, [interrupt_row(r) for r in open_rows])
             if m.error is not None:
                 errors.append(m.error)
-            return self._apply(conn, run, None, m, now_ms)
+            return self._apply(conn, run, None, m, now_ms, claim)
 
         result = await self._write(tx)
         if errors:

@@ -62,29 +62,20 @@ def run_row(row: Sequence[Any]) -> RunRecord:
     )
 
 
-def interrupt_row(row: Sequence[Any]) -> InterruptRecord:
-    """An interrupt from a ``SELECT {INT_COLS}`` row."""
+def interrupt_row(row: Sequence[Any], _loads: Any = orjson.loads) -> InterruptRecord:
+    """An interrupt from a ``SELECT {INT_COLS}`` row.
+
+    Positional, in :class:`InterruptRecord`'s field order: a replay reads every
+    interrupt its node raised, so this runs once per earlier turn.
+    """
+    r = row
     return InterruptRecord(
-        interrupt_id=row[0],
-        run_id=row[1],
-        tenant=row[2],
-        workflow_id=row[3],
-        node_id=row[4],
-        exec_node=row[5],
-        visit=row[6],
-        ordinal=row[7],
-        key=row[8],
-        kind=row[9],
-        status=row[10],
-        payload=loads(row[11]),
-        requested_at_ms=row[12],
-        deadline_ms=row[13],
-        resolved_at_ms=row[14],
-        consumed=bool(row[15]),
-        resolution=loads(row[16]),
-        state=loads(row[17]) or {},
-        requested_seq=row[18],
-    )
+        r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+        _loads(r[11]), r[12], r[13], r[14], bool(r[15]),
+        None if r[16] is None else _loads(r[16]),
+        (_loads(r[17]) if r[17] is not None else None) or {},
+        r[18],
+    )  # fmt: skip
 
 
 class SqliteReads:
