@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bridge import conversation, kinds
@@ -435,7 +436,7 @@ class Engine(Answers):
         )
         docs = await self.store.create_run(run, [self._run_started(run)])
         self.hub.publish(run.run_id, docs)
-        self._start_executor(run.run_id, claimed=run)
+        self._start_executor(run.run_id, claimed=replace(run, state=copy.deepcopy(run.state)))
         return run
 
     def _run_started(self, run: RunRecord) -> EventDraft:

@@ -55,6 +55,7 @@ class RunExecutor:
         self._wake.set()
         self._wake_seen = -1
         self._recheck = False
+        self._claimed: RunRecord | None = None
         self._lock = asyncio.Lock()
         self._pending: list[EventDraft] = []
         self._new_interrupts: list[InterruptRecord] = []
@@ -132,8 +133,13 @@ class RunExecutor:
         self._wake.set()
 
     async def drive(self, run: RunRecord, workflow: WorkflowDefinition) -> None:
-        """Run until the run ends or every live branch is suspended."""
+        """Run until the run ends or every live branch is suspended.
+
+        ``run`` comes straight from the transaction that leased it here, so the
+        first look at the run's inputs starts from it instead of reading it again.
+        """
         self.run = run
+        self._claimed = run
         self.workflow = workflow
         self.state = run.state
         for node_id, ns in self.state["nodes"].items():
@@ -217,7 +223,7 @@ class RunExecutor:
     # --- inputs from outside ----------------------------------------------------------
 
     async def _absorb(self) -> None:
-        run = await self.store.load_run(self.run_id)
+        run, self._claimed = self._claimed or await self.store.load_run(self.run_id), None
         if run is None:
             raise StaleOwnerError(f"run {self.run_id} disappeared")
         if run.owner != self.engine.instance_id or (self.run is not None and run.epoch != self.run.epoch):
