@@ -20,7 +20,7 @@ from bridge.errors import InterruptNotFoundError, ValidationError
 from bridge.resolution import Answer, answer_decision, cancel_decision
 from bridge.store.base import Claim, InterruptRecord, MutationResult, RunRecord, Store
 from bridge.telemetry import interrupt_resolving
-from bridge.tokens import TokenClaims, TokenSigner, token_expiry
+from bridge.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
 from bridge.views import inbox_item, interrupt_view
 
 if TYPE_CHECKING:
@@ -65,12 +65,34 @@ class Answers:
 
         def _after_mutation(self, result: MutationResult) -> None: ...
 
-        async def load_signing_keys(self) -> None: ...
-
     @property
     def claim(self) -> Claim:
         """Lease a run a mutation wakes to this instance in that same transaction."""
         return Claim(self.instance_id, self.config.lease_ms)
+
+    async def load_signing_keys(self) -> None:
+        """Load the link-signing keys (creating the first one in the store if there is none)."""
+        now = self.clock.now_ms()
+        if self._token_secrets:
+            secrets_by_kid = dict(self._token_secrets)
+            self.signer = TokenSigner(secrets_by_kid, self._token_secrets[0][0])
+            return
+        stored = await self.store.signing_keys()
+        if not stored:
+            secret = new_secret()
+            await self.store.add_signing_key(kid_for(secret), secret, now, activate=True)
+            stored = await self.store.signing_keys()
+        active = [k for k, _, a in stored if a] or [stored[-1][0]]
+        self.signer = TokenSigner({k: s for k, s, _ in stored}, active[0])
+
+    async def rotate_signing_key(self) -> str:
+        """Make a new signing key active; older ones keep verifying until retired."""
+        secret = new_secret()
+        kid = kid_for(secret)
+        await self.store.add_signing_key(kid, secret, self.clock.now_ms(), activate=True)
+        self._token_secrets = []
+        await self.load_signing_keys()
+        return kid
 
     def _signer(self) -> TokenSigner:
         if self.signer is None:

@@ -52,8 +52,6 @@ from bridge.timers import TimerService
 from bridge.tokens import (
     DEFAULT_TTL_MS,
     TokenSigner,
-    kid_for,
-    new_secret,
 )
 from bridge.views import run_snapshot
 from bridge.workflow import WorkflowDefinition, initial_variables, thaw
@@ -208,30 +206,6 @@ class Engine(Answers):
             if len(run_ids) < 500 or not fresh:
                 return count
             await asyncio.sleep(0)
-
-    async def load_signing_keys(self) -> None:
-        """Load the link-signing keys (creating the first one in the store if there is none)."""
-        now = self.clock.now_ms()
-        if self._token_secrets:
-            secrets_by_kid = dict(self._token_secrets)
-            self.signer = TokenSigner(secrets_by_kid, self._token_secrets[0][0])
-            return
-        stored = await self.store.signing_keys()
-        if not stored:
-            secret = new_secret()
-            await self.store.add_signing_key(kid_for(secret), secret, now, activate=True)
-            stored = await self.store.signing_keys()
-        active = [k for k, _, a in stored if a] or [stored[-1][0]]
-        self.signer = TokenSigner({k: s for k, s, _ in stored}, active[0])
-
-    async def rotate_signing_key(self) -> str:
-        """Make a new signing key active; older ones keep verifying until retired."""
-        secret = new_secret()
-        kid = kid_for(secret)
-        await self.store.add_signing_key(kid, secret, self.clock.now_ms(), activate=True)
-        self._token_secrets = []
-        await self.load_signing_keys()
-        return kid
 
     async def _heartbeat_loop(self) -> None:
         """Renew the leases of the runs executing here; reclaim runs whose lease ran out."""

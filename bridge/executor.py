@@ -452,22 +452,8 @@ class RunExecutor:
         self._propagate(targets)
 
     def _waits(self, o: Outcome) -> list[dict[str, Any]]:
-        by_id = {r.interrupt_id: r for r in self._new_interrupts}
-        waits: list[dict[str, Any]] = []
-        for wid in o.waits:
-            if wid.startswith("child:"):
-                waits.append({"id": wid, "child": wid.split(":", 1)[1]})
-                continue
-            rec = by_id.get(wid) or next((r for r in o.ctx._by_key.values() if r.interrupt_id == wid), None)
-            waits.append(
-                {
-                    "id": wid,
-                    "kind": rec.kind if rec else "custom",
-                    "at": rec.requested_at_ms if rec else 0,
-                    "nodeId": rec.node_id if rec else o.ctx.node_id,
-                }
-            )
-        return waits
+        known = {r.interrupt_id: r for r in (*o.ctx.known_interrupts(), *self._new_interrupts)}
+        return run_state.wait_entries(o.waits, known, o.ctx.node_id)
 
     def _propagate(self, targets: list[str]) -> None:
         for node_id in run_state.propagate(self.state, self.workflow, targets):

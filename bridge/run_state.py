@@ -9,10 +9,12 @@ the executor turns what they report into events.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from bridge import graph
 from bridge.kinds import waiting_status
+from bridge.store.base import InterruptRecord
 from bridge.workflow import WorkflowDefinition
 
 LIVE = ("running", "suspended")
@@ -104,6 +106,25 @@ def propagate(state: dict[str, Any], workflow: WorkflowDefinition, targets: list
         skipped.append(node_id)
         queue += graph.settle(workflow, tokens, node_id, graph.SKIPPED)
     return skipped
+
+
+def wait_entries(wait_ids: list[str], interrupts: Mapping[str, InterruptRecord], node_id: str) -> list[dict[str, Any]]:
+    """What a suspended node's state records of each thing it waits on (an interrupt or a child run)."""
+    entries: list[dict[str, Any]] = []
+    for wid in wait_ids:
+        if wid.startswith("child:"):
+            entries.append({"id": wid, "child": wid.split(":", 1)[1]})
+            continue
+        rec = interrupts.get(wid)
+        entries.append(
+            {
+                "id": wid,
+                "kind": rec.kind if rec else "custom",
+                "at": rec.requested_at_ms if rec else 0,
+                "nodeId": rec.node_id if rec else node_id,
+            }
+        )
+    return entries
 
 
 def execution_limit(spec: dict[str, Any], default: int) -> int:
