@@ -238,6 +238,15 @@ async def test_create_and_load_round_trip_every_field(store: Store) -> None:
     assert await store.read_events("run\x00nul") == []
 
 
+@pytest.mark.parametrize("field", ["run_id", "tenant", "workflow_id"])
+async def test_identifiers_holding_nul_are_refused_alike_and_nothing_is_written(store: Store, field: str) -> None:
+    run = make_run(**{field: "x\x00y"})
+    with pytest.raises(ValidationError, match="U\\+0000"):
+        await store.create_run(run, [draft("run.started")])
+    assert await store.load_run(run.run_id) is None
+    assert await store.read_events(run.run_id) == []
+
+
 async def test_claim_is_exclusive_until_the_lease_expires_and_bumps_the_epoch(store: Store) -> None:
     run = await started(store)
     first = await store.claim_run(run.run_id, "A", 1_000, LEASE)
@@ -753,6 +762,9 @@ async def test_kv_and_audit(store: Store) -> None:
     assert await store.kv_put("ns", "fresh", None, 3_000, only_if_absent=True) is True
     assert await store.kv_get("other-ns", "k") is None
     assert await store.kv_get("ns", "k\x00") is None
+    with pytest.raises(ValidationError, match="U\\+0000"):
+        await store.kv_put("ns", "k\x00", "nul", 4_000)
+    assert await store.kv_get("ns", "k\x00") is None and await store.kv_get("ns", "k") == "replaced"
     run, (gate,) = await with_interrupts(store, {"node_id": "gate"})
     for who in ("amy", "ben", "cal"):
         entry = {"principal": who, "action": "vote", "resource": gate.interrupt_id}

@@ -27,6 +27,16 @@ TERMINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
 OPEN_INTERRUPT = "pending"
 
 
+def has_nul(values: Sequence[Any]) -> bool:
+    """True when a text value holds U+0000.
+
+    Identifiers (run, workflow, tenant, node, stored keys) never may: PostgreSQL text
+    cannot hold the character, and both stores refuse it alike so they keep one contract.
+    Documents (payloads, answers, state) may, since they are stored as JSON.
+    """
+    return any(isinstance(v, str) and "\x00" in v for v in values)
+
+
 @dataclass(slots=True)
 class RunRecord:
     """One run row. ``spec`` is fixed at creation; ``state`` is the executor's projection."""

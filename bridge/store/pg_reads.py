@@ -14,7 +14,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from bridge.store import pg_sql as q
-from bridge.store.base import InboxPage, InterruptRecord, RunRecord
+from bridge.store.base import InboxPage, InterruptRecord, RunRecord, has_nul
 from bridge.store.cursor import encode_cursor
 from bridge.store.pg_tx import reraise_lost_cancellation
 
@@ -34,14 +34,14 @@ class PostgresReads:
             yield conn
 
     async def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        if q.has_nul(args):
+        if has_nul(args):
             return None
         async with self._connection() as conn:
             cur = await conn.execute(sql, args)
             return await cur.fetchone()
 
     async def _all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        if q.has_nul(args):
+        if has_nul(args):
             return []
         async with self._connection() as conn:
             cur = await conn.execute(sql, args)
@@ -119,7 +119,7 @@ class PostgresReads:
         return [r[0] for r in rows]
 
     async def events_of_types(self, run_id: str, types: Sequence[str]) -> list[dict[str, Any]]:
-        if q.has_nul(types):
+        if has_nul(types):
             types = [t for t in types if "\x00" not in t]
         rows = await self._all(
             "SELECT doc FROM events WHERE run_id=%s AND type = ANY(%s::text[]) ORDER BY seq", (run_id, list(types))

@@ -6,7 +6,7 @@ transactions. Everything here is pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,11 +46,6 @@ INSERT_AUDIT = (
 def dumps(value: Any) -> str:
     """JSON text for a ``json`` column."""
     return orjson.dumps(value).decode("utf-8")
-
-
-def has_nul(values: Iterable[Any]) -> bool:
-    """True when a text argument holds U+0000, which no PostgreSQL text value can equal."""
-    return any(isinstance(v, str) and "\x00" in v for v in values)
 
 
 def run_from_row(row: Sequence[Any]) -> RunRecord:

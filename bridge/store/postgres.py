@@ -47,6 +47,7 @@ from bridge.store.base import (
     RunCommit,
     RunDecision,
     RunRecord,
+    has_nul,
 )
 from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
 from bridge.store.pg_listen import Listener
@@ -213,7 +214,7 @@ class PostgresStore(PostgresReads):
 
     @staticmethod
     async def _insert_run(conn: Conn, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
-        if q.has_nul((run.run_id, run.tenant, run.workflow_id)):
+        if has_nul((run.run_id, run.tenant, run.workflow_id)):
             raise ValidationError("run identifiers and tenants must not contain U+0000")
         docs, rows = q.event_rows(run.run_id, 0, events)
         await conn.execute(q.INSERT_RUN, q.run_params(run, len(rows)))
@@ -430,7 +431,7 @@ class PostgresStore(PostgresReads):
         node_id: str | None = None,
         claim: Claim | None = None,
     ) -> MutationResult:
-        if q.has_nul((interrupt_id, run_id, node_id)):
+        if has_nul((interrupt_id, run_id, node_id)):
             raise InterruptNotFoundError("no interrupt at this address")
         target_run = run_id
         if interrupt_id is not None:
@@ -472,7 +473,7 @@ class PostgresStore(PostgresReads):
     async def mutate_run(
         self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None
     ) -> MutationResult:
-        if q.has_nul((run_id,)):
+        if has_nul((run_id,)):
             raise RunNotFoundError(f"run {run_id} does not exist")
 
         async def work(conn: Conn, tx: Tx) -> tuple[MutationResult, BridgeError | None]:
@@ -504,7 +505,7 @@ class PostgresStore(PostgresReads):
     # --- adapters' state ----------------------------------------------------
 
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
-        if q.has_nul((namespace, key)):
+        if has_nul((namespace, key)):
             raise ValidationError("a stored key must not contain U+0000")
 
         async def work(conn: Conn, _: Tx) -> bool:

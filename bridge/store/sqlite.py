@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError
+from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
 from bridge.events import EventDraft
 from bridge.store.base import (
     Claim,
@@ -31,6 +31,7 @@ from bridge.store.base import (
     RunCommit,
     RunDecision,
     RunRecord,
+    has_nul,
 )
 from bridge.store.cursor import decode_cursor as decode_cursor
 from bridge.store.cursor import encode_cursor as encode_cursor
@@ -148,6 +149,8 @@ class SqliteStore(SqliteReads):
 
     @staticmethod
     def _insert_run(conn: sqlite3.Connection, run: RunRecord) -> None:
+        if has_nul((run.run_id, run.tenant, run.workflow_id)):
+            raise ValidationError("run identifiers and tenants must not contain U+0000")
         conn.execute(
             f"INSERT INTO runs({RUN_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -466,6 +469,9 @@ class SqliteStore(SqliteReads):
     # --- adapters' state and audit ------------------------------------------
 
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
+        if has_nul((namespace, key)):
+            raise ValidationError("a stored key must not contain U+0000")
+
         def tx(conn: sqlite3.Connection) -> bool:
             if only_if_absent:
                 cur = conn.execute(
