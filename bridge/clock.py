@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -53,10 +53,19 @@ def ulid(ms: int) -> str:
     return "".join(reversed(chars))
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_last_second: tuple[int, str] = (-1, "")
+
+
 def iso_ms(ms: int) -> str:
     """ISO 8601 UTC with millisecond precision, e.g. ``2026-11-21T10:00:00.000Z``."""
-    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    global _last_second
+    second, milli = divmod(ms, 1000)
+    cached = _last_second  # one tuple read: safe beside the writer thread
+    if cached[0] != second:
+        cached = (second, datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S."))
+        _last_second = cached
+    return f"{cached[1]}{milli:03d}Z"
 
 
 def parse_iso_ms(value: str) -> int:
@@ -67,4 +76,5 @@ def parse_iso_ms(value: str) -> int:
     dt = datetime.fromisoformat(text)
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+    # Integer arithmetic: a float timestamp times 1000 can land a millisecond short.
+    return (dt - _EPOCH) // timedelta(milliseconds=1)

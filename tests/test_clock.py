@@ -1,0 +1,43 @@
+"""Timestamps and ids the wire carries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bridge.clock import iso_ms, parse_iso_ms, ulid
+
+
+@pytest.mark.parametrize(
+    "ms",
+    [
+        0,
+        1,
+        999,
+        1_000,
+        1_001,
+        59_999,
+        60_000,
+        1_763_700_000_123,
+        1_763_700_000_999,
+        1_763_700_001_000,
+        4_102_444_800_000,
+    ],
+)
+def test_iso_ms_is_utc_with_milliseconds_and_round_trips(ms: int) -> None:
+    expected = datetime.fromtimestamp(ms // 1000, tz=UTC).isoformat().replace("+00:00", "") + f".{ms % 1000:03d}Z"
+    assert iso_ms(ms) == expected
+    assert parse_iso_ms(iso_ms(ms)) == ms
+
+
+def test_iso_ms_across_second_boundaries_in_any_order() -> None:
+    # The formatter keeps the last second's text; going back and forth must not reuse it wrongly.
+    for ms in (5_999, 6_000, 5_999, 7_000_000, 6_001):
+        assert parse_iso_ms(iso_ms(ms)) == ms
+
+
+def test_ulids_sort_by_time_and_are_unique() -> None:
+    ids = [ulid(ms) for ms in (1, 2, 2, 1_000_000)]
+    assert all(len(i) == 26 for i in ids)
+    assert ids[0] < ids[1] and ids[1] != ids[2] and max(ids[1], ids[2]) < ids[3]
