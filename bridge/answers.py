@@ -195,6 +195,18 @@ class Answers:
         if mutation.error is not None:
             raise mutation.error
 
+    async def preview_cancel(self, principal: Principal, interrupt_id: str) -> None:
+        """Check a cancellation without applying it: raises what :meth:`cancel_interrupt` would."""
+        principal.require("approvals:respond")
+        record = await self.store.get_interrupt(interrupt_id)
+        if record is None or principal.tenant not in (record.tenant, "*"):
+            raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
+        run = await self.store.load_run(record.run_id)
+        assert run is not None
+        mutation = cancel_decision(principal, self.clock.now_ms(), self.clock.new_id)(record, run)
+        if mutation.error is not None:
+            raise mutation.error
+
     async def open_interrupts(self, run_id: str, *, with_children: bool = True) -> list[InterruptRecord]:
         """Open, answerable interrupts of a run (and, by default, of its active child runs)."""
         records = [

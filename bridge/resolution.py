@@ -129,6 +129,22 @@ def _deny(
     return Mutation(events=[event], audit=[audit], error=ForbiddenError(reason))
 
 
+def _gate_denial(
+    intr: InterruptRecord, run: RunRecord, principal: Principal, now: int, new_id: NewId
+) -> Mutation | None:
+    """The refusal when this principal may not decide this approval gate (role, scope), else None."""
+    data = intr.payload.get("data", {})
+    role = data.get("requiredRole")
+    scope = data.get("requiredScope")
+    if role and not principal.has_role(str(role)):
+        return _deny(intr, run, principal, now, new_id, f"approving this gate needs the {role!r} role")
+    if scope and not principal.has_scope(str(scope)):
+        return _deny(
+            intr, run, principal, now, new_id, f"approving this gate needs the {scope!r} scope", scope=str(scope)
+        )
+    return None
+
+
 def _resolver_id(answer: Answer) -> str:
     if answer.principal is not None:
         return answer.principal.id
@@ -148,9 +164,14 @@ def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecisio
         if answer.surface == "token":
             if answer.token_intent != "resolve":
                 raise ForbiddenError("this link only allows looking at the interrupt, not answering it")
-            if data.get("profile") == AUTH_REQUIRED_PROFILE:
+            governed = intr.kind == "approval" and (data.get("requiredRole") or data.get("requiredScope"))
+            if data.get("profile") == AUTH_REQUIRED_PROFILE or governed:
+                # A link alone names no one, so it cannot satisfy a role or scope: fail closed.
                 if principal is None:
-                    raise UnauthenticatedError("this interrupt needs an authenticated answer (Authorization: Bearer)")
+                    raise UnauthenticatedError(
+                        "this interrupt needs an authenticated answer (Authorization: Bearer)"
+                        + (" from a principal the gate allows" if governed else "")
+                    )
                 if principal.tenant not in (run.tenant, "*"):
                     raise InterruptNotFoundError("no interrupt at this address")
                 principal.require("approvals:respond")
@@ -214,14 +235,9 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
     principal = answer.principal
     acting = principal.id if principal else _resolver_id(answer)
     if principal is not None:
-        role = data.get("requiredRole")
-        scope = data.get("requiredScope")
-        if role and not principal.has_role(str(role)):
-            return _deny(intr, run, principal, now, new_id, f"approving this gate needs the {role!r} role")
-        if scope and not principal.has_scope(str(scope)):
-            return _deny(
-                intr, run, principal, now, new_id, f"approving this gate needs the {scope!r} scope", scope=str(scope)
-            )
+        denied = _gate_denial(intr, run, principal, now, new_id)
+        if denied is not None:
+            return denied
     voter = acting
     if normalized.voter and normalized.voter != acting:
         if principal is None or not principal.can_act_as:
@@ -485,6 +501,15 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
         if not intr.open:
             raise _closed_error(intr, "run")
         if intr.kind == "approval":
+            # Cancelling an approval rejects it, so only someone who may decide it may cancel it.
+            denied = _gate_denial(intr, run, principal, now, new_id)
+            approvers = list(intr.payload.get("data", {}).get("approversList") or [])
+            if denied is None and approvers and principal.id not in approvers:
+                denied = _deny(
+                    intr, run, principal, now, new_id, f"{principal.id!r} is not among this gate's approvers"
+                )
+            if denied is not None:
+                return denied
             final = {"action": "reject", "decidedBy": principal.id, "decidedAt": iso_ms(now), "reason": reason}
             state = dict(intr.state)
             state["votes"] = [

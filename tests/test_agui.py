@@ -235,6 +235,26 @@ async def test_cancelled_entries(agui: Agui, engine: Engine) -> None:
     assert cancelled[-1]["outcome"] == {"type": "cancelled"}
 
 
+async def test_a_cancel_entry_needs_the_right_to_decide_the_gate(agui: Agui, engine: Engine) -> None:
+    wf = Workflow("listed-gate")
+    wf.node("gate", type_id="core.approvalGate", config={"title": "Ship?", "approversList": ["opal"]})
+    wf.register(engine)
+    [it] = interrupts(await agui.run("listed-gate", "th-cancel"))
+    as_bob = Agui(agui.client, who="bob")
+    refused = await as_bob.run(
+        "listed-gate", "th-cancel", status=403, resume=[{"interruptId": it["id"], "status": "cancelled"}]
+    )
+    assert refused[0]["details"]["entry"] == 0 and "approvers" in refused[0]["message"]
+    record = await engine.store.get_interrupt(it["id"])
+    assert record is not None and record.open
+    as_opal = Agui(agui.client, who="operator")
+    failed = await as_opal.run("listed-gate", "th-cancel", resume=[{"interruptId": it["id"], "status": "cancelled"}])
+    assert failed[-1]["type"] == "RUN_ERROR" and failed[-1]["code"] == "approval_rejected"
+    record = await engine.store.get_interrupt(it["id"])
+    assert record is not None and record.resolution["resumeValue"]["reason"] == "cancelled"
+    assert record.resolution["resolvedBy"] == "opal"
+
+
 async def test_quorum_vote_and_ask_end_with_the_same_interrupt(agui: Agui, engine: Engine) -> None:
     [it] = interrupts(await agui.run("conformance-interrupt-quorum", "th-11"))
     again = interrupts(

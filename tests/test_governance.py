@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from bridge import Engine, Workflow, spec
-from tests.conftest import auth
+from bridge.errors import ForbiddenError
+from tests.conftest import KEYS, auth
 from tests.helpers import event_types, events, settle
 
 
@@ -118,6 +120,47 @@ async def test_required_role_and_scope(client: httpx.AsyncClient, engine: Engine
     run_id = await _start(client, engine, "scope-gated")
     assert (await _vote(client, run_id, {"action": "accept"}, who="bob")).status_code == 403
     assert (await _vote(client, run_id, {"action": "accept"}, who="admin")).status_code == 200
+
+
+async def test_a_signed_link_does_not_get_past_a_role_or_scope(client: httpx.AsyncClient, engine: Engine) -> None:
+    for workflow, config in (
+        ("role-linked", {"requiredRole": "operator"}),
+        ("scope-linked", {"requiredScope": "runs:fork"}),
+    ):
+        _gate(engine, workflow, **config)
+        run_id = await _start(client, engine, workflow)
+        # bob may answer approvals, so he is shown a resolve link; the link must not stand in for the role.
+        view = (await client.get(f"/v1/runs/{run_id}/interrupts/gate", headers=auth("bob"))).json()
+        token = view["interruptToken"]
+        body = {"resumeValue": {"action": "accept"}}
+        anonymous = await client.post(f"/v1/interrupts/{token}", json=body)
+        assert anonymous.status_code == 401 and anonymous.json()["error"] == "unauthenticated"
+        as_bob = await client.post(f"/v1/interrupts/{token}", json=body, headers=auth("bob"))
+        assert as_bob.status_code == 403, as_bob.text
+        assert (await engine.store.load_run(run_id)).status == "waiting-approval"
+        assert "interrupt.resolved" not in await event_types(engine, run_id)
+        denied = (await events(engine, run_id, "authorization.decided"))[-1]["payload"]
+        assert denied["allowed"] is False and denied["principal"] == "bob"
+        allowed = "operator" if "requiredRole" in config else "admin"
+        ok = await client.post(f"/v1/interrupts/{token}", json=body, headers=auth(allowed))
+        assert ok.status_code == 200, ok.text
+        assert (await settle(engine, run_id)).status == "completed"
+
+
+async def test_only_who_may_decide_a_gate_may_cancel_it(client: httpx.AsyncClient, engine: Engine) -> None:
+    _gate(engine, "cancel-listed", approversList=["opal"])
+    run_id = await _start(client, engine, "cancel-listed")
+    record = await engine.store.interrupt_at(run_id, "gate")
+    with pytest.raises(ForbiddenError):
+        await engine.cancel_interrupt(KEYS["bob"].principal, record.interrupt_id)
+    assert (await engine.store.load_run(run_id)).status == "waiting-approval"
+    denied = (await events(engine, run_id, "authorization.decided"))[-1]["payload"]
+    assert denied["allowed"] is False and denied["principal"] == "bob"
+    await engine.cancel_interrupt(KEYS["operator"].principal, record.interrupt_id)
+    final = await settle(engine, run_id)
+    assert final.status == "failed" and final.state["error"]["code"] == "approval_rejected"
+    received = (await events(engine, run_id, "approval.received"))[0]["payload"]
+    assert received["decidedBy"] == "opal" and received["action"] == "reject"
 
 
 async def test_override_is_audited_and_counts_as_one_vote_unless_it_bypasses(

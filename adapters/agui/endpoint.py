@@ -230,11 +230,11 @@ class AguiService:
             if view is None:
                 warnings.append(self._unknown(entry))
                 continue
-            if entry.status == "cancelled":
-                principal.require("approvals:respond")
-                actions.append(("cancel", entry, None))
-                continue
             try:
+                if entry.status == "cancelled":
+                    await self.engine.preview_cancel(principal, entry.interrupt_id)
+                    actions.append(("cancel", entry, None))
+                    continue
                 value = resume_payload_to_value(view, entry.payload)
                 await self.engine.preview_answer(principal, value, interrupt_id=entry.interrupt_id)
             except BridgeError as exc:
