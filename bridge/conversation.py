@@ -109,7 +109,6 @@ class Conversation:
         #: Who ended it: ``"peer"`` (the person answered with close), ``"node"`` or ``"timeout"``.
         self.closed_by: str | None = None
         self.turns: list[dict[str, Any]] = []
-        self._last_answer_id: str | None = None
 
     async def exchange(
         self,
@@ -172,8 +171,6 @@ class Conversation:
             payload["timeoutMs"] = self.deadline_ms - now
         prompt_turn = make_turn(self.id, index, "agent", prompt, now, sender=self.speaker, speaker=self.speaker)
         state = {"promptTurn": prompt_turn, "conversationId": self.id, "channel": self.channel}
-        if self._last_answer_id:
-            state["previousMessageId"] = self._last_answer_id
         instant = None
         if auto_answer is not _UNSET:
 
@@ -202,7 +199,6 @@ class Conversation:
             turn = resolution.get("turn")
             if turn:
                 self.turns.append(turn)
-                self._last_answer_id = turn.get("messageId")
             if resolution.get("closed"):
                 self.closed = True
                 self.outcome = resolution.get("outcome")
@@ -371,6 +367,17 @@ def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any,
     return operation, dict(turn) if turn else None, content, value.get("outcome"), reason
 
 
+def _earlier_turn(cid: str, message_id: str, index: int) -> int | None:
+    """The turn index ``message_id`` names when it is an earlier turn of conversation ``cid``."""
+    prefix = f"{cid}:"
+    if not message_id.startswith(prefix):
+        return None
+    number, _, role = message_id[len(prefix) :].partition(":")
+    if not number.isdigit() or role not in ("user", "system", "agent") or int(number) >= index:
+        return None
+    return int(number)
+
+
 def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, now: int, new_id: Any) -> Mutation:
     """The decision for an answer to a ``conversation.exchange`` (or a retry of one).
 
@@ -395,8 +402,15 @@ def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, n
         if record.status == "resolved" and (record.resolution or {}).get("closed"):
             raise ValidationError(f"conversation {cid} is closed; no more exchanges")
         raise InterruptAlreadyResolvedError("this exchange was already answered")
-    if supplied_id and supplied_id != expected_id and supplied_id == record.state.get("previousMessageId"):
-        return Mutation(result={"status": "resolved", "idempotent": True})
+    if supplied_id and supplied_id != expected_id:
+        earlier = _earlier_turn(cid, supplied_id, index)
+        if earlier is None:
+            raise ValidationError(
+                f"this exchange's turn is {expected_id!r}; the answer names {supplied_id!r}",
+                details={"messageId": expected_id, "turnIndex": index},
+            )
+        # A turn of this conversation that was already taken: a retry, with no second effect.
+        return Mutation(result={"status": "resolved", "idempotent": True, "turnIndex": earlier})
     if operation == "exchange":
         kinds.validate_against(data.get("outcomeSchema"), content, "answer")
     turn = {

@@ -161,6 +161,35 @@ async def test_repeated_answer_with_the_same_message_id_is_idempotent(
     assert (await event_types(engine, run_id)).count("conversation.exchanged") == 1
 
 
+async def test_an_older_turn_sent_again_later_is_a_retry_and_a_foreign_message_id_is_refused(
+    client: httpx.AsyncClient, engine: Engine
+) -> None:
+    _chat_workflow(engine, turnCount=3)
+    run_id = await _start(client, engine, "chat")
+    cid = (await engine.store.interrupt_at(run_id, "talk")).payload["data"]["conversationId"]
+    first = {"operation": "exchange", "turn": {"messageId": f"{cid}:1:user", "content": "one"}}
+    assert (await _say(client, run_id, first)).status_code == 200
+    await settle(engine, run_id)
+    assert (await _say(client, run_id, "two")).status_code == 200
+    await settle(engine, run_id)
+    late_retry = await _say(client, run_id, first)  # turn 1 again, while the third exchange waits
+    assert late_retry.status_code == 200 and late_retry.json()["idempotent"] is True
+    for foreign in (f"{cid}:99:user", "conv:elsewhere:1:user", "my-own-id"):
+        bad = await _say(client, run_id, {"operation": "exchange", "turn": {"messageId": foreign, "content": "x"}})
+        assert bad.status_code == 400 and bad.json()["details"]["messageId"].startswith(cid), bad.text
+    assert (await engine.store.interrupt_at(run_id, "talk")).status == "pending"
+    assert (await _say(client, run_id, "three")).status_code == 200
+    done = await settle(engine, run_id)
+    assert done.status == "completed"
+    said = [e["payload"]["turn"]["content"] for e in await events(engine, run_id, "conversation.exchanged")]
+    assert said == ["one", "two", "three"]
+    ids = [
+        m["messageId"]
+        for m in (await client.get(f"/v1/runs/{run_id}", headers=auth("admin"))).json()["channels"]["transcript"]
+    ]
+    assert len(ids) == len(set(ids)) and sum(i.endswith(":user") for i in ids) == 3
+
+
 async def test_timeout_over_the_whole_conversation(client: httpx.AsyncClient, engine: Engine) -> None:
     _chat_workflow(engine, timeoutMs=400)
     run_id = await _start(client, engine, "chat")
