@@ -378,8 +378,13 @@ class RunExecutor:
             self.state["hasConversation"] = True
         self._new_interrupts.extend(act.new_interrupts)
         act.new_interrupts = []
-        self._consume.extend(act.consumed)
-        act.consumed = []
+        if act.consumed:
+            self._consume.extend(act.consumed)
+            taken = set(act.consumed)
+            for record in ctx.known_interrupts():
+                if record.interrupt_id in taken:
+                    record.consumed = True  # what the node reads from now on says so too
+            act.consumed = []
         if act.variables:
             self.state.setdefault("variables", {}).update(act.variables)
             act.variables = {}

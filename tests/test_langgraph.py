@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -11,7 +13,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from adapters.langgraph import GraphWorkflows
-from bridge import Engine, spec
+from adapters.langgraph.checkpoints import Checkpoints
+from bridge import Engine, SqliteStore, spec
+from bridge.engine import EngineConfig
 from tests import graphs
 from tests.conftest import auth
 from tests.helpers import ADMIN, event_types, events, settle
@@ -223,6 +227,55 @@ async def test_stale_answer_is_an_error_the_user_sees(lg: GraphWorkflows, engine
     done = await settle(engine, run.run_id)
     assert done.status == "failed" and done.state["error"]["code"] == "langgraph_unknown_interrupt"
     assert done.state["error"]["details"]["reason"] == "not_pending"
+
+
+async def test_a_crash_after_the_graph_took_an_answer_still_finishes_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "crash.db"
+    first = Engine(SqliteStore(db), config=EngineConfig(lease_ms=300))
+    await first.start()
+    lg = GraphWorkflows(first)
+    lg.add("publish", graphs.approve_graph())
+    run = await first.create_run(ADMIN, "publish", inputs={"text": "v1"})
+    await settle(first, run.run_id)
+    [p] = await _open(first, run.run_id)
+    took = asyncio.Event()
+    real_bind = Checkpoints.bind
+
+    async def bind(self: Checkpoints, graph: Any) -> Any:
+        bound = await real_bind(self, graph)
+        real_ainvoke = bound.ainvoke
+
+        async def ainvoke(step: Any, *args: Any, **kwargs: Any) -> Any:
+            out = await real_ainvoke(step, *args, **kwargs)
+            if isinstance(step, Command):
+                took.set()  # the graph's checkpoint holds the answer now; the process dies here
+                await asyncio.Event().wait()
+            return out
+
+        bound.ainvoke = ainvoke
+        return bound
+
+    monkeypatch.setattr(Checkpoints, "bind", bind)
+    await first.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id=p.node_id)
+    await asyncio.wait_for(took.wait(), 10)
+    await first.stop()
+    await lg.close()
+    monkeypatch.undo()
+
+    second = Engine(SqliteStore(db), config=EngineConfig(lease_ms=300))
+    lg2 = GraphWorkflows(second)
+    lg2.add("publish", graphs.approve_graph())
+    await second.start()
+    try:
+        done = await settle(second, run.run_id, timeout=15)
+        assert done.status == "completed", done.state.get("error")
+        assert done.state["outputs"]["graph"]["state"]["decision"] == "accept"
+        assert (await event_types(second, run.run_id)).count("interrupt.requested") == 1
+    finally:
+        await second.stop()
+        await lg2.close()
 
 
 async def test_chat_agent_conversation_on_one_agent_thread(lg: GraphWorkflows, engine: Engine) -> None:

@@ -63,6 +63,11 @@ class GraphNode:
         step: Any = None if state.created_at else dict(self.input_mapper(ctx))
         while True:
             if step is not None:
+                if isinstance(step, Command):
+                    # The answers are marked taken before the graph gets them: after a crash
+                    # once the graph has checkpointed them, a recorded answer that is no longer
+                    # pending is known to be delivered, not stale.
+                    await ctx.checkpoint()
                 try:
                     await graph.ainvoke(step, config, durability="sync")
                 except UnknownInterruptError as exc:
