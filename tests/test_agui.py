@@ -100,8 +100,33 @@ async def test_capabilities(agui: Agui, engine: Engine) -> None:
     }
     noop = (await agui.client.get("/agui/conformance-noop/capabilities", headers=auth("admin"))).json()
     assert noop["humanInTheLoop"]["approvals"] is False and noop["humanInTheLoop"]["approveWithEdits"] is False
+    assert noop["humanInTheLoop"]["interrupts"] is False and noop["humanInTheLoop"]["supported"] is False
+    assert noop["transport"]["resumable"] is False  # a reconnect re-emits; there are no sequence numbers
     plain = (await agui.client.get("/agui/conformance-approval/capabilities", headers=auth("admin"))).json()
     assert plain["humanInTheLoop"]["approvals"] is True and plain["humanInTheLoop"]["approveWithEdits"] is False
+    parent = Workflow("parent-of-approval")
+    parent.node("child", type_id="core.subWorkflow", config={"workflowId": "conformance-approval"})
+    parent.register(engine)
+    nested = (await agui.client.get("/agui/parent-of-approval/capabilities", headers=auth("admin"))).json()
+    assert nested["humanInTheLoop"]["approvals"] is True and nested["humanInTheLoop"]["interrupts"] is True
+
+
+async def test_edited_args_on_a_plain_gate_are_the_edited_artifact(agui: Agui, engine: Engine) -> None:
+    wf = Workflow("editable")
+    wf.node(
+        "gate",
+        type_id="core.approvalGate",
+        config={"title": "Send?", "actions": ["accept", "reject", "edit-accept"], "artifactData": {"x": 1}},
+    )
+    wf.register(engine)
+    [it] = interrupts(await agui.run("editable", "th-edit"))
+    resume = [{"interruptId": it["id"], "status": "resolved", "payload": {"approved": True, "editedArgs": {"x": 2}}}]
+    done = await agui.run("editable", "th-edit", resume=resume)
+    assert done[-1]["outcome"]["type"] == "success"
+    record = await engine.store.get_interrupt(it["id"])
+    assert record is not None
+    value = record.resolution["resumeValue"]
+    assert value["action"] == "edit-accept" and value["editedArtifactData"] == {"x": 2}
 
 
 async def test_approval_round_trip(agui: Agui, engine: Engine) -> None:
@@ -207,6 +232,31 @@ async def test_older_request_shapes_are_accepted(agui: Agui, engine: Engine) -> 
     assert done[-1]["outcome"]["type"] == "success"
     [it] = interrupts(await agui.run("conformance-approval", "th-7"))
     done = await agui.run("conformance-approval", "th-7", forwardedProps={"command": {"resume": {"action": "accept"}}})
+    assert done[-1]["outcome"]["type"] == "success"
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [{"forwardedProps": {"command": {"resume": {"action": "accept"}}}}, {"resume": {"payload": {"approved": True}}}],
+)
+async def test_a_resume_naming_no_interrupt_sent_twice_answers_only_once(
+    agui: Agui, engine: Engine, shape: dict[str, Any]
+) -> None:
+    wf = Workflow("one-then-another")
+    wf.node("a", type_id="core.approvalGate", config={"title": "First?"})
+    wf.node("b", type_id="core.approvalGate", after="a", config={"title": "Second?"})
+    wf.register(engine)
+    [first] = interrupts(await agui.run("one-then-another", "th-idless"))
+    answered = await agui.run("one-then-another", "th-idless", runId="client-run-7", **shape)
+    [second] = interrupts(answered)
+    assert second["id"] != first["id"]
+    again = await agui.run("one-then-another", "th-idless", runId="client-run-7", **shape)  # a retry
+    assert [i["id"] for i in interrupts(again)] == [second["id"]]
+    warning = [e for e in again if e["type"] == "CUSTOM"]
+    assert warning and warning[0]["value"]["code"] == "duplicate_resume"
+    record = await engine.store.get_interrupt(second["id"])
+    assert record is not None and record.open
+    done = await agui.run("one-then-another", "th-idless", runId="client-run-8", **shape)  # the next answer
     assert done[-1]["outcome"]["type"] == "success"
 
 

@@ -14,40 +14,52 @@ _CORE_WITHOUT_APPROVALS = {
     "core.delay",
     "core.clarificationGate",
     "core.conversationGate",
-    "core.subWorkflow",
     "core.conformance.mock-agent",
     "core.orchestrator.supervisor",
-    "core.dispatch",
 }
+_INTERRUPTING_CORE = {"core.clarificationGate", "core.conversationGate", "core.orchestrator.supervisor"}
 
 
-def _approval_actions(workflow: WorkflowDefinition) -> tuple[bool, bool]:
-    """(approvals possible, edits possible): true only where a node can raise them.
+def _hitl(engine: Engine, workflow: WorkflowDefinition, seen: frozenset[str] = frozenset()) -> tuple[bool, bool, bool]:
+    """(interrupts possible, approvals possible, edits possible): true only where a node can raise them.
 
     Nodes written in Python (or served from a graph) may raise any interrupt, so
-    they count as both; the core types are read from their config.
+    they count as all three; the core types are read from their config, and a
+    sub-workflow counts as what its child can raise (its interrupts end this
+    agent's run too). A dispatch runs workers a model names, so it may raise anything.
     """
-    approvals = edits = False
+    interrupts = approvals = edits = False
     for node in workflow.nodes.values():
+        if node.type_id == "core.subWorkflow":
+            child_id = node.config.get("workflowId")
+            child = next((w for w in engine.workflows() if w.id == child_id), None)
+            if child is None or child.id in seen:
+                found = (child is None, child is None, child is None)
+            else:
+                found = _hitl(engine, child, seen | {workflow.id})
+            interrupts, approvals, edits = interrupts or found[0], approvals or found[1], edits or found[2]
+            continue
+        if node.type_id in _INTERRUPTING_CORE or node.type_id == "core.interrupt":
+            interrupts = True
         if node.type_id in _APPROVAL_TYPES or (
             node.type_id == "core.interrupt" and node.config.get("kind") == "approval"
         ):
             actions = (
                 node.config.get("actions") or (node.config.get("data") or {}).get("actions") or ["accept", "reject"]
             )
-            approvals = True
+            interrupts = approvals = True
             edits = edits or any(a in ("edit-accept", "edit") for a in actions)
         elif node.type_id == "vendor.openwop-bridge.toolCall":
-            approvals = True
+            interrupts = approvals = True
             edits = edits or node.config.get("allowEdit", True) is not False
         elif node.type_id not in _CORE_WITHOUT_APPROVALS and node.type_id != "core.interrupt":
-            approvals = edits = True
-    return approvals, edits
+            interrupts = approvals = edits = True
+    return interrupts, approvals, edits
 
 
 def agent_capabilities(engine: Engine, workflow: WorkflowDefinition) -> AgentCapabilities:
     """The AG-UI ``AgentCapabilities`` of a workflow served by this host."""
-    approvals, edits = _approval_actions(workflow)
+    interrupts, approvals, edits = _hitl(engine, workflow)
     return AgentCapabilities(
         identity=IdentityCapabilities(
             name=workflow.name,
@@ -56,9 +68,10 @@ def agent_capabilities(engine: Engine, workflow: WorkflowDefinition) -> AgentCap
             version=workflow.version,
             provider="openwop-bridge",
         ),
-        transport=TransportCapabilities(streaming=True, resumable=True),
+        # Not resumable in AG-UI's sense (no sequence numbers); a reconnect re-emits instead.
+        transport=TransportCapabilities(streaming=True, resumable=False),
         human_in_the_loop=HumanInTheLoopCapabilities(
-            supported=True, interrupts=True, approvals=approvals, approve_with_edits=edits
+            supported=interrupts, interrupts=interrupts, approvals=approvals, approve_with_edits=edits
         ),
         custom={"openwop": {"workflowId": workflow.id, "conversation": engine.uses_conversation(workflow)}},
     )

@@ -46,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from adapters.agui import threads
-from adapters.agui.mapping import interrupt_to_agui, normalize_request, resume_payload_to_value
+from adapters.agui.mapping import interrupt_to_agui, names_no_interrupt, normalize_request, resume_payload_to_value
 from adapters.agui.translate import Translator, messages_from_events
 from bridge.auth import KeyRing, Principal
 from bridge.engine import Engine
@@ -127,12 +127,31 @@ class AguiService:
             )
         run = await self.engine.store.load_run(binding.run_id) if binding and binding.run_id else None
         open_views = await self._open_views(run)
+        idless = names_no_interrupt(body)
+        repeated = idless and binding is not None and body.get("runId", body.get("run_id")) in binding.idless_resumes
+        if repeated:
+            # The same request again: its answer went to the interrupt open at the time.
+            body = {k: v for k, v in body.items() if k != "resume"}
+            body.pop("forwardedProps", None)
+            body.pop("forwarded_props", None)
         try:
             agent_input = RunAgentInput.model_validate(normalize_request(body, list(open_views)))
         except PydanticValidationError as exc:
             problems = [f"{'/'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)]
             raise ValidationError("the body is not a valid RunAgentInput", details={"problems": problems}) from exc
         plan = await self._plan(principal, workflow, agent_input, binding, run, open_views)
+        if repeated:
+            plan.warnings.append(
+                {
+                    "code": "duplicate_resume",
+                    "message": f"run {agent_input.run_id!r} already delivered this resume; it was not applied again",
+                }
+            )
+        elif idless and agent_input.resume:
+            bound = await threads.load(self.engine, principal.tenant, agent_input.thread_id)
+            if bound is not None:
+                bound.idless_resumes.append(agent_input.run_id)
+                await threads.save(self.engine, bound)
         return StreamingResponse(
             self._stream(agent_input, plan),
             media_type=EventEncoder().get_content_type(),

@@ -189,10 +189,14 @@ def resume_payload_to_value(view: Mapping[str, Any], payload: Any) -> Any:
             feedback = payload.get("feedback") or payload.get("reason")
             if not payload["approved"]:
                 return {"action": "reject", **({"feedback": str(feedback)} if feedback else {})}
-            if "editedArgs" in payload and data.get("artifactType") == TOOL_CALL_ARTIFACT:
+            if "editedArgs" in payload:
                 if not isinstance(payload["editedArgs"], Mapping):
                     raise ValidationError("'editedArgs' must be an object of arguments")
-                edited = {**dict(data.get("artifactData") or {}), "args": dict(payload["editedArgs"])}
+                if data.get("artifactType") == TOOL_CALL_ARTIFACT:
+                    edited = {**dict(data.get("artifactData") or {}), "args": dict(payload["editedArgs"])}
+                else:
+                    # Any other gate: the edited arguments are the edited artifact.
+                    edited = dict(payload["editedArgs"])
                 return {"action": "edit-accept", "editedArtifactData": edited}
             if "editedArtifactData" in payload:
                 return {"action": "edit-accept", "editedArtifactData": payload["editedArtifactData"]}
@@ -221,6 +225,22 @@ def _legacy_resume(resume: Any, open_ids: Sequence[str]) -> list[dict[str, Any]]
             {"interruptId": interrupt_id, "status": resume.get("status", "resolved"), "payload": resume.get("payload")}
         ]
     raise ValidationError("'resume' must be a list of {interruptId, status, payload?}")
+
+
+def names_no_interrupt(body: Any) -> bool:
+    """Whether the request's resume is an older shape that leaves the interrupt to the host.
+
+    The draft's single ``resume`` object without ``interruptId``, or a
+    ``forwardedProps.command.resume`` value that is not a map of interrupt ids.
+    """
+    if not isinstance(body, Mapping):
+        return False
+    resume = body.get("resume")
+    if resume is not None:
+        return isinstance(resume, Mapping) and not resume.get("interruptId")
+    forwarded = body.get("forwardedProps") or body.get("forwarded_props")
+    command = forwarded.get("command") if isinstance(forwarded, Mapping) else None
+    return isinstance(command, Mapping) and "resume" in command
 
 
 def normalize_request(body: Any, open_ids: Sequence[str]) -> dict[str, Any]:

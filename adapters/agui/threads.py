@@ -33,6 +33,9 @@ class ThreadBinding:
     runs: list[str] = field(default_factory=list)
     consumed_messages: list[str] = field(default_factory=list)
     started_with: list[str] = field(default_factory=list)
+    #: Client run ids of requests whose resume named no interrupt (older shapes); the same
+    #: request again must not answer whatever interrupt is open by then.
+    idless_resumes: list[str] = field(default_factory=list)
 
     def has_seen(self, message_id: str) -> bool:
         """Whether a user message already started a run or answered a turn on this thread."""
@@ -52,6 +55,7 @@ class ThreadBinding:
             "runs": self.runs[-_MAX_REMEMBERED:],
             "consumedMessages": self.consumed_messages[-_MAX_REMEMBERED:],
             "startedWith": self.started_with[-_MAX_REMEMBERED:],
+            "idlessResumes": self.idless_resumes[-_MAX_REMEMBERED:],
         }
 
 
@@ -71,6 +75,7 @@ async def load(engine: Engine, tenant: str, thread_id: str) -> ThreadBinding | N
         runs=list(raw.get("runs", [])),
         consumed_messages=list(raw.get("consumedMessages", [])),
         started_with=list(raw.get("startedWith", [])),
+        idless_resumes=list(raw.get("idlessResumes", [])),
     )
 
 
