@@ -277,23 +277,6 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
                 new_id,
                 "this gate has no override path" if not needed else f"the override needs the {needed!r} role",
             )
-        events.append(
-            _event(
-                new_id,
-                now,
-                "approval.overridden",
-                {"gateId": gate, "principal": voter, "reason": str(normalized.reason)},
-                intr.node_id,
-            )
-        )
-        audit.append(
-            {
-                "principal": voter,
-                "action": "approval.overridden",
-                "resource": resource,
-                "details": {"interruptId": intr.interrupt_id, "reason": normalized.reason, "actingPrincipal": acting},
-            }
-        )
     if normalized.action == "ask":
         exchange = {
             "question": normalized.question,
@@ -316,6 +299,10 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
             interrupt_state=state, events=events, result={"status": "pending", "ask": exchange, "askExchanges": asks}
         )
     votes = list(state.get("votes", []))
+    bypass = bool(normalized.override and data.get("overrideBypassesQuorum"))
+    if bypass:
+        # An override that closes the gate replaces the principal's earlier vote, if any.
+        votes = [v for v in votes if v["voter"] != voter]
     if any(v["voter"] == voter for v in votes):
         audit.append(
             {
@@ -338,12 +325,27 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         return Mutation(
             events=events, audit=audit, result={"status": "pending", "duplicate": True, "votes": t.progress()}
         )
+    if normalized.override:
+        # Logged only when it takes effect; the principal is whoever holds the override role.
+        events.append(
+            _event(
+                new_id,
+                now,
+                "approval.overridden",
+                {"gateId": gate, "principal": acting, "reason": str(normalized.reason)},
+                intr.node_id,
+            )
+        )
+        details: dict[str, Any] = {"interruptId": intr.interrupt_id, "reason": normalized.reason}
+        if voter != acting:
+            details["onBehalfOf"] = voter
+        audit.append({"principal": acting, "action": "approval.overridden", "resource": resource, "details": details})
     vote = normalized.as_vote(voter, iso_ms(now))
     if acting != voter:
         vote["actingPrincipal"] = acting
     votes.append(vote)
-    bypass = bool(normalized.override and data.get("overrideBypassesQuorum"))
     t = approvals.tally(data, votes, bypass=bypass)
+    why = normalized.reason or normalized.feedback or (normalized.refine_feedback or {}).get("text")
     if normalized.action in approvals.ACCEPTING:
         events.append(
             _event(
@@ -356,16 +358,22 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         )
     else:
         rejected: dict[str, Any] = {"gateId": gate, "principal": voter}
-        why = normalized.reason or normalized.feedback or (normalized.refine_feedback or {}).get("text")
         if why:
             rejected["reason"] = str(why)
         events.append(_event(new_id, now, "approval.rejected", rejected, intr.node_id))
+    vote_details: dict[str, Any] = {
+        "interruptId": intr.interrupt_id,
+        "progress": t.progress(),
+        "actingPrincipal": acting,
+    }
+    if why:
+        vote_details["reason"] = str(why)
     audit.append(
         {
             "principal": voter,
             "action": f"approval.vote.{normalized.action}",
             "resource": resource,
-            "details": {"interruptId": intr.interrupt_id, "progress": t.progress(), "actingPrincipal": acting},
+            "details": vote_details,
         }
     )
     state["votes"] = votes

@@ -194,6 +194,42 @@ async def test_override_is_audited_and_counts_as_one_vote_unless_it_bypasses(
     assert (await settle(engine, run_id)).status == "completed"
 
 
+async def test_override_after_an_own_vote_and_on_behalf_of_someone(client: httpx.AsyncClient, engine: Engine) -> None:
+    override = {"requiredRole": "operator", "audited": True}
+    _gate(engine, "override-counted-twice", requiredApprovals=3, override=override)
+    run_id = await _start(client, engine, "override-counted-twice")
+    assert (await _vote(client, run_id, {"action": "accept"}, who="operator")).json()["votes"]["accept"] == 1
+    again = await _vote(client, run_id, {"action": "accept", "override": True, "reason": "hotfix"}, who="operator")
+    assert again.json()["duplicate"] is True
+    # Counted as one vote and already cast: nothing happened, so no override is logged.
+    assert await events(engine, run_id, "approval.overridden") == []
+
+    _gate(engine, "override-closes", requiredApprovals=3, overrideBypassesQuorum=True, override=override)
+    run_id = await _start(client, engine, "override-closes")
+    assert (await _vote(client, run_id, {"action": "accept"}, who="operator")).status_code == 200
+    closed = await _vote(
+        client, run_id, {"action": "accept", "override": True, "reason": "incident 7", "voter": "carol"}, who="operator"
+    )
+    assert closed.json()["status"] == "resolved"
+    [overridden] = await events(engine, run_id, "approval.overridden")
+    assert overridden["payload"] == {"gateId": "gate", "principal": "opal", "reason": "incident 7"}
+    audit = {a["action"]: a for a in await engine.store.audit(run_id)}
+    assert audit["approval.overridden"]["principal"] == "opal"
+    assert audit["approval.overridden"]["details"]["onBehalfOf"] == "carol"
+
+
+async def test_each_vote_is_audited_with_its_reason(client: httpx.AsyncClient, engine: Engine) -> None:
+    _gate(engine, "reasons", requiredApprovals=2, rejectionPolicy="majority", approversList=["alice", "bob", "opal"])
+    run_id = await _start(client, engine, "reasons")
+    await _vote(client, run_id, {"action": "reject", "reason": "not ready"}, who="bob")
+    await _vote(client, run_id, {"action": "accept", "feedback": "lgtm"}, who="operator")
+    votes = [a for a in await engine.store.audit(run_id) if a["action"].startswith("approval.vote.")]
+    assert [(a["principal"], a["action"], a["details"].get("reason")) for a in votes] == [
+        ("bob", "approval.vote.reject", "not ready"),
+        ("opal", "approval.vote.accept", "lgtm"),
+    ]
+
+
 async def test_malformed_resume_keeps_the_gate_suspended(client: httpx.AsyncClient, engine: Engine) -> None:
     run_id = await _start(client, engine, "conformance-approval")
     for bad in ({"action": "edit-accept"}, {"action": 5}, [], "maybe"):
