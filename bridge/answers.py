@@ -17,7 +17,7 @@ from bridge import kinds
 from bridge.auth import Principal
 from bridge.clock import Clock
 from bridge.errors import InterruptNotFoundError, ValidationError
-from bridge.resolution import Answer, answer_decision, cancel_decision
+from bridge.resolution import Answer, AnswerCheck, answer_decision, cancel_decision
 from bridge.store.base import Claim, InterruptRecord, MutationResult, RunRecord, Store
 from bridge.telemetry import interrupt_resolving
 from bridge.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
@@ -57,6 +57,7 @@ class Answers:
     signer: TokenSigner | None
     ask_service: AskService
     instance_id: str
+    answer_checks: dict[str, AnswerCheck]
     _token_secrets: list[tuple[str, str]]
 
     if TYPE_CHECKING:  # provided by Engine
@@ -175,6 +176,7 @@ class Answers:
             surface="run",
             ask_answer=await self._ask_answer(current, value, principal.id),
             idempotency_key=idempotency_key,
+            checks=self.answer_checks,
         )
         return await self._apply_answer(answer, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id)
 
@@ -190,7 +192,9 @@ class Answers:
             raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
         run = await self.store.load_run(record.run_id)
         assert run is not None
-        answer = Answer(principal=principal, value=value, surface="run", ask_answer="(preview)")
+        answer = Answer(
+            principal=principal, value=value, surface="run", ask_answer="(preview)", checks=self.answer_checks
+        )
         mutation = answer_decision(answer, self.clock.now_ms(), self.clock.new_id)(record, run)
         if mutation.error is not None:
             raise mutation.error
@@ -303,6 +307,7 @@ class Answers:
             token_intent=claims.intent,
             ask_answer=await self._ask_answer(record, value, who),
             idempotency_key=idempotency_key,
+            checks=self.answer_checks,
         )
         return await self._apply_answer(answer, interrupt_id=record.interrupt_id, run_id=None, node_id=None)
 

@@ -37,6 +37,7 @@ from bridge.hub import EventHub
 from bridge.nodes import default_registry
 from bridge.nodes.base import NodeRegistry
 from bridge.resolution import (
+    AnswerCheck,
     run_cancel_decision,
     timeout_decision,
 )
@@ -89,6 +90,8 @@ class Engine(Answers):
         self.clock: Clock = clock or SystemClock()
         self.config = config or EngineConfig()
         self.node_types = node_types or default_registry()
+        #: Approval answer checks by name (``data.answerCheck``); see :data:`bridge.resolution.AnswerCheck`.
+        self.answer_checks: dict[str, AnswerCheck] = {}
         self.ask_service: AskService = ask_service or RecordingAskService()
         self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"
         self.hub = EventHub()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bridge import approvals, kinds
@@ -40,6 +40,16 @@ _SENSITIVE = re.compile(r"(secret|token|password|passwd|authorization|api[_-]?ke
 NewId = Callable[[str], str]
 
 
+AnswerCheck = Callable[[Mapping[str, Any], dict[str, Any]], None]
+"""Checks an approval answer beyond its schema: ``(payload, vote)``; raises ``ValidationError``.
+
+Named by an approval's ``data.answerCheck`` and registered in
+:attr:`bridge.engine.Engine.answer_checks` by whoever raises such approvals (an
+adapter that knows what its node will do with the answer), so a bad answer is a
+400 while the interrupt stays open rather than a failure after it was accepted.
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """One attempt to answer an interrupt."""
@@ -51,6 +61,7 @@ class Answer:
     token_intent: str | None = None
     ask_answer: str | None = None
     idempotency_key: str | None = None
+    checks: Mapping[str, AnswerCheck] = field(default_factory=dict)
 
 
 def redact(value: Any) -> Any:
@@ -232,6 +243,14 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
     if schema:
         kinds.validate_against(schema, raw, "resumeValue")
     normalized = approvals.normalize_answer(data, raw)
+    check_name = data.get("answerCheck")
+    if check_name and normalized.action != "ask":
+        check = answer.checks.get(str(check_name))
+        if check is None:
+            raise ValidationError(
+                f"answers to this interrupt are checked by {check_name!r}, which this host has not loaded"
+            )
+        check(intr.payload, normalized.as_vote(_resolver_id(answer), iso_ms(now)))
     principal = answer.principal
     acting = principal.id if principal else _resolver_id(answer)
     if principal is not None:

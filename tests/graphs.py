@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Send, interrupt
+from pydantic import BaseModel
 
 from adapters.langgraph import approval, clarify, conversation, escalate_if_low_confidence
 from adapters.langgraph.scripted import ScriptedChatModel
@@ -204,6 +205,26 @@ def single_question_graph() -> Any:
         return {"answers": [{"topic": "only", "ok": value["ok"]}]}
 
     g = StateGraph(Fan)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    g.add_edge("ask", END)
+    return g.compile()
+
+
+class Choice(BaseModel):
+    """An interrupt value that is not plain JSON."""
+
+    question: str
+    options: list[str]
+
+
+def odd_value_graph() -> Any:
+    """One ``interrupt()`` whose value is a pydantic model."""
+
+    def ask(state: Doc) -> Doc:
+        return {"text": interrupt(Choice(question="Which plan?", options=["basic", "pro"]))}
+
+    g = StateGraph(Doc)
     g.add_node("ask", ask)
     g.add_edge(START, "ask")
     g.add_edge("ask", END)

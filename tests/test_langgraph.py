@@ -16,6 +16,7 @@ from adapters.langgraph import GraphWorkflows
 from adapters.langgraph.checkpoints import Checkpoints
 from bridge import Engine, SqliteStore, spec
 from bridge.engine import EngineConfig
+from bridge.errors import ValidationError
 from tests import graphs
 from tests.conftest import auth
 from tests.helpers import ADMIN, event_types, events, settle
@@ -211,6 +212,67 @@ async def test_hitl_batched_one_approval_answered_per_call(lg: GraphWorkflows, e
         if m["type"] == "tool"
     }
     assert tools["call_mail"].startswith("sent") and "not now" in tools["call_rm"]
+
+
+async def test_a_tool_review_answer_the_graph_would_refuse_is_a_400_and_stays_open(
+    lg: GraphWorkflows, engine: Engine, client: httpx.AsyncClient
+) -> None:
+    lg.add("agent", graphs.hitl_per_call())
+    run = await engine.create_run(ADMIN, "agent", inputs={"messages": [{"role": "user", "content": "launch"}]})
+    await settle(engine, run.run_id)
+    calls = {p.payload["data"]["artifactData"]["toolCallId"]: p for p in await _open(engine, run.run_id)}
+    url = f"/v1/runs/{run.run_id}/interrupts/{calls['call_mail'].node_id}"
+    wrong_type = {"action": "edit-accept", "editedArtifactData": {"args": {"to": 5, "subject": "Launch"}}}
+    r = await client.post(url, json={"resumeValue": wrong_type}, headers=auth("admin"))
+    assert r.status_code == 400 and r.json()["error"] == "validation_error", r.text
+    assert "problems" in r.json()["details"]
+    rm_url = f"/v1/runs/{run.run_id}/interrupts/{calls['call_rm'].node_id}"
+    not_allowed = await client.post(
+        rm_url, json={"resumeValue": {"action": "refine", "feedback": "x"}}, headers=auth("admin")
+    )
+    assert not_allowed.status_code == 400, not_allowed.text
+    assert len(await _open(engine, run.run_id)) == 2  # both still open; nothing reached the graph
+    assert (await engine.store.load_run(run.run_id)).status == "waiting-approval"
+    ok = await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=auth("admin"))
+    assert ok.status_code == 200
+    await settle(engine, run.run_id)
+    ok = await client.post(rm_url, json={"resumeValue": {"action": "reject"}}, headers=auth("admin"))
+    assert ok.status_code == 200
+    assert (await settle(engine, run.run_id)).status == "completed"
+
+
+async def test_batched_review_answers_are_checked_per_call(lg: GraphWorkflows, engine: Engine) -> None:
+    lg.add("agent", graphs.hitl_batched())
+    run = await engine.create_run(ADMIN, "agent", inputs={"messages": [{"role": "user", "content": "launch"}]})
+    await settle(engine, run.run_id)
+    [p] = await _open(engine, run.run_id)
+    for bad in (
+        {"action": "refine", "feedback": "why?"},  # delete_file allows approve/reject only
+        {"action": "edit-accept", "editedArtifactData": {"decisions": [{"type": "approve"}]}},  # 2 calls
+        {"action": "edit-accept", "editedArtifactData": {"decisions": [{"type": "approve"}, {"type": "edit"}]}},
+    ):
+        with pytest.raises(ValidationError):
+            await engine.resolve(ADMIN, bad, run_id=run.run_id, node_id=p.node_id)
+    assert [i.interrupt_id for i in await _open(engine, run.run_id)] == [p.interrupt_id]
+    await engine.resolve(
+        ADMIN,
+        {"action": "edit-accept", "editedArtifactData": {"decisions": [{"type": "approve"}, {"type": "reject"}]}},
+        run_id=run.run_id,
+        node_id=p.node_id,
+    )
+    assert (await settle(engine, run.run_id)).status == "completed"
+
+
+async def test_any_other_value_is_a_custom_interrupt_stored_as_json(lg: GraphWorkflows, engine: Engine) -> None:
+    lg.add("odd", graphs.odd_value_graph())
+    run = await engine.create_run(ADMIN, "odd")
+    await settle(engine, run.run_id)
+    [p] = await _open(engine, run.run_id)
+    assert p.kind == "custom" and p.payload["data"]["customKind"] == "langgraph.interrupt"
+    assert p.payload["data"]["payload"] == {"question": "Which plan?", "options": ["basic", "pro"]}
+    await engine.resolve(ADMIN, "pro", run_id=run.run_id, node_id=p.node_id)
+    done = await settle(engine, run.run_id)
+    assert done.status == "completed" and done.state["outputs"]["graph"]["state"]["text"] == "pro"
 
 
 async def test_stale_answer_is_an_error_the_user_sees(lg: GraphWorkflows, engine: Engine) -> None:

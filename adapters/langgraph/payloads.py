@@ -12,7 +12,8 @@ A LangGraph ``Interrupt`` becomes one OpenWOP interrupt:
 
 ``Interrupt.response_schema`` becomes ``resumeSchema`` (so the engine refuses a
 bad answer before the graph sees it) — except for HITL requests, whose answers
-are translated into HITL decisions:
+are translated into HITL decisions and checked by :func:`check_tool_review`
+(registered with the engine as ``langgraph.tool-review``) before they are accepted:
 
 | OpenWOP action | HITL decision |
 |---|---|
@@ -29,12 +30,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import PydanticUserError, TypeAdapter
+
+from adapters.langgraph.messages import to_json
+from bridge import kinds
 from bridge.errors import ValidationError
 from bridge.tools import TOOL_CALL_ARTIFACT
 
 MARKER = "openwop"
 CUSTOM_KIND = "langgraph.interrupt"
 TOOL_CALLS_ARTIFACT = "tool-calls"
+ANSWER_CHECK = "langgraph.tool-review"
 
 _DECISION_TO_ACTION = {"approve": "accept", "edit": "edit-accept", "reject": "reject", "respond": "refine"}
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -56,17 +62,17 @@ def address(task_name: str, interrupt_id: str) -> str:
 
 
 def _jsonable_schema(schema: Any) -> dict[str, Any] | None:
+    """A JSON Schema for a response schema: a dict as is; a type or typing form (such as
+    the middleware's discriminated ``Annotated[Union[...]]``) through pydantic."""
+    if schema is None:
+        return None
     if isinstance(schema, Mapping):
         return dict(schema)
-    if isinstance(schema, type):
-        try:
-            from pydantic import TypeAdapter
-
-            result: dict[str, Any] = TypeAdapter(schema).json_schema()
-            return result
-        except Exception:
-            return None
-    return None
+    try:
+        result: dict[str, Any] = TypeAdapter(schema).json_schema()
+    except (PydanticUserError, TypeError, ValueError):
+        return None
+    return result
 
 
 def allowed_decisions(schema: Any) -> list[str]:
@@ -105,7 +111,11 @@ def map_interrupt(value: Any, response_schema: Any) -> Mapped:
                 payload[name] = spec[name]
         return Mapped(payload, "helper")
     if isinstance(value, Mapping) and value.get("type") == "tool_approval" and "tool_call_id" in value:
-        call = {"toolCallId": str(value["tool_call_id"]), "name": str(value["name"]), "args": dict(value["args"])}
+        call = {
+            "toolCallId": str(value["tool_call_id"]),
+            "name": str(value["name"]),
+            "args": to_json(dict(value["args"])),
+        }
         data = {
             "artifactId": call["toolCallId"],
             "artifactType": TOOL_CALL_ARTIFACT,
@@ -115,6 +125,10 @@ def map_interrupt(value: Any, response_schema: Any) -> Mapped:
         }
         if value.get("description"):
             data["description"] = str(value["description"])
+        data["answerCheck"] = ANSWER_CHECK
+        schema = _jsonable_schema(response_schema)
+        if schema is not None:
+            data["decisionSchema"] = schema
         return Mapped({"kind": "approval", "data": data}, "per_call", call)
     if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
         requests = value["action_requests"]
@@ -125,19 +139,24 @@ def map_interrupt(value: Any, response_schema: Any) -> Mapped:
                 if decision not in allowed:
                     allowed.append(decision)
         calls = [
-            {"name": r["name"], "args": dict(r.get("args") or {}), "description": r.get("description", "")}
+            {"name": r["name"], "args": to_json(dict(r.get("args") or {})), "description": r.get("description", "")}
             for r in requests
         ]
+        by_name = {c.get("action_name"): list(c.get("allowed_decisions") or []) for c in configs}
+        every = ["approve", "edit", "reject", "respond"]
         data = {
             "artifactId": "tool-calls",
             "artifactType": TOOL_CALLS_ARTIFACT,
             "title": f"Run {len(calls)} tool call{'s' if len(calls) != 1 else ''}?",
             "description": "; ".join(f"{c['name']}({c['args']})" for c in calls),
-            "actions": _actions(allowed or ["approve", "edit", "reject", "respond"]),
+            "actions": _actions(allowed or every),
             "artifactData": {"actions": calls},
+            "answerCheck": ANSWER_CHECK,
+            "allowedDecisions": [by_name.get(c["name"]) or every for c in calls],
         }
         return Mapped({"kind": "approval", "data": data}, "batched")
-    payload = {"kind": "custom", "data": {"customKind": CUSTOM_KIND, "payload": value}}
+    # Pydantic models, messages, dataclasses…: stored as JSON, as the graph's state is.
+    payload = {"kind": "custom", "data": {"customKind": CUSTOM_KIND, "payload": to_json(value)}}
     schema = _jsonable_schema(response_schema)
     if schema is not None:
         payload["resumeSchema"] = schema
@@ -195,3 +214,41 @@ def resume_for_graph(mapped: Mapped, answer: Any) -> Any:
             return {"decisions": decisions}
         return {"decisions": [_one_decision(answer, call, None) for call in calls]}
     return answer
+
+
+def check_tool_review(payload: Mapping[str, Any], vote: dict[str, Any]) -> None:
+    """Refuse an answer to a tool-call review that the graph would refuse (400, still open).
+
+    The answer is turned into the HITL decision(s) the graph will get; each must be
+    one the call allows and, per call, match the middleware's decision schema (the
+    edited arguments against the tool's own argument schema).
+    """
+    data = payload.get("data") or {}
+    if data.get("artifactType") == TOOL_CALL_ARTIFACT:
+        call = dict(data.get("artifactData") or {})
+        decision = resume_for_graph(Mapped(dict(payload), "per_call", call), vote)
+        kinds.validate_against(data.get("decisionSchema"), decision, "the tool-call decision")
+        return
+    mapped = Mapped(dict(payload), "batched")
+    calls = data.get("artifactData", {}).get("actions") or []
+    decisions = resume_for_graph(mapped, vote)["decisions"]
+    allowed = data.get("allowedDecisions") or []
+    for i, (call, decision) in enumerate(zip(calls, decisions, strict=True)):
+        kind = decision.get("type") if isinstance(decision, Mapping) else None
+        permitted = allowed[i] if i < len(allowed) else list(_DECISION_TO_ACTION)
+        if kind not in permitted:
+            raise ValidationError(
+                f"decision {i} ({call['name']}) is {kind!r}; this call allows {', '.join(permitted)}",
+                details={"decision": i, "allowed": permitted},
+            )
+        if kind == "edit":
+            edited = decision.get("edited_action")
+            if not isinstance(edited, Mapping) or not isinstance(edited.get("args"), Mapping):
+                raise ValidationError(
+                    f"decision {i} ({call['name']}) edits the call but gives no edited_action with args",
+                    details={"decision": i},
+                )
+            if edited.get("name", call["name"]) != call["name"]:
+                raise ValidationError(f"decision {i} may not switch {call['name']!r} to another tool")
+        if kind == "respond" and not isinstance(decision.get("message"), str):
+            raise ValidationError(f"decision {i} ({call['name']}) responds without a message")

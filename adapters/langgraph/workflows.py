@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.langgraph import payloads
 from adapters.langgraph.chat import ChatNode
 from adapters.langgraph.checkpoints import Checkpoints, saver_location
 from adapters.langgraph.runner import GraphNode, InputMapper, default_input
@@ -31,6 +32,8 @@ class GraphWorkflows:
 
     def __init__(self, engine: Engine, *, db: str | None = None, checkpointer: Any = None) -> None:
         self.engine = engine
+        # Tool-call reviews are answered in HITL decisions; the engine checks them before accepting.
+        engine.answer_checks[payloads.ANSWER_CHECK] = payloads.check_tool_review
         location = None if checkpointer is not None else saver_location(db or _store_location(engine))
         self.checkpoints = Checkpoints(location, checkpointer)
 
