@@ -341,11 +341,12 @@ async def open_conversation(
 
 def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any, str | None]:
     """``(operation, turn, content, outcome, reason)`` from the accepted answer shapes."""
-    if isinstance(value, str):
-        return "exchange", None, value, None, None
+    if isinstance(value, str | int | float | bool | list):
+        return "exchange", None, value, None, None  # a reply, or a value of the outcomeSchema
     if not isinstance(value, Mapping):
         raise ValidationError(
-            "a conversation answer is a string, {content}, or {operation: exchange|close, turn?, outcome?}"
+            "a conversation answer is a string, {content}, a value of the exchange's outcomeSchema, "
+            "or {operation: exchange|close, turn?, outcome?}"
         )
     operation = value.get("operation", "exchange")
     if operation not in ("exchange", "close"):
@@ -359,6 +360,9 @@ def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any,
         content = value["content"]
     elif operation == "close":
         content = value.get("reason")  # the person's closing words, if any
+    elif not set(value) & {"operation", "outcome", "reason"}:
+        # An object of the exchange's outcomeSchema itself (a form built from that schema).
+        content = dict(value)
     else:
         raise ValidationError("an exchange answer needs 'content' (or a 'turn' with content)")
     reason = value.get("reason")

@@ -305,6 +305,30 @@ async def test_a_cancel_entry_needs_the_right_to_decide_the_gate(agui: Agui, eng
     assert record.resolution["resolvedBy"] == "opal"
 
 
+async def test_a_reply_built_from_the_exchange_response_schema_alone_is_accepted(agui: Agui, engine: Engine) -> None:
+    schema = {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}
+    wf = Workflow("trip")
+    wf.node(
+        "talk",
+        type_id="core.conversationGate",
+        config={"initialPrompt": "Where to?", "prompt": "Next?", "turnCount": 1, "outcomeSchema": schema},
+    )
+    wf.register(engine)
+    [it] = interrupts(await agui.run("trip", "th-form"))
+    reply = next(s for s in it["responseSchema"]["anyOf"] if s.get("required") == ["city"])
+    assert reply == schema  # the form is built from this alone
+    bad = await agui.run(
+        "trip", "th-form", status=400, resume=[{"interruptId": it["id"], "status": "resolved", "payload": {"city": 7}}]
+    )
+    assert bad[0]["error"] == "validation_error"
+    done = await agui.run(
+        "trip", "th-form", resume=[{"interruptId": it["id"], "status": "resolved", "payload": {"city": "Lisbon"}}]
+    )
+    assert done[-1]["outcome"]["type"] == "success"
+    record = await engine.store.get_interrupt(it["id"])
+    assert record is not None and record.resolution["turn"]["content"] == {"city": "Lisbon"}
+
+
 async def test_quorum_vote_and_ask_end_with_the_same_interrupt(agui: Agui, engine: Engine) -> None:
     [it] = interrupts(await agui.run("conformance-interrupt-quorum", "th-11"))
     again = interrupts(
