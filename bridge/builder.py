@@ -49,6 +49,7 @@ class Workflow:
         self._nodes: list[dict[str, Any]] = []
         self._edges: list[dict[str, Any]] = []
         self._functions: dict[str, NodeFunction] = {}
+        self._conversational: set[str] = set()
 
     def node(
         self,
@@ -62,10 +63,14 @@ class Workflow:
         after: str | Sequence[str] | None = None,
         trigger_rule: str = "all_success",
         agent: Mapping[str, Any] | None = None,
+        conversation: bool = False,
     ) -> Any:
         """Add a node: a Python function (decorator form) or an existing ``type_id``.
 
-        ``after`` adds edges from the named nodes with ``trigger_rule``.
+        ``after`` adds edges from the named nodes with ``trigger_rule``. Set
+        ``conversation=True`` on a function that calls ``ctx.conversation()``: a host
+        without the conversation primitive then refuses the workflow at run creation
+        (an undeclared one fails the run when it first opens a conversation).
         """
 
         def add(function: NodeFunction | None) -> NodeFunction | None:
@@ -83,6 +88,8 @@ class Workflow:
             self._nodes.append(node)
             if function is not None:
                 self._functions[resolved_type] = function
+                if conversation:
+                    self._conversational.add(resolved_type)
             for source in [after] if isinstance(after, str) else list(after or []):
                 self.edge(source, node_id, trigger_rule=trigger_rule)
             return function
@@ -130,9 +137,14 @@ class Workflow:
         return doc
 
     def node_types(self, *, uses_conversation: Callable[[str], bool] | None = None) -> list[NodeType]:
-        """The Python node functions as node types."""
+        """The Python node functions as node types (``uses_conversation`` adds to the declared ones)."""
         return [
-            NodeType(type_id, fn, uses_conversation=bool(uses_conversation and uses_conversation(type_id)))
+            NodeType(
+                type_id,
+                fn,
+                uses_conversation=type_id in self._conversational
+                or bool(uses_conversation and uses_conversation(type_id)),
+            )
             for type_id, fn in self._functions.items()
         ]
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from bridge import kinds
 from bridge.activation import Activation, ContextHost, InterruptHandle, Suspend
 from bridge.errors import (
+    CapabilityRefusedError,
     InterruptCancelledError,
     ReplayDivergedError,
     ValidationError,
@@ -302,7 +303,11 @@ class NodeContext:
             return self._known(self._by_key[known_key])
         p = kinds.normalize_payload(payload, default_key)
         if p["kind"] in kinds.CONVERSATION_KINDS and not self._host.conversation_enabled:
-            raise ValidationError("this host does not offer the conversation primitive")
+            raise CapabilityRefusedError(
+                "conversationPrimitive",
+                f"node {self.node_id!r} opened a conversation, which this host does not offer "
+                "(declare it with conversation=True to have such workflows refused at run creation)",
+            )
         key = p["key"]
         # Explicit keys carry their identity; the place check guards code that relies on order.
         if slot is not None and slot.key != key and key == default_key:

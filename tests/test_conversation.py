@@ -9,9 +9,11 @@ import orjson
 import pytest
 
 from bridge import Engine, NodeContext, Workflow, spec
+from bridge.auth import KeyRing
 from bridge.engine import EngineConfig
 from bridge.errors import CapabilityRefusedError
-from tests.conftest import auth
+from bridge.http import create_app
+from tests.conftest import KEYS, auth
 from tests.helpers import ADMIN, event_types, events, settle
 
 
@@ -273,5 +275,39 @@ async def test_capability_switched_off_refuses_at_run_creation(make_engine) -> N
         assert refused.value.details == {"requiredCapability": "conversationPrimitive"}
         run = await engine.create_run(ADMIN, "conformance-clarification")
         assert (await settle(engine, run.run_id)).status == "waiting-input"
+    finally:
+        await engine.stop()
+
+
+async def test_capability_off_over_http_for_python_workflows_too(make_engine) -> None:
+    engine = make_engine(EngineConfig(conversation_enabled=False))
+    declared = Workflow("declared-chat")
+
+    @declared.node("talk", conversation=True)
+    async def talk(ctx: NodeContext) -> dict[str, Any]:
+        conv = await ctx.conversation(title="Trip", initial_prompt="Where to?")
+        return {"said": await conv.exchange("Where to?")}
+
+    declared.register(engine)
+    undeclared = Workflow("undeclared-chat")
+
+    @undeclared.node("talk")
+    async def talk_too(ctx: NodeContext) -> dict[str, Any]:
+        conv = await ctx.conversation(title="Trip", initial_prompt="Where to?")
+        return {"said": await conv.exchange("Where to?")}
+
+    undeclared.register(engine)
+    await engine.start()
+    app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bridge.test") as c:
+            refused = await c.post("/v1/runs", json={"workflowId": "declared-chat"}, headers=auth("admin"))
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["details"] == {"requiredCapability": "conversationPrimitive"}
+            started = await c.post("/v1/runs", json={"workflowId": "undeclared-chat"}, headers=auth("admin"))
+            assert started.status_code == 201
+            failed = await settle(engine, started.json()["runId"])
+            assert failed.status == "failed"
+            assert failed.state["error"]["details"] == {"requiredCapability": "conversationPrimitive"}
     finally:
         await engine.stop()
