@@ -85,6 +85,18 @@ class ApiKey:
     fingerprint: str
 
 
+_HOST_NAMESPACES = frozenset(scope.split(":", 1)[0] for scope in SCOPES)
+
+
+def _known_scope(scope: str) -> bool:
+    """The host's scopes and wildcards, or a scope in a namespace of its own (``deploy:promote``),
+    which only approval gates' ``requiredScope`` checks. A misspelt host scope stays an error."""
+    if scope == "*" or scope in SCOPES or scope.endswith(":*"):
+        return True
+    namespace, sep, action = scope.partition(":")
+    return bool(sep and namespace and action) and namespace not in _HOST_NAMESPACES
+
+
 def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 
@@ -102,9 +114,13 @@ def make_key(
         raise ValidationError("an API key must be at least 8 characters long")
     fingerprint = hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
     scope_set = frozenset(s.strip() for s in scopes if s.strip()) or frozenset({"*"})
-    unknown = {s for s in scope_set if s != "*" and not s.endswith(":*") and s not in SCOPES}
+    unknown = {s for s in scope_set if not _known_scope(s)}
     if unknown:
-        raise ValidationError(f"unknown scope(s): {', '.join(sorted(unknown))}", details={"known": list(SCOPES)})
+        raise ValidationError(
+            f"unknown scope(s): {', '.join(sorted(unknown))} (the host's are {', '.join(SCOPES)}; "
+            "scopes for approval gates' requiredScope take a namespace of their own, e.g. deploy:promote)",
+            details={"known": list(SCOPES)},
+        )
     return ApiKey(
         digest=_digest(key),
         principal=Principal(

@@ -8,7 +8,9 @@ import httpx
 import pytest
 
 from bridge import Engine, Workflow, spec
+from bridge.auth import KeyRing, parse_key_spec
 from bridge.errors import ForbiddenError
+from bridge.http import create_app
 from tests.conftest import KEYS, auth
 from tests.helpers import event_types, events, settle
 
@@ -302,3 +304,20 @@ async def test_three_approvers_with_their_own_signed_links(client: httpx.AsyncCl
     assert done.status == "completed"
     votes = done.state["outputs"]["gate"]["votes"]
     assert [v["voter"] for v in votes] == ["ana", "ben", "cy"]
+
+
+async def test_a_gate_scope_of_its_own_namespace(engine: Engine) -> None:
+    _gate(engine, "deploy-gated", requiredScope="deploy:promote")
+    deployer = parse_key_spec("dee=deploy-key-0001:runs:read,approvals:respond,deploy:promote")
+    app = create_app(engine, KeyRing([*KEYS.values(), deployer]), manage_engine=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bridge.test") as client:
+        run_id = await _start(client, engine, "deploy-gated")
+        assert (await _vote(client, run_id, {"action": "accept"}, who="bob")).status_code == 403
+        ok = await client.post(
+            f"/v1/runs/{run_id}/interrupts/gate",
+            json={"resumeValue": {"action": "accept"}},
+            headers={"Authorization": "Bearer deploy-key-0001"},
+        )
+        assert ok.status_code == 200, ok.text
+        received = (await events(engine, run_id, "approval.received"))[0]["payload"]
+        assert received["decidedBy"] == "dee" and (await settle(engine, run_id)).status == "completed"

@@ -65,8 +65,12 @@ def test_key_spec_grammar() -> None:
     )
     plain = parse_key_spec("plain-key-12345")
     assert plain.principal.scopes == frozenset({"*"}) and plain.principal.tenant == "default"
-    with pytest.raises(ValidationError):
-        parse_key_spec("k-123456789:runs:frobnicate")
+    for misspelt in ("k-123456789:runs:frobnicate", "k-123456789:approval", "k-123456789:approvals:respnd"):
+        with pytest.raises(ValidationError):
+            parse_key_spec(misspelt)
+    # A scope of its own namespace is for approval gates' requiredScope (RFC 0051's deploy:promote).
+    deployer = parse_key_spec("dee=deploy-key-1:approvals:respond,deploy:promote")
+    assert deployer.principal.has_scope("deploy:promote") and not deployer.principal.has_scope("deploy:rollback")
 
 
 def test_scope_matching_and_act_as() -> None:
