@@ -27,7 +27,14 @@ EXIT_ACTIONS = frozenset({"accept", "reject", "refine", "edit-accept"})
 ACCEPTING = frozenset({"accept", "edit-accept"})
 REJECTING = frozenset({"reject", "refine"})
 
-_LEGACY_TO_ACTION = {"approved": "accept", "rejected": "reject", "timeout": "reject", "cancelled": "reject"}
+# Earlier shapes: {decision: approved|rejected|…} and RFC 0051's gate resume {decision: granted|rejected, reason}.
+_LEGACY_TO_ACTION = {
+    "approved": "accept",
+    "granted": "accept",
+    "rejected": "reject",
+    "timeout": "reject",
+    "cancelled": "reject",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +88,7 @@ def normalize_answer(data: Mapping[str, Any], value: Any) -> ApprovalAnswer:
         legacy = value["decision"]
         if legacy not in _LEGACY_TO_ACTION:
             raise ValidationError(
-                "'decision' must be one of approved, rejected, timeout, cancelled",
+                "'decision' must be one of approved, granted, rejected, timeout, cancelled",
                 details={"decision": legacy},
             )
         action = _LEGACY_TO_ACTION[legacy]

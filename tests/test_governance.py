@@ -9,7 +9,7 @@ import pytest
 
 from bridge import Engine, Workflow, spec
 from bridge.auth import KeyRing, parse_key_spec
-from bridge.errors import ForbiddenError
+from bridge.errors import ForbiddenError, ValidationError
 from bridge.http import create_app
 from tests.conftest import KEYS, auth
 from tests.helpers import event_types, events, settle
@@ -321,3 +321,26 @@ async def test_a_gate_scope_of_its_own_namespace(engine: Engine) -> None:
         assert ok.status_code == 200, ok.text
         received = (await events(engine, run_id, "approval.received"))[0]["payload"]
         assert received["decidedBy"] == "dee" and (await settle(engine, run_id)).status == "completed"
+
+
+async def test_rfc_0051_names_and_shapes(client: httpx.AsyncClient, engine: Engine) -> None:
+    wf = Workflow("rfc-0051")
+    wf.node(
+        "gate",
+        type_id="core.openwop.governance.approvalGate",
+        config={"title": "Promote?", "actions": ["accept", "reject"], "requiredScope": "runs:fork", "timeoutSec": 60},
+    )
+    wf.register(engine)
+    run_id = await _start(client, engine, "rfc-0051")
+    record = await engine.store.interrupt_at(run_id, "gate")
+    assert record.kind == "approval" and record.payload["timeoutMs"] == 60_000
+    granted = await _vote(client, run_id, {"decision": "granted", "reason": "green build"})
+    assert granted.status_code == 200, granted.text
+    assert (await settle(engine, run_id)).status == "completed"
+
+    for n, bad in enumerate(("10", 0, -5, True)):
+        broken = Workflow(f"bad-timeout-{n}")
+        broken.node("gate", type_id="core.approvalGate", config={"title": "?", "timeoutSec": bad})
+        with pytest.raises(ValidationError) as refused:
+            broken.register(engine)
+        assert "'timeoutSec' must be a positive number" in str(refused.value.details)

@@ -8,7 +8,7 @@ from ag_ui.core.capabilities import TransportCapabilities
 from bridge.engine import Engine
 from bridge.workflow import WorkflowDefinition
 
-_APPROVAL_TYPES = {"core.approvalGate"}
+_APPROVAL_TYPES = {"core.approvalGate", "core.openwop.governance.approvalGate"}
 _CORE_WITHOUT_APPROVALS = {
     "core.noop",
     "core.delay",

@@ -15,6 +15,12 @@ def default_registry() -> NodeRegistry:
             NodeType("core.interrupt", core.interrupt, core.check_interrupt, description="Raises one interrupt."),
             NodeType("core.approvalGate", gates.approval_gate, gates.check_approval, description="Governed approval."),
             NodeType(
+                "core.openwop.governance.approvalGate",  # RFC 0051's name for the same gate
+                gates.approval_gate,
+                gates.check_approval,
+                description="Governed approval (RFC 0051 name of core.approvalGate).",
+            ),
+            NodeType(
                 "core.clarificationGate",
                 gates.clarification_gate,
                 gates.check_clarification,

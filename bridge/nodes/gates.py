@@ -43,7 +43,10 @@ def approval_payload(node: NodeSpec, config: dict[str, Any], inputs: dict[str, A
     payload: dict[str, Any] = {"kind": "approval", "data": data}
     timeout = config.get("timeoutMs")
     if timeout is None and config.get("timeoutSec") is not None:
-        timeout = int(config["timeoutSec"] * 1000)
+        seconds = config["timeoutSec"]
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+            raise ValidationError("'timeoutSec' must be a positive number of seconds", details={"timeoutSec": seconds})
+        timeout = int(seconds * 1000)
     if timeout:
         payload["timeoutMs"] = int(timeout)
     schema = config.get("resumeSchema")
