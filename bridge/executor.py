@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from bridge import graph, run_state
 from bridge.activation import Activation, Suspend
+from bridge.auth import SYSTEM
 from bridge.context import NodeContext
 from bridge.errors import (
     BridgeError,
@@ -561,6 +562,11 @@ class RunExecutor:
             self._pending.extend(
                 d for d in ctx.activation.drafts if d.type not in ("interrupt.requested", "node.suspended")
             )
+        # Children, before this run's terminal commit: after a crash the run is still
+        # cancelling and comes back here, so no child is left waiting (cancel is idempotent).
+        for child in await self.store.child_runs(self.run_id):
+            if not child.terminal and child.spec.get("propagateCancellation", True):
+                await self.engine.cancel_run(child.run_id, SYSTEM, "parent-cancelled", parent_run_id=self.run_id)
         async with self._lock:
             for node_id, ns in nodes.items():
                 if ns.get("status") in ("running", "suspended"):

@@ -7,6 +7,7 @@ import asyncio
 import httpx
 
 from bridge import Engine, Workflow, spec
+from bridge.resolution import run_cancel_decision
 from tests.conftest import auth
 from tests.helpers import ADMIN, events, settle
 
@@ -59,6 +60,28 @@ async def test_cancel_parent_cascades_and_child_interrupts_are_gone(client: http
     for run_id in (parent, child):
         for doc in await engine.store.read_events(run_id):
             assert not spec.validate_event(doc)
+
+
+async def test_the_cascade_is_durable_when_only_the_parent_cancel_was_committed(engine: Engine) -> None:
+    run = await engine.create_run(ADMIN, "conformance-interrupt-parent-child-cancel")
+    for _ in range(200):
+        children = await engine.store.child_runs(run.run_id)
+        if children and children[0].status == "waiting-approval":
+            break
+        await asyncio.sleep(0.01)
+    # As if the process died right after committing the parent's cancel, before cascading:
+    # the parent's executor, which finishes the cancellation, must cascade itself.
+    now = engine.clock.now_ms()
+    committed = await engine.store.mutate_run(
+        run.run_id, run_cancel_decision(ADMIN, now, "stop"), now, claim=engine.claim
+    )
+    assert committed.result["changed"] and (await engine.store.child_runs(run.run_id))[0].status == "waiting-approval"
+    engine.dispatch(run.run_id)
+    await settle(engine, run.run_id, statuses=("cancelled",))
+    child = await settle(engine, children[0].run_id, statuses=("cancelled",))
+    assert child.status == "cancelled"
+    cascaded = (await events(engine, child.run_id, "run.cancelled"))[0]["payload"]
+    assert cascaded["reason"] == "parent-cancelled" and cascaded["parentRunId"] == run.run_id
 
 
 async def test_cancelling_a_child_gives_the_parent_a_deterministic_outcome(engine: Engine) -> None:
