@@ -229,3 +229,22 @@ def odd_value_graph() -> Any:
     g.add_edge(START, "ask")
     g.add_edge("ask", END)
     return g.compile()
+
+
+def chat_agent_with_a_gated_tool() -> Any:
+    """A chat agent whose first reply calls a tool a person must approve."""
+    model = ScriptedChatModel(
+        replies=[
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {"id": "call_send", "name": "send_email", "args": {"to": "ops@acme.test", "subject": "Hi"}}
+                ],
+            ),
+            "Sent it. Anything else?",
+            "Bye! [done]",
+        ]
+    )
+    return create_agent(
+        model, tools=[send_email], middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True})]
+    )

@@ -364,6 +364,31 @@ async def test_chat_agent_conversation_on_one_agent_thread(lg: GraphWorkflows, e
     assert humans == ["Lisbon", "Friday", "Two of us"]  # each turn once, on the agent's own thread
 
 
+async def test_a_chat_agent_s_own_interrupt_is_asked_before_its_reply(lg: GraphWorkflows, engine: Engine) -> None:
+    lg.add_chat("mailer", graphs.chat_agent_with_a_gated_tool(), greeting="What should I send?")
+    run = await engine.create_run(ADMIN, "mailer")
+    await settle(engine, run.run_id)
+    [turn] = await _open(engine, run.run_id)
+    await engine.resolve(ADMIN, "mail ops", run_id=run.run_id, node_id=turn.node_id)
+    await settle(engine, run.run_id)
+    [review] = await _open(engine, run.run_id)  # not the next turn: the agent's tool call first
+    assert review.kind == "approval"
+    assert [a["name"] for a in review.payload["data"]["artifactData"]["actions"]] == ["send_email"]
+    assert (await engine.store.load_run(run.run_id)).status == "waiting-approval"
+    await engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id=review.node_id)
+    await settle(engine, run.run_id)
+    [turn] = await _open(engine, run.run_id)
+    assert turn.kind == "conversation.exchange" and turn.payload["data"]["prompt"] == "Sent it. Anything else?"
+    await engine.resolve(ADMIN, "no", run_id=run.run_id, node_id=turn.node_id)
+    done = await settle(engine, run.run_id)
+    assert done.status == "completed", done.state.get("error")
+    assert done.state["outputs"]["graph"]["closedBy"] == "node"
+    agent = await lg.checkpoints.bind(graphs.chat_agent_with_a_gated_tool())
+    thread = await agent.aget_state({"configurable": {"thread_id": f"openwop:{run.run_id}:graph:0"}})
+    tools = [m.content for m in thread.values["messages"] if m.type == "tool"]
+    assert tools == ["sent 'Hi' to ops@acme.test"]
+
+
 async def test_chat_closed_by_the_person(lg: GraphWorkflows, engine: Engine) -> None:
     lg.add_chat("travel", graphs.chat_agent())
     run = await engine.create_run(ADMIN, "travel")

@@ -61,6 +61,15 @@ class GraphNode:
         config = thread_config(ctx)
         state = await graph.aget_state(config)
         step: Any = None if state.created_at else dict(self.input_mapper(ctx))
+        state = await self.drive(ctx, graph, config, step)
+        return {"state": to_json(state.values)}
+
+    async def drive(
+        self, ctx: NodeContext, graph: Any, config: dict[str, Any], step: Any, *, report: bool = True
+    ) -> Any:
+        """Run ``step`` (None: nothing new) and every resume after it until the graph has no
+        pending interrupt; returns its state. Suspends the node on interrupts not yet answered."""
+        state: Any = None if step is not None else await graph.aget_state(config)
         while True:
             if step is not None:
                 if isinstance(step, Command):
@@ -77,7 +86,8 @@ class GraphNode:
                         details={"reason": exc.reason, "pendingIds": list(exc.pending_ids)},
                     ) from exc
                 state = await graph.aget_state(config)
-            self._report(ctx, state.values)
+            if report:
+                self._report(ctx, state.values)
             pending = [(task.name, itr) for task in state.tasks for itr in task.interrupts]
             stale = self._stale(ctx, {itr.id for _, itr in pending})
             if stale:
@@ -86,7 +96,7 @@ class GraphNode:
                 step = Command(resume=stale)
                 continue
             if not pending:
-                return {"state": to_json(state.values)}
+                return state
             resumes: dict[str, Any] = {}
             handles: list[InterruptHandle] = []
             for task_name, itr in pending:
