@@ -221,7 +221,7 @@ class AguiService:
             if isinstance(last, UserMessage):
                 binding.started_with.append(last.id)
             await threads.save(self.engine, binding)
-        warnings = [self._unknown(e) for e in entries]
+        warnings = [await self._not_open(e, binding) for e in entries]
         return Plan(run.run_id, -1, warnings)
 
     @staticmethod
@@ -231,6 +231,30 @@ class AguiService:
             "message": f"no open interrupt {entry.interrupt_id!r} on this thread; the entry was ignored",
             "interruptId": entry.interrupt_id,
         }
+
+    async def _not_open(self, entry: ResumeEntry, binding: threads.ThreadBinding) -> dict[str, Any]:
+        """The warning for an entry naming no open interrupt: settled on this thread, or unknown."""
+        record = await self.engine.store.get_interrupt(entry.interrupt_id)
+        if record is None or record.tenant != binding.tenant or not await self._on_thread(record.run_id, binding):
+            return self._unknown(entry)
+        code = {"expired": "interrupt_expired", "cancelled": "interrupt_gone"}.get(
+            record.status, "interrupt_already_resolved"
+        )
+        return {
+            "code": code,
+            "message": f"interrupt {entry.interrupt_id!r} is already {record.status}; the entry was ignored",
+            "interruptId": entry.interrupt_id,
+            "status": record.status,
+        }
+
+    async def _on_thread(self, run_id: str, binding: threads.ThreadBinding) -> bool:
+        """Whether a run is one of the thread's runs or a child run of one."""
+        while run_id not in binding.runs:
+            run = await self.engine.store.load_run(run_id)
+            if run is None or run.parent_run_id is None:
+                return False
+            run_id = run.parent_run_id
+        return True
 
     async def _continue(
         self,
@@ -247,7 +271,7 @@ class AguiService:
         for index, entry in enumerate(entries):
             view = open_views.get(entry.interrupt_id)
             if view is None:
-                warnings.append(self._unknown(entry))
+                warnings.append(await self._not_open(entry, binding))
                 continue
             try:
                 if entry.status == "cancelled":

@@ -94,6 +94,10 @@ test("an expired interrupt can only be cancelled, and cancelling moves the threa
   await new Promise((r) => setTimeout(r, Math.max(0, new Date(it.expiresAt) - Date.now()) + 300));
   await assert.rejects(run(a, { resume: [resolved(it, { approved: true })] }), /expired/);
   const moved = await run(a, { resume: [{ interruptId: it.id, status: "cancelled" }] });
+  // The host had already expired it (a timeout rejects); the cancel is reported, not applied again.
+  const warning = moved.custom.find((e) => e.name === "openwop.warning");
+  assert.equal(warning?.value.code, "interrupt_expired");
+  assert.equal(warning.value.interruptId, it.id);
   assert.equal(moved.finished.outcome, "success");
   assert.equal(moved.finished.result.escalate !== undefined, true);
 });
