@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from bridge import kinds
 from bridge.auth import Principal
+from bridge.cancellation import cancel_decision
 from bridge.clock import Clock
 from bridge.errors import InterruptNotFoundError, ValidationError
-from bridge.resolution import Answer, AnswerCheck, answer_decision, cancel_decision
+from bridge.resolution import Answer, AnswerCheck, answer_decision
 from bridge.store.base import Claim, InterruptRecord, MutationResult, RunRecord, Store
 from bridge.telemetry import interrupt_resolving
 from bridge.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
@@ -277,9 +278,9 @@ class Answers:
         """What a signed link points at (409 once it is used, 410 when gone)."""
         claims, record = await self.verify_token(token)
         if not record.open and record.kind != "conversation.exchange":
-            from bridge.resolution import _closed_error
+            from bridge.resolution import closed_error
 
-            error = _closed_error(record, "token")
+            error = closed_error(record, "token")
             raise error
         view = interrupt_view(record)
         view["intent"] = claims.intent

@@ -328,8 +328,9 @@ class NodeContext:
 
     def _known(self, record: InterruptRecord) -> InterruptHandle:
         """The handle of an interrupt the run already holds (marking a settled one consumed)."""
-        if not record.open and not record.consumed and record.interrupt_id not in self.activation.consumed:
+        if not record.open and not record.consumed:
             self.activation.consumed.append(record.interrupt_id)
+            record.consumed = True  # taken now; the next commit records it
         return InterruptHandle(record)
 
     def _new_record(

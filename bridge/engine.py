@@ -20,6 +20,7 @@ from typing import Any
 from bridge import conversation, kinds
 from bridge.answers import Answers, AskService, RecordingAskService
 from bridge.auth import SYSTEM, Principal
+from bridge.cancellation import run_cancel_decision
 from bridge.clock import Clock, SystemClock
 from bridge.context import NodeContext
 from bridge.discovery import discovery_document
@@ -36,11 +37,7 @@ from bridge.executor import RunExecutor
 from bridge.hub import EventHub
 from bridge.nodes import default_registry
 from bridge.nodes.base import NodeRegistry
-from bridge.resolution import (
-    AnswerCheck,
-    run_cancel_decision,
-    timeout_decision,
-)
+from bridge.resolution import AnswerCheck, timeout_decision
 from bridge.store.base import (
     CommitResult,
     MutationResult,
@@ -481,10 +478,14 @@ class Engine(Answers):
         self._after_mutation(result)
         assert result.run is not None
         if result.result.get("changed"):
-            for child in await self.store.child_runs(run_id):
-                if not child.terminal and child.spec.get("propagateCancellation", True):
-                    await self.cancel_run(child.run_id, SYSTEM, "parent-cancelled", parent_run_id=run_id)
+            await self.cancel_children(run_id)  # at once; the run's executor repeats it durably
         return {"runId": run_id, "status": result.run.status}
+
+    async def cancel_children(self, run_id: str) -> None:
+        """Cancel a run's active children that propagate cancellation (idempotent)."""
+        for child in await self.store.child_runs(run_id):
+            if not child.terminal and child.spec.get("propagateCancellation", True):
+                await self.cancel_run(child.run_id, SYSTEM, "parent-cancelled", parent_run_id=run_id)
 
     async def fork_run(self, run_id: str, principal: Principal, mode: str = "replay") -> RunRecord:
         """Start a replay of a run: answers come from the source's log, nobody is asked again."""

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from bridge import graph, run_state
 from bridge.activation import Activation, Suspend
-from bridge.auth import SYSTEM
 from bridge.context import NodeContext
 from bridge.errors import (
     BridgeError,
@@ -379,13 +378,8 @@ class RunExecutor:
             self.state["hasConversation"] = True
         self._new_interrupts.extend(act.new_interrupts)
         act.new_interrupts = []
-        if act.consumed:
-            self._consume.extend(act.consumed)
-            taken = set(act.consumed)
-            for record in ctx.known_interrupts():
-                if record.interrupt_id in taken:
-                    record.consumed = True  # what the node reads from now on says so too
-            act.consumed = []
+        self._consume.extend(act.consumed)
+        act.consumed = []
         if act.variables:
             self.state.setdefault("variables", {}).update(act.variables)
             act.variables = {}
@@ -563,10 +557,8 @@ class RunExecutor:
                 d for d in ctx.activation.drafts if d.type not in ("interrupt.requested", "node.suspended")
             )
         # Children, before this run's terminal commit: after a crash the run is still
-        # cancelling and comes back here, so no child is left waiting (cancel is idempotent).
-        for child in await self.store.child_runs(self.run_id):
-            if not child.terminal and child.spec.get("propagateCancellation", True):
-                await self.engine.cancel_run(child.run_id, SYSTEM, "parent-cancelled", parent_run_id=self.run_id)
+        # cancelling and comes back here, so no child is left waiting.
+        await self.engine.cancel_children(self.run_id)
         async with self._lock:
             for node_id, ns in nodes.items():
                 if ns.get("status") in ("running", "suspended"):

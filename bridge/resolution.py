@@ -73,11 +73,11 @@ def redact(value: Any) -> Any:
     return value
 
 
-def _event(new_id: NewId, now: int, type_: str, payload: dict[str, Any], node_id: str) -> EventDraft:
+def event_draft(new_id: NewId, now: int, type_: str, payload: dict[str, Any], node_id: str) -> EventDraft:
     return EventDraft(new_id("evt"), type_, payload, now, node_id=node_id)
 
 
-def _resolved_payload(intr: InterruptRecord, now: int, by: str, value: Any, **extra: Any) -> dict[str, Any]:
+def resolved_payload(intr: InterruptRecord, now: int, by: str, value: Any, **extra: Any) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "nodeId": intr.node_id,
         "interruptId": intr.interrupt_id,
@@ -90,7 +90,7 @@ def _resolved_payload(intr: InterruptRecord, now: int, by: str, value: Any, **ex
     return payload
 
 
-def _closed_error(intr: InterruptRecord, surface: str) -> Exception:
+def closed_error(intr: InterruptRecord, surface: str) -> Exception:
     if intr.status == "gone":
         return InterruptGoneError(
             "this interrupt was invalidated when its parent run was cancelled",
@@ -107,7 +107,7 @@ def _closed_error(intr: InterruptRecord, surface: str) -> Exception:
     )
 
 
-def _deny(
+def deny(
     intr: InterruptRecord,
     run: RunRecord,
     principal: Principal,
@@ -118,7 +118,7 @@ def _deny(
     scope: str = "approvals:respond",
 ) -> Mutation:
     """Refuse with 403 but keep the audit trail (``authorization.decided {allowed:false}``)."""
-    event = _event(
+    event = event_draft(
         new_id,
         now,
         "authorization.decided",
@@ -140,7 +140,7 @@ def _deny(
     return Mutation(events=[event], audit=[audit], error=ForbiddenError(reason))
 
 
-def _gate_denial(
+def gate_denial(
     intr: InterruptRecord, run: RunRecord, principal: Principal, now: int, new_id: NewId
 ) -> Mutation | None:
     """The refusal when this principal may not decide this approval gate (role, scope), else None."""
@@ -148,9 +148,9 @@ def _gate_denial(
     role = data.get("requiredRole")
     scope = data.get("requiredScope")
     if role and not principal.has_role(str(role)):
-        return _deny(intr, run, principal, now, new_id, f"approving this gate needs the {role!r} role")
+        return deny(intr, run, principal, now, new_id, f"approving this gate needs the {role!r} role")
     if scope and not principal.has_scope(str(scope)):
-        return _deny(
+        return deny(
             intr, run, principal, now, new_id, f"approving this gate needs the {scope!r} scope", scope=str(scope)
         )
     return None
@@ -188,7 +188,7 @@ def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecisio
                 principal.require("approvals:respond")
         if intr.kind == "conversation.exchange":
             if not intr.open and intr.status != "resolved":
-                raise _closed_error(intr, answer.surface)
+                raise closed_error(intr, answer.surface)
             who = principal or Principal(id=_resolver_id(answer), tenant=run.tenant)
             return answer_exchange(intr, answer.value, who, now, new_id)
         if intr.kind in ("conversation.start", "conversation.close"):
@@ -205,7 +205,7 @@ def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecisio
                 and previous.get("eventId") == (kinds.external_event_id(answer.value) or answer.idempotency_key)
             ):
                 return Mutation(result={"status": "resolved", "idempotent": True})
-            raise _closed_error(intr, answer.surface)
+            raise closed_error(intr, answer.surface)
         schema = intr.payload.get("resumeSchema")
         if schema and intr.kind != "approval":
             kinds.validate_against(schema, answer.value, "resumeValue")
@@ -221,14 +221,14 @@ def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecisio
         else:
             value = answer.value
         logged = redact(value) if intr.kind == "external-event" else value
-        resolved = _resolved_payload(intr, now, by, logged)
+        resolved = resolved_payload(intr, now, by, logged)
         emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
         resolution = {"resumeValue": value, "resolvedBy": by, "resolvedAt": iso_ms(now), "emitted": emitted, **extra}
         return Mutation(
             interrupt_status="resolved",
             resolution=resolution,
             resolved_at_ms=now,
-            events=[_event(new_id, now, "interrupt.resolved", resolved, intr.node_id)],
+            events=[event_draft(new_id, now, "interrupt.resolved", resolved, intr.node_id)],
             wake=True,
             result={"status": "resolved"},
         )
@@ -254,7 +254,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
     principal = answer.principal
     acting = principal.id if principal else _resolver_id(answer)
     if principal is not None:
-        denied = _gate_denial(intr, run, principal, now, new_id)
+        denied = gate_denial(intr, run, principal, now, new_id)
         if denied is not None:
             return denied
     voter = acting
@@ -262,7 +262,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         if principal is None or not principal.can_act_as:
             if principal is None:
                 raise ForbiddenError("a signed link cannot vote on behalf of someone else")
-            return _deny(
+            return deny(
                 intr,
                 run,
                 principal,
@@ -275,7 +275,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
     approvers = list(data.get("approversList") or [])
     if approvers and voter not in approvers:
         if principal is not None:
-            return _deny(intr, run, principal, now, new_id, f"{voter!r} is not among this gate's approvers")
+            return deny(intr, run, principal, now, new_id, f"{voter!r} is not among this gate's approvers")
         raise ForbiddenError(f"{voter!r} is not among this gate's approvers")
     events: list[EventDraft] = []
     audit: list[dict[str, Any]] = []
@@ -288,7 +288,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         if not needed or principal is None or not principal.has_role(str(needed)):
             if principal is None:
                 raise ForbiddenError("a signed link cannot take the override path")
-            return _deny(
+            return deny(
                 intr,
                 run,
                 principal,
@@ -306,7 +306,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         asks = [*state.get("askExchanges", []), exchange]
         state["askExchanges"] = asks
         events.append(
-            _event(
+            event_draft(
                 new_id,
                 now,
                 "bridge.approval.asked",
@@ -332,7 +332,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
             }
         )
         events.append(
-            _event(
+            event_draft(
                 new_id,
                 now,
                 "bridge.approval.duplicate-vote",
@@ -347,7 +347,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
     if normalized.override:
         # Logged only when it takes effect; the principal is whoever holds the override role.
         events.append(
-            _event(
+            event_draft(
                 new_id,
                 now,
                 "approval.overridden",
@@ -367,7 +367,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
     why = normalized.reason or normalized.feedback or (normalized.refine_feedback or {}).get("text")
     if normalized.action in approvals.ACCEPTING:
         events.append(
-            _event(
+            event_draft(
                 new_id,
                 now,
                 "approval.granted",
@@ -379,7 +379,7 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         rejected: dict[str, Any] = {"gateId": gate, "principal": voter}
         if why:
             rejected["reason"] = str(why)
-        events.append(_event(new_id, now, "approval.rejected", rejected, intr.node_id))
+        events.append(event_draft(new_id, now, "approval.rejected", rejected, intr.node_id))
     vote_details: dict[str, Any] = {
         "interruptId": intr.interrupt_id,
         "progress": t.progress(),
@@ -401,10 +401,10 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
             interrupt_state=state, events=events, audit=audit, result={"status": "pending", "votes": t.progress()}
         )
     final = approvals.final_value(t, vote, iso_ms(now))
-    return _settle_approval(intr, now, new_id, final, state, events, audit, t.outcome)
+    return settle_approval(intr, now, new_id, final, state, events, audit, t.outcome)
 
 
-def _settle_approval(
+def settle_approval(
     intr: InterruptRecord,
     now: int,
     new_id: NewId,
@@ -426,7 +426,7 @@ def _settle_approval(
     if "quorum" in final:
         received["quorum"] = final["quorum"]
     decision = "approved" if outcome == "accepted" else "rejected"
-    resolved = _resolved_payload(
+    resolved = resolved_payload(
         intr,
         now,
         final["decidedBy"],
@@ -439,7 +439,7 @@ def _settle_approval(
         {"type": "approval.received", "payload": received, "nodeId": intr.node_id},
         {"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id},
     ]
-    events = [*events, *(_event(new_id, now, e["type"], e["payload"], intr.node_id) for e in emitted)]
+    events = [*events, *(event_draft(new_id, now, e["type"], e["payload"], intr.node_id) for e in emitted)]
     resolution = {
         "resumeValue": final,
         "resolvedBy": final["decidedBy"],
@@ -481,7 +481,7 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
                     "nodeId": intr.node_id,
                 }
             )
-            resolved = _resolved_payload(
+            resolved = resolved_payload(
                 intr,
                 now,
                 "system:timeout",
@@ -493,7 +493,7 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
             )
         else:
             final = None
-            resolved = _resolved_payload(intr, now, "system:timeout", None, reason="timeout")
+            resolved = resolved_payload(intr, now, "system:timeout", None, reason="timeout")
         emitted.append({"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id})
         if intr.kind == "conversation.exchange":
             emitted += timeout_close_events(intr, now, new_id)
@@ -510,100 +510,9 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
             interrupt_status="expired",
             resolution=resolution,
             resolved_at_ms=now,
-            events=[_event(new_id, now, e["type"], e["payload"], e["nodeId"]) for e in emitted],
+            events=[event_draft(new_id, now, e["type"], e["payload"], e["nodeId"]) for e in emitted],
             wake=True,
             result={"status": "expired", "fired": True},
-        )
-
-    return decide
-
-
-def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str = "cancelled") -> InterruptDecision:
-    """Cancel one interrupt. An approval fails closed (rejected with reason ``cancelled``);
-    anything else raises ``InterruptCancelledError`` in its node."""
-
-    def decide(intr: InterruptRecord, run: RunRecord) -> Mutation:
-        if principal.tenant not in (run.tenant, "*"):
-            raise InterruptNotFoundError("no interrupt at this address")
-        if not intr.open:
-            raise _closed_error(intr, "run")
-        if intr.kind == "approval":
-            # Cancelling an approval rejects it, so only someone who may decide it may cancel it.
-            denied = _gate_denial(intr, run, principal, now, new_id)
-            approvers = list(intr.payload.get("data", {}).get("approversList") or [])
-            if denied is None and approvers and principal.id not in approvers:
-                denied = _deny(
-                    intr, run, principal, now, new_id, f"{principal.id!r} is not among this gate's approvers"
-                )
-            if denied is not None:
-                return denied
-            final = {"action": "reject", "decidedBy": principal.id, "decidedAt": iso_ms(now), "reason": reason}
-            state = dict(intr.state)
-            state["votes"] = [
-                *state.get("votes", []),
-                {"voter": principal.id, "action": "reject", "at": iso_ms(now), "reason": reason},
-            ]
-            audit = [
-                {
-                    "principal": principal.id,
-                    "action": "approval.cancelled",
-                    "resource": f"{run.run_id}/{intr.node_id}",
-                    "details": {"interruptId": intr.interrupt_id},
-                }
-            ]
-            return _settle_approval(intr, now, new_id, final, state, [], audit, "rejected")
-        resolved = _resolved_payload(intr, now, principal.id, None, reason=reason, cancelled=True)
-        emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
-        return Mutation(
-            interrupt_status="cancelled",
-            resolution={
-                "resumeValue": None,
-                "resolvedBy": principal.id,
-                "resolvedAt": iso_ms(now),
-                "reason": reason,
-                "emitted": emitted,
-            },
-            resolved_at_ms=now,
-            events=[_event(new_id, now, "interrupt.resolved", resolved, intr.node_id)],
-            wake=True,
-            result={"status": "cancelled"},
-        )
-
-    return decide
-
-
-def run_cancel_decision(
-    principal: Principal, now: int, reason: str | None, *, parent_run_id: str | None = None
-) -> Callable[[RunRecord, list[InterruptRecord]], Mutation]:
-    """Cancel a run: invalidate its open interrupts and hand the rest to its executor.
-
-    Idempotent: a terminal (or already cancelling) run is left as it is.
-    """
-
-    def decide(run: RunRecord, open_interrupts: list[InterruptRecord]) -> Mutation:
-        if principal.tenant not in (run.tenant, "*"):
-            from bridge.errors import RunNotFoundError
-
-            raise RunNotFoundError(f"run {run.run_id} does not exist")
-        if run.terminal or run.status == "cancelling":
-            return Mutation(result={"runId": run.run_id, "status": run.status, "changed": False})
-        request: dict[str, Any] = {"reason": reason or "cancelled", "cancelledBy": principal.id}
-        if parent_run_id:
-            request["parentRunId"] = parent_run_id
-        return Mutation(
-            run_status="cancelling",
-            cancel_interrupts="gone" if parent_run_id else "cancelled",
-            control={"cancel": request},
-            wake=True,
-            audit=[
-                {
-                    "principal": principal.id,
-                    "action": "run.cancel",
-                    "resource": run.run_id,
-                    "details": {"reason": request["reason"], "openInterrupts": len(open_interrupts)},
-                }
-            ],
-            result={"runId": run.run_id, "status": "cancelling", "changed": True},
         )
 
     return decide

@@ -117,8 +117,7 @@ class GraphNode:
             for r in ctx.known_interrupts()
             if r.key.startswith(prefix)
             and r.status == "resolved"
-            and not r.consumed
-            and r.interrupt_id not in ctx.activation.consumed  # delivered earlier in this execution
+            and not r.consumed  # taken by this node (now or earlier) counts as delivered
             and r.key[len(prefix) :] not in pending_ids
             and r.kind != "conversation.close"
         }
