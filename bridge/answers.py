@@ -19,7 +19,7 @@ from bridge.cancellation import cancel_decision
 from bridge.clock import Clock
 from bridge.errors import InterruptNotFoundError, ValidationError
 from bridge.resolution import Answer, AnswerCheck, answer_decision
-from bridge.store.base import Claim, InterruptRecord, MutationResult, RunRecord, Store
+from bridge.store.base import Claim, InterruptDecision, InterruptRecord, MutationResult, RunRecord, Store
 from bridge.telemetry import interrupt_resolving
 from bridge.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
 from bridge.views import inbox_item, interrupt_view
@@ -187,28 +187,23 @@ class Answers:
         The decision is pure, so it can be taken on the current rows outside a
         transaction; a concurrent change can still make the real answer fail.
         """
-        principal.require("approvals:respond")
-        record = await self.store.get_interrupt(interrupt_id)
-        if record is None or principal.tenant not in (record.tenant, "*"):
-            raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
-        run = await self.store.load_run(record.run_id)
-        assert run is not None
         answer = Answer(
             principal=principal, value=value, surface="run", ask_answer="(preview)", checks=self.answer_checks
         )
-        mutation = answer_decision(answer, self.clock.now_ms(), self.clock.new_id)(record, run)
-        if mutation.error is not None:
-            raise mutation.error
+        await self._preview(principal, interrupt_id, answer_decision(answer, self.clock.now_ms(), self.clock.new_id))
 
     async def preview_cancel(self, principal: Principal, interrupt_id: str) -> None:
         """Check a cancellation without applying it: raises what :meth:`cancel_interrupt` would."""
+        await self._preview(principal, interrupt_id, cancel_decision(principal, self.clock.now_ms(), self.clock.new_id))
+
+    async def _preview(self, principal: Principal, interrupt_id: str, decide: InterruptDecision) -> None:
         principal.require("approvals:respond")
         record = await self.store.get_interrupt(interrupt_id)
         if record is None or principal.tenant not in (record.tenant, "*"):
             raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
         run = await self.store.load_run(record.run_id)
         assert run is not None
-        mutation = cancel_decision(principal, self.clock.now_ms(), self.clock.new_id)(record, run)
+        mutation = decide(record, run)
         if mutation.error is not None:
             raise mutation.error
 

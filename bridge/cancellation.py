@@ -17,7 +17,6 @@ from bridge.errors import InterruptNotFoundError, RunNotFoundError
 from bridge.resolution import (
     NewId,
     closed_error,
-    deny,
     event_draft,
     gate_denial,
     resolved_payload,
@@ -37,10 +36,7 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
             raise closed_error(intr, "run")
         if intr.kind == "approval":
             # Cancelling an approval rejects it, so only someone who may decide it may cancel it.
-            denied = gate_denial(intr, run, principal, now, new_id)
-            approvers = list(intr.payload.get("data", {}).get("approversList") or [])
-            if denied is None and approvers and principal.id not in approvers:
-                denied = deny(intr, run, principal, now, new_id, f"{principal.id!r} is not among this gate's approvers")
+            denied = gate_denial(intr, run, principal, now, new_id, principal.id)
             if denied is not None:
                 return denied
             final = {"action": "reject", "decidedBy": principal.id, "decidedAt": iso_ms(now), "reason": reason}

@@ -141,18 +141,22 @@ def deny(
 
 
 def gate_denial(
-    intr: InterruptRecord, run: RunRecord, principal: Principal, now: int, new_id: NewId
+    intr: InterruptRecord, run: RunRecord, principal: Principal, now: int, new_id: NewId, voter: str | None = None
 ) -> Mutation | None:
-    """The refusal when this principal may not decide this approval gate (role, scope), else None."""
+    """The refusal when this principal may not decide this approval gate (role, scope and,
+    given the ``voter``, ``approversList``), else None."""
     data = intr.payload.get("data", {})
     role = data.get("requiredRole")
     scope = data.get("requiredScope")
+    approvers = list(data.get("approversList") or [])
     if role and not principal.has_role(str(role)):
         return deny(intr, run, principal, now, new_id, f"approving this gate needs the {role!r} role")
     if scope and not principal.has_scope(str(scope)):
         return deny(
             intr, run, principal, now, new_id, f"approving this gate needs the {scope!r} scope", scope=str(scope)
         )
+    if voter is not None and approvers and voter not in approvers:
+        return deny(intr, run, principal, now, new_id, f"{voter!r} is not among this gate's approvers")
     return None
 
 
@@ -253,10 +257,6 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         check(intr.payload, normalized.as_vote(_resolver_id(answer), iso_ms(now)))
     principal = answer.principal
     acting = principal.id if principal else _resolver_id(answer)
-    if principal is not None:
-        denied = gate_denial(intr, run, principal, now, new_id)
-        if denied is not None:
-            return denied
     voter = acting
     if normalized.voter and normalized.voter != acting:
         if principal is None or not principal.can_act_as:
@@ -272,10 +272,11 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
                 "or the approvals:act-as scope)",
             )
         voter = normalized.voter
-    approvers = list(data.get("approversList") or [])
-    if approvers and voter not in approvers:
-        if principal is not None:
-            return deny(intr, run, principal, now, new_id, f"{voter!r} is not among this gate's approvers")
+    if principal is not None:
+        denied = gate_denial(intr, run, principal, now, new_id, voter)  # role, scope, approvers
+        if denied is not None:
+            return denied
+    elif data.get("approversList") and voter not in data["approversList"]:
         raise ForbiddenError(f"{voter!r} is not among this gate's approvers")
     events: list[EventDraft] = []
     audit: list[dict[str, Any]] = []

@@ -6,6 +6,7 @@ from ag_ui.core import AgentCapabilities, HumanInTheLoopCapabilities, IdentityCa
 from ag_ui.core.capabilities import TransportCapabilities
 
 from bridge.engine import Engine
+from bridge.errors import WorkflowNotFoundError
 from bridge.workflow import WorkflowDefinition
 
 _APPROVAL_TYPES = {"core.approvalGate", "core.openwop.governance.approvalGate"}
@@ -31,12 +32,12 @@ def _hitl(engine: Engine, workflow: WorkflowDefinition, seen: frozenset[str] = f
     interrupts = approvals = edits = False
     for node in workflow.nodes.values():
         if node.type_id == "core.subWorkflow":
-            child_id = node.config.get("workflowId")
-            child = next((w for w in engine.workflows() if w.id == child_id), None)
-            if child is None or child.id in seen:
-                found = (child is None, child is None, child is None)
+            try:
+                child = engine.workflow(str(node.config.get("workflowId")))
+            except WorkflowNotFoundError:
+                found = (True, True, True)  # loaded later, or elsewhere: it may raise anything
             else:
-                found = _hitl(engine, child, seen | {workflow.id})
+                found = (False, False, False) if child.id in seen else _hitl(engine, child, seen | {workflow.id})
             interrupts, approvals, edits = interrupts or found[0], approvals or found[1], edits or found[2]
             continue
         if node.type_id in _INTERRUPTING_CORE or node.type_id == "core.interrupt":

@@ -131,9 +131,7 @@ class AguiService:
         repeated = idless and binding is not None and body.get("runId", body.get("run_id")) in binding.idless_resumes
         if repeated:
             # The same request again: its answer went to the interrupt open at the time.
-            body = {k: v for k, v in body.items() if k != "resume"}
-            body.pop("forwardedProps", None)
-            body.pop("forwarded_props", None)
+            body = {k: v for k, v in body.items() if k not in ("resume", "forwardedProps", "forwarded_props")}
         try:
             agent_input = RunAgentInput.model_validate(normalize_request(body, list(open_views)))
         except PydanticValidationError as exc:
@@ -147,11 +145,9 @@ class AguiService:
                     "message": f"run {agent_input.run_id!r} already delivered this resume; it was not applied again",
                 }
             )
-        elif idless and agent_input.resume:
-            bound = await threads.load(self.engine, principal.tenant, agent_input.thread_id)
-            if bound is not None:
-                bound.idless_resumes.append(agent_input.run_id)
-                await threads.save(self.engine, bound)
+        elif idless and agent_input.resume and binding is not None:
+            binding.idless_resumes.append(agent_input.run_id)
+            await threads.save(self.engine, binding)
         return StreamingResponse(
             self._stream(agent_input, plan),
             media_type=EventEncoder().get_content_type(),

@@ -143,7 +143,7 @@ def map_interrupt(value: Any, response_schema: Any) -> Mapped:
             for r in requests
         ]
         by_name = {c.get("action_name"): list(c.get("allowed_decisions") or []) for c in configs}
-        every = ["approve", "edit", "reject", "respond"]
+        every = list(_DECISION_TO_ACTION)
         data = {
             "artifactId": "tool-calls",
             "artifactType": TOOL_CALLS_ARTIFACT,
