@@ -22,7 +22,7 @@ from bridge.resolution import Answer, AnswerCheck, answer_decision
 from bridge.store.base import Claim, InterruptDecision, InterruptRecord, MutationResult, RunRecord, Store
 from bridge.telemetry import interrupt_resolving
 from bridge.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
-from bridge.views import inbox_item, interrupt_view
+from bridge.views import inbox_item, interrupt_view, token_inspection
 
 if TYPE_CHECKING:
     from bridge.engine import EngineConfig
@@ -277,7 +277,7 @@ class Answers:
 
             error = closed_error(record, "token")
             raise error
-        view = interrupt_view(record)
+        view = token_inspection(record)
         view["intent"] = claims.intent
         view["tokenExpiresAt"] = (
             claims.expires_at_ms

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bridge import conversation, kinds
+from bridge import conversation, kinds, run_state
 from bridge.answers import Answers, AskService, RecordingAskService
 from bridge.auth import SYSTEM, Principal
 from bridge.cancellation import run_cancel_decision
@@ -451,7 +451,22 @@ class Engine(Answers):
         views = [self.interrupt_view(r, base_url=base_url, link=link) for r in open_records]
         channels = await self.channels(run)
         children = await self.store.child_runs(run.run_id)
-        return run_snapshot(run, open_views=views, channels=channels, children=children)
+        status = await self.reported_status(run)
+        return run_snapshot(run, open_views=views, channels=channels, children=children, status=status)
+
+    async def reported_status(self, run: RunRecord, depth: int = 0) -> str:
+        """The status a run reports: a run that only waits on a child waiting for a person
+        reports the child's waiting status (``waiting-approval``, …), through nested children."""
+        if run.status != "running" or depth > 32:
+            return run.status
+        for child_id in run_state.child_waits(run.state):
+            child = await self.store.load_run(child_id)
+            if child is None or child.terminal:
+                continue
+            status = await self.reported_status(child, depth + 1)
+            if status.startswith("waiting-"):
+                return status
+        return run.status
 
     async def channels(self, run: RunRecord) -> dict[str, Any]:
         """The run's channels: declared defaults plus conversation turns folded by messageId."""
@@ -487,10 +502,20 @@ class Engine(Answers):
             if not child.terminal and child.spec.get("propagateCancellation", True):
                 await self.cancel_run(child.run_id, SYSTEM, "parent-cancelled", parent_run_id=run_id)
 
-    async def fork_run(self, run_id: str, principal: Principal, mode: str = "replay") -> RunRecord:
-        """Start a replay of a run: answers come from the source's log, nobody is asked again."""
+    async def fork_run(
+        self, run_id: str, principal: Principal, mode: str = "replay", from_seq: int | None = None
+    ) -> RunRecord:
+        """Start a replay of a run: answers come from the source's log, nobody is asked again.
+
+        A replay re-runs the source from its start, so the only point it forks
+        from is ``fromSeq`` 0.
+        """
         if mode != "replay":
             raise ValidationError("fork mode must be 'replay'", details={"supportedModes": ["replay"]})
+        if from_seq not in (None, 0):
+            raise ValidationError(
+                "a replay fork re-runs the source from its start: fromSeq must be 0", details={"supportedFromSeq": [0]}
+            )
         source = await self.visible_run(run_id, principal)
         workflow = self.workflow(source.workflow_id)
         opaque = [

@@ -47,6 +47,17 @@ def run_status(state: dict[str, Any], *, busy: bool) -> str:
     return waiting_status(min(waits, key=lambda w: w.get("at", 0))["kind"])
 
 
+def child_waits(state: dict[str, Any]) -> list[str]:
+    """The child runs a quiescent run waits on, oldest wait first (none while it has work or a question)."""
+    nodes = state["nodes"]
+    if state.get("ready") or any(ns.get("status") == "running" for ns in nodes.values()) or _human_waits(state):
+        return []
+    waits = [
+        w for ns in nodes.values() if ns.get("status") == "suspended" for w in ns.get("waits", []) if w.get("child")
+    ]
+    return [str(w["child"]) for w in sorted(waits, key=lambda w: w.get("at", 0))]
+
+
 def current_node(state: dict[str, Any]) -> str | None:
     """The node of the oldest open interrupt, if any."""
     waits = _human_waits(state)

@@ -96,6 +96,18 @@ def interrupt_view(
     return view
 
 
+def token_inspection(record: InterruptRecord) -> dict[str, Any]:
+    """What ``GET /v1/interrupts/{token}`` shows: the interrupt view plus the
+    ``InterruptPayload`` fields (``data``, ``resumeSchema``, ``timeoutMs``) at the top level."""
+    view = interrupt_view(record)
+    payload = record.payload
+    view["data"] = payload.get("data", {})
+    for name in ("resumeSchema", "timeoutMs"):
+        if payload.get(name) is not None:
+            view[name] = payload[name]
+    return view
+
+
 def inbox_item(record: InterruptRecord, now_ms: int, inspect_url: str | None) -> dict[str, Any]:
     """One row of the pending-interrupts inbox."""
     item: dict[str, Any] = {
@@ -129,14 +141,19 @@ def run_snapshot(
     open_views: Sequence[Mapping[str, Any]],
     channels: Mapping[str, Any] | None,
     children: Sequence[RunRecord],
+    status: str | None = None,
 ) -> dict[str, Any]:
-    """The ``RunSnapshot`` document (``run-snapshot.schema.json``) of a run."""
+    """The ``RunSnapshot`` document (``run-snapshot.schema.json``) of a run.
+
+    ``status`` overrides the stored one: a run that only waits on a suspended
+    child reports the child's waiting status.
+    """
     state = run.state
     spec = run.spec
     snap: dict[str, Any] = {
         "runId": run.run_id,
         "workflowId": run.workflow_id,
-        "status": run.status,
+        "status": status or run.status,
         "owner": {"tenant": run.tenant, "principal": spec.get("principal") or "anonymous"},
         "startedAt": iso_ms(run.created_at_ms),
         "engineVersion": ENGINE_VERSION,

@@ -49,6 +49,7 @@ class ForkBody(ClosedModel):
     """``POST /v1/runs/{runId}:fork``."""
 
     mode: str = "replay"
+    fromSeq: int | None = Field(default=None, ge=0, le=2**53)
 
 
 class LinkBody(ClosedModel):

@@ -14,10 +14,10 @@ from bridge.http.responses import JSONResponse
 from bridge.workflow import thaw
 
 
-def _run_created(request: Request, run_id: str, status: str) -> JSONResponse:
+def _run_created(request: Request, run_id: str, status: str, **extra: object) -> JSONResponse:
     url = f"{base_url(request)}/v1/runs/{run_id}"
     return JSONResponse(
-        {"runId": run_id, "status": status, "eventsUrl": f"{url}/events", "runUrl": url},
+        {"runId": run_id, "status": status, "eventsUrl": f"{url}/events", "runUrl": url, **extra},
         status_code=201,
         headers={"Location": url},
     )
@@ -79,8 +79,9 @@ async def fork_run(request: Request) -> Response:
     """``POST /v1/runs/{runId}:fork {"mode": "replay"}``."""
     who = principal(request)
     body = parse(ForkBody, await read_json(request, required=False))
-    run = await engine(request).fork_run(request.path_params["run_id"], who, body.mode)
-    return _run_created(request, run.run_id, run.status)
+    source = request.path_params["run_id"]
+    run = await engine(request).fork_run(source, who, body.mode, body.fromSeq)
+    return _run_created(request, run.run_id, run.status, sourceRunId=source, mode=body.mode, fromSeq=0)
 
 
 def _last_event_id(request: Request) -> int:
