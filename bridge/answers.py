@@ -290,10 +290,17 @@ class Answers:
         return view
 
     async def resolve_token(
-        self, token: str, value: Any, principal: Principal | None = None, *, idempotency_key: str | None = None
+        self,
+        token: str,
+        value: Any,
+        principal: Principal | None = None,
+        *,
+        idempotency_key: str | None = None,
+        verified: tuple[TokenClaims, InterruptRecord] | None = None,
     ) -> dict[str, Any]:
-        """Answer through a signed link (``POST /v1/interrupts/{token}``)."""
-        claims, record = await self.verify_token(token)
+        """Answer through a signed link (``POST /v1/interrupts/{token}``); ``verified`` is
+        what :meth:`verify_token` already returned for it."""
+        claims, record = verified or await self.verify_token(token)
         who = claims.subject or (principal.id if principal else "signed-link")
         answer = Answer(
             principal=principal,

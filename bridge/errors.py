@@ -117,6 +117,12 @@ class InterruptCancelledStateError(BridgeError):
     status = 422
 
 
+class InterruptCancelledConflictError(InterruptCancelledStateError):
+    """The same, on the legacy approvals route, whose callers expect 409 when a cancel won the race."""
+
+    status = 409
+
+
 class CorrelationMismatchError(BridgeError):
     """An external event does not match the interrupt's correlation."""
 

@@ -7,7 +7,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from bridge.clock import iso_ms
-from bridge.errors import ForbiddenError, InterruptAlreadyResolvedError, ValidationError
+from bridge.errors import (
+    ForbiddenError,
+    InterruptAlreadyResolvedError,
+    InterruptCancelledConflictError,
+    InterruptCancelledStateError,
+    ValidationError,
+)
 from bridge.http.body import LinkBody, ResolveBody, parse, read_json
 from bridge.http.deps import base_url, engine, int_param, optional_principal, principal
 from bridge.http.responses import JSONResponse
@@ -34,9 +40,13 @@ async def legacy_approval(request: Request) -> Response:
     if not isinstance(data, dict):
         raise ValidationError('the request body must be a JSON object such as {"action": "accept"}')
     value = data.get("resumeValue", data) if set(data) == {"resumeValue"} else data
-    result = await engine(request).resolve(
-        who, value, run_id=request.path_params["run_id"], node_id=request.path_params["node_id"]
-    )
+    try:
+        result = await engine(request).resolve(
+            who, value, run_id=request.path_params["run_id"], node_id=request.path_params["node_id"]
+        )
+    except InterruptCancelledStateError as exc:
+        # A cancel that won the race: this route's callers expect 409 (the run-scoped route keeps 422).
+        raise InterruptCancelledConflictError(str(exc), details=exc.details) from exc
     return JSONResponse(result)
 
 
@@ -92,9 +102,12 @@ async def inspect_token(request: Request) -> Response:
 async def resolve_token(request: Request) -> Response:
     """``POST /v1/interrupts/{token} {resumeValue}``."""
     who = optional_principal(request)
+    eng = engine(request)
+    token = request.path_params["token"]
+    verified = await eng.verify_token(token)  # an unknown or malformed link is 404 whatever the body
     body = parse(ResolveBody, await read_json(request))
-    result = await engine(request).resolve_token(
-        request.path_params["token"], body.resumeValue, who, idempotency_key=request.headers.get("idempotency-key")
+    result = await eng.resolve_token(
+        token, body.resumeValue, who, idempotency_key=request.headers.get("idempotency-key"), verified=verified
     )
     return JSONResponse(result)
 
