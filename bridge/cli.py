@@ -46,6 +46,16 @@ def _lease_ms(text: str) -> int:
     return value
 
 
+def _idempotency_hours(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of hours") from None
+    if not 24 <= value <= 24 * 90:
+        raise argparse.ArgumentTypeError("must be between 24 (the OpenWOP minimum) and 2160 hours")
+    return value
+
+
 def _env_list(name: str, sep: str) -> list[str]:
     raw = _env(name)
     return [p for p in raw.split(sep) if p.strip()] if raw else []
@@ -130,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env("LEASE_MS", "30000"),
         help="how long a run stays with an instance that stopped renewing it (default 30000)",
     )
+    serve.add_argument(
+        "--idempotency-hours",
+        type=_idempotency_hours,
+        default=_env("IDEMPOTENCY_HOURS", "24"),
+        help="how long an Idempotency-Key and its response are kept (default 24)",
+    )
     serve.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
     serve.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"))
 
@@ -161,6 +177,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             conversation_enabled=not args.no_conversation,
             default_threshold=args.escalation_threshold,
             lease_ms=args.lease_ms,
+            idempotency_ttl_ms=args.idempotency_hours * 3600 * 1000,
         ),
         token_secrets=secrets,
     )

@@ -66,6 +66,8 @@ class EngineConfig:
     lease_ms: int = 30_000
     token_ttl_ms: int = DEFAULT_TTL_MS
     max_node_executions: int = 10_000
+    #: How long an ``Idempotency-Key`` and its response are kept (the OpenWOP minimum is 24 hours).
+    idempotency_ttl_ms: int = 24 * 3600 * 1000
 
 
 class Engine(Answers):

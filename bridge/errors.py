@@ -96,6 +96,21 @@ class ConflictError(BridgeError):
     status = 409
 
 
+class IdempotencyKeyMismatchError(BridgeError):
+    """An ``Idempotency-Key`` already used for a different request (another body, another target)."""
+
+    code = "idempotency_key_mismatch"
+    status = 409
+
+
+class IdempotencyInFlightError(BridgeError):
+    """The first request holding this ``Idempotency-Key`` is still being handled."""
+
+    code = "idempotency_in_flight"
+    status = 409
+    retryable = True
+
+
 class InterruptExpiredError(BridgeError):
     """The signed token is past its expiry."""
 

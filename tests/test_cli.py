@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bridge.cli import build_parser, main
+from bridge.cli import build_parser, build_server, main
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -87,6 +87,21 @@ def test_lease_must_be_a_sensible_duration(capsys: pytest.CaptureFixture[str], m
             build_parser().parse_args(["serve", "--lease-ms", bad])
         assert exit_.value.code == 2
         assert "--lease-ms" in capsys.readouterr().err
+
+
+def test_idempotency_retention_is_at_least_a_day(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert build_parser().parse_args(["serve"]).idempotency_hours == 24
+    monkeypatch.setenv("OPENWOP_BRIDGE_IDEMPOTENCY_HOURS", "48")
+    args = build_parser().parse_args(["serve", "--db", str(tmp_path / "i.db")])
+    _, engine, _, _ = build_server(args)
+    assert engine.config.idempotency_ttl_ms == 48 * 3600 * 1000
+    for bad in ("23", "0", "3000", "a day"):
+        with pytest.raises(SystemExit) as exit_:
+            build_parser().parse_args(["serve", "--idempotency-hours", bad])
+        assert exit_.value.code == 2
+        assert "--idempotency-hours" in capsys.readouterr().err
 
 
 def test_bad_workflow_dir_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

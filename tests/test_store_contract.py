@@ -777,6 +777,76 @@ async def test_kv_and_audit(store: Store) -> None:
     assert await store.audit("run_missing") == []
 
 
+async def _idempotency_rows(store: Store, request: pytest.FixtureRequest) -> int:
+    if isinstance(store, SqliteStore):
+        with sqlite3.connect(store.path) as conn:
+            return int(conn.execute("SELECT count(*) FROM idempotency").fetchone()[0])
+    return int(pg.execute(request.getfixturevalue("pg_url"), "SELECT count(*) FROM idempotency")[0][0])
+
+
+async def test_an_idempotency_key_is_taken_once_then_replays_its_response(store: Store) -> None:
+    opts = {"lease_ms": 1_000, "ttl_ms": 100_000}
+    assert await store.idempotency_begin("k1", "d1", "A", 1_000, **opts) is None
+    held = await store.idempotency_begin("k1", "d1", "B", 1_500, **opts)
+    assert held is not None and held.pending and held.owner == "A" and held.digest == "d1"
+    assert await store.idempotency_finish("k1", "B", 200, {}, "{}") is False  # only the holder records
+    assert await store.idempotency_finish("k1", "A", 201, {"location": "/v1/runs/r1"}, '{"runId":"r1"}') is True
+    assert await store.idempotency_finish("k1", "A", 500, {}, "{}") is False  # recorded once
+    done = await store.idempotency_begin("k1", "d1", "C", 2_000, **opts)
+    assert done is not None and not done.pending
+    assert (done.status, done.headers, done.body, done.expires_at_ms) == (
+        201,
+        {"location": "/v1/runs/r1"},
+        '{"runId":"r1"}',
+        101_000,
+    )
+    other = await store.idempotency_begin("k1", "d2", "C", 101_000 - 1, **opts)
+    assert other is not None and other.digest == "d1"  # the caller tells a mismatch by the digest
+    assert await store.idempotency_begin("k2", "d1", "C", 2_000, **opts) is None  # keys are independent
+
+
+async def test_a_released_or_abandoned_key_can_be_taken_again(store: Store) -> None:
+    opts = {"lease_ms": 1_000, "ttl_ms": 100_000}
+    assert await store.idempotency_begin("k", "d", "A", 1_000, **opts) is None
+    await store.idempotency_release("k", "B")  # not the holder: nothing happens
+    assert (await store.idempotency_begin("k", "d", "B", 1_100, **opts)) is not None
+    await store.idempotency_release("k", "A")
+    assert await store.idempotency_begin("k", "d", "B", 1_200, **opts) is None
+    # B dies holding it: once its lease ran out the same request may be handled again, another one may not.
+    stalled = await store.idempotency_begin("k", "other", "C", 2_300, **opts)
+    assert stalled is not None and stalled.pending and stalled.owner == "B"
+    assert await store.idempotency_begin("k", "d", "C", 2_300, **opts) is None
+    assert await store.idempotency_finish("k", "B", 200, {}, "late") is False
+    assert await store.idempotency_finish("k", "C", 200, {}, "{}") is True
+    await store.idempotency_release("k", "C")  # a recorded response is never released
+    found = await store.idempotency_begin("k", "d", "D", 2_400, **opts)
+    assert found is not None and found.status == 200
+
+
+async def test_idempotency_keys_expire_and_expired_ones_are_pruned(
+    store: Store, request: pytest.FixtureRequest
+) -> None:
+    for i in range(40):
+        assert await store.idempotency_begin(f"old{i}", "d", "A", 1_000, lease_ms=10, ttl_ms=1_000) is None
+        assert await store.idempotency_finish(f"old{i}", "A", 200, {}, "{}")
+    assert await _idempotency_rows(store, request) == 40
+    # Past its retention window a key is free again, and each new key clears away expired ones.
+    assert await store.idempotency_begin("old0", "new", "B", 2_000, lease_ms=10, ttl_ms=1_000) is None
+    for i in range(3):
+        assert await store.idempotency_begin(f"new{i}", "d", "B", 2_000, lease_ms=10, ttl_ms=1_000) is None
+    assert await _idempotency_rows(store, request) == 4  # 16 expired ones went with each of the 4 new keys
+    fresh = await store.idempotency_begin("old0", "new", "C", 2_001, lease_ms=10, ttl_ms=1_000)
+    assert fresh is not None and fresh.owner == "B" and fresh.digest == "new"
+
+
+async def test_concurrent_takers_of_one_key_have_one_winner(store: Store) -> None:
+    got = await asyncio.gather(
+        *(store.idempotency_begin("race", "d", f"o{i}", 1_000, lease_ms=1_000, ttl_ms=10_000) for i in range(8))
+    )
+    assert sum(1 for g in got if g is None) == 1
+    assert {g.owner for g in got if g is not None} == {f"o{got.index(None)}"}
+
+
 # --- PostgreSQL only: what SQLite has no counterpart for -------------------------------------
 
 

@@ -16,9 +16,11 @@ from bridge.errors import (
 )
 from bridge.http.body import LinkBody, ResolveBody, parse, read_json
 from bridge.http.deps import base_url, engine, int_param, optional_principal, principal
+from bridge.http.idempotency import idempotent
 from bridge.http.responses import JSONResponse
 
 
+@idempotent("POST /v1/runs/{runId}/interrupts/{nodeId}")
 async def resolve(request: Request) -> Response:
     """``POST /v1/runs/{runId}/interrupts/{nodeId} {resumeValue}`` (scope approvals:respond)."""
     who = principal(request)
@@ -33,6 +35,7 @@ async def resolve(request: Request) -> Response:
     return JSONResponse(result)
 
 
+@idempotent("POST /v1/runs/{runId}/approvals/{nodeId}")
 async def legacy_approval(request: Request) -> Response:
     """``POST /v1/runs/{runId}/approvals/{nodeId}`` with a bare ``{action, …}`` or ``{decision}`` body."""
     who = principal(request)
@@ -99,6 +102,7 @@ async def inspect_token(request: Request) -> Response:
     return JSONResponse(await eng.inspect_token(request.path_params["token"], base_url=base_url(request)))
 
 
+@idempotent("POST /v1/interrupts/{token}", anonymous=True)
 async def resolve_token(request: Request) -> Response:
     """``POST /v1/interrupts/{token} {resumeValue}``."""
     who = optional_principal(request)

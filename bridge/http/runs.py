@@ -10,6 +10,7 @@ from bridge.errors import ValidationError
 from bridge.http import sse
 from bridge.http.body import CancelBody, CreateRunBody, ForkBody, parse, read_json
 from bridge.http.deps import base_url, engine, int_param, principal
+from bridge.http.idempotency import idempotent
 from bridge.http.responses import JSONResponse
 from bridge.workflow import thaw
 
@@ -23,6 +24,7 @@ def _run_created(request: Request, run_id: str, status: str, **extra: object) ->
     )
 
 
+@idempotent("POST /v1/runs")
 async def create_run(request: Request) -> Response:
     """``POST /v1/runs``."""
     who = principal(request)

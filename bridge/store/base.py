@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from bridge.errors import BridgeError
 from bridge.events import EventDraft
 
@@ -188,6 +190,49 @@ RunDecision = Callable[[RunRecord, list[InterruptRecord]], Mutation]
 
 
 @dataclass(slots=True)
+class IdempotencyRecord:
+    """What the store keeps for one ``Idempotency-Key``: the request's digest and, once final, its response.
+
+    ``status`` is None while the first request is still being handled (``owner``
+    holds it until ``lease_until_ms``); afterwards the record carries the response
+    to replay, until ``expires_at_ms``.
+    """
+
+    key_id: str  # a digest of (tenant, principal, endpoint, key): the key itself is not stored
+    digest: str
+    expires_at_ms: int
+    owner: str | None = None
+    lease_until_ms: int | None = None
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        """The first request holding this key has not finished yet."""
+        return self.status is None
+
+
+IDEMPOTENCY_COLS = "key_id, digest, expires_at, owner, lease_until, status, headers, body"
+#: Expired ``Idempotency-Key`` records deleted by each new one: more than are added, so they never pile up.
+IDEMPOTENCY_PRUNE = 16
+
+
+def idempotency_from_row(row: Sequence[Any]) -> IdempotencyRecord:
+    """An :class:`IdempotencyRecord` from a row of :data:`IDEMPOTENCY_COLS` (headers as JSON text)."""
+    return IdempotencyRecord(
+        key_id=row[0],
+        digest=row[1],
+        expires_at_ms=row[2],
+        owner=row[3],
+        lease_until_ms=row[4],
+        status=row[5],
+        headers=orjson.loads(row[6]) if row[6] else {},
+        body=row[7],
+    )
+
+
+@dataclass(slots=True)
 class InboxPage:
     """One page of the pending-interrupts inbox."""
 
@@ -333,3 +378,25 @@ class Store(Protocol):
 
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         """Audit entries of a run, oldest first."""
+
+    # --- Idempotency-Key records ----------------------------------------------
+    async def idempotency_begin(
+        self, key_id: str, digest: str, owner: str, now_ms: int, *, lease_ms: int, ttl_ms: int
+    ) -> IdempotencyRecord | None:
+        """Take a key for a request, or return the record already holding it.
+
+        None means ``owner`` now holds a new pending record (expiring at
+        ``now_ms + ttl_ms``): it handles the request and then calls
+        :meth:`idempotency_finish` or :meth:`idempotency_release`. A record past
+        its expiry counts as absent; a pending record of the same digest whose
+        lease ran out (its owner died) is taken over. Every call also deletes a
+        few expired records, so storage stays bounded by the retention window.
+        """
+
+    async def idempotency_finish(
+        self, key_id: str, owner: str, status: int, headers: dict[str, str], body: str
+    ) -> bool:
+        """Record the final response of the request ``owner`` handled; False if it no longer holds the key."""
+
+    async def idempotency_release(self, key_id: str, owner: str) -> None:
+        """Forget a pending record (its request failed in a way a retry may fix)."""

@@ -51,6 +51,13 @@ SQLITE_MIGRATIONS: list[list[str]] = [
             action TEXT NOT NULL, resource TEXT NOT NULL, run_id TEXT, details TEXT)""",
         "CREATE INDEX audit_run ON audit(run_id, id)",
     ],
+    # 2: Idempotency-Key records (see bridge/http/idempotency.py).
+    [
+        """CREATE TABLE idempotency (
+            key_id TEXT PRIMARY KEY, digest TEXT NOT NULL, owner TEXT, lease_until INTEGER, status INTEGER,
+            headers TEXT, body TEXT, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL)""",
+        "CREATE INDEX idempotency_expiry ON idempotency(expires_at)",
+    ],
 ]
 
 
@@ -106,6 +113,12 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
             id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tenant TEXT, at BIGINT NOT NULL,
             principal TEXT NOT NULL, action TEXT NOT NULL, resource TEXT NOT NULL, run_id TEXT, details JSON)""",
         "CREATE INDEX audit_run ON audit(run_id, id)",
+    ],
+    [
+        """CREATE TABLE idempotency (
+            key_id TEXT PRIMARY KEY, digest TEXT NOT NULL, owner TEXT, lease_until BIGINT, status INTEGER,
+            headers TEXT, body TEXT, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL)""",
+        "CREATE INDEX idempotency_expiry ON idempotency(expires_at)",
     ],
 ]
 

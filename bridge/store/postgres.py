@@ -38,8 +38,11 @@ from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError,
 from bridge.events import EventDraft
 from bridge.store import pg_sql as q
 from bridge.store.base import (
+    IDEMPOTENCY_COLS,
+    IDEMPOTENCY_PRUNE,
     Claim,
     CommitResult,
+    IdempotencyRecord,
     InterruptDecision,
     InterruptRecord,
     Mutation,
@@ -48,6 +51,7 @@ from bridge.store.base import (
     RunDecision,
     RunRecord,
     has_nul,
+    idempotency_from_row,
 )
 from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
 from bridge.store.pg_listen import Listener
@@ -524,6 +528,71 @@ class PostgresStore(PostgresReads):
             return True
 
         return await self._transaction(work)
+
+    # --- Idempotency-Key records ---------------------------------------------
+
+    async def idempotency_begin(
+        self, key_id: str, digest: str, owner: str, now_ms: int, *, lease_ms: int, ttl_ms: int
+    ) -> IdempotencyRecord | None:
+        async def work(conn: Conn, _: Tx) -> IdempotencyRecord | None:
+            await conn.execute(
+                "DELETE FROM idempotency WHERE key_id IN (SELECT key_id FROM idempotency WHERE expires_at <= %s "
+                "ORDER BY expires_at LIMIT %s FOR UPDATE SKIP LOCKED)",
+                (now_ms, IDEMPOTENCY_PRUNE),
+            )
+            fresh = (key_id, digest, owner, now_ms + lease_ms, now_ms, now_ms + ttl_ms)
+            # A concurrent insert of the same key waits here for the other transaction, then does nothing.
+            cur = await conn.execute(
+                "INSERT INTO idempotency(key_id, digest, owner, lease_until, created_at, expires_at) "
+                "VALUES(%s,%s,%s,%s,%s,%s) ON CONFLICT (key_id) DO NOTHING",
+                fresh,
+            )
+            if cur.rowcount == 1:
+                return None
+            cur = await conn.execute(
+                f"SELECT {IDEMPOTENCY_COLS} FROM idempotency WHERE key_id=%s FOR UPDATE", (key_id,)
+            )
+            row = await cur.fetchone()
+            if row is None:  # deleted (expired or released) since the insert looked
+                await conn.execute(
+                    "INSERT INTO idempotency(key_id, digest, owner, lease_until, created_at, expires_at) "
+                    "VALUES(%s,%s,%s,%s,%s,%s)",
+                    fresh,
+                )
+                return None
+            found = idempotency_from_row(row)
+            stalled = found.pending and (found.lease_until_ms or 0) < now_ms
+            if found.expires_at_ms <= now_ms or (stalled and found.digest == digest):
+                await conn.execute(
+                    "UPDATE idempotency SET digest=%s, owner=%s, lease_until=%s, status=NULL, headers=NULL, "
+                    "body=NULL, created_at=%s, expires_at=%s WHERE key_id=%s",
+                    (digest, owner, now_ms + lease_ms, now_ms, now_ms + ttl_ms, key_id),
+                )
+                return None
+            return found
+
+        return await self._transaction(work)
+
+    async def idempotency_finish(
+        self, key_id: str, owner: str, status: int, headers: dict[str, str], body: str
+    ) -> bool:
+        async def work(conn: Conn, _: Tx) -> bool:
+            cur = await conn.execute(
+                "UPDATE idempotency SET status=%s, headers=%s, body=%s, owner=NULL, lease_until=NULL "
+                "WHERE key_id=%s AND owner=%s AND status IS NULL",
+                (status, q.dumps(headers), body, key_id, owner),
+            )
+            return cur.rowcount == 1
+
+        return await self._transaction(work)
+
+    async def idempotency_release(self, key_id: str, owner: str) -> None:
+        async def work(conn: Conn, _: Tx) -> None:
+            await conn.execute(
+                "DELETE FROM idempotency WHERE key_id=%s AND owner=%s AND status IS NULL", (key_id, owner)
+            )
+
+        await self._transaction(work)
 
     # --- notifications between instances ---------------------------------------
 

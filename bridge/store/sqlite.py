@@ -22,8 +22,11 @@ from typing import Any, TypeVar
 from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
 from bridge.events import EventDraft
 from bridge.store.base import (
+    IDEMPOTENCY_COLS,
+    IDEMPOTENCY_PRUNE,
     Claim,
     CommitResult,
+    IdempotencyRecord,
     InterruptDecision,
     InterruptRecord,
     Mutation,
@@ -32,6 +35,7 @@ from bridge.store.base import (
     RunDecision,
     RunRecord,
     has_nul,
+    idempotency_from_row,
 )
 from bridge.store.cursor import decode_cursor as decode_cursor
 from bridge.store.cursor import encode_cursor as encode_cursor
@@ -487,3 +491,57 @@ class SqliteStore(SqliteReads):
             return True
 
         return await self._write(tx)
+
+    # --- Idempotency-Key records ---------------------------------------------
+
+    async def idempotency_begin(
+        self, key_id: str, digest: str, owner: str, now_ms: int, *, lease_ms: int, ttl_ms: int
+    ) -> IdempotencyRecord | None:
+        def tx(conn: sqlite3.Connection) -> IdempotencyRecord | None:
+            conn.execute(
+                "DELETE FROM idempotency WHERE key_id IN "
+                "(SELECT key_id FROM idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)",
+                (now_ms, IDEMPOTENCY_PRUNE),
+            )
+            row = conn.execute(f"SELECT {IDEMPOTENCY_COLS} FROM idempotency WHERE key_id=?", (key_id,)).fetchone()
+            found = idempotency_from_row(row) if row else None
+            if found is not None and found.expires_at_ms <= now_ms:
+                conn.execute("DELETE FROM idempotency WHERE key_id=?", (key_id,))
+                found = None
+            if found is None:
+                conn.execute(
+                    "INSERT INTO idempotency(key_id, digest, owner, lease_until, created_at, expires_at) "
+                    "VALUES(?,?,?,?,?,?)",
+                    (key_id, digest, owner, now_ms + lease_ms, now_ms, now_ms + ttl_ms),
+                )
+                return None
+            stalled = found.pending and (found.lease_until_ms or 0) < now_ms
+            if stalled and found.digest == digest:
+                conn.execute(
+                    "UPDATE idempotency SET owner=?, lease_until=? WHERE key_id=?", (owner, now_ms + lease_ms, key_id)
+                )
+                return None
+            return found
+
+        return await self._write(tx)
+
+    async def idempotency_finish(
+        self, key_id: str, owner: str, status: int, headers: dict[str, str], body: str
+    ) -> bool:
+        def tx(conn: sqlite3.Connection) -> bool:
+            return (
+                conn.execute(
+                    "UPDATE idempotency SET status=?, headers=?, body=?, owner=NULL, lease_until=NULL "
+                    "WHERE key_id=? AND owner=? AND status IS NULL",
+                    (status, dumps(headers), body, key_id, owner),
+                ).rowcount
+                == 1
+            )
+
+        return await self._write(tx)
+
+    async def idempotency_release(self, key_id: str, owner: str) -> None:
+        def tx(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM idempotency WHERE key_id=? AND owner=? AND status IS NULL", (key_id, owner))
+
+        await self._write(tx)
