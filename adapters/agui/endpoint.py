@@ -5,7 +5,8 @@ One request is one AG-UI run, a stretch of the thread's OpenWOP run:
 1. Refusals before the stream opens are OpenWOP error envelopes (unknown
    workflow, bad body, missing scope, an invalid resume entry — every entry is
    checked before any is applied, and one bad entry refuses the request).
-2. The request is planned: start the thread's first (or next) run; answer or
+2. The request is planned (every plan streams a run's events and state, so each
+   needs ``runs:read``, as REST does to show them): start the thread's first (or next) run; answer or
    cancel the interrupts named in ``resume``; take a new user message as the
    answer to an open conversation turn; or, with nothing to do, re-emit the open
    interrupts (a reconnect after a reload). On a finished thread only a user
@@ -180,6 +181,8 @@ class AguiService:
             # A finished thread and nothing new: tell the client again how the run ended.
             principal.require("runs:read")
             return Plan(run.run_id, run.next_seq - 1, [], set(binding.consumed_messages))
+        # The stream shows the new run's events, state and outputs: what REST shows only to runs:read.
+        principal.require("runs:read")
         return await self._start(principal, workflow, agent_input, binding, entries)
 
     @staticmethod
