@@ -34,7 +34,16 @@ class Agui:
 
     async def run(self, workflow: str, thread: str, *, status: int = 200, **body: Any) -> list[dict[str, Any]]:
         self.counter += 1
-        payload = {"threadId": thread, "runId": f"agui-run-{self.counter}", "messages": [], **body}
+        payload = {
+            "threadId": thread,
+            "runId": f"agui-run-{self.counter}",
+            "messages": [],
+            "protocolVersion": "1.0",
+            **body,
+        }
+        declared = payload["protocolVersion"] is not None
+        if not declared:
+            del payload["protocolVersion"]  # a client older than 1.0 declares no version
         async with self.client.stream("POST", f"/agui/{workflow}", json=payload, headers=auth(self.who)) as r:
             if r.status_code != 200:
                 await r.aread()
@@ -47,7 +56,7 @@ class Agui:
                     doc = json.loads(line[6:])
                     EVENT.validate_python(doc)  # every event is a valid AG-UI 1.0 event
                     events.append(doc)
-        assert events[0]["type"] == "RUN_STARTED" and events[0]["protocolVersion"] == "1.0"
+        assert events[0]["type"] == "RUN_STARTED" and events[0].get("protocolVersion") == ("1.0" if declared else None)
         assert events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
         return events
 
@@ -704,3 +713,61 @@ async def test_agui_reveals_a_run_only_to_keys_that_may_read_runs(engine: Engine
             "default", workflow_id="conformance-approval", status=None, limit=10, cursor=None
         )
         assert runs == []
+
+
+async def test_a_client_declaring_no_protocol_version_gets_only_outcomes_older_clients_know(agui: Agui) -> None:
+    # Clients before AG-UI 1.0 (CopilotKit 1.75 bundles @ag-ui/client 0.0.59) send no protocolVersion and
+    # accept only the success and interrupt outcomes.
+    [it] = interrupts(await agui.run("conformance-clarification", "th-old-client", protocolVersion=None))
+    cancelled = await agui.run(
+        "conformance-clarification",
+        "th-old-client",
+        protocolVersion=None,
+        resume=[{"interruptId": it["id"], "status": "cancelled"}],
+    )
+    finished = cancelled[-1]
+    assert finished["type"] == "RUN_FINISHED" and "outcome" not in finished, finished
+    state = next(e for e in cancelled if e["type"] == "STATE_SNAPSHOT")["snapshot"]
+    assert state["openwop"]["status"] == "cancelled"
+    # A reconnect of a 1.0 client to the same thread gets the 1.0 outcome.
+    again = await agui.run("conformance-clarification", "th-old-client")
+    assert again[-1]["outcome"] == {"type": "cancelled"}
+
+
+async def test_a_tool_answer_echoed_as_a_tool_message_is_not_a_second_result(agui: Agui, engine: Engine) -> None:
+    ran: list[dict[str, Any]] = []
+    wf = Workflow("lookup")
+
+    @wf.node("find")
+    async def find(ctx: NodeContext) -> dict[str, Any]:
+        def look(args: dict[str, Any]) -> dict[str, Any]:
+            ran.append(args)
+            return {"found": 3, "query": args["q"]}
+
+        outcome = await approved_tool_call(ctx, "search", {"q": "invoices"}, look)
+        return {"result": outcome.result}
+
+    wf.register(engine)
+    first = await agui.run("lookup", "th-echo", protocolVersion=None)
+    [it] = interrupts(first)
+    history = next(e for e in first if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    # What CopilotKit's useInterrupt sends: the resume, and the answer as a tool message for the call.
+    answer = {"approved": True}
+    echo = {"id": "echo-1", "role": "tool", "toolCallId": it["toolCallId"], "content": json.dumps(answer)}
+    done = await agui.run(
+        "lookup",
+        "th-echo",
+        protocolVersion=None,
+        messages=[*history, echo],
+        resume=[{"interruptId": it["id"], "status": "resolved", "payload": answer}],
+    )
+    assert ran == [{"q": "invoices"}]
+    snapshot = next(e for e in done if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    calls = [i for i, m in enumerate(snapshot) if m["role"] == "assistant" and m.get("toolCalls")]
+    results = [i for i, m in enumerate(snapshot) if m["role"] == "tool" and m["toolCallId"] == it["toolCallId"]]
+    assert len(calls) == 1 and len(results) == 1 and calls[0] < results[0], snapshot
+    assert json.loads(snapshot[results[0]]["content"]) == {"found": 3, "query": "invoices"}
+    # A later request still carrying the echo does not bring it back.
+    later = await agui.run("lookup", "th-echo", messages=[*history, echo])
+    snapshot = next(e for e in later if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    assert [m["id"] for m in snapshot if m["role"] == "tool"] == [snapshot[results[0]]["id"]]
