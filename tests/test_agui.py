@@ -12,9 +12,9 @@ import pytest
 from ag_ui.core import Event
 from pydantic import TypeAdapter
 
-from adapters.agui import agui_routes, mount_agui
+from adapters.agui import agui_routes, mount_agui, threads
 from bridge import Engine, NodeContext, Workflow, approval, clarification
-from bridge.auth import KeyRing
+from bridge.auth import KeyRing, make_key
 from bridge.http import create_app
 from bridge.tools import approved_tool_call
 from tests.conftest import KEYS, auth
@@ -34,7 +34,16 @@ class Agui:
 
     async def run(self, workflow: str, thread: str, *, status: int = 200, **body: Any) -> list[dict[str, Any]]:
         self.counter += 1
-        payload = {"threadId": thread, "runId": f"agui-run-{self.counter}", "messages": [], **body}
+        payload = {
+            "threadId": thread,
+            "runId": f"agui-run-{self.counter}",
+            "messages": [],
+            "protocolVersion": "1.0",
+            **body,
+        }
+        declared = payload["protocolVersion"] is not None
+        if not declared:
+            del payload["protocolVersion"]  # a client older than 1.0 declares no version
         async with self.client.stream("POST", f"/agui/{workflow}", json=payload, headers=auth(self.who)) as r:
             if r.status_code != 200:
                 await r.aread()
@@ -47,7 +56,7 @@ class Agui:
                     doc = json.loads(line[6:])
                     EVENT.validate_python(doc)  # every event is a valid AG-UI 1.0 event
                     events.append(doc)
-        assert events[0]["type"] == "RUN_STARTED" and events[0]["protocolVersion"] == "1.0"
+        assert events[0]["type"] == "RUN_STARTED" and events[0].get("protocolVersion") == ("1.0" if declared else None)
         assert events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
         return events
 
@@ -638,3 +647,127 @@ async def test_answers_from_rest_show_up_in_the_next_agui_run(agui: Agui, engine
     [it2] = interrupts(await agui.run("mixed", "th-23"))  # reconnect shows the next question
     assert it2["metadata"]["openwop"]["kind"] == "approval"
     await asyncio.sleep(0)
+
+
+async def test_threads_of_tenants_whose_names_contain_a_colon_stay_apart(engine: Engine) -> None:
+    keys = [
+        make_key("key-acme-00001", principal="ann", tenant="acme"),
+        make_key("key-acme-eu-01", principal="eve", tenant="acme:eu"),
+    ]
+    app = create_app(engine, KeyRing(keys), manage_engine=False, extra_routes=agui_routes(engine))
+    async with uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=15) as client:
+
+        async def post(token: str, thread: str, **body: Any) -> tuple[int, str]:
+            payload = {"threadId": thread, "runId": "r", "messages": [], "protocolVersion": "1.0", **body}
+            r = await client.post(
+                "/agui/conformance-approval", json=payload, headers={"Authorization": f"Bearer {token}"}
+            )
+            return r.status_code, r.text
+
+        status, text = await post("key-acme-eu-01", "x")
+        assert status == 200 and '"outcome":{"type":"interrupt"' in text
+        eve_interrupt = json.loads(text.rstrip().rsplit("data: ", 1)[1])["outcome"]["interrupts"][0]["id"]
+        # Tenant "acme" with thread "eu:x" is a thread of its own, not tenant "acme:eu"'s thread "x".
+        status, text = await post("key-acme-00001", "eu:x")
+        assert status == 200 and eve_interrupt not in text
+        ann_interrupt = json.loads(text.rstrip().rsplit("data: ", 1)[1])["outcome"]["interrupts"][0]["id"]
+        assert ann_interrupt != eve_interrupt
+        answered = await post(
+            "key-acme-00001", "eu:x", resume=[{"interruptId": eve_interrupt, "status": "resolved", "payload": True}]
+        )
+        assert "unknown_interrupt" in answered[1]
+        record = await engine.store.get_interrupt(eve_interrupt)
+        assert record is not None and record.open and record.tenant == "acme:eu"
+
+
+async def test_a_binding_stored_under_the_older_key_is_read_only_by_its_tenant(engine: Engine, agui: Agui) -> None:
+    events = await agui.run("conformance-approval", "th-old")
+    [it] = interrupts(events)
+    binding = await threads.load(engine, "default", "th-old")
+    assert binding is not None
+    # A binding written before keys were structured: "<tenant>:<threadId>".
+    await engine.store.kv_put(threads.NAMESPACE, "default:eu:x", {**binding.as_json(), "threadId": "eu:x"}, 0)
+    again = await threads.load(engine, "default", "eu:x")
+    assert again is not None and again.runs == binding.runs
+    # The same stored key read as tenant "default:eu" with thread "x" is not its binding.
+    assert await threads.load(engine, "default:eu", "x") is None
+    # Answering through the older binding works.
+    resume = [{"interruptId": it["id"], "status": "resolved", "payload": True}]
+    done = await agui.run("conformance-approval", "eu:x", resume=resume)
+    assert done[-1]["outcome"] == {"type": "success"}
+
+
+async def test_agui_reveals_a_run_only_to_keys_that_may_read_runs(engine: Engine) -> None:
+    keys = [*KEYS.values(), make_key("key-create-only", principal="carl", scopes=["runs:create"])]
+    app = create_app(engine, KeyRing(keys), manage_engine=False, extra_routes=agui_routes(engine))
+    async with uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=15) as client:
+        headers = {"Authorization": "Bearer key-create-only"}
+        rest = await client.get("/v1/runs/nope", headers=headers)
+        assert rest.status_code == 403
+        payload = {"threadId": "th-carl", "runId": "r", "messages": [], "protocolVersion": "1.0"}
+        refused = await client.post("/agui/conformance-approval", json=payload, headers=headers)
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"] == "forbidden" and "runs:read" in refused.json()["message"]
+        assert await threads.load(engine, "default", "th-carl") is None  # nothing was started
+        runs, _ = await engine.store.list_runs(
+            "default", workflow_id="conformance-approval", status=None, limit=10, cursor=None
+        )
+        assert runs == []
+
+
+async def test_a_client_declaring_no_protocol_version_gets_only_outcomes_older_clients_know(agui: Agui) -> None:
+    # Clients before AG-UI 1.0 (CopilotKit 1.75 bundles @ag-ui/client 0.0.59) send no protocolVersion and
+    # accept only the success and interrupt outcomes.
+    [it] = interrupts(await agui.run("conformance-clarification", "th-old-client", protocolVersion=None))
+    cancelled = await agui.run(
+        "conformance-clarification",
+        "th-old-client",
+        protocolVersion=None,
+        resume=[{"interruptId": it["id"], "status": "cancelled"}],
+    )
+    finished = cancelled[-1]
+    assert finished["type"] == "RUN_FINISHED" and "outcome" not in finished, finished
+    state = next(e for e in cancelled if e["type"] == "STATE_SNAPSHOT")["snapshot"]
+    assert state["openwop"]["status"] == "cancelled"
+    # A reconnect of a 1.0 client to the same thread gets the 1.0 outcome.
+    again = await agui.run("conformance-clarification", "th-old-client")
+    assert again[-1]["outcome"] == {"type": "cancelled"}
+
+
+async def test_a_tool_answer_echoed_as_a_tool_message_is_not_a_second_result(agui: Agui, engine: Engine) -> None:
+    ran: list[dict[str, Any]] = []
+    wf = Workflow("lookup")
+
+    @wf.node("find")
+    async def find(ctx: NodeContext) -> dict[str, Any]:
+        def look(args: dict[str, Any]) -> dict[str, Any]:
+            ran.append(args)
+            return {"found": 3, "query": args["q"]}
+
+        outcome = await approved_tool_call(ctx, "search", {"q": "invoices"}, look)
+        return {"result": outcome.result}
+
+    wf.register(engine)
+    first = await agui.run("lookup", "th-echo", protocolVersion=None)
+    [it] = interrupts(first)
+    history = next(e for e in first if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    # What CopilotKit's useInterrupt sends: the resume, and the answer as a tool message for the call.
+    answer = {"approved": True}
+    echo = {"id": "echo-1", "role": "tool", "toolCallId": it["toolCallId"], "content": json.dumps(answer)}
+    done = await agui.run(
+        "lookup",
+        "th-echo",
+        protocolVersion=None,
+        messages=[*history, echo],
+        resume=[{"interruptId": it["id"], "status": "resolved", "payload": answer}],
+    )
+    assert ran == [{"q": "invoices"}]
+    snapshot = next(e for e in done if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    calls = [i for i, m in enumerate(snapshot) if m["role"] == "assistant" and m.get("toolCalls")]
+    results = [i for i, m in enumerate(snapshot) if m["role"] == "tool" and m["toolCallId"] == it["toolCallId"]]
+    assert len(calls) == 1 and len(results) == 1 and calls[0] < results[0], snapshot
+    assert json.loads(snapshot[results[0]]["content"]) == {"found": 3, "query": "invoices"}
+    # A later request still carrying the echo does not bring it back.
+    later = await agui.run("lookup", "th-echo", messages=[*history, echo])
+    snapshot = next(e for e in later if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    assert [m["id"] for m in snapshot if m["role"] == "tool"] == [snapshot[results[0]]["id"]]

@@ -5,7 +5,8 @@ One request is one AG-UI run, a stretch of the thread's OpenWOP run:
 1. Refusals before the stream opens are OpenWOP error envelopes (unknown
    workflow, bad body, missing scope, an invalid resume entry — every entry is
    checked before any is applied, and one bad entry refuses the request).
-2. The request is planned: start the thread's first (or next) run; answer or
+2. The request is planned (every plan streams a run's events and state, so each
+   needs ``runs:read``, as REST does to show them): start the thread's first (or next) run; answer or
    cancel the interrupts named in ``resume``; take a new user message as the
    answer to an open conversation turn; or, with nothing to do, re-emit the open
    interrupts (a reconnect after a reload). On a finished thread only a user
@@ -16,6 +17,14 @@ One request is one AG-UI run, a stretch of the thread's OpenWOP run:
    began until the run is idle again: it then finishes with the ``interrupt``
    outcome (every open interrupt), ``success`` (with the run's outputs) or
    ``cancelled``; a failed run ends with ``RUN_ERROR`` and its OpenWOP code.
+
+The protocol is negotiated on the request's ``protocolVersion``: a client that
+declares 1.0 or later gets the full 1.0 protocol; one that declares nothing or
+an earlier version (clients built on ``@ag-ui/client`` before 1.0, such as
+CopilotKit 1.75's) gets only what its schema accepts — its ``RUN_STARTED``
+declares no version, and a cancelled run finishes without an outcome (the
+``STATE_SNAPSHOT`` before it says ``cancelled``), since those clients know only
+the ``success`` and ``interrupt`` outcomes.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import (
+    PROTOCOL_VERSION,
     CustomEvent,
     Message,
     MessagesSnapshotEvent,
@@ -38,6 +48,7 @@ from ag_ui.core import (
     RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
+    ToolMessage,
     UserMessage,
 )
 from ag_ui.encoder import EventEncoder
@@ -47,7 +58,7 @@ from starlette.responses import Response, StreamingResponse
 
 from adapters.agui import threads
 from adapters.agui.mapping import interrupt_to_agui, names_no_interrupt, normalize_request, resume_payload_to_value
-from adapters.agui.translate import Translator, messages_from_events
+from adapters.agui.translate import Translator, messages_from_events, results_after_calls
 from bridge.auth import KeyRing, Principal
 from bridge.engine import Engine
 from bridge.errors import BridgeError, ConflictError, ValidationError
@@ -87,6 +98,18 @@ def _inputs_from_state(state: Any) -> dict[str, Any]:
         if isinstance(variables, Mapping):
             inputs = {**variables, **inputs}
     return inputs
+
+
+def speaks_1_0(declared: str | None) -> bool:
+    """Whether a client's ``protocolVersion`` is 1.0 or later.
+
+    No declaration, or a ``0.x`` one, is an older client. A declaration that
+    cannot be read is taken as a newer one (the spec: proceed as for a newer version).
+    """
+    if declared is None:
+        return False
+    major = declared.split(".", 1)[0]
+    return not major.isdigit() or int(major) >= 1
 
 
 def _user_text(message: UserMessage) -> str:
@@ -149,7 +172,7 @@ class AguiService:
             binding.idless_resumes.append(agent_input.run_id)
             await threads.save(self.engine, binding)
         return StreamingResponse(
-            self._stream(agent_input, plan),
+            self._stream(agent_input, plan, current=speaks_1_0(agent_input.protocol_version)),
             media_type=EventEncoder().get_content_type(),
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -180,6 +203,8 @@ class AguiService:
             # A finished thread and nothing new: tell the client again how the run ended.
             principal.require("runs:read")
             return Plan(run.run_id, run.next_seq - 1, [], set(binding.consumed_messages))
+        # The stream shows the new run's events, state and outputs: what REST shows only to runs:read.
+        principal.require("runs:read")
         return await self._start(principal, workflow, agent_input, binding, entries)
 
     @staticmethod
@@ -273,6 +298,7 @@ class AguiService:
                 if entry.status == "cancelled":
                     await self.engine.preview_cancel(principal, entry.interrupt_id)
                     actions.append(("cancel", entry, None))
+                    binding.consumed_messages.extend(self._echoed_tool_results(agent_input, view, binding))
                     continue
                 value = resume_payload_to_value(view, entry.payload)
                 await self.engine.preview_answer(principal, value, interrupt_id=entry.interrupt_id)
@@ -281,6 +307,7 @@ class AguiService:
                 exc.details = {**(exc.details or {}), "entry": index, "interruptId": entry.interrupt_id}
                 raise
             actions.append(("resolve", entry, value))
+            binding.consumed_messages.extend(self._echoed_tool_results(agent_input, view, binding))
             if view["kind"] == "conversation.exchange":
                 echoed = self._echoed_user_message(agent_input, value, binding)
                 if echoed is not None:
@@ -312,6 +339,25 @@ class AguiService:
         return Plan(run.run_id, cursor, warnings, consumed)
 
     @staticmethod
+    def _echoed_tool_results(
+        agent_input: RunAgentInput, view: Mapping[str, Any], binding: threads.ThreadBinding
+    ) -> list[str]:
+        """Ids of the request's ``tool`` messages for the call a tool-call interrupt guards.
+
+        Clients such as CopilotKit add the answer to the thread as a result of the
+        call; the call's real result comes from the run, so such a message is an
+        echo of the answer, not a result.
+        """
+        call_id = interrupt_to_agui(view).tool_call_id
+        if call_id is None:
+            return []
+        return [
+            m.id
+            for m in agent_input.messages
+            if isinstance(m, ToolMessage) and m.tool_call_id == call_id and m.id not in binding.consumed_messages
+        ]
+
+    @staticmethod
     def _echoed_user_message(agent_input: RunAgentInput, value: Any, binding: threads.ThreadBinding) -> str | None:
         """The id of the last user message when it carries the same text as a turn's answer."""
         if not agent_input.messages or not isinstance(agent_input.messages[-1], UserMessage):
@@ -340,11 +386,12 @@ class AguiService:
 
     # --- the stream ---------------------------------------------------------------------
 
-    async def _stream(self, agent_input: RunAgentInput, plan: Plan) -> AsyncIterator[str]:
+    async def _stream(self, agent_input: RunAgentInput, plan: Plan, *, current: bool) -> AsyncIterator[str]:
         encoder = EventEncoder()
         translator = Translator()
         thread_id, agui_run = agent_input.thread_id, agent_input.run_id
-        yield encoder.encode(RunStartedEvent(thread_id=thread_id, run_id=agui_run, protocol_version="1.0"))
+        version = PROTOCOL_VERSION if current else None
+        yield encoder.encode(RunStartedEvent(thread_id=thread_id, run_id=agui_run, protocol_version=version))
         for warning in plan.warnings:
             yield encoder.encode(CustomEvent(name="openwop.warning", value=warning))
         try:
@@ -370,7 +417,7 @@ class AguiService:
                     except TimeoutError:
                         pass
             ending = [encoder.encode(event) for event in translator.close()]
-            ending += [chunk async for chunk in self._finish(agent_input, run, plan.consumed, encoder)]
+            ending += [chunk async for chunk in self._finish(agent_input, run, plan.consumed, encoder, current)]
             yield "".join(ending)
         except Exception as exc:
             log.exception("AG-UI run %s of thread %s failed", agui_run, thread_id)
@@ -380,7 +427,7 @@ class AguiService:
             yield encoder.encode(RunErrorEvent(message="the run failed on the server; see its log", code=code))
 
     async def _finish(
-        self, agent_input: RunAgentInput, run: RunRecord, consumed: set[str], encoder: EventEncoder
+        self, agent_input: RunAgentInput, run: RunRecord, consumed: set[str], encoder: EventEncoder, current: bool
     ) -> AsyncIterator[str]:
         thread_id, agui_run = agent_input.thread_id, agent_input.run_id
         if run.status == "failed":
@@ -399,7 +446,9 @@ class AguiService:
                 thread_id=thread_id, run_id=agui_run, outcome=outcome, result=run.state.get("outputs", {})
             )
         elif run.status == "cancelled":
-            finished = RunFinishedEvent(thread_id=thread_id, run_id=agui_run, outcome=RunFinishedCancelledOutcome())
+            # Clients before 1.0 know no cancelled outcome; the state snapshot above tells them.
+            cancelled = RunFinishedCancelledOutcome() if current else None
+            finished = RunFinishedEvent(thread_id=thread_id, run_id=agui_run, outcome=cancelled)
         else:
             views = [self.engine.interrupt_view(r, link=None) for r in await self.engine.open_interrupts(run.run_id)]
             outcome = RunFinishedInterruptOutcome(interrupts=[interrupt_to_agui(v) for v in views])
@@ -407,8 +456,13 @@ class AguiService:
         yield encoder.encode(finished)
 
     async def _messages(self, agent_input: RunAgentInput, run: RunRecord, consumed: set[str]) -> list[Message]:
-        """The thread's messages: the client's earlier ones, then this run's, each id once."""
+        """The thread's messages: the client's earlier ones, then this run's, each id once.
+
+        Messages the thread took as echoes (a turn's answer shown as a user
+        message, a tool call's answer shown as its result) are left out, and each
+        tool call has one result, after the call.
+        """
         derived = messages_from_events(await self.engine.store.read_events(run.run_id, -1, 100_000))
         derived_ids = {m.id for m in derived}
         earlier = [m for m in agent_input.messages if m.id not in derived_ids and m.id not in consumed]
-        return [*earlier, *derived]
+        return results_after_calls([*earlier, *derived])

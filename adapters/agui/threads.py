@@ -1,7 +1,9 @@
 """AG-UI threads, bound durably to the OpenWOP runs they started.
 
-A binding lives in the store's key-value space (``agui.thread``), keyed by tenant
-and thread id, so two tenants never share a thread. It names the thread's
+A binding lives in the store's key-value space (``agui.thread``), keyed by the
+JSON array ``[tenant, threadId]`` (no separator a name could contain), and a
+binding is only ever returned to the tenant it records, so two tenants never
+share a thread. It names the thread's
 current run and remembers which user messages were already taken (as
 conversation turns, or to start a run), so a reconnect that resends them has
 no second effect.
@@ -9,6 +11,7 @@ no second effect.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,13 +63,25 @@ class ThreadBinding:
 
 
 def _key(tenant: str, thread_id: str) -> str:
+    return json.dumps([tenant, thread_id], ensure_ascii=False, separators=(",", ":"))
+
+
+def _older_key(tenant: str, thread_id: str) -> str:
+    """The key bindings were stored under before keys were structured (ambiguous when a name has a ':')."""
     return f"{tenant}:{thread_id}"
 
 
 async def load(engine: Engine, tenant: str, thread_id: str) -> ThreadBinding | None:
-    """The binding of a thread in a tenant, if any."""
+    """The binding of a thread in a tenant, if any.
+
+    A binding stored under the older ``tenant:threadId`` key is still read, but
+    only when the tenant and thread it records are the ones asked for; the next
+    save stores it under the structured key.
+    """
     raw = await engine.store.kv_get(NAMESPACE, _key(tenant, thread_id))
     if raw is None:
+        raw = await engine.store.kv_get(NAMESPACE, _older_key(tenant, thread_id))
+    if not isinstance(raw, dict) or raw.get("tenant") != tenant or raw.get("threadId") != thread_id:
         return None
     return ThreadBinding(
         thread_id=raw["threadId"],

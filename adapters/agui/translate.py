@@ -8,7 +8,8 @@ open so ``RUN_FINISHED`` can follow (the AG-UI client refuses a finish with open
 steps, messages or tool calls).
 
 ``messages_from_events`` folds a whole run into AG-UI messages for
-``MESSAGES_SNAPSHOT``.
+``MESSAGES_SNAPSHOT``; ``results_after_calls`` keeps one result per tool call,
+after the call.
 """
 
 from __future__ import annotations
@@ -128,6 +129,34 @@ def messages_from_events(docs: Sequence[Mapping[str, Any]]) -> list[Message]:
             add(_tool_call_message(p))
         elif kind == "agent.toolReturned":
             add(_tool_result_message(p))
+    return out
+
+
+def results_after_calls(messages: Sequence[Message]) -> list[Message]:
+    """The messages with one result per tool call, right after the message making the call.
+
+    When a call has several results (the run's own, and a client's copy of an
+    answer), the last one is kept: the run's messages come after the client's.
+    A result whose call is not among the messages stays where it is.
+    """
+    results: dict[str, ToolMessage] = {}
+    calls: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            results[message.tool_call_id] = message
+        elif isinstance(message, AssistantMessage):
+            calls.update(call.id for call in message.tool_calls or [])
+    out: list[Message] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id not in calls and results[message.tool_call_id] is message:
+                out.append(message)
+            continue
+        out.append(message)
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls or []:
+                if call.id in results:
+                    out.append(results.pop(call.id))
     return out
 
 
