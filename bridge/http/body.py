@@ -40,7 +40,7 @@ class ResolveBody(ClosedModel):
 
 
 class CancelBody(ClosedModel):
-    """``POST /v1/runs/{runId}/cancel`` (optional body)."""
+    """``POST /v1/runs/{runId}/cancel`` and ``POST …/interrupts/{nodeId}/cancel`` (optional body)."""
 
     reason: str | None = Field(default=None, max_length=1000)
 
@@ -59,8 +59,12 @@ class LinkBody(ClosedModel):
     ttlMs: int | None = Field(default=None, ge=1000, le=30 * 24 * 3600 * 1000)
 
 
-async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool = True) -> Any:
-    """The request's JSON body, or 413/415/400 with a clear envelope."""
+async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool = True, absent: Any = None) -> Any:
+    """The request's JSON body, or 413/415/400 with a clear envelope.
+
+    An empty body is a 400 when ``required``, else ``absent`` (so an optional body
+    can tell "no body" from a JSON ``null``).
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLargeError(f"the request body is larger than {limit} bytes", details={"limit": limit})
@@ -75,7 +79,7 @@ async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool =
     if not raw.strip():
         if required:
             raise ValidationError("a JSON request body is required")
-        return None
+        return absent
     media = request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
     if media and media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaTypeError(f"the request body must be application/json, not {media}")
@@ -87,8 +91,6 @@ async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool =
 
 def parse(model: type[M], data: Any) -> M:
     """Validate a body against a closed model; 400 lists every problem."""
-    if data is None:
-        data = {}
     if not isinstance(data, dict):
         raise ValidationError("the request body must be a JSON object")
     try:
