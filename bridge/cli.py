@@ -234,9 +234,12 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
 
     from bridge import web
     from bridge.http import create_app
+    from bridge.http.openapi import web_fragment
 
+    fragments = list(build.openapi)
     if not args.no_ui:
         routes += web.web_routes()
+        fragments.append(web_fragment())
     app = create_app(
         engine,
         ring,
@@ -245,6 +248,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         link_page=None if args.no_ui else web.link_page,
         on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
         on_shutdown=build.shutdown,
+        openapi=fragments,
     )
     return app, engine, ring, banner
 

@@ -4,6 +4,9 @@ A package declares an entry point in the ``openwop_bridge.plugins`` group whose
 target is a function ``install(build: ServerBuild) -> None``. ``serve`` calls
 every installed plugin before starting; a plugin adds routes, workflows or
 start-up hooks to the build, and claims the command-line options it handles.
+A plugin that adds routes documents them with an OpenAPI fragment (``{"paths":
+…, "components": {"schemas": …}}``) in ``openapi``; the host merges it into
+``GET /v1/openapi.json``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class ServerBuild:
     db: str
     options: dict[str, Any]
     routes: list[BaseRoute] = field(default_factory=list)
+    openapi: list[dict[str, Any]] = field(default_factory=list)
     workflows: list[WorkflowDefinition] = field(default_factory=list)
     startup: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
     shutdown: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)

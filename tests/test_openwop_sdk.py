@@ -243,7 +243,10 @@ async def test_every_error_path_raises_wop_error_with_its_envelope(sdk: Sdk) -> 
     bad_fork = await sdk.error(c.runs_fork, run_id, ForkRunRequest(fromSeq=0, mode="branch"))
     assert bad_fork.status == 400
     mid_fork = await sdk.error(c.runs_fork, run_id, ForkRunRequest(fromSeq=3, mode="replay"))
-    assert (mid_fork.status, mid_fork.envelope and mid_fork.envelope.details) == (400, {"supportedFromSeq": [0]})
+    assert (mid_fork.status, mid_fork.envelope and mid_fork.envelope.details) == (
+        400,
+        {"problems": ["fromSeq: Input should be 0"]},
+    )
 
     # The failed answers left the question open: it still resolves.
     token = await sdk.token(run_id, "gate")

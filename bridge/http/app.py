@@ -2,14 +2,16 @@
 
 ``create_app(engine, keyring)`` returns an ASGI app serving the OpenWOP REST
 surface. Extra routes (the AG-UI adapter, the web pages) are mounted with
-``extra_routes``. The app starts and stops the engine in its lifespan.
+``extra_routes`` and documented by the OpenAPI fragments passed as ``openapi``.
+The app starts and stops the engine in its lifespan.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -37,14 +39,48 @@ async def discovery(request: Request) -> Response:
     return Response(body, media_type="application/json", headers=headers)
 
 
-async def openapi(request: Request) -> Response:
-    """``GET /v1/openapi.json``."""
-    return JSONResponse(openapi_document(), headers={"Cache-Control": "public, max-age=300"})
+async def openapi_json(request: Request) -> Response:
+    """``GET /v1/openapi.json``: the document built once by :func:`create_app`."""
+    body: bytes = request.app.state.openapi
+    return Response(body, media_type="application/json", headers={"Cache-Control": "public, max-age=300"})
 
 
 async def healthz(request: Request) -> Response:
     """Liveness: 200 once the engine is serving."""
     return JSONResponse({"status": "ok", "instance": engine(request).instance_id})
+
+
+def one_route_per_path(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """Merge the plain function routes that share a path into one route dispatching on the method.
+
+    Starlette answers a wrong method with the first route whose path matches, so
+    separate ``GET`` and ``POST`` routes for one path would send ``405`` with an
+    ``Allow`` header naming only one of them.
+    """
+    groups: dict[str, list[Route]] = {}
+    for route in routes:
+        if type(route) is Route and inspect.iscoroutinefunction(route.endpoint) and route.methods:
+            groups.setdefault(route.path, []).append(route)
+    merged: list[BaseRoute] = []
+    for route in routes:
+        group = groups.get(route.path, []) if isinstance(route, Route) else []
+        if len(group) < 2 or not any(r is route for r in group):
+            merged.append(route)
+        elif route is group[0]:
+            merged.append(_dispatching_route(group))
+    return merged
+
+
+def _dispatching_route(group: Sequence[Route]) -> Route:
+    """One route for ``group`` (same path), calling the endpoint of the request's method."""
+    handlers: dict[str, Callable[[Request], Awaitable[Response]]] = {
+        method: r.endpoint for r in group for method in r.methods or ()
+    }
+
+    async def dispatch(request: Request) -> Response:
+        return await handlers[request.method](request)
+
+    return Route(group[0].path, dispatch, methods=sorted(handlers), name=group[0].name)
 
 
 def create_app(
@@ -58,8 +94,13 @@ def create_app(
     link_page: Callable[[Request], Awaitable[Response]] | None = None,
     on_startup: Sequence[Callable[[], Awaitable[Any]]] = (),
     on_shutdown: Sequence[Callable[[], Awaitable[Any]]] = (),
+    openapi: Sequence[Mapping[str, Any]] = (),
 ) -> Starlette:
-    """The OpenWOP host as an ASGI app."""
+    """The OpenWOP host as an ASGI app.
+
+    ``openapi``: OpenAPI fragments (``{"paths": …, "components": …}``) documenting
+    ``extra_routes`` in ``GET /v1/openapi.json``.
+    """
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -77,7 +118,7 @@ def create_app(
 
     routes: list[BaseRoute] = [
         Route("/.well-known/openwop", discovery, methods=["GET"]),
-        Route("/v1/openapi.json", openapi, methods=["GET"]),
+        Route("/v1/openapi.json", openapi_json, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         *runs.routes,
         *interrupts.routes,
@@ -86,7 +127,8 @@ def create_app(
     handlers = dict(EXCEPTION_HANDLERS)
     for transient in getattr(engine.store, "transient_errors", ()):
         handlers[transient] = store_unavailable
-    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
+    app = Starlette(routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan)
+    app.state.openapi = orjson.dumps(openapi_document(openapi, link_page=link_page is not None))
     app.state.engine = engine
     app.state.keyring = keyring
     app.state.public_url = public_url

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,7 +40,7 @@ class ResolveBody(ClosedModel):
 
 
 class CancelBody(ClosedModel):
-    """``POST /v1/runs/{runId}/cancel`` (optional body)."""
+    """``POST /v1/runs/{runId}/cancel`` and ``POST …/interrupts/{nodeId}/cancel`` (optional body)."""
 
     reason: str | None = Field(default=None, max_length=1000)
 
@@ -49,7 +49,8 @@ class ForkBody(ClosedModel):
     """``POST /v1/runs/{runId}:fork``."""
 
     mode: str = "replay"
-    fromSeq: int | None = Field(default=None, ge=0, le=2**53)
+    #: A replay re-runs the source from its start, so 0 is the only position offered.
+    fromSeq: Literal[0] | None = None
 
 
 class LinkBody(ClosedModel):
@@ -60,8 +61,12 @@ class LinkBody(ClosedModel):
     ttlMs: int | None = Field(default=None, ge=1000, le=30 * 24 * 3600 * 1000)
 
 
-async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool = True) -> Any:
-    """The request's JSON body, or 413/415/400 with a clear envelope."""
+async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool = True, absent: Any = None) -> Any:
+    """The request's JSON body, or 413/415/400 with a clear envelope.
+
+    An empty body is a 400 when ``required``, else ``absent`` (so an optional body
+    can tell "no body" from a JSON ``null``).
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLargeError(f"the request body is larger than {limit} bytes", details={"limit": limit})
@@ -76,7 +81,7 @@ async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool =
     if not raw.strip():
         if required:
             raise ValidationError("a JSON request body is required")
-        return None
+        return absent
     media = request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
     if media and media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaTypeError(f"the request body must be application/json, not {media}")
@@ -88,8 +93,6 @@ async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool =
 
 def parse(model: type[M], data: Any) -> M:
     """Validate a body against a closed model; 400 lists every problem."""
-    if data is None:
-        data = {}
     if not isinstance(data, dict):
         raise ValidationError("the request body must be a JSON object")
     try:

@@ -46,3 +46,10 @@ def int_param(request: Request, name: str, default: int, *, low: int, high: int)
     if not low <= value <= high:
         raise ValidationError(f"query parameter {name!r} must be between {low} and {high}")
     return value
+
+
+#: Bounds of the integer query parameters, shared by the routes and the OpenAPI document.
+PAGE_LIMIT = {"low": 1, "high": 500}
+EVENTS_LIMIT = {"low": 1, "high": 100_000}
+LAST_SEQUENCE = {"low": -1, "high": 2**62}
+POLL_TIMEOUT_MS = {"low": 0, "high": 60_000}

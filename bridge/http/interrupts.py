@@ -14,8 +14,8 @@ from bridge.errors import (
     InterruptCancelledStateError,
     ValidationError,
 )
-from bridge.http.body import LinkBody, ResolveBody, parse, read_json
-from bridge.http.deps import base_url, engine, int_param, optional_principal, principal
+from bridge.http.body import CancelBody, LinkBody, ResolveBody, parse, read_json
+from bridge.http.deps import PAGE_LIMIT, base_url, engine, int_param, optional_principal, principal
 from bridge.http.idempotency import idempotent
 from bridge.http.responses import JSONResponse
 
@@ -56,11 +56,11 @@ async def legacy_approval(request: Request) -> Response:
 async def cancel_interrupt(request: Request) -> Response:
     """``POST /v1/runs/{runId}/interrupts/{nodeId}/cancel``: abandon one interrupt."""
     who = principal(request)
-    data = await read_json(request, required=False) or {}
-    reason = data.get("reason", "cancelled") if isinstance(data, dict) else "cancelled"
+    body = parse(CancelBody, await read_json(request, required=False, absent={}))
+    reason = body.reason or "cancelled"
     eng = engine(request)
     record = await eng.interrupt_at(request.path_params["run_id"], request.path_params["node_id"], who)
-    return JSONResponse(await eng.cancel_interrupt(who, record.interrupt_id, str(reason)))
+    return JSONResponse(await eng.cancel_interrupt(who, record.interrupt_id, reason))
 
 
 async def mint_link(request: Request) -> Response:
@@ -71,7 +71,7 @@ async def mint_link(request: Request) -> Response:
     """
     who = principal(request)
     who.require("approvals:respond")
-    body = parse(LinkBody, await read_json(request, required=False))
+    body = parse(LinkBody, await read_json(request, required=False, absent={}))
     if body.intent not in ("resolve", "inspect"):
         raise ValidationError("intent must be 'resolve' or 'inspect'")
     if body.subject and body.subject != who.id and not who.can_act_as:
@@ -123,7 +123,7 @@ async def inbox(request: Request) -> Response:
         who,
         kind=request.query_params.get("kind") or None,
         status=request.query_params.get("status") or "pending",
-        limit=int_param(request, "limit", 50, low=1, high=500),
+        limit=int_param(request, "limit", 50, **PAGE_LIMIT),
         cursor=request.query_params.get("cursor") or None,
         base_url=base_url(request),
     )

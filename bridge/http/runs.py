@@ -9,7 +9,16 @@ from starlette.routing import Route
 from bridge.errors import ValidationError
 from bridge.http import sse
 from bridge.http.body import CancelBody, CreateRunBody, ForkBody, parse, read_json
-from bridge.http.deps import base_url, engine, int_param, principal
+from bridge.http.deps import (
+    EVENTS_LIMIT,
+    LAST_SEQUENCE,
+    PAGE_LIMIT,
+    POLL_TIMEOUT_MS,
+    base_url,
+    engine,
+    int_param,
+    principal,
+)
 from bridge.http.idempotency import idempotent
 from bridge.http.responses import JSONResponse
 from bridge.workflow import thaw
@@ -48,7 +57,7 @@ async def list_runs(request: Request) -> Response:
         who,
         workflow_id=request.query_params.get("workflowId"),
         status=request.query_params.get("status"),
-        limit=int_param(request, "limit", 50, low=1, high=500),
+        limit=int_param(request, "limit", 50, **PAGE_LIMIT),
         cursor=request.query_params.get("cursor"),
     )
     return JSONResponse(
@@ -72,7 +81,7 @@ async def get_run(request: Request) -> Response:
 async def cancel_run(request: Request) -> Response:
     """``POST /v1/runs/{runId}/cancel``: 200 ``{runId, status}``, also on a terminal run."""
     who = principal(request)
-    body = parse(CancelBody, await read_json(request, required=False))
+    body = parse(CancelBody, await read_json(request, required=False, absent={}))
     result = await engine(request).cancel_run(request.path_params["run_id"], who, body.reason)
     return JSONResponse(result)
 
@@ -80,7 +89,7 @@ async def cancel_run(request: Request) -> Response:
 async def fork_run(request: Request) -> Response:
     """``POST /v1/runs/{runId}:fork {"mode": "replay"}``."""
     who = principal(request)
-    body = parse(ForkBody, await read_json(request, required=False))
+    body = parse(ForkBody, await read_json(request, required=False, absent={}))
     source = request.path_params["run_id"]
     run = await engine(request).fork_run(source, who, body.mode, body.fromSeq)
     return _run_created(request, run.run_id, run.status, sourceRunId=source, mode=body.mode, fromSeq=0)
@@ -107,7 +116,7 @@ async def run_events(request: Request) -> Response:
     after = _last_event_id(request)
     accept = request.headers.get("accept", "")
     if "application/json" in accept and "text/event-stream" not in accept:
-        events = await eng.events(run_id, who, after, int_param(request, "limit", 10_000, low=1, high=100_000))
+        events = await eng.events(run_id, who, after, int_param(request, "limit", 10_000, **EVENTS_LIMIT))
         return JSONResponse({"events": events})
     who.require("runs:read")
     await eng.visible_run(run_id, who)
@@ -126,8 +135,8 @@ async def poll_events(request: Request) -> Response:
     run_id = request.path_params["run_id"]
     eng = engine(request)
     await eng.visible_run(run_id, who)
-    after = int_param(request, "lastSequence", -1, low=-1, high=2**62)
-    timeout = int_param(request, "timeout", 0, low=0, high=60_000)
+    after = int_param(request, "lastSequence", -1, **LAST_SEQUENCE)
+    timeout = int_param(request, "timeout", 0, **POLL_TIMEOUT_MS)
     return JSONResponse(await sse.poll(eng, run_id, after, timeout))
 
 

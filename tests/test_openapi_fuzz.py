@@ -1,0 +1,80 @@
+"""A schema-driven fuzz of the served host against its own ``GET /v1/openapi.json``.
+
+Schemathesis generates requests from the document (its examples, boundary
+values, negative data and unsupported methods, plus a few random cases per
+operation) and sends them to a real ``openwop-bridge serve`` on loopback with a
+valid admin key. Every response must be documented: no 5xx, a status code and
+content type the document lists, a body matching its schema, ``Allow`` on 405.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from adapters.agui.openapi import agui_openapi
+from bridge.http.openapi import openapi_document, web_fragment
+from tests.server import ServerProcess
+
+KEY = "fuzz-key-0123456789"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+#: Random cases per operation (on top of the examples and boundary cases).
+EXAMPLES = 5
+#: The whole fuzz must finish within this (seconds); a slower host fails the test.
+BUDGET_S = 90.0
+
+#: What ``openwop-bridge serve`` documents with its default plugins and the web pages.
+DOCUMENT = openapi_document([web_fragment(), agui_openapi()], link_page=True)
+
+schema = schemathesis.openapi.from_dict(DOCUMENT)
+schema.config.generation.update(max_examples=EXAMPLES, deterministic=True)
+schema.config.update(request_timeout=10)
+# A valid key answers with a live stream that only ends after its lifetime; its
+# headers and content type are checked by test_inbox_stream_is_an_event_stream.
+fuzzed = schema.exclude(path="/ui/api/inbox/events")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    db: Path = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
+    proc = ServerProcess(db, ["--api-key", f"fuzz={KEY}+admin"]).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def deadline() -> float:
+    return time.monotonic() + BUDGET_S
+
+
+def test_the_fuzzed_document_is_the_one_served(server: ServerProcess) -> None:
+    r = httpx.get(f"{server.url}/v1/openapi.json")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    assert r.json() == orjson.loads(orjson.dumps(DOCUMENT))
+    for path in ("/agui/{workflowId}", "/healthz", "/ui/", "/ui/api/me", "/ui/static/{path}"):
+        assert path in r.json()["paths"], path
+
+
+@fuzzed.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
+def test_every_response_is_documented(case: schemathesis.Case, server: ServerProcess, deadline: float) -> None:
+    assert time.monotonic() < deadline, f"the fuzz took longer than {BUDGET_S} s"
+    case.call_and_validate(base_url=server.url, headers=AUTH)
+
+
+def test_inbox_stream_is_an_event_stream(server: ServerProcess) -> None:
+    with httpx.stream("GET", f"{server.url}/ui/api/inbox/events", headers=AUTH, timeout=10) as r:
+        assert r.status_code == 200
+        documented = DOCUMENT["paths"]["/ui/api/inbox/events"]["get"]["responses"]["200"]["content"]
+        assert r.headers["content-type"].split(";")[0] in documented
+    r = httpx.get(f"{server.url}/ui/api/inbox/events")
+    assert r.status_code == 401 and r.json()["error"] == "unauthenticated"
