@@ -34,6 +34,19 @@ def _classify(messages: list[BaseMessage]) -> str:
     return json.dumps({"route": "billing", "confidence": 0.45})
 
 
+ROUTES = ("billing", "tech")
+
+# What a person may answer when asked to ratify: the decision itself, with a known route.
+# Anything else is refused (400) and the question stays open.
+DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "Ratified decision",
+    "required": ["route"],
+    "properties": {"route": {"enum": list(ROUTES), "title": "Route"}},
+    "additionalProperties": False,
+}
+
+
 class Ticket(TypedDict, total=False):
     messages: Annotated[list[Any], add_messages]
     route: str
@@ -46,7 +59,9 @@ def build() -> Any:
 
     def supervisor(state: Ticket) -> Ticket:
         guess = json.loads(str(model.invoke(state.get("messages") or []).content))
-        decision = escalate_if_low_confidence("host:support-supervisor", {"route": guess["route"]}, guess["confidence"])
+        decision = escalate_if_low_confidence(
+            "host:support-supervisor", {"route": guess["route"]}, guess["confidence"], resume_schema=DECISION_SCHEMA
+        )
         return {"route": decision["route"], "confidence": guess["confidence"]}
 
     def billing(state: Ticket) -> Ticket:
@@ -60,7 +75,7 @@ def build() -> Any:
     graph.add_node("billing", billing)
     graph.add_node("tech", tech)
     graph.add_edge(START, "supervisor")
-    graph.add_conditional_edges("supervisor", lambda s: s["route"], {"billing": "billing", "tech": "tech"})
+    graph.add_conditional_edges("supervisor", lambda s: s["route"], {route: route for route in ROUTES})
     graph.add_edge("billing", END)
     graph.add_edge("tech", END)
     return graph.compile()
