@@ -1,8 +1,8 @@
 """A terminal AG-UI client: talk to any workflow the bridge serves, answering its interrupts.
 
     ./scripts/serve                                   # note the dev key it prints
-    python examples/agui_terminal.py --key owb_dev_... --workflow demo-expense-approval
-    python examples/agui_terminal.py --key owb_dev_... --workflow demo-conversation
+    .venv/bin/python examples/agui_terminal.py --key owb_dev_... --workflow demo-expense-approval
+    .venv/bin/python examples/agui_terminal.py --key owb_dev_... --workflow demo-conversation
 
 It streams the assistant's text, and when a run ends with interrupts it builds
 each answer from the interrupt's ``responseSchema`` alone: a choice for

@@ -1,7 +1,8 @@
-"""A support supervisor that routes tickets and asks a person when it is unsure.
+r"""A support supervisor that routes tickets and asks a person when it is unsure.
 
-    openwop-bridge serve --graph support=examples.supervisor_graph:build
-    python examples/agui_terminal.py --key owb_dev_... --workflow support --message "My order is late"
+    ./scripts/serve --port 8001 --db ./openwop-bridge-graphs.db --graph support=examples.supervisor_graph:build
+    .venv/bin/python examples/agui_terminal.py --url http://127.0.0.1:8001 --key owb_dev_... \
+        --workflow support --message "My order is late"
 
 The supervisor asks a (scripted, offline) chat model where a ticket should go
 and how sure it is. Below the run's threshold (0.7 unless the run sets
