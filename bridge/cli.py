@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from importlib import resources
@@ -263,6 +265,10 @@ def serve(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_level, args.log_format)
     app, _, _, _ = build_server(args)
+    # Bound here, before the application starts, so the banner it prints names a port
+    # that is really ours, and a busy port fails in one line instead of after it.
+    sock = _listen(args.host, args.port)
+    args.port = sock.getsockname()[1]
     config = uvicorn.Config(
         app,
         host=args.host,
@@ -274,8 +280,26 @@ def serve(args: argparse.Namespace) -> int:
         # Open event streams end at shutdown instead of holding it up.
         timeout_graceful_shutdown=5,
     )
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``, or a one-line error saying why not."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = (
+            "the address is already in use (another server is running there; choose another --port)"
+            if exc.errno == errno.EADDRINUSE
+            else exc.strerror or str(exc)
+        )
+        raise RuntimeError(f"cannot listen on {host}:{port}: {reason}") from None
+    return sock
 
 
 async def _keys(args: argparse.Namespace) -> int:

@@ -1,13 +1,14 @@
 """A terminal AG-UI client: talk to any workflow the bridge serves, answering its interrupts.
 
     ./scripts/serve                                   # note the dev key it prints
-    python examples/agui_terminal.py --key owb_dev_... --workflow demo-expense-approval
-    python examples/agui_terminal.py --key owb_dev_... --workflow demo-conversation
+    .venv/bin/python examples/agui_terminal.py --key owb_dev_... --workflow demo-expense-approval
+    .venv/bin/python examples/agui_terminal.py --key owb_dev_... --workflow demo-conversation
 
 It streams the assistant's text, and when a run ends with interrupts it builds
 each answer from the interrupt's ``responseSchema`` alone: a choice for
 ``oneOf`` alternatives, one prompt per property of an object, a line of text
-otherwise. Then it resumes the thread with ``resume[]``.
+otherwise. Then it resumes the thread with ``resume[]``; an answer the server
+refuses (say, one that does not match the schema) is shown and asked again.
 """
 
 from __future__ import annotations
@@ -19,6 +20,27 @@ import uuid
 from typing import Any
 
 import httpx
+
+
+class Refused(Exception):
+    """The server answered a request with an error envelope instead of a stream."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"{status} {body}")
+        self.status = status
+        try:
+            envelope = json.loads(body)
+        except json.JSONDecodeError:
+            envelope = {}
+        self.envelope: dict[str, Any] = envelope if isinstance(envelope, dict) else {}
+
+    def explain(self) -> str:
+        """One line for the error, then one per problem the server listed."""
+        error = self.envelope.get("error", "error")
+        lines = [f"refused ({self.status} {error}): {self.envelope.get('message', '')}"]
+        problems = (self.envelope.get("details") or {}).get("problems") or []
+        lines += [f"  - {problem}" for problem in problems]
+        return "\n".join(lines)
 
 
 def ask(prompt: str) -> str:
@@ -45,8 +67,11 @@ def answer_for(schema: dict[str, Any], label: str = "") -> Any:
             return {"operation": "close"} if text == "/close" else text
         for i, title in enumerate(titles, start=1):
             print(f"  {i}. {title}")
-        choice = int(ask("Choose: ") or 1) - 1
-        return answer_for(options[choice], label)
+        while True:
+            text = ask("Choose: ") or "1"
+            if text.isdigit() and 1 <= int(text) <= len(options):
+                return answer_for(options[int(text) - 1], label)
+            print(f"  (a number from 1 to {len(options)})")
     if schema.get("type") == "object" and "properties" in schema:
         value: dict[str, Any] = {}
         for name, prop in schema["properties"].items():
@@ -86,7 +111,7 @@ def stream(client: httpx.Client, url: str, key: str, body: dict[str, Any]) -> di
     with client.stream("POST", url, json=body, headers={"Authorization": f"Bearer {key}"}) as response:
         if response.status_code != 200:
             response.read()
-            raise SystemExit(f"refused: {response.status_code} {response.text}")
+            raise Refused(response.status_code, response.text)
         roles: dict[str, str] = {}
         for line in response.iter_lines():
             if not line.startswith("data: "):
@@ -122,22 +147,31 @@ def main() -> None:
     endpoint = f"{args.url}/agui/{args.workflow}"
     thread = str(uuid.uuid4())
     resume: list[dict[str, Any]] | None = None
+    interrupts: list[dict[str, Any]] = []
     messages = [{"id": str(uuid.uuid4()), "role": "user", "content": args.message}] if args.message else []
     with httpx.Client(timeout=None) as client:
         while True:
             body: dict[str, Any] = {"threadId": thread, "runId": str(uuid.uuid4()), "messages": messages}
             if resume:
                 body["resume"] = resume
-            finished = stream(client, endpoint, args.key, body)
-            if finished.get("type") == "RUN_ERROR":
-                print(f"the run failed: {finished.get('code')}: {finished.get('message')}")
-                return
-            outcome = finished.get("outcome") or {"type": "success"}
-            if outcome["type"] != "interrupt":
-                print(f"done ({outcome['type']}): {json.dumps(finished.get('result'))}")
-                return
+            try:
+                finished = stream(client, endpoint, args.key, body)
+            except Refused as refusal:
+                # A refused answer leaves the interrupts open: show why and ask again.
+                if not resume or refusal.status not in (400, 422):
+                    raise SystemExit(refusal.explain()) from None
+                print(refusal.explain())
+            else:
+                if finished.get("type") == "RUN_ERROR":
+                    print(f"the run failed: {finished.get('code')}: {finished.get('message')}")
+                    return
+                outcome = finished.get("outcome") or {"type": "success"}
+                if outcome["type"] != "interrupt":
+                    print(f"done ({outcome['type']}): {json.dumps(finished.get('result'))}")
+                    return
+                interrupts = outcome["interrupts"]
             resume = []
-            for interrupt in outcome["interrupts"]:
+            for interrupt in interrupts:
                 print(f"\n[{interrupt['reason']}] {interrupt.get('message', '')}")
                 votes = interrupt.get("metadata", {}).get("openwop", {}).get("votes")
                 if votes:

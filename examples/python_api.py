@@ -1,6 +1,6 @@
 """Write a workflow in Python, pause it for a person, answer it, read the result.
 
-python examples/python_api.py
+.venv/bin/python examples/python_api.py
 """
 
 from __future__ import annotations

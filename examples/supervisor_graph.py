@@ -1,7 +1,8 @@
-"""A support supervisor that routes tickets and asks a person when it is unsure.
+r"""A support supervisor that routes tickets and asks a person when it is unsure.
 
-    openwop-bridge serve --graph support=examples.supervisor_graph:build
-    python examples/agui_terminal.py --key owb_dev_... --workflow support --message "My order is late"
+    ./scripts/serve --port 8001 --db ./openwop-bridge-graphs.db --graph support=examples.supervisor_graph:build
+    .venv/bin/python examples/agui_terminal.py --url http://127.0.0.1:8001 --key owb_dev_... \
+        --workflow support --message "My order is late"
 
 The supervisor asks a (scripted, offline) chat model where a ticket should go
 and how sure it is. Below the run's threshold (0.7 unless the run sets
@@ -34,6 +35,19 @@ def _classify(messages: list[BaseMessage]) -> str:
     return json.dumps({"route": "billing", "confidence": 0.45})
 
 
+ROUTES = ("billing", "tech")
+
+# What a person may answer when asked to ratify: the decision itself, with a known route.
+# Anything else is refused (400) and the question stays open.
+DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "Ratified decision",
+    "required": ["route"],
+    "properties": {"route": {"enum": list(ROUTES), "title": "Route"}},
+    "additionalProperties": False,
+}
+
+
 class Ticket(TypedDict, total=False):
     messages: Annotated[list[Any], add_messages]
     route: str
@@ -46,7 +60,9 @@ def build() -> Any:
 
     def supervisor(state: Ticket) -> Ticket:
         guess = json.loads(str(model.invoke(state.get("messages") or []).content))
-        decision = escalate_if_low_confidence("host:support-supervisor", {"route": guess["route"]}, guess["confidence"])
+        decision = escalate_if_low_confidence(
+            "host:support-supervisor", {"route": guess["route"]}, guess["confidence"], resume_schema=DECISION_SCHEMA
+        )
         return {"route": decision["route"], "confidence": guess["confidence"]}
 
     def billing(state: Ticket) -> Ticket:
@@ -60,7 +76,7 @@ def build() -> Any:
     graph.add_node("billing", billing)
     graph.add_node("tech", tech)
     graph.add_edge(START, "supervisor")
-    graph.add_conditional_edges("supervisor", lambda s: s["route"], {"billing": "billing", "tech": "tech"})
+    graph.add_conditional_edges("supervisor", lambda s: s["route"], {route: route for route in ROUTES})
     graph.add_edge("billing", END)
     graph.add_edge("tech", END)
     return graph.compile()

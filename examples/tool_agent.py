@@ -1,7 +1,7 @@
 """A tool-calling agent whose e-mails a person approves (or edits) before they are sent.
 
-    openwop-bridge serve --graph mailer=examples.tool_agent:build
-    python examples/agui_terminal.py --key owb_dev_... --workflow mailer
+    ./scripts/serve --port 8001 --db ./openwop-bridge-graphs.db --graph mailer=examples.tool_agent:build
+    .venv/bin/python examples/agui_terminal.py --url http://127.0.0.1:8001 --key owb_dev_... --workflow mailer
 
 ``create_agent`` with ``HumanInTheLoopMiddleware`` (``per_call`` mode): each gated
 tool call becomes an OpenWOP ``approval`` of that call, shown to AG-UI clients as

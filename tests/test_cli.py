@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -116,3 +119,22 @@ def test_keys_rotate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert main(["keys", "rotate", "--db", db]) == 0
     out = capsys.readouterr().out
     assert f"{first}\tverify-only" in out and "active" in out
+
+
+def test_a_busy_port_fails_in_one_line_before_the_banner(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "bridge.cli", "serve", "--db", str(tmp_path / "busy.db"), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert result.stdout == "", "nothing is announced before the port is bound"
+    assert result.stderr.splitlines() == [
+        f"openwop-bridge: cannot listen on 127.0.0.1:{port}: the address is already in use "
+        "(another server is running there; choose another --port)"
+    ]

@@ -6,8 +6,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from tests.server import ServerProcess
@@ -128,17 +131,20 @@ def test_langgraph_examples_through_the_terminal_client(tmp_path: Path) -> None:
         key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
         assert key
         base = [sys.executable, "examples/agui_terminal.py", "--url", server.url, "--key", key.group(1)]
-        # The supervisor is unsure (0.45): the person corrects the route to "tech".
+        # The supervisor is unsure (0.45): the person first names a route that does not
+        # exist, is refused and asked again, then corrects the route to "tech".
         support = subprocess.run(
             [*base, "--workflow", "support", "--message", "My order is late"],
             cwd=ROOT,
             capture_output=True,
             text=True,
             timeout=60,
-            input='{"route": "tech"}\n',
+            input="sales\ntech\n",
         )
         assert support.returncode == 0, support.stderr + server.output()[-2000:]
         assert "[openwop:low-confidence]" in support.stdout and "45% sure" in support.stdout
+        assert support.stdout.count("[openwop:low-confidence]") == 2, "the refused answer is asked again"
+        assert "refused (400 validation_error)" in support.stdout
         assert "assistant: Support engineering here" in support.stdout
         # The mailer's call is approved with an edited recipient.
         mailer = subprocess.run(
@@ -154,5 +160,44 @@ def test_langgraph_examples_through_the_terminal_client(tmp_path: Path) -> None:
         assert "(the agent wants to call send_email)" in mailer.stdout
         assert "sent 'Version 2.0' to beta@example.com" in mailer.stdout
         assert "assistant: The announcement is on its way." in mailer.stdout
+    finally:
+        server.stop()
+
+
+def _wait_status(client: httpx.Client, run_id: str, wanted: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        run: dict[str, Any] = client.get(f"/v1/runs/{run_id}").json()
+        if run["status"] == wanted:
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} never reached {wanted}: {run}")
+
+
+def test_supervisor_graph_refuses_a_malformed_ratification(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "s.db", ["--graph", "support=examples.supervisor_graph:build"]).start()
+    try:
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
+        assert key
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key.group(1)}"}) as client:
+            created = client.post(
+                "/v1/runs",
+                json={"workflowId": "support", "inputs": {"messages": [{"role": "user", "content": "Late order"}]}},
+            )
+            assert created.status_code == 201, created.text
+            run_id = created.json()["runId"]
+            waiting = _wait_status(client, run_id, "waiting-approval")
+            answer_url = f"/v1/runs/{run_id}/interrupts/{waiting['interrupt']['nodeId']}"
+            for bad in ("tech", {"route": "sales"}, {"route": 3}, {}):
+                refused = client.post(answer_url, json={"resumeValue": bad})
+                assert refused.status_code == 400, refused.text
+                assert refused.json()["error"] == "validation_error"
+                still = client.get(f"/v1/runs/{run_id}").json()
+                assert still["status"] == "waiting-approval", still
+                assert still["interrupt"]["interruptId"] == waiting["interrupt"]["interruptId"], "the question is open"
+            accepted = client.post(answer_url, json={"resumeValue": {"route": "tech"}})
+            assert accepted.status_code == 200, accepted.text
+            done = _wait_status(client, run_id, "completed")
+            assert done["outputs"]["graph"]["state"]["route"] == "tech", done
     finally:
         server.stop()

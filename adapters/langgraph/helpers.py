@@ -125,19 +125,30 @@ def _configurable() -> Mapping[str, Any]:
 
 
 def escalate_if_low_confidence(
-    agent_id: str, decision: Any, confidence: float | None, threshold: float | None = None
+    agent_id: str,
+    decision: Any,
+    confidence: float | None,
+    threshold: float | None = None,
+    *,
+    resume_schema: Mapping[str, Any] | None = None,
 ) -> Any:
     """Return the decision, or — below the threshold — the decision a person ratified.
 
     The threshold is the argument, else the run's ``escalationThreshold``, else 0.7.
     Equal to the threshold continues; no confidence, NaN or infinity never escalate.
+    ``resume_schema`` (JSON Schema) is what a ratified decision must look like: served
+    through the bridge, an answer that does not match it is refused (400) and the
+    question stays open.
     """
     usable = kinds.finite_confidence(confidence)
     limit = _threshold(threshold)
     if usable is None or usable >= limit:
         return decision
     data = {"agentId": agent_id, "threshold": limit, "observed": usable, "decision": decision}
-    return interrupt({MARKER: {"kind": "low-confidence", "data": data}})
+    spec: dict[str, Any] = {"kind": "low-confidence", "data": data}
+    if resume_schema is not None:
+        spec["resumeSchema"] = dict(resume_schema)
+    return interrupt({MARKER: spec})
 
 
 CLOSED = "openwop_closed"

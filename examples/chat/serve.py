@@ -1,7 +1,7 @@
 """Serve the chat example: the bridge host with its demo workflows, and the page at ``/chat/``.
 
     (cd examples/chat && npm ci && npm run build)     # once: bundles @ag-ui/client into dist/chat.js
-    python examples/chat/serve.py                    # then open the printed URL, paste the dev key
+    .venv/bin/python examples/chat/serve.py          # then open the printed URL, paste the dev key
 
 Every ``openwop-bridge serve`` option works here too (``--port``, ``--db``,
 ``--api-key`` …); by default the host listens on 127.0.0.1:8000, keeps its state

@@ -1,0 +1,90 @@
+"""The shell scripts a newcomer runs first: what they print, and what they say is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bin_with(tmp_path: Path, *tools: str) -> Path:
+    """A directory for PATH holding only the named tools (links to the real ones)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for tool in tools:
+        real = shutil.which(tool)
+        assert real, f"{tool} is needed to run this test"
+        (folder / tool).symlink_to(real)
+    return folder
+
+
+def _fake(path: Path, body: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def test_scripts_test_names_each_missing_tool_before_anything_runs(tmp_path: Path) -> None:
+    path = _bin_with(tmp_path, "bash", "dirname")
+    env = {k: v for k, v in os.environ.items() if k != "BRIDGE_TEST_PG_URL"}
+    env |= {"PATH": str(path), "BRIDGE_TEST_CHROMIUM": str(tmp_path / "no-chromium"), "PG_BINDIR": str(tmp_path)}
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "test")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 3, result.stderr
+    node, postgres, chromium = lines
+    assert node.startswith("scripts/test: Node.js and npm are missing") and "apt-get install nodejs npm" in node
+    assert postgres.startswith("scripts/test: PostgreSQL server binaries are missing")
+    assert "apt-get install postgresql" in postgres and "BRIDGE_TEST_PG_URL" in postgres
+    assert chromium.startswith(f"scripts/test: Chromium is missing at {tmp_path / 'no-chromium'}")
+    assert "apt-get install chromium" in chromium and "BRIDGE_TEST_CHROMIUM" in chromium
+
+
+def test_scripts_test_asks_for_no_postgres_binaries_when_a_server_is_named(tmp_path: Path) -> None:
+    path = _bin_with(tmp_path, "bash", "dirname")
+    env = {
+        **os.environ,
+        "PATH": str(path),
+        "BRIDGE_TEST_CHROMIUM": str(tmp_path / "no-chromium"),
+        "PG_BINDIR": str(tmp_path),
+        "BRIDGE_TEST_PG_URL": "postgresql://bridge@127.0.0.1:1/postgres",
+    }
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "test")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    assert "PostgreSQL" not in result.stderr and len(result.stderr.splitlines()) == 2, result.stderr
+
+
+def _serve_copy(tmp_path: Path, pip_status: int) -> Path:
+    """scripts/serve in a checkout whose .venv has a noisy pip and a stand-in server."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy2(ROOT / "scripts" / "serve", tmp_path / "scripts" / "serve")
+    _fake(
+        tmp_path / ".venv" / "bin" / "python",
+        f'echo "Collecting starlette"; echo "WARNING: pip is noisy" >&2; exit {pip_status}\n',
+    )
+    _fake(tmp_path / ".venv" / "bin" / "openwop-bridge", 'echo "server: $*"\n')
+    return tmp_path / "scripts" / "serve"
+
+
+def test_scripts_serve_keeps_pip_output_out_of_the_terminal(tmp_path: Path) -> None:
+    serve = _serve_copy(tmp_path, pip_status=0)
+    result = subprocess.run([str(serve), "--port", "8001"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout, result.stderr) == ("server: serve --port 8001\n", "")
+
+
+def test_scripts_serve_shows_the_install_log_when_it_fails(tmp_path: Path) -> None:
+    serve = _serve_copy(tmp_path, pip_status=1)
+    result = subprocess.run([str(serve)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "Collecting starlette" in result.stdout and "WARNING: pip is noisy" in result.stdout
+    assert result.stdout.rstrip().endswith("scripts/serve: installing the dependencies failed (log above)")
+    assert "server:" not in result.stdout
