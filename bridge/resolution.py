@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bridge import approvals, kinds
@@ -32,7 +32,7 @@ from bridge.errors import (
     ValidationError,
 )
 from bridge.events import EventDraft
-from bridge.store.base import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from bridge.store.base import InterruptDecision, InterruptRecord, Mutation, RunRecord, cancel_committed
 
 AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required"
 _SENSITIVE = re.compile(r"(secret|token|password|passwd|authorization|api[_-]?key|credential)", re.I)
@@ -190,6 +190,10 @@ def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecisio
                 if principal.tenant not in (run.tenant, "*"):
                     raise InterruptNotFoundError("no interrupt at this address")
                 principal.require("approvals:respond")
+        closed_as = cancel_committed(run.status, run.control) if intr.open else None
+        if closed_as:
+            # The run's cancel has committed: its interrupts are closed, whatever this row still says.
+            raise closed_error(replace(intr, status=closed_as), answer.surface)
         if intr.kind == "conversation.exchange":
             if not intr.open and intr.status != "resolved":
                 raise closed_error(intr, answer.surface)
