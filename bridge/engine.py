@@ -14,11 +14,12 @@ import copy
 import logging
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bridge import conversation, kinds
 from bridge.answers import Answers, AskService, RecordingAskService
+from bridge.approvals import AskLimits
 from bridge.auth import SYSTEM, Principal
 from bridge.cancellation import run_cancel_decision
 from bridge.clock import Clock, SystemClock
@@ -66,6 +67,8 @@ class EngineConfig:
     lease_ms: int = 30_000
     token_ttl_ms: int = DEFAULT_TTL_MS
     max_node_executions: int = 10_000
+    #: Bounds on ``ask`` questions to an approval (see :class:`bridge.approvals.AskLimits`).
+    ask_limits: AskLimits = field(default_factory=AskLimits)
 
 
 class Engine(Answers):

@@ -62,6 +62,7 @@ class Answer:
     ask_answer: str | None = None
     idempotency_key: str | None = None
     checks: Mapping[str, AnswerCheck] = field(default_factory=dict)
+    ask_limits: approvals.AskLimits = field(default_factory=approvals.AskLimits)
 
 
 def redact(value: Any) -> Any:
@@ -302,9 +303,13 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
                 "this gate has no override path" if not needed else f"the override needs the {needed!r} role",
             )
     if normalized.action == "ask":
+        assert normalized.question is not None
+        reply = answer.ask_limits.clip_answer(answer.ask_answer or "")
+        # Bounded before anything is stored: a refusal leaves the interrupt as it was.
+        answer.ask_limits.check_room(state.get("askExchanges", []), voter, normalized.question, reply)
         exchange = {
             "question": normalized.question,
-            "answer": answer.ask_answer or "",
+            "answer": reply,
             "askedBy": voter,
             "at": iso_ms(now),
         }
