@@ -141,7 +141,10 @@ class Answers:
         question = value.get("question") or value.get("feedback")
         if not isinstance(question, str) or not question.strip():
             return None
-        return await self.ask_service.answer(record, question, asked_by)
+        # Refuse what the decision would refuse before the ask service reads the question.
+        limits = self.config.ask_limits
+        limits.check_room(record.state.get("askExchanges", []), None, question, "")
+        return limits.clip_answer(await self.ask_service.answer(record, question, asked_by))
 
     async def resolve(
         self,
@@ -178,6 +181,7 @@ class Answers:
             ask_answer=await self._ask_answer(current, value, principal.id),
             idempotency_key=idempotency_key,
             checks=self.answer_checks,
+            ask_limits=self.config.ask_limits,
         )
         return await self._apply_answer(answer, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id)
 
@@ -188,7 +192,12 @@ class Answers:
         transaction; a concurrent change can still make the real answer fail.
         """
         answer = Answer(
-            principal=principal, value=value, surface="run", ask_answer="(preview)", checks=self.answer_checks
+            principal=principal,
+            value=value,
+            surface="run",
+            ask_answer="(preview)",
+            checks=self.answer_checks,
+            ask_limits=self.config.ask_limits,
         )
         await self._preview(principal, interrupt_id, answer_decision(answer, self.clock.now_ms(), self.clock.new_id))
 
@@ -311,6 +320,7 @@ class Answers:
             ask_answer=await self._ask_answer(record, value, who),
             idempotency_key=idempotency_key,
             checks=self.answer_checks,
+            ask_limits=self.config.ask_limits,
         )
         return await self._apply_answer(answer, interrupt_id=record.interrupt_id, run_id=None, node_id=None)
 

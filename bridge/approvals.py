@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.errors import ValidationError
+from bridge.errors import ConflictError, PayloadTooLargeError, ValidationError
 
 EXIT_ACTIONS = frozenset({"accept", "reject", "refine", "edit-accept"})
 ACCEPTING = frozenset({"accept", "edit-accept"})
@@ -147,6 +147,73 @@ def normalize_answer(data: Mapping[str, Any], value: Any) -> ApprovalAnswer:
         override=override,
         reason=reason,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class AskLimits:
+    """Bounds on ``ask``, the side channel that keeps an approval pending.
+
+    Every ``ask`` is stored on the interrupt (``askExchanges``) and logged as an
+    event, so without bounds one link could grow an interrupt forever. Sizes are
+    UTF-8 bytes. A refusal stores nothing and leaves the interrupt answerable.
+
+    - ``question_bytes``: the largest question (413 ``payload_too_large``);
+    - ``answer_bytes``: a longer answer from the ask service is clipped to it;
+    - ``per_interrupt``: asks one interrupt keeps (409 ``conflict``);
+    - ``per_asker``: asks of one asker on one interrupt — a principal, a link's
+      subject, or every anonymous link together (409 ``conflict``);
+    - ``interrupt_bytes``: questions and answers one interrupt holds in all
+      (413 ``payload_too_large``; a shorter question may still fit).
+    """
+
+    question_bytes: int = 4096
+    answer_bytes: int = 4096
+    per_interrupt: int = 50
+    per_asker: int = 10
+    interrupt_bytes: int = 128 * 1024
+
+    def check_question(self, question: str) -> None:
+        """Refuse a question over ``question_bytes``."""
+        size = len(question.encode("utf-8"))
+        if size > self.question_bytes:
+            raise PayloadTooLargeError(
+                f"a question may hold at most {self.question_bytes} bytes",
+                details={"limit": "askQuestionBytes", "maxBytes": self.question_bytes, "bytes": size},
+            )
+
+    def clip_answer(self, answer: str) -> str:
+        """The answer, cut to ``answer_bytes`` (ending in an ellipsis) when longer."""
+        data = answer.encode("utf-8")
+        if len(data) <= self.answer_bytes:
+            return answer
+        ellipsis = "\u2026"
+        room = max(self.answer_bytes - len(ellipsis.encode("utf-8")), 0)
+        return data[:room].decode("utf-8", errors="ignore") + ellipsis
+
+    def check_room(self, asks: Sequence[Mapping[str, Any]], asker: str | None, question: str, answer: str) -> None:
+        """Refuse one more exchange when the interrupt or this asker (None: any) used up its asks or bytes."""
+        self.check_question(question)
+        if len(asks) >= self.per_interrupt:
+            raise ConflictError(
+                f"this interrupt already holds {self.per_interrupt} questions; it can still be decided",
+                details={"limit": "asksPerInterrupt", "max": self.per_interrupt},
+            )
+        if asker is not None and sum(1 for a in asks if a.get("askedBy") == asker) >= self.per_asker:
+            raise ConflictError(
+                f"{asker!r} already asked {self.per_asker} questions here; the interrupt can still be decided",
+                details={"limit": "asksPerAsker", "max": self.per_asker, "askedBy": asker},
+            )
+        used = sum(exchange_bytes(a) for a in asks)
+        if used + len(question.encode("utf-8")) + len(answer.encode("utf-8")) > self.interrupt_bytes:
+            raise PayloadTooLargeError(
+                f"the questions and answers of this interrupt may hold at most {self.interrupt_bytes} bytes",
+                details={"limit": "askBytesPerInterrupt", "maxBytes": self.interrupt_bytes, "usedBytes": used},
+            )
+
+
+def exchange_bytes(exchange: Mapping[str, Any]) -> int:
+    """The UTF-8 bytes of a stored exchange's question and answer."""
+    return sum(len(str(exchange.get(name) or "").encode("utf-8")) for name in ("question", "answer"))
 
 
 @dataclass(frozen=True, slots=True)

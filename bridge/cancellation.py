@@ -3,7 +3,10 @@
 Cancelling an approval fails closed: it is the canceller's rejection, so it
 needs the same right to decide the gate as an answer would. Any other kind
 raises ``InterruptCancelledError`` in its node. Cancelling a run invalidates its
-open interrupts and leaves the rest (nodes, children) to its executor.
+open interrupts and leaves the rest (nodes, children) to its executor; an
+interrupt the executor opens after the cancel committed is written closed by the
+store (see :func:`bridge.store.base.cancel_committed`), and an answer to one still
+pending on such a run is refused (:func:`bridge.resolution.answer_decision`).
 """
 
 from __future__ import annotations

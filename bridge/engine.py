@@ -14,11 +14,12 @@ import copy
 import logging
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bridge import conversation, kinds, run_state
 from bridge.answers import Answers, AskService, RecordingAskService
+from bridge.approvals import AskLimits
 from bridge.auth import SYSTEM, Principal
 from bridge.cancellation import run_cancel_decision
 from bridge.clock import Clock, SystemClock
@@ -68,6 +69,8 @@ class EngineConfig:
     max_node_executions: int = 10_000
     #: How long an ``Idempotency-Key`` and its response are kept (the OpenWOP minimum is 24 hours).
     idempotency_ttl_ms: int = 24 * 3600 * 1000
+    #: Bounds on ``ask`` questions to an approval (see :class:`bridge.approvals.AskLimits`).
+    ask_limits: AskLimits = field(default_factory=AskLimits)
 
 
 class Engine(Answers):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bridge import approvals, kinds
@@ -32,7 +32,7 @@ from bridge.errors import (
     ValidationError,
 )
 from bridge.events import EventDraft
-from bridge.store.base import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from bridge.store.base import InterruptDecision, InterruptRecord, Mutation, RunRecord, cancel_committed
 
 AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required"
 _SENSITIVE = re.compile(r"(secret|token|password|passwd|authorization|api[_-]?key|credential)", re.I)
@@ -62,6 +62,7 @@ class Answer:
     ask_answer: str | None = None
     idempotency_key: str | None = None
     checks: Mapping[str, AnswerCheck] = field(default_factory=dict)
+    ask_limits: approvals.AskLimits = field(default_factory=approvals.AskLimits)
 
 
 def redact(value: Any) -> Any:
@@ -190,6 +191,10 @@ def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecisio
                 if principal.tenant not in (run.tenant, "*"):
                     raise InterruptNotFoundError("no interrupt at this address")
                 principal.require("approvals:respond")
+        closed_as = cancel_committed(run.status, run.control) if intr.open else None
+        if closed_as:
+            # The run's cancel has committed: its interrupts are closed, whatever this row still says.
+            raise closed_error(replace(intr, status=closed_as), answer.surface)
         if intr.kind == "conversation.exchange":
             if not intr.open and intr.status != "resolved":
                 raise closed_error(intr, answer.surface)
@@ -298,9 +303,13 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
                 "this gate has no override path" if not needed else f"the override needs the {needed!r} role",
             )
     if normalized.action == "ask":
+        assert normalized.question is not None
+        reply = answer.ask_limits.clip_answer(answer.ask_answer or "")
+        # Bounded before anything is stored: a refusal leaves the interrupt as it was.
+        answer.ask_limits.check_room(state.get("askExchanges", []), voter, normalized.question, reply)
         exchange = {
             "question": normalized.question,
-            "answer": answer.ask_answer or "",
+            "answer": reply,
             "askedBy": voter,
             "at": iso_ms(now),
         }

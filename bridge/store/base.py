@@ -16,7 +16,7 @@ No correctness rests on process-local locks: the ``pending`` status guard, the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,6 +27,20 @@ from bridge.events import EventDraft
 
 TERMINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
 OPEN_INTERRUPT = "pending"
+
+
+def cancel_committed(status: str, control: Mapping[str, Any] | None) -> str | None:
+    """The status interrupts get on a run whose cancel has committed, else None.
+
+    ``gone`` when a parent's cancel cascaded to the run, ``cancelled`` otherwise:
+    the statuses the cancel itself gave the interrupts open at that moment. A
+    store's commit applies it, under the run's lock, to interrupts the executor
+    opens after the cancel, so none is ever pending on a cancelled run.
+    """
+    cancel = (control or {}).get("cancel")
+    if status not in ("cancelling", "cancelled") and cancel is None:
+        return None
+    return "gone" if isinstance(cancel, Mapping) and cancel.get("parentRunId") else "cancelled"
 
 
 def has_nul(values: Sequence[Any]) -> bool:

@@ -50,6 +50,7 @@ from bridge.store.base import (
     RunCommit,
     RunDecision,
     RunRecord,
+    cancel_committed,
     has_nul,
     idempotency_from_row,
 )
@@ -275,7 +276,8 @@ class PostgresStore(PostgresReads):
     async def commit(self, commit: RunCommit) -> CommitResult:
         async def work(conn: Conn, tx: Tx) -> CommitResult:
             cur = await conn.execute(
-                "SELECT owner, epoch, next_seq, wake FROM runs WHERE run_id=%s FOR UPDATE", (commit.run_id,)
+                "SELECT owner, epoch, next_seq, wake, status, control FROM runs WHERE run_id=%s FOR UPDATE",
+                (commit.run_id,),
             )
             row = await cur.fetchone()
             if row is None:
@@ -283,6 +285,8 @@ class PostgresStore(PostgresReads):
             tx.locked(commit.run_id)
             if row[0] != commit.owner or row[1] != commit.epoch:
                 raise StaleOwnerError(f"run {commit.run_id} is owned by another executor")
+            # Under the run's row lock, so a cancel is either committed here or waits for this commit.
+            closed_as = cancel_committed(row[4], row[5])
             docs, rows = q.event_rows(commit.run_id, row[2], commit.events)
             async with conn.cursor() as c:
                 if rows:
@@ -291,8 +295,16 @@ class PostgresStore(PostgresReads):
                 for intr in commit.new_interrupts:
                     if intr.requested_seq is None and intr.requested_event_id in by_event:
                         intr.requested_seq = by_event[intr.requested_event_id]
+                    if closed_as and intr.open:
+                        # The run's cancel committed first: nobody may answer this interrupt.
+                        intr.status, intr.resolved_at_ms = closed_as, commit.now_ms
                 if commit.new_interrupts:
                     await c.executemany(q.INSERT_INTERRUPT, [q.interrupt_params(i) for i in commit.new_interrupts])
+            if closed_as:
+                await conn.execute(
+                    "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending'",
+                    (closed_as, commit.now_ms, commit.run_id),
+                )
             if commit.consume:
                 await conn.execute(
                     "UPDATE interrupts SET consumed=TRUE WHERE interrupt_id = ANY(%s::text[])", (list(commit.consume),)
@@ -307,7 +319,8 @@ class PostgresStore(PostgresReads):
             if commit.state is not None:
                 sets.append("state=%s::json")
                 args.append(q.dumps(commit.state))
-            if commit.status is not None:
+            if commit.status is not None and (commit.terminal or not closed_as):
+                # A run whose cancel committed stays ``cancelling`` until its executor ends it.
                 sets.append("status=%s")
                 args.append(commit.status)
             if commit.terminal:

@@ -34,13 +34,14 @@ from bridge.store.base import (
     RunCommit,
     RunDecision,
     RunRecord,
+    cancel_committed,
     has_nul,
     idempotency_from_row,
 )
 from bridge.store.cursor import decode_cursor as decode_cursor
 from bridge.store.cursor import encode_cursor as encode_cursor
 from bridge.store.migrations import SQLITE_MIGRATIONS, check_version
-from bridge.store.sqlite_reads import INT_COLS, RUN_COLS, SqliteReads, dumps, interrupt_row, run_row
+from bridge.store.sqlite_reads import INT_COLS, RUN_COLS, SqliteReads, dumps, interrupt_row, loads, run_row
 from bridge.store.sqlite_writer import Writer, connect
 
 T = TypeVar("T")
@@ -274,18 +275,27 @@ class SqliteStore(SqliteReads):
     async def commit(self, commit: RunCommit) -> CommitResult:
         def tx(conn: sqlite3.Connection) -> CommitResult:
             row = conn.execute(
-                "SELECT owner, epoch, next_seq, wake FROM runs WHERE run_id=?", (commit.run_id,)
+                "SELECT owner, epoch, next_seq, wake, status, control FROM runs WHERE run_id=?", (commit.run_id,)
             ).fetchone()
             if row is None:
                 raise RunNotFoundError(f"run {commit.run_id} does not exist")
             if row[0] != commit.owner or row[1] != commit.epoch:
                 raise StaleOwnerError(f"run {commit.run_id} is owned by another executor")
+            closed_as = cancel_committed(row[4], loads(row[5]))
             docs = self._append(conn, commit.run_id, row[2], commit.events)
             by_event = {d["eventId"]: d["sequence"] for d in docs}
             for intr in commit.new_interrupts:
                 if intr.requested_seq is None and intr.requested_event_id in by_event:
                     intr.requested_seq = by_event[intr.requested_event_id]
+                if closed_as and intr.open:
+                    # The run's cancel committed first: nobody may answer this interrupt.
+                    intr.status, intr.resolved_at_ms = closed_as, commit.now_ms
                 self._insert_interrupt(conn, intr)
+            if closed_as:
+                conn.execute(
+                    "UPDATE interrupts SET status=?, resolved_at=? WHERE run_id=? AND status='pending'",
+                    (closed_as, commit.now_ms, commit.run_id),
+                )
             if commit.consume:
                 conn.executemany(
                     "UPDATE interrupts SET consumed=1 WHERE interrupt_id=?", [(i,) for i in commit.consume]
@@ -300,7 +310,8 @@ class SqliteStore(SqliteReads):
             if commit.state is not None:
                 sets.append("state=?")
                 args.append(dumps(commit.state))
-            if commit.status is not None:
+            if commit.status is not None and (commit.terminal or not closed_as):
+                # A run whose cancel committed stays ``cancelling`` until its executor ends it.
                 sets.append("status=?")
                 args.append(commit.status)
             if commit.terminal:
