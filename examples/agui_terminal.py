@@ -151,7 +151,12 @@ def main() -> None:
     messages = [{"id": str(uuid.uuid4()), "role": "user", "content": args.message}] if args.message else []
     with httpx.Client(timeout=None) as client:
         while True:
-            body: dict[str, Any] = {"threadId": thread, "runId": str(uuid.uuid4()), "messages": messages}
+            body: dict[str, Any] = {
+                "threadId": thread,
+                "runId": str(uuid.uuid4()),
+                "messages": messages,
+                "protocolVersion": "1.0",
+            }
             if resume:
                 body["resume"] = resume
             try:

@@ -306,10 +306,10 @@ async def test_long_poll_waits_for_the_next_event(client: httpx.AsyncClient, eng
     run_id = await _start(client, engine, "conformance-approval")
     last = (await engine.store.read_events(run_id))[-1]["sequence"]
     h = auth("admin")
-    empty = await client.get(f"/v1/runs/{run_id}/events/poll", params={"lastSequence": last, "timeout": 50}, headers=h)
+    empty = await client.get(f"/v1/runs/{run_id}/events/poll", params={"lastSequence": last, "timeout": 1}, headers=h)
     assert empty.json()["events"] == [] and empty.json()["isComplete"] is False
     poll = asyncio.create_task(
-        client.get(f"/v1/runs/{run_id}/events/poll", params={"lastSequence": last, "timeout": 5000}, headers=h)
+        client.get(f"/v1/runs/{run_id}/events/poll", params={"lastSequence": last, "timeout": 5}, headers=h)
     )
     await asyncio.sleep(0.1)
     await client.post(f"/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=h)

@@ -276,3 +276,19 @@ async def test_a_parent_waiting_on_its_child_reports_the_childs_waiting_status(s
     cancelled = await sdk.call(c.runs_cancel, created.runId, CancelRunRequest(reason="conformance-test-cascade"))
     assert cancelled.status in ("cancelled", "cancelling")
     assert (await settle(sdk.engine, created.runId)).status == "cancelled"
+
+
+async def test_a_long_poll_waits_the_seconds_the_sdk_asks_for(sdk: Sdk) -> None:
+    """``timeout`` is in seconds (the SDK's ``timeout_seconds``, as OpenWOP v2 states it): a poll that
+    asks for 10 s gets the answer's events when they are committed half a second later."""
+    c = sdk.client()
+    run_id = await sdk.waiting_run()
+    last = (await sdk.call(c.runs_poll_events, run_id)).events[-1].sequence
+    polling = asyncio.create_task(sdk.call(c.runs_poll_events, run_id, last_sequence=last, timeout_seconds=10))
+    await asyncio.sleep(0.5)
+    assert not polling.done()
+    await sdk.call(
+        c.interrupts_resolve_by_run, run_id, "gate", ResolveInterruptRequest(resumeValue={"action": "accept"})
+    )
+    polled = await asyncio.wait_for(polling, 10)
+    assert polled.events and polled.events[0].sequence == last + 1

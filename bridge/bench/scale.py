@@ -109,7 +109,7 @@ class Resolver:
         while True:
             page = (
                 await self.connection.request(
-                    "GET", f"/v1/runs/{run_id}/events/poll?lastSequence={after}&timeout=5000", expect=200
+                    "GET", f"/v1/runs/{run_id}/events/poll?lastSequence={after}&timeout=5", expect=200
                 )
             ).json()
             after = page["lastSequence"]

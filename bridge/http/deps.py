@@ -52,4 +52,5 @@ def int_param(request: Request, name: str, default: int, *, low: int, high: int)
 PAGE_LIMIT = {"low": 1, "high": 500}
 EVENTS_LIMIT = {"low": 1, "high": 100_000}
 LAST_SEQUENCE = {"low": -1, "high": 2**62}
-POLL_TIMEOUT_MS = {"low": 0, "high": 60_000}
+#: ``timeout`` of a long poll, in seconds (the OpenWOP SDKs send seconds; v2 states it).
+POLL_TIMEOUT_S = {"low": 0, "high": 60}

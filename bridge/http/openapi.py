@@ -20,7 +20,7 @@ from typing import Any
 from bridge import spec
 from bridge.events import ENGINE_VERSION
 from bridge.http.body import CancelBody, CreateRunBody, ForkBody, LinkBody, ResolveBody
-from bridge.http.deps import EVENTS_LIMIT, LAST_SEQUENCE, PAGE_LIMIT, POLL_TIMEOUT_MS
+from bridge.http.deps import EVENTS_LIMIT, LAST_SEQUENCE, PAGE_LIMIT, POLL_TIMEOUT_S
 
 _EMBEDDED = {
     "ErrorEnvelope": "error-envelope.schema.json",
@@ -321,7 +321,7 @@ def openapi_document(fragments: Sequence[Mapping[str, Any]] = (), *, link_page: 
                 params=[
                     run_id,
                     _query("lastSequence", "After this sequence number", _bounded(LAST_SEQUENCE)),
-                    _query("timeout", "Wait up to this many milliseconds", _bounded(POLL_TIMEOUT_MS)),
+                    _query("timeout", "Wait up to this many seconds for a first event", _bounded(POLL_TIMEOUT_S)),
                 ],
             )
         },

@@ -13,7 +13,7 @@ from bridge.http.deps import (
     EVENTS_LIMIT,
     LAST_SEQUENCE,
     PAGE_LIMIT,
-    POLL_TIMEOUT_MS,
+    POLL_TIMEOUT_S,
     base_url,
     engine,
     int_param,
@@ -129,15 +129,15 @@ async def run_events(request: Request) -> Response:
 
 
 async def poll_events(request: Request) -> Response:
-    """``GET /v1/runs/{runId}/events/poll?lastSequence=&timeout=`` (long poll, ms)."""
+    """``GET /v1/runs/{runId}/events/poll?lastSequence=&timeout=`` (long poll; ``timeout`` in seconds)."""
     who = principal(request)
     who.require("runs:read")
     run_id = request.path_params["run_id"]
     eng = engine(request)
     await eng.visible_run(run_id, who)
     after = int_param(request, "lastSequence", -1, **LAST_SEQUENCE)
-    timeout = int_param(request, "timeout", 0, **POLL_TIMEOUT_MS)
-    return JSONResponse(await sse.poll(eng, run_id, after, timeout))
+    timeout_s = int_param(request, "timeout", 0, **POLL_TIMEOUT_S)
+    return JSONResponse(await sse.poll(eng, run_id, after, timeout_s * 1000))
 
 
 async def run_audit(request: Request) -> Response:
