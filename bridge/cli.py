@@ -21,6 +21,7 @@ from bridge.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_
 from bridge.engine import Engine, EngineConfig
 from bridge.errors import BridgeError
 from bridge.events import ENGINE_VERSION
+from bridge.http.limits import HeaderLimits, http_protocol
 from bridge.plugins import ServerBuild
 from bridge.store import open_store
 from bridge.telemetry import configure_logging
@@ -44,6 +45,19 @@ def _lease_ms(text: str) -> int:
     if value < 100:
         raise argparse.ArgumentTypeError("must be at least 100 milliseconds")
     return value
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("must be greater than 0")
+        return value
+
+    return parse
 
 
 def _env_list(name: str, sep: str) -> list[str]:
@@ -129,6 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
         type=_lease_ms,
         default=_env("LEASE_MS", "30000"),
         help="how long a run stays with an instance that stopped renewing it (default 30000)",
+    )
+    limits = HeaderLimits()
+    serve.add_argument(
+        "--header-timeout",
+        type=_positive(float),
+        default=_env("HEADER_TIMEOUT", str(limits.timeout_s)),
+        metavar="SECONDS",
+        help=f"close connections whose request header is not complete in this time (default {limits.timeout_s})",
+    )
+    serve.add_argument(
+        "--max-header-bytes",
+        type=_positive(int),
+        default=_env("MAX_HEADER_BYTES", str(limits.max_bytes)),
+        help=f"refuse request headers larger than this with 431 (default {limits.max_bytes})",
+    )
+    serve.add_argument(
+        "--max-header-fields",
+        type=_positive(int),
+        default=_env("MAX_HEADER_FIELDS", str(limits.max_fields)),
+        help=f"refuse request headers with more fields than this with 431 (default {limits.max_fields})",
     )
     serve.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
     serve.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"))
@@ -252,6 +286,7 @@ def serve(args: argparse.Namespace) -> int:
         log_config=None,
         # Open event streams end at shutdown instead of holding it up.
         timeout_graceful_shutdown=5,
+        http=http_protocol(HeaderLimits(args.header_timeout, int(args.max_header_bytes), int(args.max_header_fields))),
     )
     uvicorn.Server(config).run()
     return 0

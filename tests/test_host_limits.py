@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
+import socket
+import tracemalloc
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,8 +19,10 @@ from bridge import Engine
 from bridge.auth import KeyRing
 from bridge.http import create_app
 from bridge.http.body import MAX_JSON_DEPTH
+from bridge.http.limits import HeaderLimits, http_protocol
 from tests.conftest import KEYS, auth
 from tests.helpers import settle
+from tests.server import ServerProcess, uvicorn_server
 
 
 def nested(depth: int) -> Any:
@@ -77,3 +86,121 @@ async def test_agui_bodies_share_the_nesting_limit(engine: Engine) -> None:
         body = {"threadId": "t-deep", "runId": "r1", "messages": [], "state": nested(400)}
         r = await c.post("/agui/conformance-approval", json=body, headers=auth("admin"))
     _envelope(r, 400, "validation_error")
+
+
+# --- request headers: slow, huge, too many fields (real sockets, real uvicorn) ------------------
+
+LIMITS = HeaderLimits(timeout_s=0.5, max_bytes=8 * 1024, max_fields=20)
+
+
+@pytest.fixture
+async def limited(engine: Engine) -> AsyncIterator[tuple[str, int]]:
+    """The host on uvicorn with small header limits; yields (host, port)."""
+    app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False)
+    async with uvicorn_server(app, http=http_protocol(LIMITS)) as url:
+        host, port = url.removeprefix("http://").split(":")
+        yield host, int(port)
+
+
+async def _read_all(reader: asyncio.StreamReader, within: float) -> bytes:
+    """Everything the server sends until it closes the connection (fails if it stays open ``within`` s)."""
+    return await asyncio.wait_for(reader.read(), within)
+
+
+async def test_a_connection_that_sends_nothing_is_closed(limited: tuple[str, int]) -> None:
+    reader, writer = await asyncio.open_connection(*limited)
+    assert await _read_all(reader, 5) == b""
+    writer.close()
+
+
+async def test_a_trickled_header_is_cut_off_with_408(limited: tuple[str, int]) -> None:
+    reader, writer = await asyncio.open_connection(*limited)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+
+    async def trickle() -> None:
+        with contextlib.suppress(ConnectionError):
+            for _ in range(100):  # one byte every 50 ms: 5 s if nobody stops it
+                writer.write(b"x")
+                await writer.drain()
+                await asyncio.sleep(0.05)
+
+    sender = asyncio.create_task(trickle())
+    answer = await _read_all(reader, 4)
+    sender.cancel()
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+    assert b'"error":"request_timeout"' in answer
+    writer.close()
+
+
+async def test_idle_connections_do_not_pile_up(limited: tuple[str, int]) -> None:
+    conns = [await asyncio.open_connection(*limited) for _ in range(50)]
+    for reader, writer in conns:
+        writer.write(b"GET / HTTP/1.1\r\n")
+    closed = await asyncio.gather(*(_read_all(reader, 5) for reader, _ in conns))
+    assert all(c.startswith(b"HTTP/1.1 408 ") for c in closed)
+    for _, writer in conns:
+        writer.close()
+
+
+async def test_a_header_within_the_limits_is_served_and_keep_alive_works(limited: tuple[str, int]) -> None:
+    host, port = limited
+    padding = {f"x-pad-{i}": "p" * 300 for i in range(15)}  # ~4.7 KiB in 17 fields
+    async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as c:
+        for _ in range(3):
+            assert (await c.get("/healthz", headers=padding)).status_code == 200
+            await asyncio.sleep(LIMITS.timeout_s * 0.6)  # idle between requests does not count against the next
+
+
+async def test_a_header_too_large_is_a_431(limited: tuple[str, int]) -> None:
+    reader, writer = await asyncio.open_connection(*limited)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * LIMITS.max_bytes + b"\r\n\r\n")
+    answer = await _read_all(reader, 5)
+    assert answer.startswith(b"HTTP/1.1 431 ") and b'"error":"header_too_large"' in answer, answer
+    writer.close()
+
+
+async def test_too_many_header_fields_is_a_431(limited: tuple[str, int]) -> None:
+    reader, writer = await asyncio.open_connection(*limited)
+    fields = b"".join(b"X-F%d: v\r\n" % i for i in range(LIMITS.max_fields + 1))
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n" + fields + b"\r\n")
+    answer = await _read_all(reader, 5)
+    assert answer.startswith(b"HTTP/1.1 431 ") and b"more than 20 fields" in answer, answer
+    writer.close()
+
+
+async def test_an_endless_header_does_not_grow_server_memory(limited: tuple[str, int]) -> None:
+    """20 MiB of one unfinished header line: what the server holds stays around the limit."""
+    chunk = b"a" * (64 * 1024)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        _, writer = await asyncio.open_connection(*limited)
+        sent = 0
+        with contextlib.suppress(ConnectionError):
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Endless: ")
+            while sent < 20 * 1024 * 1024:
+                writer.write(chunk)
+                await writer.drain()
+                sent += len(chunk)
+        writer.close()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024, f"peak {peak} bytes traced while sending {sent} bytes"
+
+
+@pytest.mark.slow
+def test_serve_applies_its_header_limits(tmp_path: Path) -> None:
+    server = ServerProcess(
+        tmp_path / "h.db", ["--no-demo", "--header-timeout", "0.5", "--max-header-bytes", "4096"]
+    ).start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as idle:
+            idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            assert idle.recv(4096).startswith(b"HTTP/1.1 408 ")
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as big:
+            big.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 5000 + b"\r\n\r\n")
+            assert big.recv(4096).startswith(b"HTTP/1.1 431 ")
+        assert httpx.get(f"{server.url}/healthz", headers={"x-fine": "f" * 3000}).status_code == 200
+    finally:
+        server.stop()
