@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import gc
 import socket
@@ -10,6 +11,7 @@ import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -17,9 +19,11 @@ import pytest
 from adapters.agui import agui_routes
 from bridge import Engine
 from bridge.auth import KeyRing
+from bridge.errors import InterruptNotFoundError
 from bridge.http import create_app
 from bridge.http.body import MAX_JSON_DEPTH
 from bridge.http.limits import HeaderLimits, http_protocol
+from bridge.tokens import TokenSigner
 from tests.conftest import KEYS, auth
 from tests.helpers import settle
 from tests.server import ServerProcess, uvicorn_server
@@ -204,3 +208,49 @@ def test_serve_applies_its_header_limits(tmp_path: Path) -> None:
         assert httpx.get(f"{server.url}/healthz", headers={"x-fine": "f" * 3000}).status_code == 200
     finally:
         server.stop()
+
+
+# --- signed links: one spelling each ---------------------------------------------------------------
+
+
+def _spellings(token: str) -> list[str]:
+    """Other spellings of the same bytes that lenient base64 decoding would accept."""
+    head, tail = token.split(".")
+    raw_head = base64.urlsafe_b64decode(head + "=" * (-len(head) % 4))
+    raw_tail = base64.urlsafe_b64decode(tail + "=" * (-len(tail) % 4))
+    std_head = base64.b64encode(raw_head).decode().rstrip("=")
+    std_tail = base64.b64encode(raw_tail).decode().rstrip("=")
+    # The last character of a 43-character MAC carries 2 unused bits: flip one of them.
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    spare = alphabet[alphabet.index(tail[-1]) ^ 1]
+    return [
+        f"{head}.{tail}=",
+        f"{head}==.{tail}",
+        f"{std_head}.{std_tail}",
+        f"{head}.{tail[:-1]}{spare}",
+        f"{head[:5]}!{head[5:]}.{tail}",
+        f"{head}.{tail[:10]}\n{tail[10:]}",
+        f"{head}.{tail}.{tail}",
+    ]
+
+
+def test_a_token_verifies_in_its_canonical_spelling_only() -> None:
+    signer = TokenSigner({"k1": "s" * 32}, "k1")
+    # Claims chosen so that the standard alphabet differs from the URL-safe one.
+    token = signer.mint("run-?>~", "gate", "intr-ÿ?>", 4102444800000, "resolve", subject="bob~~?")
+    assert {"-", "_"} & set(token), token
+    assert signer.verify(token, 0).subject == "bob~~?"
+    for variant in _spellings(token):
+        assert variant != token
+        with pytest.raises(InterruptNotFoundError):
+            signer.verify(variant, 0)
+
+
+async def test_links_answer_in_their_canonical_spelling_only(client: httpx.AsyncClient, engine: Engine) -> None:
+    r = await client.post("/v1/runs", json={"workflowId": "conformance-approval"}, headers=auth("admin"))
+    run_id = r.json()["runId"]
+    await settle(engine, run_id)
+    token = (await client.get(f"/v1/runs/{run_id}", headers=auth("admin"))).json()["interrupt"]["interruptToken"]
+    for variant in [v for v in _spellings(token)[:4] if v != token]:
+        _envelope(await client.get(f"/v1/interrupts/{quote(variant, safe='')}"), 404, "interrupt_not_found")
+    assert (await client.get(f"/v1/interrupts/{token}")).status_code == 200
