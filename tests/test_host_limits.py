@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import gc
+import logging
 import socket
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -254,3 +255,38 @@ async def test_links_answer_in_their_canonical_spelling_only(client: httpx.Async
     for variant in [v for v in _spellings(token)[:4] if v != token]:
         _envelope(await client.get(f"/v1/interrupts/{quote(variant, safe='')}"), 404, "interrupt_not_found")
     assert (await client.get(f"/v1/interrupts/{token}")).status_code == 200
+
+
+# --- a client that hangs up mid-body -------------------------------------------------------------
+
+
+async def test_a_client_hanging_up_mid_body_is_one_quiet_log_line(
+    live: tuple[str, httpx.AsyncClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    url, _ = live
+    host, port = url.removeprefix("http://").split(":")
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addHandler(caplog.handler)
+    caplog.set_level(logging.INFO)
+    try:
+        _, writer = await asyncio.open_connection(host, int(port))
+        token = auth("admin")["Authorization"]
+        writer.write(
+            b"POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Authorization: " + token.encode() + b"\r\nContent-Length: 1000\r\n\r\n" + b'{"workflowId": '
+        )
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        writer.close()
+        for _ in range(200):
+            if any(r.name.startswith(("bridge", "uvicorn")) for r in caplog.records):
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)  # anything else it would log
+    finally:
+        uvicorn_log.removeHandler(caplog.handler)
+    records = [r for r in caplog.records if r.name.startswith(("bridge", "uvicorn"))]
+    assert len(records) == 1, [(r.name, r.levelname, r.getMessage()) for r in records]
+    (record,) = records
+    assert record.levelno <= logging.INFO and record.exc_info is None
+    assert "POST /v1/runs" in record.getMessage() and "hung up" in record.getMessage()
