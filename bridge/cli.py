@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from bridge import plugins
 from bridge.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
@@ -123,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--public-url", default=_env("PUBLIC_URL"), help="base URL used in links (default: request URL)")
     serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=_env_list("ALLOWED_HOSTS", ","),
+        metavar="NAME",
+        help="also answer requests for this host name (repeatable; '*.example.com' for subdomains, '*' for any); "
+        "always: localhost, 127.0.0.1, ::1, the --host address and the --public-url host",
+    )
+    serve.add_argument(
         "--no-conversation",
         action="store_true",
         default=_env("NO_CONVERSATION") == "1",
@@ -183,6 +192,19 @@ def _load_keys(args: argparse.Namespace) -> list[ApiKey]:
     if args.keys_file:
         keys += load_keys_file(args.keys_file)
     return keys
+
+
+def allowed_hosts(args: argparse.Namespace) -> list[str] | None:
+    """The host names ``serve`` answers to (links are built from them), or None for any."""
+    names = [h.strip() for h in args.allowed_host if h.strip()]
+    if "*" in names:
+        return None
+    names += ["localhost", "127.0.0.1", "::1"]
+    if args.host not in ("", "0.0.0.0", "::"):
+        names.append(args.host)
+    if args.public_url and urlsplit(args.public_url).hostname:
+        names.append(str(urlsplit(args.public_url).hostname))
+    return names
 
 
 def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
@@ -262,6 +284,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         link_page=None if args.no_ui else web.link_page,
         on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
         on_shutdown=build.shutdown,
+        allowed_hosts=allowed_hosts(args),
     )
     return app, engine, ring, banner
 

@@ -337,3 +337,51 @@ async def test_a_subject_link_cannot_name_another_voter_even_with_an_operators_k
     value = {"resumeValue": {"action": "accept", "voter": "dave"}}
     _envelope(await client.post(f"/v1/interrupts/{token}", json=value, headers=auth("operator")), 403, "forbidden")
     assert (await engine.store.interrupt_at(run_id, "gate")).open
+
+
+# --- links are built only for trusted hosts ---------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_serve_answers_only_to_its_own_host_names(tmp_path: Path) -> None:
+    key = "key-alice-000001"
+    server = ServerProcess(
+        tmp_path / "hosts.db", ["--api-key", f"alice={key}+admin", "--allowed-host", "approvals.example.com"]
+    ).start()
+    h = {"Authorization": f"Bearer {key}"}
+    try:
+        workflow = httpx.get(f"{server.url}/v1/workflows", headers=h).json()["workflows"][0]["id"]
+
+        def create(host: str) -> httpx.Response:
+            return httpx.post(f"{server.url}/v1/runs", json={"workflowId": workflow}, headers={**h, "Host": host})
+
+        forged = create("evil.example")
+        problem = _envelope(forged, 400, "validation_error")
+        assert problem["details"] == {"host": "evil.example"} and "evil.example" not in forged.headers.get(
+            "location", ""
+        )
+        assert create(f"127.0.0.1:{server.port}").headers["location"].startswith(f"http://127.0.0.1:{server.port}/")
+        assert create(f"localhost:{server.port}").headers["location"].startswith(f"http://localhost:{server.port}/")
+        assert create("APPROVALS.example.com").headers["location"].lower().startswith("http://approvals.example.com/")
+        assert httpx.get(f"{server.url}/healthz", headers={"Host": "10.1.2.3:8000"}).status_code == 200
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_serve_with_a_public_url_answers_to_its_host(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "pub.db", ["--no-demo", "--public-url", "https://bridge.example.org/"]).start()
+    try:
+        ok = httpx.get(f"{server.url}/.well-known/openwop", headers={"Host": "bridge.example.org"})
+        assert ok.status_code == 200
+        _envelope(
+            httpx.get(f"{server.url}/.well-known/openwop", headers={"Host": "evil.example"}), 400, "validation_error"
+        )
+    finally:
+        server.stop()
+
+
+async def test_apps_built_without_allowed_hosts_answer_to_any_host(engine: Engine) -> None:
+    app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://anything.test") as c:
+        assert (await c.get("/.well-known/openwop")).status_code == 200
