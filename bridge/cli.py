@@ -17,12 +17,14 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from bridge import plugins
 from bridge.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
 from bridge.engine import Engine, EngineConfig
 from bridge.errors import BridgeError
 from bridge.events import ENGINE_VERSION
+from bridge.http.limits import HeaderLimits, http_protocol
 from bridge.plugins import ServerBuild
 from bridge.store import open_store
 from bridge.telemetry import configure_logging
@@ -56,6 +58,19 @@ def _idempotency_hours(text: str) -> int:
     if not 24 <= value <= 24 * 90:
         raise argparse.ArgumentTypeError("must be between 24 (the OpenWOP minimum) and 2160 hours")
     return value
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("must be greater than 0")
+        return value
+
+    return parse
 
 
 def _env_list(name: str, sep: str) -> list[str]:
@@ -121,6 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--public-url", default=_env("PUBLIC_URL"), help="base URL used in links (default: request URL)")
     serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=_env_list("ALLOWED_HOSTS", ","),
+        metavar="NAME",
+        help="also answer requests for this host name (repeatable; '*.example.com' for subdomains, '*' for any); "
+        "always: localhost, 127.0.0.1, ::1, the --host address and the --public-url host",
+    )
+    serve.add_argument(
         "--no-conversation",
         action="store_true",
         default=_env("NO_CONVERSATION") == "1",
@@ -148,6 +171,26 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env("IDEMPOTENCY_HOURS", "24"),
         help="how long an Idempotency-Key and its response are kept (default 24)",
     )
+    limits = HeaderLimits()
+    serve.add_argument(
+        "--header-timeout",
+        type=_positive(float),
+        default=_env("HEADER_TIMEOUT", str(limits.timeout_s)),
+        metavar="SECONDS",
+        help=f"close connections whose request header is not complete in this time (default {limits.timeout_s})",
+    )
+    serve.add_argument(
+        "--max-header-bytes",
+        type=_positive(int),
+        default=_env("MAX_HEADER_BYTES", str(limits.max_bytes)),
+        help=f"refuse request headers larger than this with 431 (default {limits.max_bytes})",
+    )
+    serve.add_argument(
+        "--max-header-fields",
+        type=_positive(int),
+        default=_env("MAX_HEADER_FIELDS", str(limits.max_fields)),
+        help=f"refuse request headers with more fields than this with 431 (default {limits.max_fields})",
+    )
     serve.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
     serve.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"))
 
@@ -167,6 +210,19 @@ def _load_keys(args: argparse.Namespace) -> list[ApiKey]:
     if args.keys_file:
         keys += load_keys_file(args.keys_file)
     return keys
+
+
+def allowed_hosts(args: argparse.Namespace) -> list[str] | None:
+    """The host names ``serve`` answers to (links are built from them), or None for any."""
+    names = [h.strip() for h in args.allowed_host if h.strip()]
+    if "*" in names:
+        return None
+    names += ["localhost", "127.0.0.1", "::1"]
+    if args.host not in ("", "0.0.0.0", "::"):
+        names.append(args.host)
+    if args.public_url and urlsplit(args.public_url).hostname:
+        names.append(str(urlsplit(args.public_url).hostname))
+    return names
 
 
 def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
@@ -251,6 +307,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
         on_shutdown=build.shutdown,
         openapi=fragments,
+        allowed_hosts=allowed_hosts(args),
     )
     return app, engine, ring, banner
 
@@ -279,6 +336,7 @@ def serve(args: argparse.Namespace) -> int:
         log_config=None,
         # Open event streams end at shutdown instead of holding it up.
         timeout_graceful_shutdown=5,
+        http=http_protocol(HeaderLimits(args.header_timeout, int(args.max_header_bytes), int(args.max_header_fields))),
     )
     uvicorn.Server(config).run(sockets=[sock])
     return 0

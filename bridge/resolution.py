@@ -162,11 +162,23 @@ def gate_denial(
 
 
 def _resolver_id(answer: Answer) -> str:
-    if answer.principal is not None:
-        return answer.principal.id
+    """Who answers: a link's subject, else the authenticated principal, else an anonymous link."""
     if answer.token_subject:
         return answer.token_subject
+    if answer.principal is not None:
+        return answer.principal.id
     return "signed-link"
+
+
+def _subject_clash(answer: Answer) -> str | None:
+    """Why a link made out to someone may not be answered with this principal's key, if it may not."""
+    subject, principal = answer.token_subject, answer.principal
+    if not subject or principal is None or principal.id == subject or principal.can_act_as:
+        return None
+    return (
+        f"this link is for {subject!r}; answering it with another principal's key needs the operator/admin role "
+        "or the approvals:act-as scope"
+    )
 
 
 def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecision:
@@ -220,6 +232,10 @@ def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecisio
             kinds.validate_against(schema, answer.value, "resumeValue")
         if intr.kind == "approval":
             return _approval(intr, run, answer, now, new_id)
+        clash = _subject_clash(answer)
+        if clash is not None:
+            assert principal is not None
+            return deny(intr, run, principal, now, new_id, clash)
         by = _resolver_id(answer)
         extra: dict[str, Any] = {}
         if intr.kind == "clarification":
@@ -262,8 +278,13 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
         check(intr.payload, normalized.as_vote(_resolver_id(answer), iso_ms(now)))
     principal = answer.principal
     acting = principal.id if principal else _resolver_id(answer)
+    named = normalized.voter
+    if answer.token_subject:  # the link names its voter, and no one else
+        if named and named != answer.token_subject:
+            raise ForbiddenError(f"this link votes as {answer.token_subject!r} and cannot name anyone else")
+        named = answer.token_subject
     voter = acting
-    if normalized.voter and normalized.voter != acting:
+    if named and named != acting:
         if principal is None or not principal.can_act_as:
             if principal is None:
                 raise ForbiddenError("a signed link cannot vote on behalf of someone else")
@@ -273,10 +294,11 @@ def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, n
                 principal,
                 now,
                 new_id,
-                "this key may not answer on behalf of another principal (needs the operator/admin role "
+                _subject_clash(answer)
+                or "this key may not answer on behalf of another principal (needs the operator/admin role "
                 "or the approvals:act-as scope)",
             )
-        voter = normalized.voter
+        voter = named
     if principal is not None:
         denied = gate_denial(intr, run, principal, now, new_id, voter)  # role, scope, approvers
         if denied is not None:

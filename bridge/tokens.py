@@ -1,7 +1,8 @@
 """Signed resolution tokens (OpenWOP v1.1, RFC 0093).
 
 ``token = base64url(JSON{runId, nodeId, interruptId, expiresAt, intent, kid}) "." base64url(mac)``
-with ``mac = HMAC-SHA256(secret[kid], JSON bytes)``. Several secrets verify at
+with ``mac = HMAC-SHA256(secret[kid], JSON bytes)``, both parts unpadded base64url in
+their one canonical spelling (any other spelling is refused). Several secrets verify at
 once (``kid`` selects one) so signing secrets rotate without orphaning links
 already sent; only the active one signs. Checks are constant-time.
 """
@@ -28,7 +29,11 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """Decode unpadded base64url, refusing any spelling but the one :func:`_b64` writes."""
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(data) != text:  # padding, other alphabets, stray characters, unused bits set
+        raise ValueError("not canonical base64url")
+    return data
 
 
 def kid_for(secret: str) -> str:

@@ -19,9 +19,11 @@ import uvicorn
 
 
 @contextlib.asynccontextmanager
-async def uvicorn_server(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` with uvicorn on a free loopback port; yields the base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning", access_log=False)
+async def uvicorn_server(app: Any, **options: Any) -> AsyncIterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port (``options`` go to its Config); yields the base URL."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, lifespan="on", log_level="warning", access_log=False, **options
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -16,16 +16,19 @@ from typing import Any
 
 import orjson
 from starlette.applications import Starlette
+from starlette.datastructures import URL
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bridge.auth import KeyRing
 from bridge.engine import Engine
 from bridge.http import interrupts, runs
 from bridge.http.deps import engine
 from bridge.http.openapi import openapi_document
-from bridge.http.responses import EXCEPTION_HANDLERS, JSONResponse, store_unavailable
+from bridge.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
 
 
 async def discovery(request: Request) -> Response:
@@ -83,6 +86,36 @@ def _dispatching_route(group: Sequence[Route]) -> Route:
     return Route(group[0].path, dispatch, methods=sorted(handlers), name=group[0].name)
 
 
+class TrustedHosts:
+    """Refuse requests whose ``Host`` is not one of ``allowed`` (400 envelope), so links never carry a forged host.
+
+    Names match exactly (case-insensitive, port ignored); ``*.example.com`` matches
+    its subdomains. ``/healthz`` answers to any host: it carries no links, and load
+    balancers probe it by address. Starlette's ``TrustedHostMiddleware`` does the same
+    check but answers in plain text, outside the OpenWOP error envelope.
+    """
+
+    def __init__(self, app: ASGIApp, allowed: Sequence[str]) -> None:
+        self.app = app
+        self.exact = {h.lower() for h in allowed if not h.startswith("*.")}
+        self.suffixes = tuple(h[1:].lower() for h in allowed if h.startswith("*."))
+
+    def allows(self, host: str) -> bool:
+        """Whether requests for ``host`` (a bare name or address) are served."""
+        return host in self.exact or (bool(self.suffixes) and host.endswith(self.suffixes))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] != "/healthz":
+            host = URL(scope=scope).hostname or ""
+            if not self.allows(host.lower()):
+                refusal = envelope(
+                    "validation_error", f"this server does not answer to the host name {host!r}", {"host": host}
+                )
+                await JSONResponse(refusal, status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(
     engine: Engine,
     keyring: KeyRing,
@@ -95,11 +128,14 @@ def create_app(
     on_startup: Sequence[Callable[[], Awaitable[Any]]] = (),
     on_shutdown: Sequence[Callable[[], Awaitable[Any]]] = (),
     openapi: Sequence[Mapping[str, Any]] = (),
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """The OpenWOP host as an ASGI app.
 
     ``openapi``: OpenAPI fragments (``{"paths": …, "components": …}``) documenting
-    ``extra_routes`` in ``GET /v1/openapi.json``.
+    ``extra_routes`` in ``GET /v1/openapi.json``. With ``allowed_hosts``, requests for
+    any other ``Host`` are refused (see :class:`TrustedHosts`); without, every host is
+    served (an embedding app's choice).
     """
 
     @contextlib.asynccontextmanager
@@ -127,7 +163,10 @@ def create_app(
     handlers = dict(EXCEPTION_HANDLERS)
     for transient in getattr(engine.store, "transient_errors", ()):
         handlers[transient] = store_unavailable
-    app = Starlette(routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan)
+    middleware = [] if allowed_hosts is None else [Middleware(TrustedHosts, allowed=list(allowed_hosts))]
+    app = Starlette(
+        routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
+    )
     app.state.openapi = orjson.dumps(openapi_document(openapi, link_page=link_page is not None))
     app.state.engine = engine
     app.state.keyring = keyring

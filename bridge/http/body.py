@@ -12,6 +12,14 @@ from starlette.requests import Request
 from bridge.errors import PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError
 
 MAX_BODY = 1024 * 1024
+MAX_JSON_DEPTH = 64
+"""How deeply a request body may nest arrays and objects.
+
+The store writes JSON with orjson, which refuses values nested deeper than 254
+levels; what callers send is wrapped in a few more levels (events, snapshots,
+sub-workflow inputs), so bodies stop well below that and are refused whole, as
+a 400, before anything is stored.
+"""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -86,9 +94,34 @@ async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool =
     if media and media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaTypeError(f"the request body must be application/json, not {media}")
     try:
-        return orjson.loads(raw)
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):
+            raise _too_deep() from exc
         raise ValidationError(f"the request body is not valid JSON: {exc}") from exc
+    if too_deep(data, MAX_JSON_DEPTH):
+        raise _too_deep()
+    return data
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` arrays and objects (a scalar is depth 0)."""
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False
+
+
+def _too_deep() -> ValidationError:
+    return ValidationError(
+        f"the request body nests arrays and objects more than {MAX_JSON_DEPTH} levels deep",
+        details={"maxDepth": MAX_JSON_DEPTH},
+    )
 
 
 def parse(model: type[M], data: Any) -> M:

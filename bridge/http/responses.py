@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from bridge.errors import BridgeError
@@ -75,6 +75,12 @@ async def store_unavailable(request: Request, exc: Exception) -> Response:
     )
 
 
+async def client_disconnected(request: Request, exc: Exception) -> Response:
+    """The client hung up before its body arrived: one line in the log; the answer goes nowhere."""
+    log.info("client hung up during %s %s before sending its whole body", request.method, request.url.path)
+    return JSONResponse(envelope("client_disconnected", "the request body was not received"), status_code=400)
+
+
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     """Anything else: logged, reported as 500 ``internal_error`` without internals."""
     log.exception("unhandled error on %s %s", request.method, request.url.path)
@@ -86,5 +92,6 @@ async def unexpected_error(request: Request, exc: Exception) -> Response:
 EXCEPTION_HANDLERS: dict[Any, Any] = {
     BridgeError: bridge_error,
     HTTPException: http_error,
+    ClientDisconnect: client_disconnected,
     Exception: unexpected_error,
 }
