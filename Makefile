@@ -4,7 +4,7 @@ serve:            ## start the host (SQLite, demo workflows, dev key)
 test:             ## the whole suite: ruff, mypy, pytest
 	./scripts/test
 lint:
-	.venv/bin/ruff check bridge adapters tests examples
+	.venv/bin/ruff check bridge adapters bench tests examples
 types:
 	.venv/bin/mypy
 unit:             ## pytest only, skipping the slow and external-system tests

@@ -2,52 +2,67 @@
 
 The engine (:class:`Engine`) runs workflows whose nodes call
 ``ctx.interrupt(payload)`` to wait for people; the HTTP host
-(:func:`bridge.http.create_app`) serves the OpenWOP REST surface over it.
+(:func:`bridge.host.http.create_app`) serves the OpenWOP REST surface over it.
 """
 
 from __future__ import annotations
 
-from bridge.activation import InterruptHandle
-from bridge.auth import Principal
-from bridge.builder import Workflow
-from bridge.context import NodeContext
-from bridge.conversation import Conversation
-from bridge.engine import Engine, EngineConfig
-from bridge.errors import (
+from bridge.core import kinds
+from bridge.core.auth import KeyRing, Principal
+from bridge.core.errors import (
     ApprovalRejectedError,
     BridgeError,
+    ConflictError,
     InterruptCancelledError,
     InterruptTimeoutError,
     NodeError,
+    ValidationError,
+    WorkflowNotFoundError,
 )
-from bridge.kinds import approval, clarification, custom, external_event
-from bridge.nodes import NodeRegistry, NodeResult, NodeType, default_registry
+from bridge.core.kinds import approval, clarification, custom, external_event
+from bridge.core.records import RunRecord
+from bridge.core.workflow import WorkflowDefinition, load_workflow, load_workflow_dir, load_workflow_file
+from bridge.runtime.activation import InterruptHandle
+from bridge.runtime.builder import Workflow
+from bridge.runtime.config import EngineConfig
+from bridge.runtime.context import NodeContext
+from bridge.runtime.conversation import Conversation
+from bridge.runtime.engine import Engine
+from bridge.runtime.nodes import NodeRegistry, NodeResult, NodeType, default_registry
+from bridge.runtime.tools import TOOL_CALL_ARTIFACT, is_tool_call_approval
 from bridge.store import SqliteStore, open_store
-from bridge.workflow import WorkflowDefinition, load_workflow, load_workflow_dir, load_workflow_file
 
 __all__ = [
+    "TOOL_CALL_ARTIFACT",
     "ApprovalRejectedError",
     "BridgeError",
+    "ConflictError",
     "Conversation",
     "Engine",
     "EngineConfig",
     "InterruptCancelledError",
     "InterruptHandle",
     "InterruptTimeoutError",
+    "KeyRing",
     "NodeContext",
     "NodeError",
     "NodeRegistry",
     "NodeResult",
     "NodeType",
     "Principal",
+    "RunRecord",
     "SqliteStore",
+    "ValidationError",
     "Workflow",
     "WorkflowDefinition",
+    "WorkflowNotFoundError",
     "approval",
     "clarification",
     "custom",
     "default_registry",
     "external_event",
+    "is_tool_call_approval",
+    "kinds",
     "load_workflow",
     "load_workflow_dir",
     "load_workflow_file",

@@ -19,10 +19,10 @@ import pytest
 from playwright.async_api import Locator, Page, async_playwright, expect
 
 from bridge import Engine
-from bridge.auth import KeyRing
-from bridge.cli import demo_workflows
-from bridge.http import create_app
-from bridge.web import link_page, web_routes
+from bridge.core.auth import KeyRing
+from bridge.host.cli import demo_workflows
+from bridge.host.http import create_app
+from bridge.host.web import link_page, web_routes
 from tests.conftest import KEYS
 from tests.server import uvicorn_server
 

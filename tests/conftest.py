@@ -11,12 +11,12 @@ import httpx
 import pytest
 
 from bridge import Engine, SqliteStore
-from bridge.auth import KeyRing, make_key
-from bridge.engine import EngineConfig
-from bridge.http import create_app
+from bridge.core.auth import KeyRing, make_key
+from bridge.core.workflow import load_workflow
+from bridge.host.http import create_app
+from bridge.runtime.config import EngineConfig
 from bridge.spec import iter_fixtures
 from bridge.store.base import Store
-from bridge.workflow import load_workflow
 from tests import pg
 
 KEYS = {

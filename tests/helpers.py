@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from bridge import Engine
-from bridge.auth import Principal
+from bridge.core.auth import Principal
 
 ADMIN = Principal("alice", roles=frozenset({"admin"}))
 WAITING = ("waiting-approval", "waiting-input", "waiting-external")

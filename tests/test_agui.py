@@ -14,9 +14,9 @@ from pydantic import TypeAdapter
 
 from adapters.agui import agui_routes, mount_agui, threads
 from bridge import Engine, NodeContext, Workflow, approval, clarification
-from bridge.auth import KeyRing, make_key
-from bridge.http import create_app
-from bridge.tools import approved_tool_call
+from bridge.core.auth import KeyRing, make_key
+from bridge.host.http import create_app
+from bridge.runtime.tools import approved_tool_call
 from tests.conftest import KEYS, auth
 from tests.helpers import event_types, settle
 from tests.server import uvicorn_server
@@ -615,7 +615,7 @@ async def test_clarification_payload_shapes(agui: Agui, engine: Engine) -> None:
 async def test_mount_one_workflow_in_any_starlette_app(engine: Engine) -> None:
     from starlette.applications import Starlette
 
-    from bridge.auth import Principal
+    from bridge.core.auth import Principal
 
     app = Starlette()
     mount_agui(app, engine, "conformance-approval", path="/my-agent", authenticate=lambda request: Principal("kiosk"))

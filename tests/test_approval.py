@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bridge import approvals as approval
-from bridge.errors import ValidationError
+from bridge.core import approvals as approval
+from bridge.core.errors import ValidationError
 
 ALL = {"actions": ["accept", "reject", "refine", "edit-accept", "ask"]}
 

@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from bridge import Engine, Workflow
-from bridge.approvals import AskLimits
-from bridge.auth import Principal
-from bridge.errors import ConflictError, PayloadTooLargeError
-from bridge.store.base import InterruptRecord
+from bridge.core.approvals import AskLimits
+from bridge.core.auth import Principal
+from bridge.core.errors import ConflictError, PayloadTooLargeError
+from bridge.core.records import InterruptRecord
 from tests.conftest import auth
 from tests.helpers import ADMIN, events, settle
 

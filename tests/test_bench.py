@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.bench.harness import SCENARIOS, Result, Target, select, table
+from bench.harness import SCENARIOS, Result, Target, select, table
 
 FIGURES = {
     "engine_roundtrip": "ms",
@@ -43,7 +43,7 @@ PEER_MODULES = ("langgraph.checkpoint.sqlite", "ag_ui_langgraph", "fastapi", "ai
 
 def _bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).with_name("openwop-bridge")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "bridge.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "bridge"]
     return subprocess.run([*command, "bench", *args], capture_output=True, text=True, timeout=timeout)
 
 

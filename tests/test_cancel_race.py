@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from bridge import Engine, NodeContext, Workflow, approval
-from bridge.errors import InterruptAlreadyResolvedError, InterruptCancelledStateError
-from bridge.resolution import Answer, answer_decision
-from bridge.store.base import CommitResult, InterruptRecord, RunCommit, RunRecord
+from bridge.core.errors import InterruptAlreadyResolvedError, InterruptCancelledStateError
+from bridge.core.records import InterruptRecord, RunRecord
+from bridge.core.resolution import Answer, answer_decision
+from bridge.store.base import CommitResult, RunCommit
 from tests.helpers import ADMIN, settle
 
 

@@ -26,10 +26,10 @@ from playwright.async_api import Locator, Page, expect
 
 from adapters.agui import agui_routes
 from bridge import Engine, NodeContext, Workflow
-from bridge.auth import KeyRing
-from bridge.cli import demo_workflows
-from bridge.http import create_app
-from bridge.web.pages import CONTENT_SECURITY_POLICY
+from bridge.core.auth import KeyRing
+from bridge.host.cli import demo_workflows
+from bridge.host.http import create_app
+from bridge.host.web.pages import CONTENT_SECURITY_POLICY
 from tests.browser import assert_keyboard_basics, browser_page, screenshot, tab_to
 from tests.conftest import KEYS, TOKENS, auth
 from tests.server import free_port, uvicorn_server

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bridge.cli import build_parser, build_server, main
+from bridge.host.cli import build_parser, build_server, main
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -127,7 +127,7 @@ def test_a_busy_port_fails_in_one_line_before_the_banner(tmp_path: Path) -> None
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "bridge.cli", "serve", "--db", str(tmp_path / "busy.db"), "--port", str(port)],
+            [sys.executable, "-m", "bridge", "serve", "--db", str(tmp_path / "busy.db"), "--port", str(port)],
             capture_output=True,
             text=True,
             timeout=60,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bridge.clock import iso_ms, parse_iso_ms, ulid
+from bridge.core.clock import iso_ms, parse_iso_ms, ulid
 
 
 @pytest.mark.parametrize(

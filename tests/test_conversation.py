@@ -9,10 +9,11 @@ import orjson
 import pytest
 
 from bridge import Engine, NodeContext, Workflow, spec
-from bridge.auth import KeyRing
-from bridge.engine import EngineConfig
-from bridge.errors import CapabilityRefusedError
-from bridge.http import create_app
+from bridge.core.auth import KeyRing
+from bridge.core.errors import CapabilityRefusedError
+from bridge.host.discovery import discovery_document
+from bridge.host.http import create_app
+from bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth
 from tests.helpers import ADMIN, event_types, events, settle
 
@@ -268,7 +269,7 @@ async def test_capability_switched_off_refuses_at_run_creation(make_engine) -> N
     engine = make_engine(EngineConfig(conversation_enabled=False))
     await engine.start()
     try:
-        assert engine.discovery()["conversationPrimitive"] is False
+        assert discovery_document(engine)["conversationPrimitive"] is False
         with pytest.raises(CapabilityRefusedError) as refused:
             await engine.create_run(ADMIN, "conformance-conversation-capability-negotiation")
         assert refused.value.code == "validation_error"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bridge import Engine, spec
-from bridge.workflow import load_workflow
+from bridge.core.workflow import load_workflow
 from tests.helpers import ADMIN, event_types, events, settle
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "openwop"

@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 from bridge import Engine, Workflow, spec
-from bridge.auth import KeyRing, parse_key_spec
-from bridge.errors import ForbiddenError, ValidationError
-from bridge.http import create_app
+from bridge.core.auth import KeyRing, parse_key_spec
+from bridge.core.errors import ForbiddenError, ValidationError
+from bridge.host.http import create_app
 from tests.conftest import KEYS, auth
 from tests.helpers import event_types, events, settle
 

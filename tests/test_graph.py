@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bridge import graph
-from bridge.graph import Verdict
+from bridge.core import graph
+from bridge.core.graph import Verdict
+from bridge.core.workflow import load_workflow
 from bridge.spec import load_fixture
-from bridge.workflow import load_workflow
 
 
 def _wf(edges: list[tuple[str, str, str]]) -> graph.WorkflowDefinition:  # type: ignore[name-defined]

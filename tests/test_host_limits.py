@@ -19,12 +19,12 @@ import pytest
 
 from adapters.agui import agui_routes
 from bridge import Engine
-from bridge.auth import KeyRing
-from bridge.errors import InterruptNotFoundError
-from bridge.http import create_app
-from bridge.http.body import MAX_JSON_DEPTH
-from bridge.http.limits import HeaderLimits, http_protocol
-from bridge.tokens import TokenSigner
+from bridge.core.auth import KeyRing
+from bridge.core.errors import InterruptNotFoundError
+from bridge.core.tokens import TokenSigner
+from bridge.host.http import create_app
+from bridge.host.http.body import MAX_JSON_DEPTH
+from bridge.host.http.limits import HeaderLimits, http_protocol
 from tests.conftest import KEYS, auth
 from tests.helpers import settle
 from tests.server import ServerProcess, uvicorn_server

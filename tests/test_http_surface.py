@@ -11,7 +11,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from bridge import Engine, spec
-from bridge.discovery import validate_discovery
+from bridge.host.discovery import validate_discovery
 from bridge.store.cursor import encode_cursor
 from tests.conftest import auth
 from tests.helpers import settle

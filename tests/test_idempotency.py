@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from bridge import Engine, SqliteStore, spec
-from bridge.auth import KeyRing
-from bridge.engine import EngineConfig
-from bridge.http import create_app
+from bridge.core.auth import KeyRing
+from bridge.host.http import create_app
+from bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth, fixture_workflows
 from tests.helpers import settle
 

@@ -17,7 +17,7 @@ from bridge import (
     custom,
     external_event,
 )
-from bridge.errors import (
+from bridge.core.errors import (
     CorrelationMismatchError,
     InterruptAlreadyResolvedError,
     InterruptCancelledStateError,

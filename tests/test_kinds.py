@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bridge import kinds, spec
-from bridge.errors import CorrelationMismatchError, ValidationError
+from bridge import spec
+from bridge.core import kinds
+from bridge.core.errors import CorrelationMismatchError, ValidationError
 
 
 def test_payload_aliases_and_default_key() -> None:

@@ -15,8 +15,8 @@ from langgraph.types import Command
 from adapters.langgraph import GraphWorkflows
 from adapters.langgraph.checkpoints import Checkpoints
 from bridge import Engine, SqliteStore, spec
-from bridge.engine import EngineConfig
-from bridge.errors import ValidationError
+from bridge.core.errors import ValidationError
+from bridge.runtime.config import EngineConfig
 from tests import graphs
 from tests.conftest import auth
 from tests.helpers import ADMIN, event_types, events, settle
@@ -79,7 +79,7 @@ async def test_parallel_interrupts_are_independent(lg: GraphWorkflows, engine: E
 
 
 async def test_response_schema_is_enforced_before_the_graph(lg: GraphWorkflows, engine: Engine) -> None:
-    from bridge.errors import ValidationError
+    from bridge.core.errors import ValidationError
 
     lg.add("fan", graphs.fan_out_graph())
     run = await engine.create_run(ADMIN, "fan", inputs={"topics": ["legal"]})
@@ -416,7 +416,7 @@ async def test_helpers_also_run_under_plain_langgraph() -> None:
 
 
 async def test_graph_workflows_cannot_be_fork_replayed(lg: GraphWorkflows, engine: Engine) -> None:
-    from bridge.errors import ValidationError
+    from bridge.core.errors import ValidationError
 
     lg.add("publish", graphs.approve_graph())
     run = await engine.create_run(ADMIN, "publish")

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge.clock import parse_iso_ms
+from bridge.core.clock import parse_iso_ms
 from bridge.spec import load_fixture
 from tests import pg
 from tests.server import ServerProcess
@@ -207,7 +207,7 @@ def kid_of(link: str) -> str:
 
 def keys_cli(url: str, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli", "keys", *args, "--db", url],
+        [sys.executable, "-m", "bridge", "keys", *args, "--db", url],
         capture_output=True,
         text=True,
         timeout=60,

@@ -11,7 +11,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from bridge import Engine, telemetry
+from bridge import Engine
+from bridge.runtime import telemetry
 from tests.helpers import ADMIN, settle
 
 _EXPORTER = InMemorySpanExporter()

@@ -20,7 +20,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from adapters.agui.openapi import agui_openapi
-from bridge.http.openapi import openapi_document, web_fragment
+from bridge.host.http.openapi import openapi_document, web_fragment
 from tests.server import ServerProcess
 
 KEY = "fuzz-key-0123456789"

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bridge.errors import (
+from bridge.core.errors import (
     ForbiddenError,
     InterruptAlreadyResolvedError,
     InterruptNotFoundError,
@@ -28,17 +28,10 @@ from bridge.errors import (
     StaleOwnerError,
     ValidationError,
 )
-from bridge.events import EventDraft
+from bridge.core.events import EventDraft
+from bridge.core.records import InterruptRecord, Mutation, RunRecord
 from bridge.store import open_store
-from bridge.store.base import (
-    ChildStart,
-    Claim,
-    InterruptRecord,
-    Mutation,
-    RunCommit,
-    RunRecord,
-    Store,
-)
+from bridge.store.base import ChildStart, Claim, RunCommit, Store
 from bridge.store.cursor import encode_cursor
 from bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS, SchemaTooNewError
 from bridge.store.sqlite import SqliteStore

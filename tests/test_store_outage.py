@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 
 from bridge import Engine
-from bridge.auth import KeyRing
-from bridge.engine import EngineConfig
-from bridge.http import create_app
+from bridge.core.auth import KeyRing
+from bridge.host.http import create_app
+from bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth
 from tests.helpers import ADMIN, event_types, settle
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.auth import KeyRing, Principal, load_keys_file, parse_key_spec
-from bridge.errors import InterruptExpiredError, InterruptNotFoundError, UnauthenticatedError, ValidationError
-from bridge.tokens import TokenSigner, parse_secret_spec, token_expiry
+from bridge.core.auth import KeyRing, Principal, load_keys_file, parse_key_spec
+from bridge.core.errors import InterruptExpiredError, InterruptNotFoundError, UnauthenticatedError, ValidationError
+from bridge.core.tokens import TokenSigner, parse_secret_spec, token_expiry
 
 
 def test_token_round_trip_and_subject() -> None:

@@ -19,8 +19,8 @@ import pytest
 from playwright.async_api import Locator, Page, expect
 
 from bridge import Engine, NodeContext, Workflow, custom
-from bridge.web import pages
-from bridge.web.feed import inbox_changes
+from bridge.host.web import pages
+from bridge.host.web.feed import inbox_changes
 from tests.browser import assert_keyboard_basics, browser_page, screenshot, tab_to, ui_server
 from tests.conftest import KEYS, TOKENS, auth
 from tests.helpers import ADMIN, events, settle

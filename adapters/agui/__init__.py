@@ -18,8 +18,8 @@ from starlette.routing import Route
 from adapters.agui.capabilities import agent_capabilities
 from adapters.agui.endpoint import AguiService, Authenticate
 from adapters.agui.mapping import interrupt_to_agui, normalize_request, resume_payload_to_value
-from bridge.engine import Engine
-from bridge.http.responses import JSONResponse
+from bridge import Engine
+from bridge.host import JSONResponse
 
 
 def agui_routes(engine: Engine, *, prefix: str = "/agui", authenticate: Authenticate | None = None) -> list[Route]:

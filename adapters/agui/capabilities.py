@@ -5,9 +5,7 @@ from __future__ import annotations
 from ag_ui.core import AgentCapabilities, HumanInTheLoopCapabilities, IdentityCapabilities
 from ag_ui.core.capabilities import TransportCapabilities
 
-from bridge.engine import Engine
-from bridge.errors import WorkflowNotFoundError
-from bridge.workflow import WorkflowDefinition
+from bridge import Engine, WorkflowDefinition, WorkflowNotFoundError
 
 _APPROVAL_TYPES = {"core.approvalGate", "core.openwop.governance.approvalGate"}
 _CORE_WITHOUT_APPROVALS = {

@@ -59,12 +59,17 @@ from starlette.responses import Response, StreamingResponse
 from adapters.agui import threads
 from adapters.agui.mapping import interrupt_to_agui, names_no_interrupt, normalize_request, resume_payload_to_value
 from adapters.agui.translate import Translator, messages_from_events, results_after_calls
-from bridge.auth import KeyRing, Principal
-from bridge.engine import Engine
-from bridge.errors import BridgeError, ConflictError, ValidationError
-from bridge.http.body import read_json
-from bridge.store.base import RunRecord
-from bridge.workflow import WorkflowDefinition
+from bridge import (
+    BridgeError,
+    ConflictError,
+    Engine,
+    KeyRing,
+    Principal,
+    RunRecord,
+    ValidationError,
+    WorkflowDefinition,
+)
+from bridge.host import read_json
 
 log = logging.getLogger("adapters.agui")
 
@@ -120,7 +125,7 @@ def _user_text(message: UserMessage) -> str:
 
 
 class AguiService:
-    """The AG-UI surface over an :class:`~bridge.engine.Engine` (see the module docstring)."""
+    """The AG-UI surface over an :class:`~bridge.runtime.engine.Engine` (see the module docstring)."""
 
     def __init__(self, engine: Engine, *, authenticate: Authenticate | None = None, poll_s: float = 0.25) -> None:
         self.engine = engine

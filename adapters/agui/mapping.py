@@ -14,8 +14,7 @@ from typing import Any
 
 from ag_ui.core import Interrupt
 
-from bridge.errors import ValidationError
-from bridge.tools import TOOL_CALL_ARTIFACT, is_tool_call_approval
+from bridge import TOOL_CALL_ARTIFACT, ValidationError, is_tool_call_approval
 
 _REASONS = {"approval": "confirmation", "clarification": "input_required", "conversation.exchange": "input_required"}
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from ag_ui.core import RunAgentInput
 
-from bridge.http.openapi import error_responses
+from bridge.host import error_responses
 
 _PREFIX = "AgUi"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from adapters.agui import agui_routes
 from adapters.agui.openapi import agui_openapi
-from bridge.plugins import ServerBuild
+from bridge.host import ServerBuild
 
 
 def install(build: ServerBuild) -> None:

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.engine import Engine
+from bridge import Engine
 
 NAMESPACE = "agui.thread"
 _MAX_REMEMBERED = 200

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from adapters.langgraph.checkpoints import Checkpoints
 from adapters.langgraph.messages import message_text, to_json
 from adapters.langgraph.runner import GraphNode, thread_config
-from bridge.context import NodeContext
+from bridge import NodeContext
 
 END_TOOL = "end_conversation"
 

@@ -33,9 +33,7 @@ from typing import Any
 from pydantic import PydanticUserError, TypeAdapter
 
 from adapters.langgraph.messages import to_json
-from bridge import kinds
-from bridge.errors import ValidationError
-from bridge.tools import TOOL_CALL_ARTIFACT
+from bridge import TOOL_CALL_ARTIFACT, ValidationError, kinds
 
 MARKER = "openwop"
 CUSTOM_KIND = "langgraph.interrupt"

@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from adapters.langgraph.workflows import GraphWorkflows
-from bridge.errors import ValidationError
-from bridge.plugins import ServerBuild
+from bridge import ValidationError
+from bridge.host import ServerBuild
 
 
 def load_object(target: str) -> Any:

@@ -24,9 +24,7 @@ from adapters.langgraph import payloads
 from adapters.langgraph.checkpoints import Checkpoints
 from adapters.langgraph.helpers import CLOSED
 from adapters.langgraph.messages import chat_input, message_text, to_json
-from bridge.activation import InterruptHandle
-from bridge.context import NodeContext
-from bridge.errors import InterruptTimeoutError, NodeError
+from bridge import InterruptHandle, InterruptTimeoutError, NodeContext, NodeError
 
 STRICT_RESUME = "__pregel_strict_resume"
 

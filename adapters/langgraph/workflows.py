@@ -8,9 +8,7 @@ from adapters.langgraph import payloads
 from adapters.langgraph.chat import ChatNode
 from adapters.langgraph.checkpoints import Checkpoints, saver_location
 from adapters.langgraph.runner import GraphNode, InputMapper, default_input
-from bridge.engine import Engine
-from bridge.nodes.base import NodeType
-from bridge.workflow import WorkflowDefinition, load_workflow
+from bridge import Engine, NodeType, WorkflowDefinition, load_workflow
 
 
 def _store_location(engine: Engine) -> str:

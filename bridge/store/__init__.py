@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bridge.store.base import InterruptRecord, RunRecord, Store
+from bridge.core.records import InterruptRecord, RunRecord
+from bridge.store.base import Store
 from bridge.store.sqlite import SqliteStore
 
 
@@ -12,7 +13,7 @@ def open_store(url: str) -> Store:
         try:
             from bridge.store.postgres import PostgresStore
         except ImportError as exc:
-            from bridge.errors import ValidationError
+            from bridge.core.errors import ValidationError
 
             raise ValidationError(
                 "PostgreSQL needs psycopg 3 and psycopg-pool: pip install 'openwop-bridge[postgres]'"

@@ -16,126 +16,19 @@ No correctness rests on process-local locks: the ``pending`` status guard, the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 
-from bridge.errors import BridgeError
-from bridge.events import EventDraft
-
-TERMINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
-OPEN_INTERRUPT = "pending"
-
-
-def cancel_committed(status: str, control: Mapping[str, Any] | None) -> str | None:
-    """The status interrupts get on a run whose cancel has committed, else None.
-
-    ``gone`` when a parent's cancel cascaded to the run, ``cancelled`` otherwise:
-    the statuses the cancel itself gave the interrupts open at that moment. A
-    store's commit applies it, under the run's lock, to interrupts the executor
-    opens after the cancel, so none is ever pending on a cancelled run.
-    """
-    cancel = (control or {}).get("cancel")
-    if status not in ("cancelling", "cancelled") and cancel is None:
-        return None
-    return "gone" if isinstance(cancel, Mapping) and cancel.get("parentRunId") else "cancelled"
-
-
-def has_nul(values: Sequence[Any]) -> bool:
-    """True when a text value holds U+0000.
-
-    Identifiers (run, workflow, tenant, node, stored keys) never may: PostgreSQL text
-    cannot hold the character, and both stores refuse it alike so they keep one contract.
-    Documents (payloads, answers, state) may, since they are stored as JSON.
-    """
-    return any(isinstance(v, str) and "\x00" in v for v in values)
-
-
-@dataclass(slots=True)
-class RunRecord:
-    """One run row. ``spec`` is fixed at creation; ``state`` is the executor's projection."""
-
-    run_id: str
-    tenant: str
-    workflow_id: str
-    status: str
-    created_at_ms: int
-    updated_at_ms: int
-    spec: dict[str, Any]
-    state: dict[str, Any]
-    parent_run_id: str | None = None
-    parent_node_id: str | None = None
-    parent_visit: int | None = None
-    child_ordinal: int | None = None
-    completed_at_ms: int | None = None
-    next_seq: int = 0
-    owner: str | None = None
-    lease_until_ms: int | None = None
-    epoch: int = 0
-    wake: int = 0
-    needs_work: bool = True
-    control: dict[str, Any] | None = None  # requests to the executor, e.g. {"cancel": {...}}
-
-    @property
-    def terminal(self) -> bool:
-        """True once the run completed, failed or was cancelled."""
-        return self.status in TERMINAL_RUN_STATUSES
-
-
-@dataclass(slots=True)
-class InterruptRecord:
-    """One interrupt row: the request, its state (votes, asks) and its resolution."""
-
-    interrupt_id: str
-    run_id: str
-    tenant: str
-    workflow_id: str
-    node_id: str  # the address used on the wire (``nodeId``)
-    exec_node: str  # the workflow node whose code raised it
-    visit: int
-    ordinal: int
-    key: str
-    kind: str
-    status: str
-    payload: dict[str, Any]
-    requested_at_ms: int
-    deadline_ms: int | None = None
-    resolved_at_ms: int | None = None
-    consumed: bool = False
-    resolution: dict[str, Any] | None = None
-    state: dict[str, Any] = field(default_factory=dict)
-    requested_seq: int | None = None
-    requested_event_id: str | None = None  # set while the record waits for its commit
-
-    @property
-    def open(self) -> bool:
-        """Still waiting for an answer."""
-        return self.status == OPEN_INTERRUPT
-
-
-@dataclass(slots=True)
-class Mutation:
-    """What a decision function wants done, applied atomically by the store.
-
-    ``error`` is raised to the caller *after* the transaction commits, so audit
-    events (an authorization denial, a duplicate vote) are kept even when the
-    request itself is refused.
-    """
-
-    interrupt_status: str | None = None
-    interrupt_state: dict[str, Any] | None = None
-    resolution: dict[str, Any] | None = None
-    resolved_at_ms: int | None = None
-    events: list[EventDraft] = field(default_factory=list)
-    wake: bool = False
-    run_status: str | None = None
-    cancel_interrupts: str | None = None  # new status for every open interrupt of the run
-    control: dict[str, Any] | None = None  # replaces the run's control requests
-    audit: list[dict[str, Any]] = field(default_factory=list)
-    result: Any = None
-    error: BridgeError | None = None
+from bridge.core.events import EventDraft
+from bridge.core.records import (
+    InterruptDecision,
+    InterruptRecord,
+    RunDecision,
+    RunRecord,
+)
 
 
 @dataclass(slots=True)
@@ -197,10 +90,6 @@ class CommitResult:
     released: bool
     wake: int
     child_events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-
-InterruptDecision = Callable[[InterruptRecord, RunRecord], Mutation]
-RunDecision = Callable[[RunRecord, list[InterruptRecord]], Mutation]
 
 
 @dataclass(slots=True)
@@ -306,7 +195,7 @@ class Store(Protocol):
         """
 
     async def commit(self, commit: RunCommit) -> CommitResult:
-        """Apply an executor step; raises :class:`~bridge.errors.StaleOwnerError` when fenced."""
+        """Apply an executor step; raises :class:`~bridge.core.errors.StaleOwnerError` when fenced."""
 
     async def mutate_run(
         self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from bridge.errors import ValidationError
+from bridge.core.errors import ValidationError
 
 
 def encode_cursor(*parts: Any) -> str:

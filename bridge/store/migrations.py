@@ -51,7 +51,7 @@ SQLITE_MIGRATIONS: list[list[str]] = [
             action TEXT NOT NULL, resource TEXT NOT NULL, run_id TEXT, details TEXT)""",
         "CREATE INDEX audit_run ON audit(run_id, id)",
     ],
-    # 2: Idempotency-Key records (see bridge/http/idempotency.py).
+    # 2: Idempotency-Key records (see bridge/host/http/idempotency.py).
     [
         """CREATE TABLE idempotency (
             key_id TEXT PRIMARY KEY, digest TEXT NOT NULL, owner TEXT, lease_until INTEGER, status INTEGER,

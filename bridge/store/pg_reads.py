@@ -13,8 +13,9 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from bridge.core.records import InterruptRecord, RunRecord, has_nul
 from bridge.store import pg_sql as q
-from bridge.store.base import InboxPage, InterruptRecord, RunRecord, has_nul
+from bridge.store.base import InboxPage
 from bridge.store.cursor import encode_cursor
 from bridge.store.pg_tx import reraise_lost_cancellation
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from bridge.events import EventDraft
-from bridge.store.base import InterruptRecord, RunRecord
+from bridge.core.events import EventDraft
+from bridge.core.records import InterruptRecord, RunRecord
 from bridge.store.cursor import page_cursor as page_cursor
 
 CHANNEL = "openwop_bridge"

@@ -34,8 +34,17 @@ from psycopg import AsyncConnection, errors
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
-from bridge.events import EventDraft
+from bridge.core.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
+from bridge.core.events import EventDraft
+from bridge.core.records import (
+    InterruptDecision,
+    InterruptRecord,
+    Mutation,
+    RunDecision,
+    RunRecord,
+    cancel_committed,
+    has_nul,
+)
 from bridge.store import pg_sql as q
 from bridge.store.base import (
     IDEMPOTENCY_COLS,
@@ -43,15 +52,8 @@ from bridge.store.base import (
     Claim,
     CommitResult,
     IdempotencyRecord,
-    InterruptDecision,
-    InterruptRecord,
-    Mutation,
     MutationResult,
     RunCommit,
-    RunDecision,
-    RunRecord,
-    cancel_committed,
-    has_nul,
     idempotency_from_row,
 )
 from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version

@@ -19,23 +19,25 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bridge.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
-from bridge.events import EventDraft
+from bridge.core.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
+from bridge.core.events import EventDraft
+from bridge.core.records import (
+    InterruptDecision,
+    InterruptRecord,
+    Mutation,
+    RunDecision,
+    RunRecord,
+    cancel_committed,
+    has_nul,
+)
 from bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
     Claim,
     CommitResult,
     IdempotencyRecord,
-    InterruptDecision,
-    InterruptRecord,
-    Mutation,
     MutationResult,
     RunCommit,
-    RunDecision,
-    RunRecord,
-    cancel_committed,
-    has_nul,
     idempotency_from_row,
 )
 from bridge.store.cursor import decode_cursor as decode_cursor

@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from bridge.store.base import InboxPage, InterruptRecord, RunRecord
+from bridge.core.records import InterruptRecord, RunRecord
+from bridge.store.base import InboxPage
 from bridge.store.cursor import encode_cursor, page_cursor
 
 RUN_COLS = (

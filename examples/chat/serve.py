@@ -25,10 +25,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bridge.cli import build_parser, build_server
-from bridge.errors import BridgeError
-from bridge.telemetry import configure_logging
-from bridge.web.pages import page_headers
+from bridge import BridgeError
+from bridge.host import build_parser, build_server, configure_logging, page_headers
 
 HERE = Path(__file__).resolve().parent
 BUNDLE = HERE / "dist" / "chat.js"

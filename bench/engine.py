@@ -1,0 +1,144 @@
+"""Scenario 1, ``engine_roundtrip``: one approval, paused and answered, in process.
+
+Bridge: :class:`~bridge.runtime.engine.Engine` on a SQLite file (``synchronous=FULL``)
+starts a one-approval workflow; the cycle ends when ``run.completed`` is
+committed. Suspension and completion are observed through the engine's event
+hub, which publishes only committed events, so "suspended" means the
+suspension is on disk.
+
+Peer: a LangGraph graph whose one node calls ``interrupt()``, compiled with
+``SqliteSaver`` on its own SQLite file (WAL, SQLite's default
+``synchronous=FULL``): ``invoke`` until it pauses, then
+``invoke(Command(resume={id: value}))`` until it ends. Each cycle uses a new
+run / thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench import workflows
+from bench.harness import Bench, Result, Target, alternate, median_ms
+from bridge.core.auth import Principal
+from bridge.runtime.engine import Engine
+from bridge.store.sqlite import SqliteStore
+
+NAME = "engine_roundtrip"
+TARGET = Target("<=", 0.25, on_ratio=True)
+
+
+class EngineCycles:
+    """The bridge side: an engine on a SQLite file and a waiter for committed events."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.principal = Principal("bench")
+        self._waiters: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
+        engine.hub.add_listener(self._on_events)
+
+    def _on_events(self, run_id: str, docs: list[dict[str, Any]]) -> None:
+        for doc in docs:
+            waiter = self._waiters.pop((run_id, doc["type"]), None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(doc)
+            if doc["type"] in ("run.failed", "run.cancelled"):
+                for key in [k for k in self._waiters if k[0] == run_id]:
+                    self._waiters.pop(key).set_exception(RuntimeError(f"run {run_id} ended with {doc['type']}"))
+
+    def expect(self, run_id: str, event_type: str) -> asyncio.Future[dict[str, Any]]:
+        """A future for the next committed event of that type in that run."""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiters[(run_id, event_type)] = future
+        return future
+
+    async def cycle(self) -> float:
+        """Start, suspend, resolve, complete; returns the seconds it took."""
+        started = time.perf_counter()
+        run = await self.engine.create_run(self.principal, workflows.APPROVAL)
+        # create_run returns before the executor first runs, so nothing is missed here.
+        suspended = self.expect(run.run_id, "node.suspended")
+        completed = self.expect(run.run_id, "run.completed")
+        await suspended
+        await self.engine.resolve(
+            self.principal, workflows.ANSWERS[workflows.APPROVAL], run_id=run.run_id, node_id=workflows.GATE
+        )
+        await completed
+        return time.perf_counter() - started
+
+
+def langgraph_peer(path: str) -> tuple[Callable[[], float], Callable[[], None]] | str:
+    """A synchronous LangGraph cycle and its cleanup, or why the peer is not available."""
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from langgraph.types import Command
+
+        from bench.langgraph_peer import build_graph
+    except ImportError as exc:
+        return f"peer not installed ({exc.name}): pip install 'openwop-bridge[langgraph]'"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    graph = build_graph(saver)
+    counter = iter(range(1 << 62))
+    answer = workflows.ANSWERS[workflows.APPROVAL]
+
+    def cycle() -> float:
+        config: Any = {"configurable": {"thread_id": f"bench-{next(counter)}"}}
+        started = time.perf_counter()
+        paused = graph.invoke({}, config)
+        interrupt_id = paused["__interrupt__"][0].id
+        done = graph.invoke(Command(resume={interrupt_id: answer}), config)
+        elapsed = time.perf_counter() - started
+        if done.get("decision") != answer:
+            raise RuntimeError(f"LangGraph peer did not complete with the answer: {done!r}")
+        return elapsed
+
+    return cycle, conn.close
+
+
+async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
+    """Measure ``engine_roundtrip`` against the LangGraph peer, alternating."""
+    n = bench.scale(1000, 60)
+    warmup = bench.scale(50, 10)
+    peer = langgraph_peer(str(bench.path("langgraph-peer.db")))
+    note = peer if isinstance(peer, str) else None
+    if note:
+        bench.progress.say("engine", f"WARNING: {note}; measuring the bridge alone")
+    engine = Engine(SqliteStore(bench.path("engine.db")), workflows=workflows.definitions())
+    await engine.start()
+    try:
+        side = EngineCycles(engine)
+
+        async def peer_sample() -> float:
+            assert not isinstance(peer, str)
+            return peer[0]()
+
+        bench.progress.say("engine", f"{warmup} warm-up + {n} cycles each, alternating")
+        ours, theirs = await alternate(
+            bench, "engine", side.cycle, None if isinstance(peer, str) else peer_sample, n=n, warmup=warmup
+        )
+        if bench.profiling:
+            bench.progress.say("engine", f"profiling {n} bridge cycles")
+            async with bench.profiler.record(NAME, os.getpid()):
+                for _ in range(n):
+                    await side.cycle()
+    finally:
+        await engine.stop()
+        if not isinstance(peer, str):
+            peer[1]()
+    return [
+        Result(
+            NAME,
+            "ms",
+            median_ms(ours),
+            median_ms(theirs),
+            n=len(ours),
+            target=TARGET,
+            note=note,
+        )
+    ]

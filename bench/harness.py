@@ -1,0 +1,468 @@
+"""The benchmark runner: scenarios, alternation with peers, medians, progress, table and JSON.
+
+A scenario family (one module each) measures one or more figures and returns a
+:class:`Result` per figure. Where a peer exists, bridge and peer iterations
+alternate inside the same process run (bridge first on even iterations, peer
+first on odd ones) so that machine noise and thermal drift hit both; every
+figure is the median of its samples. Targets are reported, never enforced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+import orjson
+
+if TYPE_CHECKING:
+    from bench.profiles import Profiler
+
+Sampler = Callable[[], Awaitable[float]]
+N = TypeVar("N", int, float)
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """Busy CPU seconds of the whole machine and of this process with its reaped children."""
+
+    machine: float
+    ours: float
+
+    @staticmethod
+    def take() -> CpuSnapshot:
+        """Read ``/proc/stat`` and :func:`os.times` (machine is 0 where there is no ``/proc``)."""
+        machine = 0.0
+        with contextlib.suppress(OSError):
+            fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+            ticks = [int(f) for f in fields]
+            # user nice system idle iowait irq softirq steal …: everything but idle and iowait is busy.
+            machine = (sum(ticks[:8]) - ticks[3] - ticks[4]) / CLOCK_TICKS
+        t = os.times()
+        return CpuSnapshot(machine, t.user + t.system + t.children_user + t.children_system)
+
+    def others_since(self, start: CpuSnapshot, elapsed_s: float) -> str:
+        """How busy other processes kept the machine since ``start``, in CPUs."""
+        others = max((self.machine - start.machine) - (self.ours - start.ours), 0.0)
+        return f"other processes kept {others / max(elapsed_s, 1e-9):.2f} of {os.cpu_count()} CPUs busy"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal for one figure: ``op`` is ``<=`` or ``>=``; ``on_ratio`` compares bridge/peer."""
+
+    op: str
+    value: float
+    on_ratio: bool = False
+
+    def met(self, result: Result) -> bool | None:
+        """Whether the figure meets the goal (None when there is no figure to compare)."""
+        figure = result.ratio if self.on_ratio else result.bridge
+        if figure is None:
+            return None
+        return figure <= self.value if self.op == "<=" else figure >= self.value
+
+    def describe(self) -> str:
+        """``ratio ≤ 0.25``, ``≥ 400``…"""
+        symbol = "≤" if self.op == "<=" else "≥"
+        return f"{'ratio ' if self.on_ratio else ''}{symbol} {self.value:g}"
+
+
+@dataclass
+class Result:
+    """One figure of the report."""
+
+    name: str
+    unit: str
+    bridge: float | None
+    peer: float | None = None
+    n: int = 0
+    target: Target | None = None
+    error: str | None = None
+    note: str | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        """bridge / peer, when both exist."""
+        if self.bridge is None or self.peer is None or self.peer == 0:
+            return None
+        return self.bridge / self.peer
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON entry: ``{bridge, peer, unit, ratio, n}`` (plus ``error`` when it failed)."""
+        doc: dict[str, Any] = {
+            "bridge": _rounded(self.bridge),
+            "peer": _rounded(self.peer),
+            "unit": self.unit,
+            "ratio": _rounded(self.ratio),
+            "n": self.n,
+        }
+        if self.error is not None:
+            doc["error"] = self.error
+        return doc
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.6g}")
+
+
+def median(samples: Sequence[float]) -> float | None:
+    """The median, or None for no samples."""
+    return statistics.median(samples) if samples else None
+
+
+def median_ms(seconds: Sequence[float]) -> float | None:
+    """The median of samples in seconds, in milliseconds."""
+    value = median(seconds)
+    return None if value is None else value * 1000
+
+
+class Progress:
+    """Progress lines on stderr: one line per step, and rate-limited counters."""
+
+    def __init__(self, stream: IO[str] | None = None, interval_s: float = 1.0) -> None:
+        self.stream = stream or sys.stderr
+        self.interval_s = interval_s
+        self._last = 0.0
+        self._started = time.perf_counter()
+
+    def say(self, scope: str, text: str) -> None:
+        """Print one progress line."""
+        elapsed = time.perf_counter() - self._started
+        print(f"[{elapsed:7.1f}s] {scope:<12} {text}", file=self.stream, flush=True)
+
+    def tick(self, scope: str, done: int, total: int, text: str = "") -> None:
+        """Print ``done/total`` at most once per interval (and always at the end)."""
+        now = time.perf_counter()
+        if done < total and now - self._last < self.interval_s:
+            return
+        self._last = now
+        self.say(scope, f"{done}/{total} {text}".rstrip())
+
+
+@dataclass
+class Bench:
+    """What every scenario gets: settings, a work folder and progress output."""
+
+    quick: bool
+    workdir: Path
+    progress: Progress
+    db: str | None = None
+    instances: int = 1
+    profiler: Profiler = field(default_factory=lambda: _profiler(None))
+    tenant: str = field(default_factory=lambda: f"bench-{secrets.token_hex(4)}")
+    api_key: str = field(default_factory=lambda: f"owb_bench_{secrets.token_hex(16)}")
+
+    @property
+    def profiling(self) -> bool:
+        """True with ``--profile``: scenarios then repeat their bridge workload under py-spy."""
+        return self.profiler.folder is not None
+
+    def scale(self, full: N, quick: N) -> N:
+        """A sample count (or duration) for the current mode."""
+        return quick if self.quick else full
+
+    def path(self, name: str) -> Path:
+        """A fresh path in the work folder."""
+        return self.workdir / name
+
+    @property
+    def key_spec(self) -> str:
+        """The ``--api-key`` given to bridge servers: every scope, this run's tenant."""
+        return f"bench={self.api_key}@{self.tenant}"
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """The Authorization header for bridge servers."""
+        return {"Authorization": f"Bearer {self.api_key}"}
+
+
+async def alternate(
+    bench: Bench,
+    scope: str,
+    bridge: Sampler,
+    peer: Sampler | None,
+    *,
+    n: int,
+    warmup: int,
+    labels: tuple[str, str] = ("bridge", "peer"),
+) -> tuple[list[float], list[float]]:
+    """Run ``warmup`` unrecorded then ``n`` recorded iterations of each sampler, alternating.
+
+    On even iterations the bridge goes first, on odd ones the peer, so neither
+    always inherits the other's leftovers (caches, a pending fsync, GC debt).
+    Returns the recorded samples of each side (``labels`` name them in progress lines).
+    """
+    bridge_samples: list[float] = []
+    peer_samples: list[float] = []
+    for i in range(warmup + n):
+        order: list[tuple[Sampler, list[float]]] = [(bridge, bridge_samples)]
+        if peer is not None:
+            order.append((peer, peer_samples))
+            if i % 2:
+                order.reverse()
+        for sampler, into in order:
+            value = await sampler()
+            if i >= warmup:
+                into.append(value)
+        if i >= warmup:
+            shown = f"median {labels[0]} {_ms(median(bridge_samples))}"
+            if peer is not None:
+                shown += f", {labels[1]} {_ms(median(peer_samples))}"
+            bench.progress.tick(scope, i + 1 - warmup, n, shown)
+    return bridge_samples, peer_samples
+
+
+def _profiler(folder: Path | None) -> Profiler:
+    # Imported here so that ``python -m bench.profiles`` does not find itself half-imported.
+    from bench.profiles import Profiler
+
+    return Profiler(folder)
+
+
+ScenarioRun = Callable[[Bench, frozenset[str]], Awaitable[list[Result]]]
+
+
+@dataclass(frozen=True, eq=False)
+class Scenario:
+    """A family of figures measured together (they share servers and data)."""
+
+    family: str
+    units: dict[str, str]  # figure name -> unit, in report order
+    module: str
+    title: str
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The figures this family measures."""
+        return tuple(self.units)
+
+    async def run(self, bench: Bench, wanted: frozenset[str]) -> list[Result]:
+        """Import the family's module and measure (lazily: peers are optional dependencies)."""
+        import importlib
+
+        module = importlib.import_module(self.module)
+        runner: ScenarioRun = module.run
+        return await runner(bench, wanted)
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("engine", {"engine_roundtrip": "ms"}, "bench.engine", "engine round trip (in process)"),
+    Scenario("http", {"http_roundtrip": "ms", "http_throughput": "cycles/s"}, "bench.http", "HTTP round trip"),
+    Scenario("agui", {"agui_roundtrip": "ms"}, "bench.agui", "AG-UI round trip"),
+    Scenario(
+        "scale",
+        {"pending_rss_mb": "MiB", "inbox_page_ms": "ms", "resolve_at_scale_ratio": "x", "restart_s": "s"},
+        "bench.scale",
+        "100,000 suspended runs",
+    ),
+    Scenario("conversation", {"conversation_turn_ratio": "x"}, "bench.conversation", "long conversation"),
+)
+
+FAMILY_OF = {name: s for s in SCENARIOS for name in s.names}
+
+
+def select(only: Iterable[str]) -> dict[Scenario, frozenset[str]]:
+    """The scenarios and figures named by ``--only`` (family or figure names); all when empty."""
+    wanted: dict[Scenario, set[str]] = {}
+    names = [n.strip() for item in only for n in item.split(",") if n.strip()]
+    if not names:
+        return {s: frozenset(s.names) for s in SCENARIOS}
+    families = {s.family: s for s in SCENARIOS}
+    for name in names:
+        if name in families:
+            wanted.setdefault(families[name], set()).update(families[name].names)
+        elif name in FAMILY_OF:
+            wanted.setdefault(FAMILY_OF[name], set()).add(name)
+        else:
+            known = sorted([*families, *FAMILY_OF])
+            raise ValueError(f"unknown scenario {name!r}; choose from: {', '.join(known)}")
+    return {s: frozenset(wanted[s]) for s in SCENARIOS if s in wanted}
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{_fmt(seconds * 1000)} ms"
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def table(results: Sequence[Result]) -> str:
+    """The results as a Markdown table (it reads the same on a terminal), with notes below."""
+    header = ["scenario", "bridge", "peer", "unit", "ratio", "target", "met", "n"]
+    rows = []
+    for r in results:
+        met = r.target.met(r) if r.target else None
+        rows.append(
+            [
+                r.name,
+                "error" if r.error else _fmt(r.bridge),
+                _fmt(r.peer),
+                r.unit,
+                _fmt(r.ratio),
+                r.target.describe() if r.target else "-",
+                "-" if met is None else ("yes" if met else "no"),
+                str(r.n),
+            ]
+        )
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    out = [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *(line(r) for r in rows)]
+    notes = [f"- {r.name}: {r.error}" for r in results if r.error]
+    notes += [f"- {r.name}: {r.note}" for r in results if r.note and not r.error]
+    if notes:
+        out += ["", *notes]
+    return "\n".join(out)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``bench`` subcommand's options."""
+    parser.add_argument("--quick", action="store_true", help="run each scenario briefly (CI keeps the harness alive)")
+    parser.add_argument("--json", metavar="PATH", help="write {scenario: {bridge, peer, unit, ratio, n}} to PATH")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only these scenarios (repeatable or comma list; a family such as 'http' or a figure name)",
+    )
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="store for the HTTP scenarios (default: a fresh SQLite file; a postgresql:// URL for shared stores)",
+    )
+    parser.add_argument(
+        "--instances",
+        type=int,
+        default=1,
+        metavar="N",
+        help="server processes sharing the --db store in the HTTP scenarios; clients are spread round-robin",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        type=Path,
+        help="also run each bridge workload under py-spy (unmeasured); speedscope files and a summary go to DIR",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (databases, server logs)")
+
+
+async def run_selected(bench: Bench, selected: dict[Scenario, frozenset[str]]) -> list[Result]:
+    """Measure every selected scenario; a failing one is reported, the others still run.
+
+    SIGTERM cancels the run like Ctrl-C does, so the servers it started are stopped.
+    """
+    task = asyncio.current_task()
+    if task is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    results: list[Result] = []
+    for scenario, wanted in selected.items():
+        bench.progress.say(scenario.family, f"-- {scenario.title}")
+        started, cpu = time.perf_counter(), CpuSnapshot.take()
+        try:
+            produced = await scenario.run(bench, wanted)
+        except Exception as exc:
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            bench.progress.say(scenario.family, f"FAILED: {detail}")
+            if os.environ.get("OPENWOP_BENCH_TRACEBACK"):
+                traceback.print_exc()
+            produced = [Result(name, unit, None, error=detail) for name, unit in scenario.units.items()]
+        by_name = {r.name: r for r in produced}
+        for name in scenario.names:
+            if name in wanted and name in by_name:
+                results.append(by_name[name])
+        elapsed = time.perf_counter() - started
+        bench.progress.say(scenario.family, f"done in {elapsed:.1f} s; {CpuSnapshot.take().others_since(cpu, elapsed)}")
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark described by parsed ``bench`` arguments; 1 if a scenario failed."""
+    try:
+        selected = select(args.only)
+    except ValueError as exc:
+        print(f"openwop-bridge bench: {exc}", file=sys.stderr)
+        return 2
+    if args.instances < 1:
+        print("openwop-bridge bench: --instances must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        profiler = _profiler(args.profile)
+    except RuntimeError as exc:
+        print(f"openwop-bridge bench: {exc}", file=sys.stderr)
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="openwop-bench-"))
+    bench = Bench(
+        quick=args.quick,
+        workdir=workdir,
+        progress=Progress(),
+        db=args.db,
+        instances=args.instances,
+        profiler=profiler,
+    )
+    mode = "quick" if args.quick else "full"
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    bench.progress.say("bench", f"{mode} run, {os.cpu_count()} CPUs, load average {load}, work folder {workdir}")
+    before, started = CpuSnapshot.take(), time.perf_counter()
+    try:
+        results = asyncio.run(run_selected(bench, selected))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("openwop-bridge bench: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if args.keep:
+            bench.progress.say("bench", f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    machine = CpuSnapshot.take().others_since(before, time.perf_counter() - started)
+    if args.db and args.db.startswith(("postgresql://", "postgres://")):
+        machine += " (the PostgreSQL server among them)"
+    bench.progress.say("bench", machine)
+    print(table(results))
+    print(f"\n{mode} run; during it {machine}")
+    if profiler.written:
+        from bench.profiles import summarize
+
+        summaries = "\n\n".join(summarize(path) for path in profiler.written)
+        (args.profile / "summary.txt").write_text(summaries + "\n")
+        bench.progress.say("bench", f"profiles in {args.profile} (summary.txt, *.speedscope.json)")
+    if args.json:
+        Path(args.json).write_bytes(
+            orjson.dumps({r.name: r.to_json() for r in results}, option=orjson.OPT_INDENT_2) + b"\n"
+        )
+    return 1 if any(r.error for r in results) else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bench``: the same as ``openwop-bridge bench``."""
+    parser = argparse.ArgumentParser(prog="openwop-bridge bench", description="benchmarks against peers")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

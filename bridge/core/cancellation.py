@@ -1,0 +1,112 @@
+"""Cancelling an interrupt or a whole run.
+
+Cancelling an approval fails closed: it is the canceller's rejection, so it
+needs the same right to decide the gate as an answer would. Any other kind
+raises ``InterruptCancelledError`` in its node. Cancelling a run invalidates its
+open interrupts and leaves the rest (nodes, children) to its executor; an
+interrupt the executor opens after the cancel committed is written closed by the
+store (see :func:`bridge.core.records.cancel_committed`), and an answer to one still
+pending on such a run is refused (:func:`bridge.core.resolution.answer_decision`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bridge.core.auth import Principal
+from bridge.core.clock import iso_ms
+from bridge.core.errors import InterruptNotFoundError, RunNotFoundError
+from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from bridge.core.resolution import (
+    NewId,
+    closed_error,
+    event_draft,
+    gate_denial,
+    resolved_payload,
+    settle_approval,
+)
+
+
+def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str = "cancelled") -> InterruptDecision:
+    """Cancel one interrupt. An approval fails closed (rejected with reason ``cancelled``);
+    anything else raises ``InterruptCancelledError`` in its node."""
+
+    def decide(intr: InterruptRecord, run: RunRecord) -> Mutation:
+        if principal.tenant not in (run.tenant, "*"):
+            raise InterruptNotFoundError("no interrupt at this address")
+        if not intr.open:
+            raise closed_error(intr, "run")
+        if intr.kind == "approval":
+            # Cancelling an approval rejects it, so only someone who may decide it may cancel it.
+            denied = gate_denial(intr, run, principal, now, new_id, principal.id)
+            if denied is not None:
+                return denied
+            final = {"action": "reject", "decidedBy": principal.id, "decidedAt": iso_ms(now), "reason": reason}
+            state = dict(intr.state)
+            state["votes"] = [
+                *state.get("votes", []),
+                {"voter": principal.id, "action": "reject", "at": iso_ms(now), "reason": reason},
+            ]
+            audit = [
+                {
+                    "principal": principal.id,
+                    "action": "approval.cancelled",
+                    "resource": f"{run.run_id}/{intr.node_id}",
+                    "details": {"interruptId": intr.interrupt_id},
+                }
+            ]
+            return settle_approval(intr, now, new_id, final, state, [], audit, "rejected")
+        resolved = resolved_payload(intr, now, principal.id, None, reason=reason, cancelled=True)
+        emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
+        return Mutation(
+            interrupt_status="cancelled",
+            resolution={
+                "resumeValue": None,
+                "resolvedBy": principal.id,
+                "resolvedAt": iso_ms(now),
+                "reason": reason,
+                "emitted": emitted,
+            },
+            resolved_at_ms=now,
+            events=[event_draft(new_id, now, "interrupt.resolved", resolved, intr.node_id)],
+            wake=True,
+            result={"status": "cancelled"},
+        )
+
+    return decide
+
+
+def run_cancel_decision(
+    principal: Principal, now: int, reason: str | None, *, parent_run_id: str | None = None
+) -> Callable[[RunRecord, list[InterruptRecord]], Mutation]:
+    """Cancel a run: invalidate its open interrupts and hand the rest to its executor.
+
+    Idempotent: a terminal (or already cancelling) run is left as it is.
+    """
+
+    def decide(run: RunRecord, open_interrupts: list[InterruptRecord]) -> Mutation:
+        if principal.tenant not in (run.tenant, "*"):
+            raise RunNotFoundError(f"run {run.run_id} does not exist")
+        if run.terminal or run.status == "cancelling":
+            return Mutation(result={"runId": run.run_id, "status": run.status, "changed": False})
+        request: dict[str, Any] = {"reason": reason or "cancelled", "cancelledBy": principal.id}
+        if parent_run_id:
+            request["parentRunId"] = parent_run_id
+        return Mutation(
+            run_status="cancelling",
+            cancel_interrupts="gone" if parent_run_id else "cancelled",
+            control={"cancel": request},
+            wake=True,
+            audit=[
+                {
+                    "principal": principal.id,
+                    "action": "run.cancel",
+                    "resource": run.run_id,
+                    "details": {"reason": request["reason"], "openInterrupts": len(open_interrupts)},
+                }
+            ],
+            result={"runId": run.run_id, "status": "cancelling", "changed": True},
+        )
+
+    return decide

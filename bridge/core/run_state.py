@@ -1,0 +1,146 @@
+"""The run's state document, read and advanced without side effects.
+
+The executor keeps one JSON document per run (``nodes``, ``tokens``,
+``ready``, ``variables`` …) and commits it with each transaction. These
+functions answer questions about it — what status the run reports, which node
+it waits at, what it outputs — and move trigger-rule tokens through the graph;
+the executor turns what they report into events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bridge.core import graph
+from bridge.core.kinds import waiting_status
+from bridge.core.records import InterruptRecord
+from bridge.core.workflow import WorkflowDefinition
+
+LIVE = ("running", "suspended")
+SETTLED = ("completed", "failed", "skipped", "cancelled")
+
+
+def suspended_nodes(state: dict[str, Any]) -> list[str]:
+    """Ids of the nodes that wait for something."""
+    return [n for n, ns in state["nodes"].items() if ns.get("status") == "suspended"]
+
+
+def _human_waits(state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        w
+        for ns in state["nodes"].values()
+        if ns.get("status") == "suspended"
+        for w in ns.get("waits", [])
+        if "kind" in w
+    ]
+
+
+def run_status(state: dict[str, Any], *, busy: bool) -> str:
+    """The status a live run reports: ``running`` or the waiting status of its oldest interrupt."""
+    nodes = state["nodes"]
+    if busy or state.get("ready") or any(ns.get("status") == "running" for ns in nodes.values()):
+        return "running"
+    waits = _human_waits(state)
+    if not waits:
+        return "running"
+    return waiting_status(min(waits, key=lambda w: w.get("at", 0))["kind"])
+
+
+def child_waits(state: dict[str, Any]) -> list[str]:
+    """The child runs a quiescent run waits on, oldest wait first (none while it has work or a question)."""
+    nodes = state["nodes"]
+    if state.get("ready") or any(ns.get("status") == "running" for ns in nodes.values()) or _human_waits(state):
+        return []
+    waits = [
+        w for ns in nodes.values() if ns.get("status") == "suspended" for w in ns.get("waits", []) if w.get("child")
+    ]
+    return [str(w["child"]) for w in sorted(waits, key=lambda w: w.get("at", 0))]
+
+
+def current_node(state: dict[str, Any]) -> str | None:
+    """The node of the oldest open interrupt, if any."""
+    waits = _human_waits(state)
+    return min(waits, key=lambda w: w.get("at", 0))["nodeId"] if waits else None
+
+
+def open_interrupt_ids(state: dict[str, Any]) -> list[str]:
+    """Interrupts that live nodes still wait on."""
+    return [
+        wait["id"]
+        for ns in state["nodes"].values()
+        if ns.get("status") in LIVE
+        for wait in ns.get("waits", [])
+        if "kind" in wait
+    ]
+
+
+def run_outputs(state: dict[str, Any], workflow: WorkflowDefinition) -> dict[str, Any]:
+    """The outputs of a completed run: those of its completed sink nodes."""
+    return {
+        node_id: ns.get("outputs", {})
+        for node_id, ns in state["nodes"].items()
+        if ns.get("status") == "completed" and not workflow.outgoing.get(node_id)
+    }
+
+
+def propagate(state: dict[str, Any], workflow: WorkflowDefinition, targets: list[str]) -> list[str]:
+    """Evaluate the trigger rules of ``targets``: queue runnable nodes, skip blocked ones.
+
+    Returns the ids of the nodes it skipped, in order; skipping settles their
+    outgoing edges too, so the skip may travel down the graph.
+    """
+    nodes = state["nodes"]
+    tokens = state["tokens"]
+    ready: list[str] = state.setdefault("ready", [])
+    skipped: list[str] = []
+    queue = list(dict.fromkeys(targets))
+    while queue:
+        node_id = queue.pop(0)
+        status = nodes.get(node_id, {}).get("status")
+        if status in LIVE or node_id in ready:
+            continue
+        verdict = graph.evaluate(workflow, tokens, node_id)
+        if verdict is graph.Verdict.WAIT:
+            continue
+        graph.consume(workflow, tokens, node_id)
+        if verdict is graph.Verdict.RUN and not workflow.nodes[node_id].disabled:
+            ready.append(node_id)
+            continue
+        if status in SETTLED:
+            # A blocked edge reaching a node that already settled (the back edge
+            # of a loop that has ended) changes nothing; skipping it again would
+            # chase the cycle forever.
+            continue
+        prev = nodes.get(node_id, {})
+        nodes[node_id] = {**prev, "status": "skipped", "visit": prev.get("visit", -1) + 1}
+        skipped.append(node_id)
+        queue += graph.settle(workflow, tokens, node_id, graph.SKIPPED)
+    return skipped
+
+
+def wait_entries(wait_ids: list[str], interrupts: Mapping[str, InterruptRecord], node_id: str) -> list[dict[str, Any]]:
+    """What a suspended node's state records of each thing it waits on (an interrupt or a child run)."""
+    entries: list[dict[str, Any]] = []
+    for wid in wait_ids:
+        if wid.startswith("child:"):
+            entries.append({"id": wid, "child": wid.split(":", 1)[1]})
+            continue
+        rec = interrupts.get(wid)
+        entries.append(
+            {
+                "id": wid,
+                "kind": rec.kind if rec else "custom",
+                "at": rec.requested_at_ms if rec else 0,
+                "nodeId": rec.node_id if rec else node_id,
+            }
+        )
+    return entries
+
+
+def execution_limit(spec: dict[str, Any], default: int) -> int:
+    """The node-execution cap of a run: the server's, lowered by ``configurable.recursionLimit``."""
+    requested = (spec.get("configurable") or {}).get("recursionLimit")
+    if isinstance(requested, int) and requested > 0:
+        return min(default, requested)
+    return default

@@ -1,0 +1,203 @@
+"""Read models: the run snapshot, interrupt views and inbox rows.
+
+Pure functions from store records to the JSON documents the surfaces return.
+Tokens are minted by the caller and passed in, so nothing here signs or reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bridge.core import approvals
+from bridge.core.clock import iso_ms
+from bridge.core.events import ENGINE_VERSION
+from bridge.core.records import InterruptRecord, RunRecord
+
+
+def interrupt_title(record: InterruptRecord) -> str:
+    """A one-line human description of what the interrupt asks."""
+    data = record.payload.get("data", {})
+    kind = record.kind
+    if kind == "approval":
+        return str(data.get("title", "Approval"))
+    if kind == "clarification":
+        questions = data.get("questions") or [{}]
+        first = str(questions[0].get("question", "Clarification"))
+        return first if len(questions) == 1 else f"{first} (+{len(questions) - 1} more)"
+    if kind == "external-event":
+        return f"Waiting for {data.get('eventType', 'an external event')}"
+    if kind == "custom":
+        return f"{data.get('customKind', 'custom')} input"
+    if kind == "low-confidence":
+        return (
+            f"Ratify {data.get('agentId', 'agent')}'s decision "
+            f"(confidence {data.get('observed')} < {data.get('threshold')})"
+        )
+    if kind == "conversation.exchange":
+        return str(data.get("prompt", "Conversation"))
+    return kind
+
+
+def vote_progress(record: InterruptRecord) -> dict[str, Any] | None:
+    """Votes so far on an approval (None for other kinds)."""
+    if record.kind != "approval":
+        return None
+    data = record.payload.get("data", {})
+    votes = record.state.get("votes", [])
+    progress = approvals.tally(data, votes).progress()
+    progress["votes"] = [dict(v) for v in votes]
+    return progress
+
+
+def interrupt_view(
+    record: InterruptRecord,
+    *,
+    token: str | None = None,
+    token_expires_ms: int | None = None,
+    base_url: str = "",
+) -> dict[str, Any]:
+    """An interrupt as shown in snapshots, inspect responses and the inbox detail."""
+    view: dict[str, Any] = {
+        "interruptId": record.interrupt_id,
+        "runId": record.run_id,
+        "workflowId": record.workflow_id,
+        "nodeId": record.node_id,
+        "kind": record.kind,
+        "key": record.key,
+        "status": record.status,
+        "title": interrupt_title(record),
+        "payload": record.payload,
+        "requestedAt": iso_ms(record.requested_at_ms),
+    }
+    if record.deadline_ms is not None:
+        view["expiresAt"] = iso_ms(record.deadline_ms)
+    if record.resolved_at_ms is not None and not record.open:
+        view["resolvedAt"] = iso_ms(record.resolved_at_ms)
+    if record.resolution is not None and not record.open:
+        view["resolution"] = {k: v for k, v in record.resolution.items() if k != "emitted"}
+    progress = vote_progress(record)
+    if progress is not None and (progress["votes"] or progress["required"] > 1):
+        view["votes"] = progress
+    asks = record.state.get("askExchanges")
+    if asks:
+        view["askExchanges"] = asks
+    if record.kind == "conversation.exchange":
+        data = record.payload.get("data", {})
+        view["conversationId"] = data.get("conversationId")
+        view["turnCount"] = max(int(data.get("turnIndex") or 1) - 1, 0)
+        if record.state.get("promptTurn"):
+            view["promptTurn"] = record.state["promptTurn"]
+    if token is not None:
+        view["interruptToken"] = token
+        view["callbackUrl"] = f"{base_url}/v1/interrupts/{token}"
+        if token_expires_ms is not None:
+            view["tokenExpiresAt"] = iso_ms(token_expires_ms)
+    return view
+
+
+def token_inspection(record: InterruptRecord) -> dict[str, Any]:
+    """What ``GET /v1/interrupts/{token}`` shows: the interrupt view plus the
+    ``InterruptPayload`` fields (``data``, ``resumeSchema``, ``timeoutMs``) at the top level."""
+    view = interrupt_view(record)
+    payload = record.payload
+    view["data"] = payload.get("data", {})
+    for name in ("resumeSchema", "timeoutMs"):
+        if payload.get(name) is not None:
+            view[name] = payload[name]
+    return view
+
+
+def inbox_item(record: InterruptRecord, now_ms: int, inspect_url: str | None) -> dict[str, Any]:
+    """One row of the pending-interrupts inbox."""
+    item: dict[str, Any] = {
+        "interruptId": record.interrupt_id,
+        "runId": record.run_id,
+        "workflowId": record.workflow_id,
+        "nodeId": record.node_id,
+        "kind": record.kind,
+        "status": record.status,
+        "title": interrupt_title(record),
+        "requestedAt": iso_ms(record.requested_at_ms),
+        "ageMs": max(now_ms - record.requested_at_ms, 0),
+    }
+    if record.deadline_ms is not None:
+        item["expiresAt"] = iso_ms(record.deadline_ms)
+    progress = vote_progress(record)
+    if progress is not None and (progress["votes"] or progress["required"] > 1):
+        item["votes"] = {k: v for k, v in progress.items() if k != "votes"}
+    if record.kind == "conversation.exchange":
+        data = record.payload.get("data", {})
+        item["conversationId"] = data.get("conversationId")
+        item["turnCount"] = max(int(data.get("turnIndex") or 1) - 1, 0)
+    if inspect_url:
+        item["inspectUrl"] = inspect_url
+    return item
+
+
+def run_snapshot(
+    run: RunRecord,
+    *,
+    open_views: Sequence[Mapping[str, Any]],
+    channels: Mapping[str, Any] | None,
+    children: Sequence[RunRecord],
+    status: str | None = None,
+) -> dict[str, Any]:
+    """The ``RunSnapshot`` document (``run-snapshot.schema.json``) of a run.
+
+    ``status`` overrides the stored one: a run that only waits on a suspended
+    child reports the child's waiting status.
+    """
+    state = run.state
+    spec = run.spec
+    snap: dict[str, Any] = {
+        "runId": run.run_id,
+        "workflowId": run.workflow_id,
+        "status": status or run.status,
+        "owner": {"tenant": run.tenant, "principal": spec.get("principal") or "anonymous"},
+        "startedAt": iso_ms(run.created_at_ms),
+        "engineVersion": ENGINE_VERSION,
+        "eventLogSchemaVersion": 1,
+        "variables": state.get("variables", {}),
+        "nodeStates": {
+            node_id: {k: v for k, v in ns.items() if k in ("status", "visit", "outputs", "error")}
+            for node_id, ns in state.get("nodes", {}).items()
+        },
+    }
+    if run.completed_at_ms is not None:
+        snap["completedAt"] = iso_ms(run.completed_at_ms)
+    for name in ("tags", "metadata", "configurable"):
+        if spec.get(name):
+            snap[name] = spec[name]
+    if spec.get("replayOf"):
+        snap["replayOf"] = spec["replayOf"]
+    if run.parent_run_id:
+        snap["parentRunId"] = run.parent_run_id
+        snap["parentNodeId"] = run.parent_node_id
+    if state.get("error") and run.status == "failed":
+        err = state["error"]
+        snap["error"] = {k: err[k] for k in ("code", "message", "details") if k in err}
+    if run.status == "completed":
+        snap["outputs"] = state.get("outputs", {})
+    if children:
+        snap["childRuns"] = [{"runId": c.run_id, "status": c.status, "workflowId": c.workflow_id} for c in children]
+    if open_views:
+        first = open_views[0]
+        snap["currentNodeId"] = first["nodeId"]
+        snap["interrupt"] = {
+            "kind": first["kind"],
+            "nodeId": first["nodeId"],
+            "interruptId": first["interruptId"],
+            "payload": first["payload"],
+            **{
+                k: first[k]
+                for k in ("interruptToken", "tokenIntent", "callbackUrl", "expiresAt", "votes")
+                if k in first
+            },
+        }
+        snap["interrupts"] = list(open_views)
+    elif state.get("currentNodeId"):
+        snap["currentNodeId"] = state["currentNodeId"]
+    if channels:
+        snap["channels"] = dict(channels)
+    return snap

@@ -1,0 +1,26 @@
+"""The host: the HTTP surface, the web pages, the command line, discovery and plugins.
+
+Adapters take what they need of the host from here: how to join ``serve``
+(:class:`ServerBuild`), and the helpers that make their routes speak like the rest.
+"""
+
+from __future__ import annotations
+
+from bridge.host.cli import build_parser, build_server
+from bridge.host.http.body import read_json
+from bridge.host.http.openapi import error_responses
+from bridge.host.http.responses import JSONResponse
+from bridge.host.plugins import ServerBuild
+from bridge.host.web.pages import page_headers
+from bridge.runtime.telemetry import configure_logging
+
+__all__ = [
+    "JSONResponse",
+    "ServerBuild",
+    "build_parser",
+    "build_server",
+    "configure_logging",
+    "error_responses",
+    "page_headers",
+    "read_json",
+]

@@ -1,0 +1,411 @@
+"""``openwop-bridge``: the command line.
+
+``serve`` starts the host (SQLite file, demo workflows and a printed dev key by
+default). Every flag has an ``OPENWOP_BRIDGE_*`` environment variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import logging
+import os
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from bridge.core.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
+from bridge.core.errors import BridgeError
+from bridge.core.events import ENGINE_VERSION
+from bridge.core.tokens import parse_secret_spec
+from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
+from bridge.host import plugins
+from bridge.host.http.limits import HeaderLimits, http_protocol
+from bridge.host.plugins import ServerBuild
+from bridge.runtime.config import EngineConfig
+from bridge.runtime.engine import Engine
+from bridge.runtime.telemetry import configure_logging
+from bridge.store import open_store
+
+log = logging.getLogger("bridge.host.cli")
+
+DEV_KEY_NAMESPACE = "bridge.dev-key"
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(f"OPENWOP_BRIDGE_{name}", default)
+
+
+def _lease_ms(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds") from None
+    if value < 100:
+        raise argparse.ArgumentTypeError("must be at least 100 milliseconds")
+    return value
+
+
+def _idempotency_hours(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of hours") from None
+    if not 24 <= value <= 24 * 90:
+        raise argparse.ArgumentTypeError("must be between 24 (the OpenWOP minimum) and 2160 hours")
+    return value
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("must be greater than 0")
+        return value
+
+    return parse
+
+
+def _env_list(name: str, sep: str) -> list[str]:
+    raw = _env(name)
+    return [p for p in raw.split(sep) if p.strip()] if raw else []
+
+
+def demo_workflows() -> list[WorkflowDefinition]:
+    """The demo workflows bundled with the package."""
+    folder = resources.files("bridge").joinpath("demo")
+    with resources.as_file(folder) as path:
+        return load_workflow_dir(Path(path))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for the docs and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="openwop-bridge", description="OpenWOP interrupt host with AG-UI and LangGraph adapters."
+    )
+    parser.add_argument("--version", action="version", version=ENGINE_VERSION)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="start the HTTP host")
+    serve.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=int(_env("PORT", "8000") or 8000), help="port (default 8000)")
+    serve.add_argument(
+        "--db",
+        default=_env("DB", "./openwop-bridge.db"),
+        help="SQLite file (default ./openwop-bridge.db) or postgresql:// URL",
+    )
+    serve.add_argument(
+        "--workflows",
+        action="append",
+        default=_env_list("WORKFLOWS", os.pathsep),
+        metavar="DIR",
+        help="load every *.json workflow in DIR (repeatable)",
+    )
+    serve.add_argument(
+        "--no-demo", action="store_true", default=_env("NO_DEMO") == "1", help="do not load the bundled demo workflows"
+    )
+    serve.add_argument(
+        "--graph",
+        action="append",
+        default=_env_list("GRAPHS", ";"),
+        metavar="ID=module:attr",
+        help="serve a compiled LangGraph graph as workflow ID (repeatable)",
+    )
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        default=_env_list("API_KEYS", ";"),
+        metavar="[PRINCIPAL=]KEY[:scopes][@tenant][+roles]",
+        help="accept this API key (repeatable); without any, a dev key with every scope is printed",
+    )
+    serve.add_argument("--keys-file", default=_env("KEYS_FILE"), help="JSON file of API keys")
+    serve.add_argument(
+        "--token-secret",
+        action="append",
+        default=_env_list("TOKEN_SECRETS", ";"),
+        metavar="[KID:]SECRET",
+        help="signing secret for interrupt links (repeatable: the first signs, all verify); "
+        "default: generated and kept in the database",
+    )
+    serve.add_argument("--public-url", default=_env("PUBLIC_URL"), help="base URL used in links (default: request URL)")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=_env_list("ALLOWED_HOSTS", ","),
+        metavar="NAME",
+        help="also answer requests for this host name (repeatable; '*.example.com' for subdomains, '*' for any); "
+        "always: localhost, 127.0.0.1, ::1, the --host address and the --public-url host",
+    )
+    serve.add_argument(
+        "--no-conversation",
+        action="store_true",
+        default=_env("NO_CONVERSATION") == "1",
+        help="switch off the conversation primitive (workflows using it are refused)",
+    )
+    serve.add_argument(
+        "--no-agui", action="store_true", default=_env("NO_AGUI") == "1", help="do not serve workflows as AG-UI agents"
+    )
+    serve.add_argument(
+        "--no-ui",
+        action="store_true",
+        default=_env("NO_UI") == "1",
+        help="do not serve the operator inbox (/ui/) or the signed-link page",
+    )
+    serve.add_argument("--escalation-threshold", type=float, default=float(_env("ESCALATION_THRESHOLD", "0.7") or 0.7))
+    serve.add_argument(
+        "--lease-ms",
+        type=_lease_ms,
+        default=_env("LEASE_MS", "30000"),
+        help="how long a run stays with an instance that stopped renewing it (default 30000)",
+    )
+    serve.add_argument(
+        "--idempotency-hours",
+        type=_idempotency_hours,
+        default=_env("IDEMPOTENCY_HOURS", "24"),
+        help="how long an Idempotency-Key and its response are kept (default 24)",
+    )
+    limits = HeaderLimits()
+    serve.add_argument(
+        "--header-timeout",
+        type=_positive(float),
+        default=_env("HEADER_TIMEOUT", str(limits.timeout_s)),
+        metavar="SECONDS",
+        help=f"close connections whose request header is not complete in this time (default {limits.timeout_s})",
+    )
+    serve.add_argument(
+        "--max-header-bytes",
+        type=_positive(int),
+        default=_env("MAX_HEADER_BYTES", str(limits.max_bytes)),
+        help=f"refuse request headers larger than this with 431 (default {limits.max_bytes})",
+    )
+    serve.add_argument(
+        "--max-header-fields",
+        type=_positive(int),
+        default=_env("MAX_HEADER_FIELDS", str(limits.max_fields)),
+        help=f"refuse request headers with more fields than this with 431 (default {limits.max_fields})",
+    )
+    serve.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
+    serve.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"))
+
+    keys = sub.add_parser("keys", help="manage interrupt-link signing keys in the database")
+    keys.add_argument("action", choices=["list", "rotate", "retire"])
+    keys.add_argument("--db", default=_env("DB", "./openwop-bridge.db"))
+    keys.add_argument("--kid", help="key id (for retire)")
+
+    from bench import add_arguments as add_bench_arguments
+
+    add_bench_arguments(sub.add_parser("bench", help="benchmarks side by side with peers, printed as a table"))
+    return parser
+
+
+def _load_keys(args: argparse.Namespace) -> list[ApiKey]:
+    keys = [parse_key_spec(spec) for spec in args.api_key]
+    if args.keys_file:
+        keys += load_keys_file(args.keys_file)
+    return keys
+
+
+def allowed_hosts(args: argparse.Namespace) -> list[str] | None:
+    """The host names ``serve`` answers to (links are built from them), or None for any."""
+    names = [h.strip() for h in args.allowed_host if h.strip()]
+    if "*" in names:
+        return None
+    names += ["localhost", "127.0.0.1", "::1"]
+    if args.host not in ("", "0.0.0.0", "::"):
+        names.append(args.host)
+    if args.public_url and urlsplit(args.public_url).hostname:
+        names.append(str(urlsplit(args.public_url).hostname))
+    return names
+
+
+def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
+    """The ASGI app, engine and key ring for ``serve`` (without starting them)."""
+    store = open_store(args.db)
+    secrets = [parse_secret_spec(s) for s in args.token_secret]
+    engine = Engine(
+        store,
+        config=EngineConfig(
+            conversation_enabled=not args.no_conversation,
+            default_threshold=args.escalation_threshold,
+            lease_ms=args.lease_ms,
+            idempotency_ttl_ms=args.idempotency_hours * 3600 * 1000,
+        ),
+        token_secrets=secrets,
+    )
+    build = ServerBuild(engine=engine, db=args.db, options={"graph": list(args.graph), "no_agui": args.no_agui})
+    for name, install in plugins.installed():
+        log.debug("installing plugin %s", name)
+        install(build)
+    if args.graph and "graph" not in build.claimed:
+        raise BridgeError("--graph needs the LangGraph adapter: pip install 'openwop-bridge[langgraph]'")
+    workflows: list[WorkflowDefinition] = [] if args.no_demo else demo_workflows()
+    for folder in args.workflows:
+        workflows += load_workflow_dir(folder)
+    for wf in [*workflows, *build.workflows]:
+        engine.add_workflow(wf)
+    keys = _load_keys(args)
+    ring = KeyRing(keys)
+    dev: dict[str, str] = {}
+
+    async def ensure_dev_key() -> None:
+        if keys:
+            return
+        stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
+        if stored is None:
+            candidate, _ = generate_dev_key()
+            # Instances starting together on a new database agree on the first key written.
+            if await store.kv_put(DEV_KEY_NAMESPACE, "key", candidate, engine.clock.now_ms(), only_if_absent=True):
+                stored = candidate
+            else:
+                stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
+        ring.add(make_key(str(stored), principal="dev", scopes=["*"], roles=["admin"]))
+        dev["key"] = str(stored)
+
+    routes = list(build.routes)
+
+    def banner() -> None:
+        url = args.public_url or f"http://{args.host}:{args.port}"
+        lines = [
+            f"openwop-bridge {ENGINE_VERSION.split('/')[1]} serving on {url}",
+            f"  database : {getattr(store, 'display_url', args.db)}",
+            f"  workflows: {', '.join(wf.id for wf in engine.workflows()) or '(none)'}",
+        ]
+        if dev.get("key"):
+            lines += [
+                f"  dev API key (every scope, tenant 'default'): {dev['key']}",
+                f"  try: curl -s -H 'Authorization: Bearer {dev['key']}' {url}/v1/workflows",
+            ]
+        else:
+            lines.append(f"  API keys : {len(ring)} configured")
+        if any(getattr(r, "path", "").startswith("/agui") for r in routes):
+            lines.append(f"  AG-UI    : {url}/agui/<workflowId>")
+        if not args.no_ui:
+            lines.append(f"  inbox    : {url}/ui/")
+        print("\n".join(lines), flush=True)
+
+    from bridge.host import web
+    from bridge.host.http import create_app
+    from bridge.host.http.openapi import web_fragment
+
+    fragments = list(build.openapi)
+    if not args.no_ui:
+        routes += web.web_routes()
+        fragments.append(web_fragment())
+    app = create_app(
+        engine,
+        ring,
+        extra_routes=routes,
+        public_url=args.public_url,
+        link_page=None if args.no_ui else web.link_page,
+        on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
+        on_shutdown=build.shutdown,
+        openapi=fragments,
+        allowed_hosts=allowed_hosts(args),
+    )
+    return app, engine, ring, banner
+
+
+async def _async(fn: Callable[[], None]) -> None:
+    fn()
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the host under uvicorn until interrupted."""
+    import uvicorn
+
+    configure_logging(args.log_level, args.log_format)
+    app, _, _, _ = build_server(args)
+    # Bound here, before the application starts, so the banner it prints names a port
+    # that is really ours, and a busy port fails in one line instead of after it.
+    sock = _listen(args.host, args.port)
+    args.port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level.lower(),
+        access_log=False,
+        lifespan="on",
+        log_config=None,
+        # Open event streams end at shutdown instead of holding it up.
+        timeout_graceful_shutdown=5,
+        http=http_protocol(HeaderLimits(args.header_timeout, int(args.max_header_bytes), int(args.max_header_fields))),
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``, or a one-line error saying why not."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = (
+            "the address is already in use (another server is running there; choose another --port)"
+            if exc.errno == errno.EADDRINUSE
+            else exc.strerror or str(exc)
+        )
+        raise RuntimeError(f"cannot listen on {host}:{port}: {reason}") from None
+    return sock
+
+
+async def _keys(args: argparse.Namespace) -> int:
+    store = open_store(args.db)
+    await store.open()
+    try:
+        engine = Engine(store)
+        await engine.load_signing_keys()
+        if args.action == "rotate":
+            kid = await engine.rotate_signing_key()
+            print(f"new active signing key: {kid} (older keys keep verifying until retired)")
+        elif args.action == "retire":
+            if not args.kid:
+                print("keys retire needs --kid", file=sys.stderr)
+                return 2
+            await store.retire_signing_key(args.kid, engine.clock.now_ms())
+            print(f"retired {args.kid}: links signed with it are refused from now on")
+        for kid, _, active in await store.signing_keys():
+            print(f"{kid}\t{'active' if active else 'verify-only'}")
+    finally:
+        await store.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``openwop-bridge`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return serve(args)
+        if args.command == "keys":
+            return asyncio.run(_keys(args))
+        if args.command == "bench":
+            from bench import run as run_bench
+
+            return run_bench(args)
+    except BridgeError as exc:
+        print(f"openwop-bridge: {exc.message}", file=sys.stderr)
+        if exc.details:
+            for problem in exc.details.get("problems", []):
+                print(f"  - {problem}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        print(f"openwop-bridge: {exc}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

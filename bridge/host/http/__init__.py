@@ -1,0 +1,7 @@
+"""The OpenWOP HTTP host (Starlette + uvicorn)."""
+
+from __future__ import annotations
+
+from bridge.host.http.app import create_app
+
+__all__ = ["create_app"]

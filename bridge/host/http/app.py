@@ -1,0 +1,177 @@
+"""The HTTP host: a Starlette app over an :class:`~bridge.runtime.engine.Engine`.
+
+``create_app(engine, keyring)`` returns an ASGI app serving the OpenWOP REST
+surface. Extra routes (the AG-UI adapter, the web pages) are mounted with
+``extra_routes`` and documented by the OpenAPI fragments passed as ``openapi``.
+The app starts and stops the engine in its lifespan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.datastructures import URL
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from bridge.core.auth import KeyRing
+from bridge.host.discovery import discovery_document
+from bridge.host.http import interrupts, runs
+from bridge.host.http.deps import engine
+from bridge.host.http.openapi import openapi_document
+from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
+from bridge.runtime.engine import Engine
+
+
+async def discovery(request: Request) -> Response:
+    """``GET /.well-known/openwop``: cacheable, with an ETag honoured by If-None-Match."""
+    body = orjson.dumps(discovery_document(engine(request)))
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    headers = {"Cache-Control": "public, max-age=60", "ETag": etag}
+    match = request.headers.get("if-none-match", "")
+    if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+async def openapi_json(request: Request) -> Response:
+    """``GET /v1/openapi.json``: the document built once by :func:`create_app`."""
+    body: bytes = request.app.state.openapi
+    return Response(body, media_type="application/json", headers={"Cache-Control": "public, max-age=300"})
+
+
+async def healthz(request: Request) -> Response:
+    """Liveness: 200 once the engine is serving."""
+    return JSONResponse({"status": "ok", "instance": engine(request).instance_id})
+
+
+def one_route_per_path(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """Merge the plain function routes that share a path into one route dispatching on the method.
+
+    Starlette answers a wrong method with the first route whose path matches, so
+    separate ``GET`` and ``POST`` routes for one path would send ``405`` with an
+    ``Allow`` header naming only one of them.
+    """
+    groups: dict[str, list[Route]] = {}
+    for route in routes:
+        if type(route) is Route and inspect.iscoroutinefunction(route.endpoint) and route.methods:
+            groups.setdefault(route.path, []).append(route)
+    merged: list[BaseRoute] = []
+    for route in routes:
+        group = groups.get(route.path, []) if isinstance(route, Route) else []
+        if len(group) < 2 or not any(r is route for r in group):
+            merged.append(route)
+        elif route is group[0]:
+            merged.append(_dispatching_route(group))
+    return merged
+
+
+def _dispatching_route(group: Sequence[Route]) -> Route:
+    """One route for ``group`` (same path), calling the endpoint of the request's method."""
+    handlers: dict[str, Callable[[Request], Awaitable[Response]]] = {
+        method: r.endpoint for r in group for method in r.methods or ()
+    }
+
+    async def dispatch(request: Request) -> Response:
+        return await handlers[request.method](request)
+
+    return Route(group[0].path, dispatch, methods=sorted(handlers), name=group[0].name)
+
+
+class TrustedHosts:
+    """Refuse requests whose ``Host`` is not one of ``allowed`` (400 envelope), so links never carry a forged host.
+
+    Names match exactly (case-insensitive, port ignored); ``*.example.com`` matches
+    its subdomains. ``/healthz`` answers to any host: it carries no links, and load
+    balancers probe it by address. Starlette's ``TrustedHostMiddleware`` does the same
+    check but answers in plain text, outside the OpenWOP error envelope.
+    """
+
+    def __init__(self, app: ASGIApp, allowed: Sequence[str]) -> None:
+        self.app = app
+        self.exact = {h.lower() for h in allowed if not h.startswith("*.")}
+        self.suffixes = tuple(h[1:].lower() for h in allowed if h.startswith("*."))
+
+    def allows(self, host: str) -> bool:
+        """Whether requests for ``host`` (a bare name or address) are served."""
+        return host in self.exact or (bool(self.suffixes) and host.endswith(self.suffixes))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] != "/healthz":
+            host = URL(scope=scope).hostname or ""
+            if not self.allows(host.lower()):
+                refusal = envelope(
+                    "validation_error", f"this server does not answer to the host name {host!r}", {"host": host}
+                )
+                await JSONResponse(refusal, status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(
+    engine: Engine,
+    keyring: KeyRing,
+    *,
+    extra_routes: Sequence[BaseRoute] = (),
+    public_url: str | None = None,
+    keepalive_s: float = 15.0,
+    manage_engine: bool = True,
+    link_page: Callable[[Request], Awaitable[Response]] | None = None,
+    on_startup: Sequence[Callable[[], Awaitable[Any]]] = (),
+    on_shutdown: Sequence[Callable[[], Awaitable[Any]]] = (),
+    openapi: Sequence[Mapping[str, Any]] = (),
+    allowed_hosts: Sequence[str] | None = None,
+) -> Starlette:
+    """The OpenWOP host as an ASGI app.
+
+    ``openapi``: OpenAPI fragments (``{"paths": …, "components": …}``) documenting
+    ``extra_routes`` in ``GET /v1/openapi.json``. With ``allowed_hosts``, requests for
+    any other ``Host`` are refused (see :class:`TrustedHosts`); without, every host is
+    served (an embedding app's choice).
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if manage_engine:
+            await engine.start()
+        for hook in on_startup:
+            await hook()
+        try:
+            yield
+        finally:
+            for hook in on_shutdown:
+                await hook()
+            if manage_engine:
+                await engine.stop()
+
+    routes: list[BaseRoute] = [
+        Route("/.well-known/openwop", discovery, methods=["GET"]),
+        Route("/v1/openapi.json", openapi_json, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        *runs.routes,
+        *interrupts.routes,
+        *extra_routes,
+    ]
+    handlers = dict(EXCEPTION_HANDLERS)
+    for transient in getattr(engine.store, "transient_errors", ()):
+        handlers[transient] = store_unavailable
+    middleware = [] if allowed_hosts is None else [Middleware(TrustedHosts, allowed=list(allowed_hosts))]
+    app = Starlette(
+        routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
+    )
+    app.state.openapi = orjson.dumps(openapi_document(openapi, link_page=link_page is not None))
+    app.state.engine = engine
+    app.state.keyring = keyring
+    app.state.public_url = public_url
+    app.state.keepalive_s = keepalive_s
+    app.state.link_page = link_page
+    return app

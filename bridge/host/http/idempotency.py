@@ -1,0 +1,197 @@
+"""``Idempotency-Key`` on the routes that create or answer: one decorator, records in the store.
+
+A request carrying the header is handled at most once per key:
+
+- the key is scoped to the caller (tenant and principal; a signed link used
+  without credentials is its own caller) and to the endpoint, and is stored only
+  as a digest of that scope;
+- the request's digest covers its path parameters and its JSON body in a
+  canonical spelling (key order and spacing do not matter);
+- a final response (2xx, or a 4xx the state of the resource decided: 409, 410,
+  422) is recorded and replayed to a retry with ``OpenWOP-Idempotent-Replay:
+  true``; refusals a retry may fix (400, 401, 403, 404, 413, 415, 429, 5xx)
+  are not, so the retry is handled afresh;
+- the same key with another request is ``409 idempotency_key_mismatch``; a
+  retry while the first is still being handled is ``409 idempotency_in_flight``
+  with ``Retry-After``;
+- records live ``EngineConfig.idempotency_ttl_ms`` (24 hours by default) in the
+  store, so they survive restarts and are shared by every instance.
+
+The response is recorded right after the effect commits, in a second short
+transaction. Should the process die between the two, the key stays pending
+until its lease (:data:`IN_FLIGHT_LEASE_MS`) runs out, and a retry after that is
+handled again: an answer then meets the settled interrupt (409
+``interrupt_already_resolved``), while a create would start a second run.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import re
+import secrets
+from collections.abc import Awaitable, Callable
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message
+
+from bridge.core.auth import Principal
+from bridge.core.errors import (
+    BridgeError,
+    IdempotencyInFlightError,
+    IdempotencyKeyMismatchError,
+    PayloadTooLargeError,
+    ValidationError,
+)
+from bridge.host.http.body import MAX_BODY
+from bridge.host.http.deps import engine, optional_principal, principal
+from bridge.host.http.responses import JSONResponse
+from bridge.store.base import IdempotencyRecord
+
+log = logging.getLogger("bridge.host.http.idempotency")
+
+HEADER = "idempotency-key"
+REPLAY_HEADER = "OpenWOP-Idempotent-Replay"
+#: Printable ASCII without spaces, 1 to 255 characters (a UUID is the usual choice).
+KEY_PATTERN = re.compile(r"[\x21-\x7e]{1,255}")
+#: How long the first request holds its key before a retry may take it over (its process died).
+IN_FLIGHT_LEASE_MS = 60_000
+#: Statuses recorded and replayed besides 2xx: outcomes the resource's state decided.
+FINAL_REFUSALS = frozenset({409, 410, 422})
+#: Response headers worth replaying.
+KEPT_HEADERS = ("content-type", "location")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def idempotent(endpoint: str, *, anonymous: bool = False) -> Callable[[Handler], Handler]:
+    """Honour ``Idempotency-Key`` on a route; ``endpoint`` names its operation (``POST /v1/runs``).
+
+    ``anonymous`` routes (a signed link) also accept callers without credentials;
+    such a caller's keys are scoped to the link it presents.
+    """
+
+    def wrap(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        async def guarded(request: Request) -> Response:
+            key = request.headers.get(HEADER)
+            if key is None:
+                return await handler(request)
+            who = optional_principal(request) if anonymous else principal(request)
+            if not KEY_PATTERN.fullmatch(key):
+                raise ValidationError("Idempotency-Key must be 1 to 255 printable ASCII characters without spaces")
+            raw = await _read_body(request)
+            request = _with_body(request, raw)
+            return await _handle(request, handler, _key_id(who, endpoint, key, request), _digest(request, raw))
+
+        return guarded
+
+    return wrap
+
+
+async def _handle(request: Request, handler: Handler, key_id: str, digest: str) -> Response:
+    eng = engine(request)
+    store = eng.store
+    owner = secrets.token_hex(8)
+    found = await store.idempotency_begin(
+        key_id, digest, owner, eng.clock.now_ms(), lease_ms=IN_FLIGHT_LEASE_MS, ttl_ms=eng.config.idempotency_ttl_ms
+    )
+    if found is not None:
+        return _answer_for(found, digest)
+    try:
+        response = await handler(request)
+    except BridgeError as exc:
+        if exc.status in FINAL_REFUSALS:
+            await _finish(request, key_id, owner, exc.status, {"content-type": "application/json"}, exc.envelope())
+        else:
+            await store.idempotency_release(key_id, owner)
+        raise
+    except Exception:
+        await store.idempotency_release(key_id, owner)
+        raise
+    # A cancelled request (BaseException) keeps its key pending: its effect may have committed.
+    if 200 <= response.status_code < 300 or response.status_code in FINAL_REFUSALS:
+        kept = {name: response.headers[name] for name in KEPT_HEADERS if name in response.headers}
+        await _finish(request, key_id, owner, response.status_code, kept, bytes(response.body).decode("utf-8"))
+    else:
+        await store.idempotency_release(key_id, owner)
+    return response
+
+
+async def _finish(
+    request: Request, key_id: str, owner: str, status: int, headers: dict[str, str], body: object
+) -> None:
+    text = body if isinstance(body, str) else orjson.dumps(body).decode("utf-8")
+    try:
+        await engine(request).store.idempotency_finish(key_id, owner, status, headers, text)
+    except Exception:
+        # The effect is committed: answer it. A retry meets the pending key until its lease runs out.
+        log.warning("could not record an idempotent response on %s %s", request.method, request.url.path)
+
+
+def _answer_for(found: IdempotencyRecord, digest: str) -> Response:
+    if found.digest != digest:
+        error: BridgeError = IdempotencyKeyMismatchError(
+            "this Idempotency-Key was already used for a different request; use a new key for a new request"
+        )
+        return JSONResponse(error.envelope(), status_code=error.status)
+    if found.pending or found.status is None:
+        error = IdempotencyInFlightError(
+            "the first request with this Idempotency-Key is still being handled; retry shortly",
+            details={"retryAfter": 1},
+        )
+        return JSONResponse(error.envelope(), status_code=error.status, headers={"Retry-After": "1"})
+    headers = {**found.headers, REPLAY_HEADER: "true"}
+    return Response((found.body or "").encode("utf-8"), status_code=found.status, headers=headers)
+
+
+def _key_id(who: Principal | None, endpoint: str, key: str, request: Request) -> str:
+    if who is not None:
+        scope = [who.tenant, who.id]
+    else:
+        token = str(request.path_params.get("token", ""))
+        scope = ["", "link:" + hashlib.sha256(token.encode("utf-8")).hexdigest()]
+    return hashlib.sha256(orjson.dumps([*scope, endpoint, key])).hexdigest()
+
+
+def _digest(request: Request, raw: bytes) -> str:
+    digest = hashlib.sha256(orjson.dumps(sorted((str(k), str(v)) for k, v in request.path_params.items())))
+    digest.update(b"\x00")
+    try:
+        canonical = b"json:" + orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS) if raw.strip() else b""
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        canonical = b"raw:" + raw  # not JSON (the route refuses it): compared as sent
+    digest.update(canonical)
+    return digest.hexdigest()
+
+
+async def _read_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        raise PayloadTooLargeError(f"the request body is larger than {MAX_BODY} bytes", details={"limit": MAX_BODY})
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise PayloadTooLargeError(f"the request body is larger than {MAX_BODY} bytes", details={"limit": MAX_BODY})
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _with_body(request: Request, raw: bytes) -> Request:
+    """The same request, its body (already read) delivered again to the route."""
+    delivered = False
+    receive = request.receive
+
+    async def replay() -> Message:
+        nonlocal delivered
+        if delivered:
+            return await receive()
+        delivered = True
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    return Request(request.scope, replay)

@@ -1,0 +1,177 @@
+"""Run routes: create, read, list, cancel, fork, events (SSE, JSON, poll), audit."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from bridge.core.errors import ValidationError
+from bridge.core.workflow import thaw
+from bridge.host.http import sse
+from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, parse, read_json
+from bridge.host.http.deps import (
+    EVENTS_LIMIT,
+    LAST_SEQUENCE,
+    PAGE_LIMIT,
+    POLL_TIMEOUT_S,
+    base_url,
+    engine,
+    int_param,
+    principal,
+)
+from bridge.host.http.idempotency import idempotent
+from bridge.host.http.responses import JSONResponse
+
+
+def _run_created(request: Request, run_id: str, status: str, **extra: object) -> JSONResponse:
+    url = f"{base_url(request)}/v1/runs/{run_id}"
+    return JSONResponse(
+        {"runId": run_id, "status": status, "eventsUrl": f"{url}/events", "runUrl": url, **extra},
+        status_code=201,
+        headers={"Location": url},
+    )
+
+
+@idempotent("POST /v1/runs")
+async def create_run(request: Request) -> Response:
+    """``POST /v1/runs``."""
+    who = principal(request)
+    body = parse(CreateRunBody, await read_json(request))
+    run = await engine(request).create_run(
+        who,
+        body.workflowId,
+        inputs=body.inputs,
+        configurable=body.configurable,
+        tags=body.tags,
+        metadata=body.metadata,
+        tenant=body.tenantId,
+    )
+    return _run_created(request, run.run_id, run.status)
+
+
+async def list_runs(request: Request) -> Response:
+    """``GET /v1/runs?workflowId=&status=&limit=&cursor=``."""
+    who = principal(request)
+    runs, cursor = await engine(request).list_runs(
+        who,
+        workflow_id=request.query_params.get("workflowId"),
+        status=request.query_params.get("status"),
+        limit=int_param(request, "limit", 50, **PAGE_LIMIT),
+        cursor=request.query_params.get("cursor"),
+    )
+    return JSONResponse(
+        {
+            "runs": [
+                {"runId": r.run_id, "workflowId": r.workflow_id, "status": r.status, "createdAt": r.created_at_ms}
+                for r in runs
+            ],
+            "nextCursor": cursor,
+        }
+    )
+
+
+async def get_run(request: Request) -> Response:
+    """``GET /v1/runs/{runId}``: the RunSnapshot."""
+    who = principal(request)
+    snap = await engine(request).snapshot(request.path_params["run_id"], who, base_url=base_url(request))
+    return JSONResponse(snap)
+
+
+async def cancel_run(request: Request) -> Response:
+    """``POST /v1/runs/{runId}/cancel``: 200 ``{runId, status}``, also on a terminal run."""
+    who = principal(request)
+    body = parse(CancelBody, await read_json(request, required=False, absent={}))
+    result = await engine(request).cancel_run(request.path_params["run_id"], who, body.reason)
+    return JSONResponse(result)
+
+
+async def fork_run(request: Request) -> Response:
+    """``POST /v1/runs/{runId}:fork {"mode": "replay"}``."""
+    who = principal(request)
+    body = parse(ForkBody, await read_json(request, required=False, absent={}))
+    source = request.path_params["run_id"]
+    run = await engine(request).fork_run(source, who, body.mode, body.fromSeq)
+    return _run_created(request, run.run_id, run.status, sourceRunId=source, mode=body.mode, fromSeq=0)
+
+
+def _last_event_id(request: Request) -> int:
+    raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+    if raw is None or raw == "":
+        return -1
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ValidationError("Last-Event-ID must be an event sequence number") from exc
+    if not -1 <= value < 2**53:
+        raise ValidationError("Last-Event-ID must be an event sequence number")
+    return value
+
+
+async def run_events(request: Request) -> Response:
+    """``GET /v1/runs/{runId}/events``: SSE, or ``{events}`` under ``Accept: application/json``."""
+    who = principal(request)
+    run_id = request.path_params["run_id"]
+    eng = engine(request)
+    after = _last_event_id(request)
+    accept = request.headers.get("accept", "")
+    if "application/json" in accept and "text/event-stream" not in accept:
+        events = await eng.events(run_id, who, after, int_param(request, "limit", 10_000, **EVENTS_LIMIT))
+        return JSONResponse({"events": events})
+    who.require("runs:read")
+    await eng.visible_run(run_id, who)
+    keepalive = float(request.app.state.keepalive_s)
+    return StreamingResponse(
+        sse.follow(eng, run_id, after, keepalive_s=keepalive),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def poll_events(request: Request) -> Response:
+    """``GET /v1/runs/{runId}/events/poll?lastSequence=&timeout=`` (long poll; ``timeout`` in seconds)."""
+    who = principal(request)
+    who.require("runs:read")
+    run_id = request.path_params["run_id"]
+    eng = engine(request)
+    await eng.visible_run(run_id, who)
+    after = int_param(request, "lastSequence", -1, **LAST_SEQUENCE)
+    timeout_s = int_param(request, "timeout", 0, **POLL_TIMEOUT_S)
+    return JSONResponse(await sse.poll(eng, run_id, after, timeout_s * 1000))
+
+
+async def run_audit(request: Request) -> Response:
+    """``GET /v1/runs/{runId}/audit``: votes, overrides and denials recorded for a run."""
+    who = principal(request)
+    who.require("runs:read")
+    run_id = request.path_params["run_id"]
+    eng = engine(request)
+    await eng.visible_run(run_id, who)
+    return JSONResponse({"entries": await eng.audit(run_id)})
+
+
+async def list_workflows(request: Request) -> Response:
+    """``GET /v1/workflows``."""
+    principal(request).require("workflows:read")
+    return JSONResponse({"workflows": [wf.describe() for wf in engine(request).workflows()]})
+
+
+async def get_workflow(request: Request) -> Response:
+    """``GET /v1/workflows/{workflowId}``: the definition as loaded."""
+    principal(request).require("workflows:read")
+    wf = engine(request).workflow(request.path_params["workflow_id"])
+    return JSONResponse(thaw(wf.raw))
+
+
+routes = [
+    Route("/v1/workflows", list_workflows, methods=["GET"]),
+    Route("/v1/workflows/{workflow_id}", get_workflow, methods=["GET"]),
+    Route("/v1/runs", create_run, methods=["POST"]),
+    Route("/v1/runs", list_runs, methods=["GET"]),
+    Route("/v1/runs/{run_id}:fork", fork_run, methods=["POST"]),
+    Route("/v1/runs/{run_id}", get_run, methods=["GET"]),
+    Route("/v1/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
+    Route("/v1/runs/{run_id}/events", run_events, methods=["GET"]),
+    Route("/v1/runs/{run_id}/events/poll", poll_events, methods=["GET"]),
+    Route("/v1/runs/{run_id}/audit", run_audit, methods=["GET"]),
+]

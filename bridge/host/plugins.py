@@ -1,0 +1,61 @@
+"""Server plugins: how adapters join ``openwop-bridge serve`` without ``bridge`` importing them.
+
+A package declares an entry point in the ``openwop_bridge.plugins`` group whose
+target is a function ``install(build: ServerBuild) -> None``. ``serve`` calls
+every installed plugin before starting; a plugin adds routes, workflows or
+start-up hooks to the build, and claims the command-line options it handles.
+A plugin that adds routes documents them with an OpenAPI fragment (``{"paths":
+…, "components": {"schemas": …}}``) in ``openapi``; the host merges it into
+``GET /v1/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from starlette.routing import BaseRoute
+
+from bridge.core.workflow import WorkflowDefinition
+from bridge.runtime.engine import Engine
+
+log = logging.getLogger("bridge.host.plugins")
+
+GROUP = "openwop_bridge.plugins"
+
+
+@dataclass
+class ServerBuild:
+    """What plugins may contribute to a server being assembled."""
+
+    engine: Engine
+    db: str
+    options: dict[str, Any]
+    routes: list[BaseRoute] = field(default_factory=list)
+    openapi: list[dict[str, Any]] = field(default_factory=list)
+    workflows: list[WorkflowDefinition] = field(default_factory=list)
+    startup: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
+    shutdown: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
+    claimed: set[str] = field(default_factory=set)
+
+    def claim(self, option: str) -> Any:
+        """Take responsibility for a command-line option and return its value."""
+        self.claimed.add(option)
+        return self.options.get(option)
+
+
+Installer = Callable[[ServerBuild], None]
+
+
+def installed() -> list[tuple[str, Installer]]:
+    """Every plugin installed in this environment, by name."""
+    found = []
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        try:
+            found.append((ep.name, ep.load()))
+        except ImportError as exc:
+            log.info("plugin %s is not usable here (%s)", ep.name, exc)
+    return found

@@ -1,0 +1,16 @@
+"""The web pages people answer interrupts in, served by the host itself.
+
+``web_routes()`` adds the operator inbox at ``/ui/`` (a static page that talks
+to the OpenWOP endpoints with the API key the person pastes in), its assets
+under ``/ui/static/`` and two small endpoints under ``/ui/api/``.
+``link_page`` renders ``GET /v1/interrupts/{token}`` for browsers: the one
+interrupt a signed link points at, or a page saying why the link is no longer
+usable. Everything is served from the package; nothing comes from a CDN.
+"""
+
+from __future__ import annotations
+
+from bridge.host.web.link import link_page
+from bridge.host.web.pages import web_routes
+
+__all__ = ["link_page", "web_routes"]

@@ -1,7 +1,0 @@
-"""The OpenWOP HTTP host (Starlette + uvicorn)."""
-
-from __future__ import annotations
-
-from bridge.http.app import create_app
-
-__all__ = ["create_app"]

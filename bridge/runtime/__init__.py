@@ -1,0 +1,1 @@
+"""The runtime: the engine facade, the executor that drives runs, node contexts, timers and the hub."""

@@ -1,0 +1,599 @@
+"""``NodeContext``: what node code sees, and the ``interrupt`` primitive itself.
+
+A node that must wait does not keep a coroutine alive: ``interrupt`` records
+the request and *unwinds* the node (with :class:`Suspend`, a ``BaseException``
+so ordinary ``except Exception`` blocks do not swallow it). When the answer is
+committed, the node runs again from its top. Every ``interrupt`` call before
+the current one finds its key already resolved and returns the persisted value
+at once, without a new ``interrupt.requested``; events the node emitted before
+are recognised by their place in the node's command history and not emitted
+twice. Recovery after a crash is the same path.
+
+Node code gets time, ids and side effects only through this object
+(``ctx.now_ms``, ``ctx.step``) so that re-execution gives the same answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from bridge.core import kinds
+from bridge.core.errors import (
+    CapabilityRefusedError,
+    InterruptCancelledError,
+    ReplayDivergedError,
+    ValidationError,
+)
+from bridge.core.events import EventDraft
+from bridge.core.records import InterruptRecord
+from bridge.core.workflow import NodeSpec, WorkflowDefinition, thaw
+from bridge.runtime.activation import Activation, InterruptHandle, Suspend
+
+if TYPE_CHECKING:
+    from bridge.runtime.conversation import Conversation
+
+log = logging.getLogger("bridge.node")
+
+STEP_EVENT = "bridge.step.recorded"
+#: Command numbers of :meth:`NodeContext.emit_once` events start here, after every positional one.
+ONCE_BASE = 1_000_000
+
+_SUSPEND_REASON = {
+    "approval": "approval",
+    "clarification": "clarification",
+    "external-event": "external-event",
+    "custom": "custom",
+    "low-confidence": "low-confidence",
+    "conversation.start": "conversation",
+    "conversation.exchange": "conversation-input",
+    "conversation.close": "conversation",
+}
+
+
+class ContextHost(Protocol):
+    """What a context needs from the executor that created it."""
+
+    default_threshold: float
+    conversation_enabled: bool
+    workflow: WorkflowDefinition
+
+    def clock_now_ms(self) -> int:
+        """The current time in epoch milliseconds."""
+
+    def new_id(self, prefix: str) -> str:
+        """A new unique id."""
+
+    async def find_key(self, key: str) -> InterruptRecord | None:
+        """An interrupt of this run with ``key`` raised by another node, if any."""
+
+    async def source_interrupt(self, exec_node: str, visit: int, ordinal: int) -> InterruptRecord | None:
+        """In a replay fork: the source run's interrupt at the same place."""
+
+    async def source_history(self, exec_node: str, visit: int) -> list[dict[str, Any]]:
+        """In a replay fork: the source run's command events of this activation."""
+
+    async def flush(self, ctx: NodeContext) -> None:
+        """Commit what the node has emitted so far (before a long wait)."""
+
+    async def start_child(self, ctx: NodeContext, workflow_id: str, inputs: Mapping[str, Any], ordinal: int) -> str:
+        """Create (once) a child run; returns its id."""
+
+    async def child_status(self, run_id: str) -> tuple[str, dict[str, Any]]:
+        """A child run's status and snapshot summary."""
+
+
+class NodeContext:
+    """The runtime handed to node code (``async def run(ctx) -> dict``)."""
+
+    def __init__(
+        self,
+        host: ContextHost,
+        *,
+        run_id: str,
+        tenant: str,
+        workflow_id: str,
+        node: NodeSpec,
+        visit: int,
+        int_base: int,
+        child_base: int,
+        inputs: Mapping[str, Any],
+        variables: Mapping[str, Any],
+        configurable: Mapping[str, Any],
+        known: Sequence[InterruptRecord],
+        history: Sequence[dict[str, Any]],
+        started_at_ms: int,
+        once_history: Sequence[dict[str, Any]] = (),
+        replaying_fork: bool,
+        cancelling: bool = False,
+        upstream: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self._host = host
+        self.run_id = run_id
+        self.tenant = tenant
+        self.workflow_id = workflow_id
+        self.node = node
+        self.node_id = node.id
+        self.visit = visit
+        self.inputs = dict(inputs)
+        self.variables: dict[str, Any] = dict(variables)
+        self.configurable = dict(configurable)
+        self.config: dict[str, Any] = thaw(node.config)
+        self.started_at_ms = started_at_ms
+        self.cancelling = cancelling
+        #: Status, outputs and error of the nodes feeding this one (by node id).
+        self.upstream: dict[str, Mapping[str, Any]] = dict(upstream or {})
+        self._int_base = int_base
+        self._child_base = child_base
+        self._by_key: dict[str, InterruptRecord] = {r.key: r for r in known}
+        self._by_slot: dict[tuple[int, int], InterruptRecord] = {(r.visit, r.ordinal): r for r in known}
+        self._history = list(history)
+        self._once_seen = {(d["type"], d.get("payload", {}).get("_once")) for d in once_history}
+        self._once_count = len(once_history)
+        self._replaying_fork = replaying_fork
+        self.activation = Activation()
+        self._cmd = 0
+
+    # --- identity ----------------------------------------------------------------
+
+    @property
+    def agent_id(self) -> str:
+        """The agent this node speaks for: ``config.agentId``, the node's agent pin, or a host id."""
+        configured = self.config.get("agentId")
+        if isinstance(configured, str) and len(configured) >= 3:
+            return configured
+        if self.node.agent and isinstance(self.node.agent.get("agentId"), str):
+            return str(self.node.agent["agentId"])
+        return f"host:agent:{self.node_id}"
+
+    def new_id(self, prefix: str) -> str:
+        """A new unique id (event ids, conversation ids)."""
+        return self._host.new_id(prefix)
+
+    @property
+    def workflow(self) -> WorkflowDefinition:
+        """The workflow this node belongs to."""
+        return self._host.workflow
+
+    def now_ms(self) -> int:
+        """The current time (use :meth:`step` when the value must survive re-execution)."""
+        return self._host.clock_now_ms()
+
+    # --- events ------------------------------------------------------------------
+
+    def _draft(
+        self, type_: str, payload: Any, *, node_id: str | None = None, causation: str | None = None, cmd: bool = False
+    ) -> EventDraft:
+        draft = EventDraft(
+            event_id=self._host.new_id("evt"),
+            type=type_,
+            payload=payload,
+            timestamp_ms=self._host.clock_now_ms(),
+            node_id=node_id or self.node_id,
+            causation_id=causation,
+            activation=(self.node_id, self.visit, self._cmd) if cmd else None,
+        )
+        self.activation.drafts.append(draft)
+        return draft
+
+    def _next_command(self, type_: str) -> dict[str, Any] | None:
+        """The recorded command at this position, checked against ``type_`` (or None if new)."""
+        index = self._cmd
+        if index < len(self._history):
+            recorded = self._history[index]
+            if recorded["type"] != type_:
+                raise ReplayDivergedError(
+                    f"node {self.node_id!r} emitted {type_!r} where its history has {recorded['type']!r}",
+                    details={"nodeId": self.node_id, "command": index, "expected": recorded["type"]},
+                )
+            self._cmd += 1
+            return recorded
+        return None
+
+    def emit(self, type_: str, payload: Any) -> None:
+        """Emit a node event (e.g. ``agent.reasoned`` or a vendor ``acme.thing.done``).
+
+        On re-execution an event already in the node's history is not emitted again.
+        """
+        if self._next_command(type_) is not None:
+            return
+        self._draft(type_, payload, cmd=True)
+        self._cmd += 1
+        self.activation.emitted = self._cmd
+
+    def emit_once(self, type_: str, payload: dict[str, Any], key: str) -> bool:
+        """Emit an event identified by ``key`` at most once per activation, wherever it comes.
+
+        For node code whose order of events is not the same on every execution
+        (it follows outside state, like a LangGraph checkpoint). Returns True when
+        the event was emitted now.
+        """
+        if (type_, key) in self._once_seen:
+            return False
+        self._once_seen.add((type_, key))
+        draft = EventDraft(
+            event_id=self._host.new_id("evt"),
+            type=type_,
+            payload={**payload, "_once": key},
+            timestamp_ms=self._host.clock_now_ms(),
+            node_id=self.node_id,
+            activation=(self.node_id, self.visit, ONCE_BASE + self._once_count),
+        )
+        self._once_count += 1
+        self.activation.drafts.append(draft)
+        self.activation.once = self._once_count
+        return True
+
+    def known_interrupts(self) -> list[InterruptRecord]:
+        """Interrupts this node raised earlier in the run (as loaded for this execution)."""
+        return list(self._by_key.values())
+
+    async def lookup_key(self, key: str) -> InterruptRecord | None:
+        """The interrupt of this run with ``key``, if one was raised."""
+        return self._by_key.get(key) or await self._host.find_key(key)
+
+    def log(self, level: str, message: str, **fields: Any) -> None:
+        """Log through the run: ``warn``/``error`` also become ``log.appended`` events.
+
+        A warning already in the node's history (the node is being re-executed)
+        is neither logged nor emitted again.
+        """
+        durable = level in ("warn", "error")
+        if not (durable and self._cmd < len(self._history)):
+            getattr(log, {"warn": "warning"}.get(level, level), log.info)(
+                "%s", message, extra={"runId": self.run_id, "nodeId": self.node_id}
+            )
+        if durable:
+            self.emit("log.appended", {"level": level, "message": message, "nodeId": self.node_id, "fields": fields})
+
+    def set_variable(self, name: str, value: Any) -> None:
+        """Change a run variable; recorded as ``variable.changed``."""
+        previous = self.variables.get(name)
+        self.variables[name] = value
+        self.activation.variables[name] = value
+        self.emit("variable.changed", {"name": name, "previous": previous, "next": value, "nodeId": self.node_id})
+
+    async def step(self, name: str, fn: Callable[[], Awaitable[Any]] | Callable[[], Any]) -> Any:
+        """Run a side effect once per activation and record its JSON result.
+
+        On re-execution the recorded result is returned and ``fn`` is not called:
+        use this for model calls, HTTP requests, random choices and clock reads.
+        """
+        recorded = self._next_command(STEP_EVENT)
+        if recorded is not None:
+            return recorded["payload"].get("result")
+        value = fn()
+        if asyncio.iscoroutine(value) or isinstance(value, Awaitable):
+            value = await value
+        self._draft(STEP_EVENT, {"nodeId": self.node_id, "name": name, "result": value}, cmd=True)
+        self._cmd += 1
+        self.activation.emitted = self._cmd
+        return value
+
+    def say(self, text: str, *, message_id: str | None = None) -> str:
+        """Say something to the people following the run (an ``output.chunk``, whole).
+
+        Returns the message id; the AG-UI adapter streams it as assistant text.
+        """
+        return self.stream_text([text], message_id=message_id)
+
+    def stream_text(self, chunks: Sequence[str], *, message_id: str | None = None) -> str:
+        """Emit one assistant message as several ``output.chunk`` events (the last has ``isLast``)."""
+        mid = message_id or f"msg:{self.run_id}:{self.node_id}:{self.visit}:{self._cmd}"
+        parts = list(chunks) or [""]
+        for i, chunk in enumerate(parts):
+            self.emit(
+                "output.chunk",
+                {
+                    "nodeId": self.node_id,
+                    "runId": self.run_id,
+                    "chunk": chunk,
+                    "isLast": i == len(parts) - 1,
+                    "channel": mid,
+                },
+            )
+        return mid
+
+    async def checkpoint(self) -> None:
+        """Make everything emitted so far durable now (before a long operation)."""
+        await self._host.flush(self)
+
+    async def sleep(self, ms: int) -> None:
+        """Wait until ``ms`` after this activation started (survives a restart)."""
+        await self._host.flush(self)
+        remaining = self.started_at_ms + ms - self._host.clock_now_ms()
+        if remaining > 0:
+            await asyncio.sleep(remaining / 1000)
+
+    # --- interrupts --------------------------------------------------------------
+
+    def _address(self, address: str | None) -> str:
+        if address is None:
+            return self.node_id
+        if not address or any(c in address for c in "/?#% "):
+            raise ValidationError("an interrupt address may not contain '/', '?', '#', '%' or spaces")
+        return f"{self.node_id}:{address}"
+
+    async def request(
+        self,
+        payload: Mapping[str, Any],
+        *,
+        address: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        instant: Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]] | None = None,
+    ) -> InterruptHandle:
+        """Register an interrupt without suspending; return its handle.
+
+        The key decides identity: a key already known to the run returns the
+        existing interrupt (resolved or not) and emits nothing. ``address`` gives
+        the interrupt its own ``nodeId`` (``<node>:<address>``) when one node holds
+        several at once. ``extra`` adds fields to ``node.suspended``.
+        """
+        ordinal = self.activation.ordinals
+        self.activation.ordinals += 1
+        default_key = f"{self.run_id}:{self.node_id}:{self._int_base + ordinal}"
+        slot = self._by_slot.get((self.visit, ordinal))
+        known_key = kinds.payload_key(payload, default_key)
+        if slot is not None and slot.key == known_key and known_key in self._by_key:
+            # Replaying a request this activation already made: the payload was checked
+            # when it was first raised, and checking every earlier turn again on each
+            # re-execution would make a long conversation slower with every turn.
+            return self._known(self._by_key[known_key])
+        p = kinds.normalize_payload(payload, default_key)
+        if p["kind"] in kinds.CONVERSATION_KINDS and not self._host.conversation_enabled:
+            raise CapabilityRefusedError(
+                "conversationPrimitive",
+                f"node {self.node_id!r} opened a conversation, which this host does not offer "
+                "(declare it with conversation=True to have such workflows refused at run creation)",
+            )
+        key = p["key"]
+        # Explicit keys carry their identity; the place check guards code that relies on order.
+        if slot is not None and slot.key != key and key == default_key:
+            raise ReplayDivergedError(
+                f"node {self.node_id!r} asked for interrupt {key!r} where its history has {slot.key!r}",
+                details={"nodeId": self.node_id, "ordinal": ordinal},
+            )
+        record = self._by_key.get(key)
+        if record is None and key != default_key:
+            record = await self._host.find_key(key)
+        if record is None and self._replaying_fork:
+            record = await self._replay_from_source(p, ordinal, address, extra)
+        if record is None and self.cancelling:
+            raise InterruptCancelledError("the run is being cancelled", reason="run-cancelled")
+        if record is not None:
+            return self._known(record)
+        return InterruptHandle(self._new_record(p, ordinal, address, extra, instant))
+
+    def _known(self, record: InterruptRecord) -> InterruptHandle:
+        """The handle of an interrupt the run already holds (marking a settled one consumed)."""
+        if not record.open and not record.consumed:
+            self.activation.consumed.append(record.interrupt_id)
+            record.consumed = True  # taken now; the next commit records it
+        return InterruptHandle(record)
+
+    def _new_record(
+        self,
+        p: dict[str, Any],
+        ordinal: int,
+        address: str | None,
+        extra: Mapping[str, Any] | None,
+        instant: Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]] | None,
+        *,
+        copied_from: InterruptRecord | None = None,
+    ) -> InterruptRecord:
+        now = self._host.clock_now_ms()
+        wire_node = self._address(address)
+        timeout = p.get("timeoutMs")
+        record = InterruptRecord(
+            interrupt_id=self._host.new_id("int"),
+            run_id=self.run_id,
+            tenant=self.tenant,
+            workflow_id=self.workflow_id,
+            node_id=wire_node,
+            exec_node=self.node_id,
+            visit=self.visit,
+            ordinal=ordinal,
+            key=p["key"],
+            kind=p["kind"],
+            status="pending",
+            payload=p,
+            requested_at_ms=now,
+            deadline_ms=now + timeout if timeout else None,
+            state=dict(extra.get("state", {})) if extra else {},
+        )
+        requested = self._draft("interrupt.requested", p, node_id=wire_node)
+        record.requested_event_id = requested.event_id
+        suspended_payload: dict[str, Any] = {
+            "nodeId": wire_node,
+            "interruptId": record.interrupt_id,
+            "kind": p["kind"],
+            "key": p["key"],
+            "reason": _SUSPEND_REASON[p["kind"]],
+        }
+        if extra:
+            suspended_payload.update({k: v for k, v in extra.items() if k != "state"})
+        suspended = self._draft("node.suspended", suspended_payload, node_id=wire_node, causation=requested.event_id)
+        record.state["suspendedEventId"] = suspended.event_id
+        if copied_from is not None:
+            self._settle_copy(record, copied_from)
+        elif instant is not None:
+            resolution, more = instant(record)
+            resolution["emitted"] = [{"type": d.type, "payload": d.payload, "nodeId": d.node_id} for d in more]
+            record.status = "resolved"
+            record.resolution = resolution
+            record.resolved_at_ms = now
+            record.consumed = True
+            self.activation.drafts.extend(more)
+        self.activation.new_interrupts.append(record)
+        self._by_key[record.key] = record
+        self._by_slot[(self.visit, ordinal)] = record
+        return record
+
+    async def _replay_from_source(
+        self, p: dict[str, Any], ordinal: int, address: str | None, extra: Mapping[str, Any] | None
+    ) -> InterruptRecord | None:
+        source = await self._host.source_interrupt(self.node_id, self.visit, ordinal)
+        if source is None:
+            return None
+        if source.kind != p["kind"] or _comparable(source.payload) != _comparable(p):
+            raise ReplayDivergedError(
+                f"node {self.node_id!r} asked for a different interrupt than the source run at ordinal {ordinal}",
+                details={"nodeId": self.node_id, "ordinal": ordinal, "sourceKey": source.key},
+            )
+        extra_copy: dict[str, Any] = dict(extra or {})
+        extra_copy["state"] = {k: v for k, v in source.state.items() if k != "suspendedEventId"}
+        for name in ("promptTurn", "turn"):
+            if name in extra_copy and name in source.state:
+                extra_copy[name] = source.state[name]
+        return self._new_record(p, ordinal, address, extra_copy, None, copied_from=source)
+
+    def _settle_copy(self, record: InterruptRecord, source: InterruptRecord) -> None:
+        """A replay fork takes the source's answer instead of asking anyone."""
+        if source.open:
+            return
+        now = self._host.clock_now_ms()
+        record.status = source.status
+        record.resolution = dict(source.resolution or {})
+        record.resolved_at_ms = now
+        record.consumed = True
+        for event in (source.resolution or {}).get("emitted", []):
+            payload = event["payload"]
+            if isinstance(payload, dict) and "interruptId" in payload:
+                payload = {**payload, "interruptId": record.interrupt_id}
+            causation = record.state.get("suspendedEventId") if event["type"] == "conversation.opened" else None
+            self._draft(event["type"], payload, node_id=event.get("nodeId", record.node_id), causation=causation)
+
+    def peek_next(self) -> InterruptRecord | None:
+        """The interrupt the next :meth:`request` of this activation will return, if it exists."""
+        return self._by_slot.get((self.visit, self.activation.ordinals))
+
+    async def source_for_next(self) -> InterruptRecord | None:
+        """In a replay fork: the source run's interrupt at the next request's place."""
+        if not self._replaying_fork:
+            return None
+        return await self._host.source_interrupt(self.node_id, self.visit, self.activation.ordinals)
+
+    def next_interrupt_number(self) -> int:
+        """The run-wide counter the next auto key of this node will use."""
+        return self._int_base + self.activation.ordinals
+
+    def wait_any(self, handles: Sequence[InterruptHandle]) -> None:
+        """Return if any handle is settled; otherwise suspend the node on all of them."""
+        if not handles or any(h.settled for h in handles):
+            return
+        raise Suspend([h.interrupt_id for h in handles])
+
+    async def interrupt(self, payload: Mapping[str, Any], *, address: str | None = None) -> Any:
+        """Pause until the interrupt is resolved; return the validated resume value.
+
+        Raises :class:`~bridge.core.errors.InterruptTimeoutError` when ``timeoutMs``
+        elapses and :class:`~bridge.core.errors.InterruptCancelledError` when the
+        interrupt or its run is cancelled.
+        """
+        handle = await self.request(payload, address=address)
+        return handle.result()
+
+    async def suspend(self, payload: Mapping[str, Any], *, address: str | None = None) -> Any:
+        """Alias of :meth:`interrupt` accepting ``reason``/``resumeKey``/``answerSchema``."""
+        return await self.interrupt(payload, address=address)
+
+    # --- conversations and agents -------------------------------------------------
+
+    async def conversation(
+        self,
+        *,
+        title: str | None = None,
+        initial_prompt: str | None = None,
+        timeout_ms: int | None = None,
+        channel: str | None = None,
+        speaker_id: str | None = None,
+        key: str | None = None,
+        conversation_id: str | None = None,
+    ) -> Conversation:
+        """Open a multi-turn conversation (RFC 0005); see :class:`bridge.runtime.conversation.Conversation`."""
+        from bridge.runtime.conversation import open_conversation
+
+        return await open_conversation(
+            self,
+            title=title,
+            initial_prompt=initial_prompt,
+            timeout_ms=timeout_ms,
+            channel=channel,
+            speaker_id=speaker_id,
+            key=key,
+            conversation_id=conversation_id,
+        )
+
+    async def decide(
+        self,
+        decision: Any,
+        *,
+        confidence: float | None = None,
+        agent_id: str | None = None,
+        threshold: float | None = None,
+        key: str | None = None,
+    ) -> Any:
+        """Report an agent decision; escalate to a person when confidence is below threshold.
+
+        Emits ``agent.decided``. Below the threshold (argument, else the run's
+        ``configurable.escalationThreshold``, else the host default 0.7) it raises a
+        ``low-confidence`` interrupt and returns the operator-ratified decision.
+        Equal to the threshold continues; a missing confidence is no signal; a
+        non-finite or out-of-range one is logged and never escalates.
+        """
+        agent = agent_id or self.agent_id
+        usable = kinds.finite_confidence(confidence)
+        payload: dict[str, Any] = {"agentId": agent, "decision": decision}
+        if usable is not None:
+            payload["confidence"] = usable
+        self.emit("agent.decided", payload)
+        if confidence is not None and usable is None:
+            shown = (
+                confidence if isinstance(confidence, int | float) and not math.isnan(confidence) else str(confidence)
+            )
+            self.log("warn", "agent reported an unusable confidence; not escalating", agentId=agent, confidence=shown)
+            return decision
+        if usable is None:
+            return decision
+        limit = self.escalation_threshold(threshold)
+        if usable >= limit:
+            return decision
+        data = {"agentId": agent, "threshold": limit, "observed": usable, "decision": decision}
+        request: dict[str, Any] = {"kind": "low-confidence", "data": data}
+        if key is not None:
+            request["key"] = key
+        handle = await self.request(request, extra={"agentId": agent, "threshold": limit, "observed": usable})
+        return handle.result()
+
+    def escalation_threshold(self, explicit: float | None = None) -> float:
+        """The threshold in force: explicit, per-run, or the host default."""
+        for candidate in (explicit, self.configurable.get("escalationThreshold")):
+            value = kinds.finite_confidence(candidate)
+            if value is not None:
+                return value
+        return self._host.default_threshold
+
+    async def start_child(self, workflow_id: str, inputs: Mapping[str, Any] | None = None) -> str:
+        """Start a child run of ``workflow_id`` (once per call site); return its id."""
+        ordinal = self._child_base + self.activation.children
+        self.activation.children += 1
+        return await self._host.start_child(self, workflow_id, inputs or {}, ordinal)
+
+    async def run_child(self, workflow_id: str, inputs: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start a child run (once) and wait for it to end; returns ``(status, summary)``."""
+        return await self.wait_child(await self.start_child(workflow_id, inputs))
+
+    async def wait_child(self, child_id: str) -> tuple[str, dict[str, Any]]:
+        """Suspend until a child run has ended; returns ``(status, summary)``."""
+        status, summary = await self._host.child_status(child_id)
+        if status in ("completed", "failed", "cancelled"):
+            return status, summary
+        raise Suspend([f"child:{child_id}"])
+
+
+def _comparable(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """An interrupt payload without its run-specific parts (key, remaining time)."""
+    return {k: v for k, v in payload.items() if k not in ("key", "timeoutMs")}

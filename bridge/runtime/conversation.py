@@ -1,0 +1,348 @@
+"""The conversation primitive (RFC 0005): many turns inside one node.
+
+``conv = await ctx.conversation(...)`` raises an instant ``conversation.start``
+interrupt and emits ``conversation.opened``; each ``await conv.exchange(prompt)``
+is a ``conversation.exchange`` interrupt that suspends the node until a person
+(or peer) answers; ``await conv.close(outcome)`` raises an instant
+``conversation.close`` and emits ``conversation.closed``. The node never leaves
+between turns: on every resume it runs again from its top and the earlier
+turns come back from the log without asking anyone.
+
+Turns are ``ConversationTurn`` documents with ``messageId =
+${conversationId}:${turnIndex}:${role}``: turn 0 opens, exchange *i* has the
+agent's prompt ``…:i:agent`` and the answer ``…:i:user``, and the closing turn
+has the next index. They fold into a ``message`` channel shown in the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from bridge.core import kinds
+from bridge.core.auth import Principal
+from bridge.core.errors import (
+    ConversationClosedError,
+    InterruptTimeoutError,
+)
+from bridge.core.events import EventDraft
+from bridge.core.exchange import (
+    answer_exchange,
+    make_turn,
+    message_channel,
+    resolved_event_payload,
+)
+from bridge.core.records import InterruptRecord
+from bridge.core.workflow import WorkflowDefinition
+from bridge.runtime.activation import InterruptHandle
+
+_UNSET: Any = object()
+
+
+class ConversationNode(Protocol):
+    """What a conversation needs from the node that holds it (a :class:`~bridge.runtime.context.NodeContext`)."""
+
+    run_id: str
+    tenant: str
+    node_id: str
+    config: dict[str, Any]
+
+    @property
+    def agent_id(self) -> str:
+        """The agent the node speaks for."""
+
+    @property
+    def workflow(self) -> WorkflowDefinition:
+        """The node's workflow."""
+
+    def new_id(self, prefix: str) -> str:
+        """A new unique id."""
+
+    def now_ms(self) -> int:
+        """The current time in epoch milliseconds."""
+
+    def peek_next(self) -> InterruptRecord | None:
+        """The interrupt the node's next request returns, if it exists."""
+
+    def next_interrupt_number(self) -> int:
+        """The counter the next automatic key uses."""
+
+    async def lookup_key(self, key: str) -> InterruptRecord | None:
+        """The interrupt of this run with ``key``."""
+
+    async def source_for_next(self) -> InterruptRecord | None:
+        """In a replay fork: the source run's interrupt at the next request's place."""
+
+    async def request(
+        self,
+        payload: Mapping[str, Any],
+        *,
+        address: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        instant: Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]] | None = None,
+    ) -> InterruptHandle:
+        """Register an interrupt without suspending."""
+
+
+def _event(
+    ctx: ConversationNode, type_: str, payload: dict[str, Any], node_id: str, causation: str | None
+) -> EventDraft:
+    return EventDraft(
+        event_id=ctx.new_id("evt"),
+        type=type_,
+        payload=payload,
+        timestamp_ms=ctx.now_ms(),
+        node_id=node_id,
+        causation_id=causation,
+    )
+
+
+class Conversation:
+    """An open conversation inside a node. Create it with ``ctx.conversation(...)``."""
+
+    def __init__(
+        self, ctx: ConversationNode, conversation_id: str, channel: str, speaker: str, deadline_ms: int | None
+    ) -> None:
+        self._ctx = ctx
+        self.id = conversation_id
+        self.channel = channel
+        self.speaker = speaker
+        self.deadline_ms = deadline_ms
+        self.turn_index = 0
+        self.closed = False
+        self.outcome: Any = None
+        self.close_reason: str | None = None
+        #: Who ended it: ``"peer"`` (the person answered with close), ``"node"`` or ``"timeout"``.
+        self.closed_by: str | None = None
+        self.turns: list[dict[str, Any]] = []
+
+    async def exchange(
+        self,
+        prompt: str,
+        *,
+        outcome_schema: Mapping[str, Any] | None = None,
+        auto_answer: Any = _UNSET,
+        key: str | None = None,
+        address: str | None = None,
+    ) -> Any:
+        """Ask one turn and wait for the answer; return its validated content.
+
+        Returns ``None`` when the person closes the conversation instead of
+        answering (``conv.closed`` is then True and ``conv.outcome`` holds their
+        outcome). Raises :class:`~bridge.core.errors.ConversationClosedError` after a
+        close, and :class:`~bridge.core.errors.InterruptTimeoutError` once the
+        conversation's deadline has passed (after emitting ``conversation.closed``).
+
+        ``auto_answer`` answers the turn at once, as the host itself (used by the
+        conformance ``mockAutoResume`` mode); the events are those of a real turn.
+        ``key`` / ``address`` are for callers whose turns do not come in a fixed
+        order (an adapter following another runtime's state).
+        """
+        handle = await self.request_exchange(
+            prompt, outcome_schema=outcome_schema, auto_answer=auto_answer, key=key, address=address
+        )
+        if self.closed and self.closed_by == "peer":
+            return None
+        return handle.result()
+
+    async def request_exchange(
+        self,
+        prompt: str,
+        *,
+        outcome_schema: Mapping[str, Any] | None = None,
+        auto_answer: Any = _UNSET,
+        key: str | None = None,
+        address: str | None = None,
+    ) -> InterruptHandle:
+        """Register the next turn without suspending; see :meth:`exchange`."""
+        if self.closed:
+            raise ConversationClosedError(f"conversation {self.id} is closed; no more exchanges")
+        ctx = self._ctx
+        index = self.turn_index + 1
+        now = ctx.now_ms()
+        data: dict[str, Any] = {"conversationId": self.id, "prompt": prompt, "turnIndex": index}
+        if outcome_schema is not None:
+            kinds.compile_schema(outcome_schema, "outcomeSchema")
+            data["outcomeSchema"] = dict(outcome_schema)
+        payload: dict[str, Any] = {"kind": "conversation.exchange", "data": data}
+        if key is not None:
+            payload["key"] = key
+            live = await ctx.lookup_key(key) is None
+        else:
+            live = ctx.peek_next() is None and await ctx.source_for_next() is None
+        if live and self.deadline_ms is not None:
+            if now >= self.deadline_ms:
+                await self._close(None, "timeout", role="system", content="conversation timed out")
+                raise InterruptTimeoutError(f"conversation {self.id} timed out")
+            payload["timeoutMs"] = self.deadline_ms - now
+        prompt_turn = make_turn(self.id, index, "agent", prompt, now, sender=self.speaker, speaker=self.speaker)
+        state = {"promptTurn": prompt_turn, "conversationId": self.id, "channel": self.channel}
+        instant = None
+        if auto_answer is not _UNSET:
+
+            def instant(record: InterruptRecord) -> tuple[dict[str, Any], list[EventDraft]]:
+                host = Principal(id="host:conformance-mock", tenant=ctx.tenant)
+                m = answer_exchange(record, {"content": auto_answer}, host, ctx.now_ms(), ctx.new_id)
+                assert m.resolution is not None
+                resolution = {k: v for k, v in m.resolution.items() if k != "emitted"}
+                return resolution, m.events
+
+        handle = await ctx.request(
+            payload,
+            address=address,
+            extra={"conversationId": self.id, "turnIndex": index, "promptTurn": prompt_turn, "state": state},
+            instant=instant,
+        )
+        self.turn_index = index
+        record = handle.record
+        self.turns.append(record.state.get("promptTurn", prompt_turn))
+        if record.status == "expired":
+            self.closed = True
+            self.close_reason = "timeout"
+            self.closed_by = "timeout"
+        if record.status == "resolved":
+            resolution = record.resolution or {}
+            turn = resolution.get("turn")
+            if turn:
+                self.turns.append(turn)
+            if resolution.get("closed"):
+                self.closed = True
+                self.outcome = resolution.get("outcome")
+                self.close_reason = resolution.get("reason") or "closed-by-user"
+                self.closed_by = "peer"
+        return handle
+
+    async def close(
+        self, outcome: Any = None, *, reason: str | None = None, message: str | None = None, key: str | None = None
+    ) -> None:
+        """Close the conversation with an outcome (no-op when already closed).
+
+        ``message`` is the agent's closing words (the final turn); ``reason`` is
+        the machine-readable why (``goal-reached``, ``max-turns``, …).
+        """
+        if self.closed:
+            return
+        await self._close(outcome, reason, role="agent", content=message or reason or "conversation closed", key=key)
+
+    async def _close(
+        self, outcome: Any, reason: str | None, *, role: str, content: str, key: str | None = None
+    ) -> None:
+        ctx = self._ctx
+        index = self.turn_index + 1
+        data: dict[str, Any] = {"conversationId": self.id}
+        if reason:
+            data["reason"] = reason
+        speaker = self.speaker if role == "agent" else None
+        sender = self.speaker if role == "agent" else "system"
+        final = make_turn(self.id, index, role, content, ctx.now_ms(), sender=sender, speaker=speaker)
+
+        def instant(record: InterruptRecord) -> tuple[dict[str, Any], list[EventDraft]]:
+            now = ctx.now_ms()
+            closed = _event(
+                ctx,
+                "conversation.closed",
+                {"conversationId": self.id, "turnIndex": index, "finalTurn": final, "outcome": outcome},
+                record.node_id,
+                record.state.get("suspendedEventId"),
+            )
+            resolved = _event(
+                ctx, "interrupt.resolved", resolved_event_payload(record, now, None, "system"), record.node_id, None
+            )
+            resumed = _event(
+                ctx,
+                "node.resumed",
+                {"nodeId": ctx.node_id, "interruptId": record.interrupt_id, "resumeValue": outcome},
+                ctx.node_id,
+                None,
+            )
+            return {"resumeValue": None, "resolvedBy": "system", "outcome": outcome}, [closed, resolved, resumed]
+
+        handle = await ctx.request(
+            {"kind": "conversation.close", "data": data, **({"key": key} if key else {})},
+            extra={"conversationId": self.id, "state": {"finalTurn": final, "conversationId": self.id}},
+            instant=instant,
+        )
+        self.turn_index = index
+        self.closed = True
+        self.outcome = outcome
+        self.close_reason = reason
+        self.closed_by = "timeout" if reason == "timeout" else "node"
+        self.turns.append(handle.record.state.get("finalTurn", final))
+
+
+async def open_conversation(
+    ctx: ConversationNode,
+    *,
+    title: str | None,
+    initial_prompt: str | None,
+    timeout_ms: int | None,
+    channel: str | None,
+    speaker_id: str | None,
+    key: str | None = None,
+    conversation_id: str | None = None,
+) -> Conversation:
+    """Start (or, on re-execution, recover) a conversation for ``ctx``'s node.
+
+    With ``key`` the start is found by that key rather than by its place in the
+    node's code, and ``conversation_id`` (if given) names a new conversation.
+    """
+    workflow = ctx.workflow
+    chan = message_channel(workflow, channel or ctx.config.get("channel"))
+    speaker = speaker_id or ctx.agent_id
+    existing = await ctx.lookup_key(key) if key is not None else ctx.peek_next()
+    source = await ctx.source_for_next() if key is None else None
+    if existing is not None:
+        conversation_id = existing.payload["data"]["conversationId"]
+    elif source is not None:
+        conversation_id = source.payload["data"]["conversationId"]
+    else:
+        conversation_id = conversation_id or f"conv:{ctx.run_id}:{ctx.node_id}:{ctx.next_interrupt_number()}"
+    now = ctx.now_ms()
+    if initial_prompt:
+        initial = make_turn(conversation_id, 0, "agent", initial_prompt, now, sender=speaker, speaker=speaker)
+    else:
+        initial = make_turn(conversation_id, 0, "system", title or "conversation opened", now, sender="system")
+    data: dict[str, Any] = {"conversationId": conversation_id}
+    if title:
+        data["title"] = title
+    if initial_prompt:
+        data["initialPrompt"] = initial_prompt
+    deadline = now + timeout_ms if timeout_ms else None
+
+    def instant(record: InterruptRecord) -> tuple[dict[str, Any], list[EventDraft]]:
+        opened_payload: dict[str, Any] = {"conversationId": conversation_id, "initialTurn": initial}
+        opened_payload["agentId"] = speaker
+        opened = _event(
+            ctx, "conversation.opened", opened_payload, record.node_id, record.state.get("suspendedEventId")
+        )
+        resolved = _event(
+            ctx,
+            "interrupt.resolved",
+            resolved_event_payload(record, ctx.now_ms(), None, "system"),
+            record.node_id,
+            None,
+        )
+        return {"resumeValue": None, "resolvedBy": "system"}, [opened, resolved]
+
+    handle = await ctx.request(
+        {"kind": "conversation.start", "data": data, **({"key": key} if key else {})},
+        extra={
+            "conversationId": conversation_id,
+            "channel": chan,
+            "state": {"initialTurn": initial, "channel": chan, "deadline": deadline, "conversationId": conversation_id},
+        },
+        instant=instant,
+    )
+    state = handle.record.state
+    if source is not None:
+        # A replay fork keeps the source's turns but gets its own time to answer.
+        state["deadline"] = deadline
+    conv = Conversation(ctx, conversation_id, state.get("channel", chan), speaker, state.get("deadline"))
+    conv.turns.append(state.get("initialTurn", initial))
+    return conv
+
+
+# --- answering an exchange (the host side) --------------------------------------------
+
+
+# --- folding turns into channels -------------------------------------------------------

@@ -1,0 +1,636 @@
+"""The executor: drives one run while this instance holds its lease.
+
+It starts ready nodes as tasks, waits for any to settle (or for a wake-up: a
+resolution, a cancel, a child ending), turns their outcomes into events and a
+new state, and commits that as one transaction fenced by its ``epoch``. When
+every live branch is suspended it releases the run — only if nothing woke it
+meanwhile — and exits: a suspended run holds no coroutine, no task, no memory.
+
+Outcomes are applied in :meth:`RunExecutor._apply`, the only place the run's
+state changes; graph decisions come from :mod:`bridge.core.graph`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from bridge.core import graph, run_state
+from bridge.core.clock import Clock
+from bridge.core.errors import (
+    BridgeError,
+    InterruptCancelledError,
+    NodeError,
+    StaleOwnerError,
+)
+from bridge.core.events import EventDraft
+from bridge.core.records import InterruptRecord, RunRecord
+from bridge.core.workflow import WorkflowDefinition, resolve_inputs
+from bridge.runtime.activation import Activation, Suspend
+from bridge.runtime.context import NodeContext
+from bridge.runtime.nodes.base import NodeRegistry
+from bridge.runtime.outcome import Outcome, run_node
+from bridge.store.base import ChildStart, CommitResult, RunCommit, Store
+
+log = logging.getLogger("bridge.runtime.executor")
+
+CANCEL_GRACE_S = 5.0
+FLUSH_AFTER_S = 0.05
+
+
+class ExecutorHost(Protocol):
+    """What a :class:`RunExecutor` needs from the engine that starts it, and nothing more."""
+
+    store: Store
+    clock: Clock
+    instance_id: str
+    node_types: NodeRegistry
+
+    @property
+    def default_threshold(self) -> float:
+        """The escalation threshold for low-confidence decisions."""
+
+    @property
+    def conversation_enabled(self) -> bool:
+        """Whether nodes may open conversations."""
+
+    @property
+    def max_node_executions(self) -> int:
+        """The default cap on node activations per run."""
+
+    def dispatch(self, run_id: str) -> None:
+        """Make sure an executor drives this run (a child just created)."""
+
+    def after_commit(self, run: RunRecord, commit: RunCommit, result: CommitResult) -> None:
+        """Publish a committed step (events to followers, wake-ups to parents)."""
+
+    async def cancel_children(self, run_id: str) -> None:
+        """Cancel a run's active children."""
+
+    async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
+        """A child already started by a node activation."""
+
+    def prepare_child(
+        self, parent: RunRecord, ctx: NodeContext, workflow_id: str, inputs: Mapping[str, Any], ordinal: int
+    ) -> tuple[RunRecord, list[EventDraft]]:
+        """The child run record and first event, committed with the parent's step."""
+
+
+class RunExecutor:
+    """Owns one run in this process; see the module docstring."""
+
+    def __init__(self, engine: ExecutorHost, run_id: str) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.run_id = run_id
+        self.run: RunRecord | None = None
+        self.workflow: WorkflowDefinition
+        self.state: dict[str, Any] = {}
+        self.tasks: dict[asyncio.Task[Outcome], NodeContext] = {}
+        self._wake = asyncio.Event()
+        self._wake.set()
+        self._wake_seen = -1
+        self._recheck = False
+        self._claimed: RunRecord | None = None
+        self._lock = asyncio.Lock()
+        self._pending: list[EventDraft] = []
+        self._new_interrupts: list[InterruptRecord] = []
+        self._consume: list[str] = []
+        self._close: dict[str, str] = {}
+        self._children: list[ChildStart] = []
+        self._rerun: dict[str, list[InterruptRecord]] = {}
+        self._cancel: dict[str, Any] | None = None
+        self._failure: dict[str, Any] | None = None
+        self._node_cancelled: dict[str, Any] | None = None
+        self._diverged: dict[str, Any] | None = None
+        self.default_threshold = engine.default_threshold
+        self.conversation_enabled = engine.conversation_enabled
+        self._transient: tuple[type[BaseException], ...] = getattr(engine.store, "transient_errors", ())
+
+    # --- ContextHost ---------------------------------------------------------------
+
+    def clock_now_ms(self) -> int:
+        return self.engine.clock.now_ms()
+
+    def new_id(self, prefix: str) -> str:
+        return self.engine.clock.new_id(prefix)
+
+    async def find_key(self, key: str) -> InterruptRecord | None:
+        return await self.store.interrupt_by_key(self.run_id, key)
+
+    @property
+    def _source_run(self) -> str | None:
+        assert self.run is not None
+        return self.run.spec.get("replayOf")
+
+    async def source_interrupt(self, exec_node: str, visit: int, ordinal: int) -> InterruptRecord | None:
+        source = self._source_run
+        if source is None:
+            return None
+        return await self.store.interrupt_at_slot(source, exec_node, visit, ordinal)
+
+    async def source_history(self, exec_node: str, visit: int) -> list[dict[str, Any]]:
+        source = self._source_run
+        return [] if source is None else await self.store.activation_events(source, exec_node, visit)
+
+    async def flush(self, ctx: NodeContext) -> None:
+        async with self._lock:
+            self._take(ctx)
+            await self._commit()
+
+    async def start_child(self, ctx: NodeContext, workflow_id: str, inputs: Mapping[str, Any], ordinal: int) -> str:
+        existing = await self.engine.find_child(self.run_id, ctx.node_id, ctx.visit, ordinal)
+        if existing is not None:
+            return existing
+        async with self._lock:
+            assert self.run is not None
+            child, events = self.engine.prepare_child(self.run, ctx, workflow_id, inputs, ordinal)
+            self._children.append(ChildStart(child, events))
+            self._take(ctx)
+            await self._commit()
+        self.engine.dispatch(child.run_id)
+        return child.run_id
+
+    async def child_status(self, run_id: str) -> tuple[str, dict[str, Any]]:
+        child = await self.store.load_run(run_id)
+        if child is None:
+            return "failed", {"error": {"code": "run_not_found", "message": f"child run {run_id} is missing"}}
+        return child.status, {
+            "runId": child.run_id,
+            "variables": child.state.get("variables", {}),
+            "outputs": child.state.get("outputs", {}),
+            "error": child.state.get("error"),
+        }
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    def notify(self) -> None:
+        """Something changed for this run (a resolution, a cancel, a child ended)."""
+        self._wake.set()
+
+    async def drive(self, run: RunRecord, workflow: WorkflowDefinition) -> None:
+        """Run until the run ends or every live branch is suspended.
+
+        ``run`` comes straight from the transaction that leased it here, so the
+        first look at the run's inputs starts from it instead of reading it again.
+        """
+        self.run = run
+        self._claimed = run
+        self.workflow = workflow
+        self.state = run.state
+        for node_id, ns in self.state["nodes"].items():
+            if ns.get("status") == "running":
+                # Its activation died with the instance that ran it (a crash, a lost lease):
+                # run it again in the same visit; replay keeps what it already recorded.
+                self._rerun.setdefault(node_id, [])
+        try:
+            await self._drive()
+        except StaleOwnerError:
+            log.warning("run %s was taken over by another executor; stopping here", self.run_id)
+            await self._stop_tasks()
+        except asyncio.CancelledError:
+            await self._stop_tasks()
+            raise
+        except Exception as exc:
+            if isinstance(exc, self._transient):
+                # The store is unreachable, not the run broken: stop here; the lease runs
+                # out unrenewed and recovery resumes the run from its last commit.
+                log.warning("run %s: the store is unavailable (%s); leaving it to recovery", self.run_id, exc)
+                await self._stop_tasks()
+                return
+            log.exception("executor for run %s crashed", self.run_id)
+            await self._stop_tasks()
+            await self._fail_internally()
+
+    async def _drive(self) -> None:
+        while True:
+            if self._wake.is_set():
+                self._wake.clear()
+                await self._absorb()
+            if self._cancel is not None:
+                await self._cancel_run()
+                return
+            if self._failure is not None or self._node_cancelled is not None or self._diverged is not None:
+                await self._stop_tasks()
+                await self._finish()
+                return
+            await self._start_ready()
+            if not self.tasks:
+                if self._recheck:
+                    self._recheck = False
+                    self._wake.set()
+                    continue
+                if not run_state.suspended_nodes(self.state):
+                    await self._finish()
+                    return
+                async with self._lock:
+                    released = await self._commit(release=True)
+                if released:
+                    return
+                continue
+            await self._wait()
+
+    async def _wait(self) -> None:
+        waker = asyncio.ensure_future(self._wake.wait())
+        timeout = FLUSH_AFTER_S if self._pending else None
+        done, _ = await asyncio.wait([*self.tasks, waker], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if not waker.done():
+            waker.cancel()
+        finished = [t for t in self.tasks if t in done]
+        async with self._lock:
+            if finished:
+                outcomes = []
+                for task in finished:
+                    self.tasks.pop(task)
+                    outcomes.append(task.result())
+                self._apply(outcomes)
+            # Commit now only while other branches keep running; otherwise the
+            # drive loop folds these events into its release or final commit.
+            if self.tasks and self._pending and (finished or not self._wake.is_set()):
+                await self._commit()
+
+    async def _stop_tasks(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks.clear()
+
+    # --- inputs from outside ----------------------------------------------------------
+
+    async def _absorb(self) -> None:
+        run, self._claimed = self._claimed or await self.store.load_run(self.run_id), None
+        if run is None:
+            raise StaleOwnerError(f"run {self.run_id} disappeared")
+        if run.owner != self.engine.instance_id or (self.run is not None and run.epoch != self.run.epoch):
+            raise StaleOwnerError(f"run {self.run_id} is owned elsewhere")
+        self._wake_seen = run.wake
+        if run.status == "cancelling" or (run.control or {}).get("cancel"):
+            self._cancel = (run.control or {}).get("cancel") or {"reason": "cancelled"}
+            return
+        nodes = self.state["nodes"]
+        running = {ctx.node_id for ctx in self.tasks.values()}
+        # An answer (or a child's end) for a node that is running right now is not seen by
+        # that activation, which may suspend on it again: look once more when it settles.
+        self._recheck = bool(running)
+        for rec in await self.store.unconsumed(self.run_id):
+            ns = nodes.get(rec.exec_node)
+            if ns is None or rec.exec_node in running:
+                continue
+            waits = {w["id"] for w in ns.get("waits", [])}
+            if ns.get("status") == "suspended" and ns.get("visit") == rec.visit and rec.interrupt_id in waits:
+                self._rerun.setdefault(rec.exec_node, []).append(rec)
+            elif ns.get("status") != "suspended":
+                self._consume.append(rec.interrupt_id)
+        for node_id, ns in nodes.items():
+            if ns.get("status") != "suspended" or node_id in running or node_id in self._rerun:
+                continue
+            for wait in ns.get("waits", []):
+                if wait.get("child"):
+                    child = await self.store.load_run(wait["child"])
+                    if child is None or child.terminal:
+                        self._rerun[node_id] = []
+                        break
+
+    # --- starting nodes ---------------------------------------------------------------
+
+    async def _start_ready(self) -> None:
+        assert self.run is not None
+        ready = list(self.state.get("ready", []))
+        self.state["ready"] = []
+        for node_id in ready:
+            await self._start(node_id, resumed=[])
+        reruns, self._rerun = self._rerun, {}
+        for node_id, records in reruns.items():
+            await self._start(node_id, resumed=records)
+
+    async def _start(
+        self, node_id: str, *, resumed: list[InterruptRecord] | None, cancelling: bool = False
+    ) -> NodeContext:
+        assert self.run is not None
+        node = self.workflow.nodes[node_id]
+        nodes = self.state["nodes"]
+        now = self.clock_now_ms()
+        ns = nodes.get(node_id)
+        fresh = not resumed and not cancelling and (ns is None or ns.get("status") not in ("suspended", "running"))
+        if fresh:
+            visit = (ns or {}).get("visit", -1) + 1
+            previous = ns or {}
+            ns = {
+                "status": "running",
+                "visit": visit,
+                "intBase": previous.get("ints", 0),
+                "ints": previous.get("ints", 0),
+                "childBase": previous.get("children", 0),
+                "children": previous.get("children", 0),
+                "emitted": 0,
+                "startedAt": now,
+            }
+            nodes[node_id] = ns
+            self.state["executions"] = self.state.get("executions", 0) + 1
+            self._pending.append(
+                self._draft(
+                    "node.started", {"nodeId": node_id, "typeId": node.type_id, "attempt": 0, "visit": visit}, node_id
+                )
+            )
+        else:
+            assert ns is not None
+            ns["status"] = "running"
+            for rec in resumed or []:
+                if rec.status == "resolved":
+                    self._pending.append(
+                        self._draft(
+                            "node.resumed",
+                            {
+                                "nodeId": node_id,
+                                "interruptId": rec.interrupt_id,
+                                "resumeValue": (rec.resolution or {}).get("resumeValue"),
+                            },
+                            node_id,
+                        )
+                    )
+        known: list[InterruptRecord] = []
+        if not fresh or ns.get("ints", 0) > ns.get("intBase", 0):
+            known = await self.store.node_interrupts(self.run_id, node_id)
+            for record in known:
+                # Consumed by an earlier activation whose commit is still to come.
+                record.consumed = record.consumed or record.interrupt_id in self._consume
+        history: list[dict[str, Any]] = []
+        once: list[dict[str, Any]] = []
+        if ns.get("emitted", 0) > 0 or ns.get("once", 0) > 0:
+            # Ordered by command number: positional commands first, then the emit-once range.
+            recorded = await self.store.activation_events(self.run_id, node_id, ns["visit"])
+            history, once = recorded[: ns.get("emitted", 0)], recorded[ns.get("emitted", 0) :]
+        elif self._source_run is not None:
+            history = await self.source_history(node_id, ns["visit"])
+        outputs = {k: v.get("outputs", {}) for k, v in nodes.items() if v.get("status") == "completed"}
+        variables = self.state.get("variables", {})
+        upstream = {
+            e.source: {k: v for k, v in nodes.get(e.source, {}).items() if k in ("status", "outputs", "error")}
+            for e in self.workflow.incoming.get(node_id, ())
+        }
+        ctx = NodeContext(
+            self,
+            run_id=self.run_id,
+            tenant=self.run.tenant,
+            workflow_id=self.run.workflow_id,
+            node=node,
+            visit=ns["visit"],
+            int_base=ns.get("intBase", 0),
+            child_base=ns.get("childBase", 0),
+            inputs=resolve_inputs(node, variables, outputs),
+            variables=variables,
+            configurable=self.run.spec.get("configurable") or {},
+            known=known,
+            history=history,
+            once_history=once,
+            started_at_ms=ns.get("startedAt", now),
+            replaying_fork=self._source_run is not None,
+            cancelling=cancelling,
+            upstream=upstream,
+        )
+        if not cancelling:
+            task = asyncio.create_task(self._execute(ctx), name=f"node:{self.run_id}:{node_id}")
+            self.tasks[task] = ctx
+        return ctx
+
+    async def _execute(self, ctx: NodeContext) -> Outcome:
+        node_type = self.engine.node_types.get(ctx.node.type_id)
+        return await run_node(node_type, ctx, self.engine.clock.now_ms, self._transient)
+
+    # --- applying outcomes (the one place state changes) ---------------------------------
+
+    def _draft(self, type_: str, payload: Any, node_id: str | None = None) -> EventDraft:
+        return EventDraft(self.new_id("evt"), type_, payload, self.clock_now_ms(), node_id=node_id)
+
+    def _take(self, ctx: NodeContext) -> None:
+        """Move what a context produced into the next commit."""
+        act: Activation = ctx.activation
+        ns = self.state["nodes"][ctx.node_id]
+        self._pending.extend(act.drafts)
+        act.drafts = []
+        if any(r.kind == "conversation.start" for r in act.new_interrupts):
+            # Turns fold into a messages channel even when the workflow declares none.
+            self.state["hasConversation"] = True
+        self._new_interrupts.extend(act.new_interrupts)
+        act.new_interrupts = []
+        self._consume.extend(act.consumed)
+        act.consumed = []
+        if act.variables:
+            self.state.setdefault("variables", {}).update(act.variables)
+            act.variables = {}
+        ns["emitted"] = max(ns.get("emitted", 0), act.emitted)
+        if act.once:
+            ns["once"] = max(ns.get("once", 0), act.once)
+        ns["ints"] = max(ns.get("ints", 0), ns.get("intBase", 0) + act.ordinals)
+        ns["children"] = max(ns.get("children", 0), ns.get("childBase", 0) + act.children)
+
+    def _apply(self, outcomes: list[Outcome]) -> None:
+        nodes = self.state["nodes"]
+        tokens: dict[str, bool] = self.state.setdefault("tokens", {})
+        targets: list[str] = []
+        for o in outcomes:
+            node_id = o.ctx.node_id
+            self._take(o.ctx)
+            ns = nodes[node_id]
+            ns.pop("waits", None)
+            if o.kind == "completed":
+                ns["status"] = "completed"
+                ns["outputs"] = o.outputs
+                self._pending.append(
+                    self._draft(
+                        "node.completed",
+                        {"nodeId": node_id, "outputs": o.outputs, "durationMs": max(o.duration_ms, 0)},
+                        node_id,
+                    )
+                )
+                targets += graph.settle(self.workflow, tokens, node_id, graph.COMPLETED, o.outputs, o.route)
+            elif o.kind == "failed":
+                assert o.error is not None
+                ns["status"] = "failed"
+                ns["error"] = o.error
+                self._pending.append(
+                    self._draft("node.failed", {"nodeId": node_id, "error": o.error, "attempts": 1}, node_id)
+                )
+                if graph.failure_is_handled(self.workflow, node_id):
+                    targets += graph.settle(self.workflow, tokens, node_id, graph.FAILED)
+                elif self._failure is None:
+                    self._failure = {"error": o.error, "failedNodeId": node_id}
+            elif o.kind == "suspended":
+                ns["status"] = "suspended"
+                ns["waits"] = self._waits(o)
+            elif o.kind == "cancelled":
+                ns["status"] = "cancelled"
+                reason = (o.error or {}).get("message", "cancelled")
+                self._pending.append(self._draft("node.cancelled", {"nodeId": node_id, "reason": reason}, node_id))
+                self._node_cancelled = self._node_cancelled or {"reason": "interrupt-cancelled", "nodeId": node_id}
+            elif o.kind == "diverged":
+                assert o.error is not None
+                ns["status"] = "failed"
+                ns["error"] = o.error
+                self._diverged = {"error": o.error, "failedNodeId": node_id}
+                self._pending.append(
+                    self._draft(
+                        "replay.diverged",
+                        {
+                            "sourceRunId": self._source_run or self.run_id,
+                            "atSequence": 0,
+                            "divergenceKind": "output",
+                            "nodeId": node_id,
+                            "message": o.error["message"],
+                        },
+                        node_id,
+                    )
+                )
+                self._pending.append(
+                    self._draft("node.failed", {"nodeId": node_id, "error": o.error, "attempts": 1}, node_id)
+                )
+        self._propagate(targets)
+
+    def _waits(self, o: Outcome) -> list[dict[str, Any]]:
+        known = {r.interrupt_id: r for r in (*o.ctx.known_interrupts(), *self._new_interrupts)}
+        return run_state.wait_entries(o.waits, known, o.ctx.node_id)
+
+    def _propagate(self, targets: list[str]) -> None:
+        for node_id in run_state.propagate(self.state, self.workflow, targets):
+            self._pending.append(
+                self._draft("node.skipped", {"nodeId": node_id, "reason": "trigger rule not met"}, node_id)
+            )
+
+    # --- committing -------------------------------------------------------------------
+
+    async def _commit(
+        self, *, release: bool = False, status: str | None = None, terminal: bool = False, wake_run: str | None = None
+    ) -> bool:
+        assert self.run is not None
+        self._check_limit()
+        self.state["currentNodeId"] = None if terminal else run_state.current_node(self.state)
+        commit = RunCommit(
+            run_id=self.run_id,
+            owner=self.engine.instance_id,
+            epoch=self.run.epoch,
+            now_ms=self.clock_now_ms(),
+            events=self._pending,
+            state=self.state,
+            status=status or run_state.run_status(self.state, busy=bool(self.tasks)),
+            new_interrupts=self._new_interrupts,
+            consume=self._consume,
+            close_interrupts=self._close,
+            children=self._children,
+            wake_run=wake_run,
+            release_if_wake=self._wake_seen if release else None,
+            terminal=terminal,
+        )
+        self._pending, self._new_interrupts, self._consume, self._close, self._children = [], [], [], {}, []
+        result = await self.store.commit(commit)
+        self.run.status = commit.status or self.run.status
+        self.engine.after_commit(self.run, commit, result)
+        if release and not result.released:
+            self._wake.set()
+        return result.released
+
+    def _check_limit(self) -> None:
+        assert self.run is not None
+        limit = run_state.execution_limit(self.run.spec, self.engine.max_node_executions)
+        if self.state.get("executions", 0) > limit and self._failure is None:
+            self._failure = {
+                "error": {"code": "recursion_limit_exceeded", "message": f"more than {limit} node executions"},
+                "failedNodeId": None,
+            }
+
+    async def _finish(self) -> None:
+        assert self.run is not None
+        async with self._lock:
+            now = self.clock_now_ms()
+            duration = max(now - self.run.created_at_ms, 0)
+            self._close_open_interrupts("cancelled")
+            if self._diverged is not None:
+                status = "failed"
+                self.state["error"] = self._diverged["error"]
+                self._pending.append(self._draft("run.failed", {**self._diverged, "durationMs": duration}))
+            elif self._failure is not None:
+                status = "failed"
+                self.state["error"] = self._failure["error"]
+                payload = {"error": self._failure["error"], "durationMs": duration}
+                if self._failure.get("failedNodeId"):
+                    payload["failedNodeId"] = self._failure["failedNodeId"]
+                self._pending.append(self._draft("run.failed", payload))
+            elif self._node_cancelled is not None:
+                status = "cancelled"
+                self._pending.append(
+                    self._draft(
+                        "run.cancelled",
+                        {"reason": "interrupt-cancelled", "cancelledBy": "system", "durationMs": duration},
+                    )
+                )
+            else:
+                status = "completed"
+                outputs = run_state.run_outputs(self.state, self.workflow)
+                self.state["outputs"] = outputs
+                self._pending.append(self._draft("run.completed", {"outputs": outputs, "durationMs": duration}))
+            await self._commit(status=status, terminal=True, wake_run=self.run.parent_run_id)
+
+    def _close_open_interrupts(self, status: str) -> None:
+        for interrupt_id in run_state.open_interrupt_ids(self.state):
+            self._close[interrupt_id] = status
+
+    async def _cancel_run(self) -> None:
+        """Cancel: stop running nodes, let suspended ones see InterruptCancelledError, end."""
+        assert self.run is not None and self._cancel is not None
+        await self._stop_tasks()
+        nodes = self.state["nodes"]
+        for node_id in run_state.suspended_nodes(self.state):
+            ctx = await self._start(node_id, resumed=[], cancelling=True)
+            node_type = self.engine.node_types.get(ctx.node.type_id)
+            if node_type is not None:
+                try:
+                    await asyncio.wait_for(node_type.run(ctx), CANCEL_GRACE_S)
+                except (Suspend, InterruptCancelledError, NodeError, BridgeError, TimeoutError):
+                    pass
+                except Exception:
+                    log.exception("node %s raised while being cancelled", node_id)
+            self._pending.extend(
+                d for d in ctx.activation.drafts if d.type not in ("interrupt.requested", "node.suspended")
+            )
+        # Children, before this run's terminal commit: after a crash the run is still
+        # cancelling and comes back here, so no child is left waiting.
+        await self.engine.cancel_children(self.run_id)
+        async with self._lock:
+            for node_id, ns in nodes.items():
+                if ns.get("status") in ("running", "suspended"):
+                    ns["status"] = "cancelled"
+                    ns.pop("waits", None)
+                    self._pending.append(
+                        self._draft(
+                            "node.cancelled",
+                            {"nodeId": node_id, "reason": self._cancel.get("reason", "cancelled")},
+                            node_id,
+                        )
+                    )
+            self.state["ready"] = []
+            payload: dict[str, Any] = {
+                k: v for k, v in self._cancel.items() if k in ("reason", "cancelledBy", "parentRunId") and v
+            }
+            payload["durationMs"] = max(self.clock_now_ms() - self.run.created_at_ms, 0)
+            self._pending.append(self._draft("run.cancelled", payload))
+            await self._commit(status="cancelled", terminal=True, wake_run=self.run.parent_run_id)
+
+    async def _fail_internally(self) -> None:
+        """Best effort after a defect: end the run failed rather than leave it running."""
+        if self.run is None:
+            return
+        try:
+            async with self._lock:
+                self._pending.append(
+                    self._draft(
+                        "run.failed",
+                        {"error": {"code": "internal_error", "message": "the executor failed; see the server log"}},
+                    )
+                )
+                self.state["error"] = {"code": "internal_error", "message": "the executor failed; see the server log"}
+                self._close_open_interrupts("cancelled")
+                await self._commit(status="failed", terminal=True, wake_run=self.run.parent_run_id)
+        except Exception:
+            log.exception("could not record the failure of run %s", self.run_id)

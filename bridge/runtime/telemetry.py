@@ -1,0 +1,122 @@
+"""OpenTelemetry spans and structured logs.
+
+Spans come from ``opentelemetry-api``. Until an SDK tracer provider is set,
+nothing is built at all (even a no-op span costs microseconds on the hot path).
+A wait for a person can outlive the process, so an interrupt is two short
+spans — its request and its resolution — joined by the
+``openwop.interrupt_id`` attribute rather than one span left open.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+
+if TYPE_CHECKING:
+    from bridge.core.records import InterruptRecord
+    from bridge.runtime.context import NodeContext
+
+tracer = trace.get_tracer("openwop-bridge")
+_NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+
+
+def tracing() -> bool:
+    """Whether an OpenTelemetry SDK is collecting spans (checked on every call: it may be set late)."""
+    return not isinstance(trace.get_tracer_provider(), _NO_SDK)
+
+
+@contextmanager
+def run_span(run_id: str, workflow_id: str) -> Iterator[Any]:
+    """One stretch of a run's execution on this instance."""
+    if not tracing():
+        yield None
+        return
+    with tracer.start_as_current_span(
+        "openwop.run", attributes={"openwop.run_id": run_id, "openwop.workflow_id": workflow_id}
+    ) as span:
+        yield span
+
+
+@contextmanager
+def node_span(ctx: NodeContext) -> Iterator[Any]:
+    """One activation of a node."""
+    if not tracing():
+        yield None
+        return
+    with tracer.start_as_current_span(
+        "openwop.node",
+        attributes={
+            "openwop.run_id": ctx.run_id,
+            "openwop.node_id": ctx.node_id,
+            "openwop.node_type": ctx.node.type_id,
+            "openwop.node_visit": ctx.visit,
+        },
+    ) as span:
+        yield span
+
+
+def interrupt_attributes(record: InterruptRecord) -> dict[str, Any]:
+    """The OpenWOP interrupt attributes for a span."""
+    return {
+        "openwop.interrupt_kind": record.kind,
+        "openwop.interrupt_id": record.interrupt_id,
+        "openwop.interrupt_count": record.ordinal + 1,
+        "openwop.run_id": record.run_id,
+        "openwop.node_id": record.node_id,
+    }
+
+
+def interrupt_requested(record: InterruptRecord) -> None:
+    """Record that an interrupt was raised."""
+    if not tracing():
+        return
+    with tracer.start_as_current_span("openwop.interrupt.request", attributes=interrupt_attributes(record)):
+        pass
+
+
+@contextmanager
+def interrupt_resolving(action: str, **attributes: Any) -> Iterator[Any]:
+    """Around a resolution attempt (resolve, vote, timeout, cancel)."""
+    if not tracing():
+        yield None
+        return
+    attrs = {"openwop.interrupt_action": action, **{k: v for k, v in attributes.items() if v is not None}}
+    with tracer.start_as_current_span("openwop.interrupt.resolve", attributes=attrs) as span:
+        yield span
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and any ``extra`` fields."""
+
+    _SKIP = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        body: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in self._SKIP:
+                body[key] = value
+        if record.exc_info:
+            body["exception"] = self.formatException(record.exc_info)
+        return json.dumps(body, default=str)
+
+
+def configure_logging(level: str = "info", fmt: str = "text") -> None:
+    """Set up the root logger for the server."""
+    handler = logging.StreamHandler()
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())

@@ -1,0 +1,180 @@
+"""The directions of import, read from the source (every import counts: module level,
+inside functions and under ``TYPE_CHECKING``).
+
+- ``bridge.core`` decides and does no I/O: it imports only itself and the vendored spec;
+- ``bridge.store`` imports only the core and itself;
+- ``bridge.runtime`` never imports the host;
+- ``bridge`` never imports ``adapters``, and the bench only from the CLI's ``bench`` command;
+- an adapter never imports another adapter, and reaches ``bridge`` only through its two public
+  faces, ``bridge`` and ``bridge.host``;
+- protocol SDKs and the bench's peers are imported only in ``adapters`` and ``bench``;
+- no two modules of ``bridge`` import each other, directly or around a loop.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SDKS = frozenset(
+    {"ag_ui", "ag_ui_langgraph", "langgraph", "langchain", "langchain_core", "fastapi", "openwop_client"}
+    | {"langgraph_sdk", "a2a", "mcp"}
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules(*packages: str) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in packages:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            found[_module_name(path)] = path
+    return found
+
+
+MODULES = _modules("bridge", "adapters", "bench")
+ADAPTERS = sorted(p.name for p in (ROOT / "adapters").iterdir() if (p / "__init__.py").exists())
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line, module)`` for every import in a file; ``from a import b`` is ``a.b`` when that is a module."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            submodules = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in MODULES]
+            if len(submodules) < len(node.names):
+                yield node.lineno, node.module  # some name is defined by the module itself
+            for candidate in submodules:
+                yield node.lineno, candidate
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _violations(source_package: str, allowed: tuple[str, ...] = (), denied: tuple[str, ...] = ()) -> list[str]:
+    """Imports of ``source_package``'s modules that leave ``allowed`` (within bridge) or enter ``denied``."""
+    out = []
+    for name, path in MODULES.items():
+        if not _within(name, source_package):
+            continue
+        for line, target in _imports(path):
+            where = f"{path.relative_to(ROOT)}:{line} imports {target}"
+            if any(_within(target, d) for d in denied):
+                out.append(where)
+            elif allowed and _within(target, "bridge") and not any(_within(target, a) for a in allowed):
+                out.append(where)
+    return out
+
+
+def test_the_core_imports_only_itself_and_the_spec() -> None:
+    assert _violations("bridge.core", allowed=("bridge.core", "bridge.spec")) == []
+
+
+def test_the_store_imports_only_the_core() -> None:
+    assert _violations("bridge.store", allowed=("bridge.core", "bridge.store")) == []
+
+
+def test_the_runtime_never_imports_the_host() -> None:
+    assert _violations("bridge.runtime", denied=("bridge.host",)) == []
+
+
+def test_bridge_never_imports_adapters_and_the_bench_only_from_its_command() -> None:
+    found = _violations("bridge", denied=("adapters", "bench"))
+    assert [f for f in found if not f.startswith("bridge/host/cli.py") or "adapters" in f] == []
+
+
+@pytest.mark.parametrize(
+    "adapter", sorted(p.name for p in (ROOT / "adapters").iterdir() if (p / "__init__.py").exists())
+)
+def test_an_adapter_uses_only_the_public_faces_and_no_other_adapter(adapter: str) -> None:
+    others = tuple(f"adapters.{other}" for other in ADAPTERS if other != adapter)
+    found = []
+    for name, path in MODULES.items():
+        if not _within(name, f"adapters.{adapter}"):
+            continue
+        for line, target in _imports(path):
+            private = _within(target, "bridge") and target not in ("bridge", "bridge.host")
+            if private or any(_within(target, o) for o in others):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    assert found == []
+
+
+def test_protocol_sdks_only_in_adapters_and_the_bench() -> None:
+    found = []
+    for name, path in MODULES.items():
+        if not _within(name, "bridge"):
+            continue
+        for line, target in _imports(path):
+            if target.split(".")[0] in SDKS:
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    assert found == []
+
+
+def test_the_checks_see_a_violation() -> None:
+    """The reader finds imports at every depth, so a check above cannot pass by reading nothing."""
+    imports = {target for _, target in _imports(ROOT / "bridge" / "host" / "cli.py")}
+    assert "bridge.runtime.engine" in imports  # module level
+    assert any(_within(t, "bench") for t in imports)  # inside the bench command's function
+    assert _violations("bridge.host", allowed=("bridge.core",)) != []
+
+
+def _graph(package: str) -> dict[str, set[str]]:
+    return {
+        name: {t for _, t in _imports(path) if t in MODULES and _within(t, package) and t != name}
+        for name, path in MODULES.items()
+        if _within(name, package)
+    }
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The loops of an import graph (strongly connected components of two or more modules)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm; the graph is a few hundred modules
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_bridge_has_no_import_cycles() -> None:
+    assert _cycles(_graph("bridge")) == []
+
+
+def test_the_cycle_check_finds_a_loop() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert len(_graph("bridge")) > 50
