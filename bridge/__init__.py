@@ -19,7 +19,7 @@ from bridge.core.errors import (
     ValidationError,
     WorkflowNotFoundError,
 )
-from bridge.core.kinds import approval, clarification, custom, external_event
+from bridge.core.kinds import TOOL_CALL_ARTIFACT, approval, clarification, custom, external_event
 from bridge.core.records import RunRecord
 from bridge.core.workflow import WorkflowDefinition, load_workflow, load_workflow_dir, load_workflow_file
 from bridge.runtime.activation import InterruptHandle
@@ -29,7 +29,7 @@ from bridge.runtime.context import NodeContext
 from bridge.runtime.conversation import Conversation
 from bridge.runtime.engine import Engine
 from bridge.runtime.nodes import NodeRegistry, NodeResult, NodeType, default_registry
-from bridge.runtime.tools import TOOL_CALL_ARTIFACT, is_tool_call_approval
+from bridge.runtime.tools import is_tool_call_approval
 from bridge.store import SqliteStore, open_store
 
 __all__ = [

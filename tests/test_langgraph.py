@@ -423,3 +423,30 @@ async def test_graph_workflows_cannot_be_fork_replayed(lg: GraphWorkflows, engin
     await settle(engine, run.run_id)
     with pytest.raises(ValidationError):
         await engine.fork_run(run.run_id, ADMIN)
+
+
+async def test_the_helper_escalates_below_the_host_threshold_not_a_fixed_one(tmp_path: Path) -> None:
+    engine = Engine(SqliteStore(tmp_path / "threshold.db"), config=EngineConfig(default_threshold=0.3))
+    await engine.start()
+    lg = GraphWorkflows(engine)
+    lg.add("route", graphs.supervisor_graph())
+    try:
+        sure_enough = await engine.create_run(ADMIN, "route", inputs={"confidence": 0.4})
+        assert (await settle(engine, sure_enough.run_id)).status == "completed"
+        unsure = await engine.create_run(ADMIN, "route", inputs={"confidence": 0.2})
+        await settle(engine, unsure.run_id)
+        suspended = (await events(engine, unsure.run_id, "node.suspended"))[0]["payload"]
+        assert (suspended["observed"], suspended["threshold"]) == (0.2, 0.3)
+    finally:
+        await engine.stop()
+        await lg.close()
+
+
+def test_an_approval_result_reads_every_legacy_decision_and_edit() -> None:
+    from adapters.langgraph import ApprovalResult
+
+    assert ApprovalResult.from_value({"decision": "granted"}).approved
+    assert ApprovalResult.from_value({"decision": "approved"}).action == "accept"
+    assert ApprovalResult.from_value({"decision": "cancelled"}).action == "reject"
+    assert ApprovalResult.from_value({"action": "edit", "editedArtifactData": 1}).approved
+    assert ApprovalResult.from_value("edit").action == "edit-accept"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ag_ui.core import AgentCapabilities, HumanInTheLoopCapabilities, IdentityCapabilities
 from ag_ui.core.capabilities import TransportCapabilities
 
-from bridge import Engine, WorkflowDefinition, WorkflowNotFoundError
+from bridge import Engine, WorkflowDefinition, WorkflowNotFoundError, kinds
 
 _APPROVAL_TYPES = {"core.approvalGate", "core.openwop.governance.approvalGate"}
 _CORE_WITHOUT_APPROVALS = {
@@ -41,7 +41,7 @@ def _hitl(engine: Engine, workflow: WorkflowDefinition, seen: frozenset[str] = f
         if node.type_id in _INTERRUPTING_CORE or node.type_id == "core.interrupt":
             interrupts = True
         if node.type_id in _APPROVAL_TYPES or (
-            node.type_id == "core.interrupt" and node.config.get("kind") == "approval"
+            node.type_id == "core.interrupt" and node.config.get("kind") == kinds.APPROVAL.name
         ):
             actions = (
                 node.config.get("actions") or (node.config.get("data") or {}).get("actions") or ["accept", "reject"]

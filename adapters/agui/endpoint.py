@@ -68,6 +68,7 @@ from bridge import (
     RunRecord,
     ValidationError,
     WorkflowDefinition,
+    kinds,
 )
 from bridge.host import read_json
 
@@ -313,7 +314,7 @@ class AguiService:
                 raise
             actions.append(("resolve", entry, value))
             binding.consumed_messages.extend(self._echoed_tool_results(agent_input, view, binding))
-            if view["kind"] == "conversation.exchange":
+            if kinds.kind_of(view["kind"]).turn:
                 echoed = self._echoed_user_message(agent_input, value, binding)
                 if echoed is not None:
                     # The client showed the answer as a user message too: the turn replaces it.
@@ -381,7 +382,7 @@ class AguiService:
         agent_input: RunAgentInput, binding: threads.ThreadBinding, open_views: dict[str, dict[str, Any]]
     ) -> tuple[str, UserMessage] | None:
         """A user message not yet seen, when the thread waits on a conversation turn."""
-        exchange = next((i for i, v in open_views.items() if v["kind"] == "conversation.exchange"), None)
+        exchange = next((i for i, v in open_views.items() if kinds.kind_of(v["kind"]).turn), None)
         if exchange is None or not agent_input.messages:
             return None
         last = agent_input.messages[-1]

@@ -14,9 +14,13 @@ from typing import Any
 
 from ag_ui.core import Interrupt
 
-from bridge import TOOL_CALL_ARTIFACT, ValidationError, is_tool_call_approval
+from bridge import TOOL_CALL_ARTIFACT, ValidationError, is_tool_call_approval, kinds
 
-_REASONS = {"approval": "confirmation", "clarification": "input_required", "conversation.exchange": "input_required"}
+_REASONS = {
+    kinds.APPROVAL.name: "confirmation",
+    kinds.CLARIFICATION.name: "input_required",
+    kinds.CONVERSATION_EXCHANGE.name: "input_required",
+}
 
 
 def _data(view: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -40,54 +44,17 @@ def interrupt_message(view: Mapping[str, Any]) -> str:
         return f"Approve the call to {call.get('name')}?" + (
             f" {data['description']}" if data.get("description") else ""
         )
-    if kind == "approval":
-        return str(data.get("title", "Approve?")) + (f" — {data['description']}" if data.get("description") else "")
-    if kind == "clarification":
-        return " ".join(str(q.get("question", "")) for q in data.get("questions", []))
-    if kind == "conversation.exchange":
-        return str(data.get("prompt", ""))
-    if kind == "low-confidence":
-        return (
-            f"{data.get('agentId')} is {float(data.get('observed', 0)):.0%} sure (threshold "
-            f"{float(data.get('threshold', 0)):.0%}): ratify its decision or send a corrected one."
-        )
-    if kind == "external-event":
-        return f"Waiting for {data.get('eventType')} matching {dict(data.get('correlation') or {})}."
-    return str(view.get("title") or kind)
-
-
-def _approval_schema(data: Mapping[str, Any]) -> dict[str, Any]:
-    variants = []
-    for action in data.get("actions", []):
-        props: dict[str, Any] = {"action": {"const": action}}
-        required = ["action"]
-        if action in ("accept", "reject"):
-            props["feedback"] = {"type": "string", "title": "Feedback"}
-        elif action == "refine":
-            props["refineFeedback"] = {
-                "type": "object",
-                "required": ["scope"],
-                "properties": {
-                    "scope": {"enum": ["whole", "section", "items"]},
-                    "sectionPath": {"type": "string"},
-                    "itemIds": {"type": "array", "items": {"type": "string"}},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                    "text": {"type": "string"},
-                },
-            }
-            required.append("refineFeedback")
-        elif action == "edit-accept":
-            props["editedArtifactData"] = {"title": "Edited artifact", "default": data.get("artifactData")}
-            required.append("editedArtifactData")
-        elif action == "ask":
-            props["question"] = {"type": "string", "title": "Your question"}
-            required.append("question")
-        variants.append({"type": "object", "title": action, "required": required, "properties": props})
-    return {"oneOf": variants} if len(variants) > 1 else (variants[0] if variants else {"type": "object"})
+    known = kinds.REGISTRY.get(kind)
+    if known is None or not known.answerable:
+        return str(view.get("title") or kind)
+    return known.prompt(data)
 
 
 def response_schema(view: Mapping[str, Any]) -> dict[str, Any]:
-    """The interrupt's ``resumeSchema``, or one derived from its kind."""
+    """The interrupt's ``resumeSchema``, or the answer schema its kind advertises (and validates).
+
+    A tool-call approval advertises AG-UI's ``{approved, editedArgs?, feedback?}``, which
+    :func:`resume_payload_to_value` turns into the approval's ``{action, …}``."""
     payload = view.get("payload", {})
     declared = payload.get("resumeSchema")
     if isinstance(declared, Mapping):
@@ -100,44 +67,7 @@ def response_schema(view: Mapping[str, Any]) -> dict[str, Any]:
         if "edit-accept" in data.get("actions", []):
             props["editedArgs"] = {"type": "object", "default": call.get("args", {})}
         return {"type": "object", "required": ["approved"], "properties": props}
-    if kind == "approval":
-        return _approval_schema(data)
-    if kind == "clarification":
-        questions = data.get("questions", [])
-        answers = {
-            q["id"]: {**(q.get("schema") or {"type": "string"}), "title": q.get("question", q["id"])} for q in questions
-        }
-        return {
-            "type": "object",
-            "required": ["answers"],
-            "properties": {
-                "answers": {
-                    "type": "object",
-                    "required": [q["id"] for q in questions],
-                    "properties": answers,
-                    "additionalProperties": False,
-                }
-            },
-        }
-    if kind == "conversation.exchange":
-        reply = data.get("outcomeSchema") or {"type": "string", "title": "Your reply"}
-        close = {
-            "type": "object",
-            "title": "close the conversation",
-            "required": ["operation"],
-            "properties": {"operation": {"const": "close"}, "outcome": {}, "reason": {"type": "string"}},
-        }
-        return {"anyOf": [dict(reply), close]}
-    if kind == "external-event":
-        correlation = dict(data.get("correlation") or {})
-        return {
-            "type": "object",
-            "required": sorted(correlation),
-            "properties": {k: {"const": v} for k, v in correlation.items()},
-        }
-    if kind == "low-confidence":
-        return {"title": "Ratified decision", "default": data.get("decision")}
-    return {}
+    return kinds.kind_of(kind).response_schema(payload)
 
 
 def interrupt_to_agui(view: Mapping[str, Any]) -> Interrupt:
@@ -177,7 +107,7 @@ def resume_payload_to_value(view: Mapping[str, Any], payload: Any) -> Any:
     """
     kind = view["kind"]
     data = _data(view)
-    if kind == "approval":
+    if kinds.kind_of(kind).votes:
         if isinstance(payload, bool):
             payload = {"approved": payload}
         if isinstance(payload, str):
@@ -201,7 +131,7 @@ def resume_payload_to_value(view: Mapping[str, Any], payload: Any) -> Any:
                 return {"action": "edit-accept", "editedArtifactData": payload["editedArtifactData"]}
             return {"action": "accept", **({"feedback": str(feedback)} if feedback else {})}
         return payload
-    if kind == "clarification":
+    if kind == kinds.CLARIFICATION.name:
         questions = [q["id"] for q in data.get("questions", [])]
         if isinstance(payload, Mapping) and "answers" in payload:
             return payload

@@ -45,9 +45,8 @@ class ApprovalResult:
             value = {"action": value}
         if not isinstance(value, Mapping):
             raise TypeError(f"an approval answer must be an object with an action, got {value!r}")
-        action = value.get("action") or {"approved": "accept", "rejected": "reject"}.get(str(value.get("decision")), "")
         return cls(
-            action=str(action),
+            action=kinds.APPROVAL.action_of(value),
             decided_by=value.get("decidedBy"),
             feedback=value.get("feedback"),
             refine_feedback=value.get("refineFeedback"),
@@ -134,7 +133,8 @@ def escalate_if_low_confidence(
 ) -> Any:
     """Return the decision, or — below the threshold — the decision a person ratified.
 
-    The threshold is the argument, else the run's ``escalationThreshold``, else 0.7.
+    The threshold is the argument, else the run's ``escalationThreshold`` (served through the
+    bridge: the run's, else the host's ``EngineConfig.default_threshold``), else 0.7.
     Equal to the threshold continues; no confidence, NaN or infinity never escalate.
     ``resume_schema`` (JSON Schema) is what a ratified decision must look like: served
     through the bridge, an answer that does not match it is refused (400) and the
@@ -145,10 +145,7 @@ def escalate_if_low_confidence(
     if usable is None or usable >= limit:
         return decision
     data = {"agentId": agent_id, "threshold": limit, "observed": usable, "decision": decision}
-    spec: dict[str, Any] = {"kind": "low-confidence", "data": data}
-    if resume_schema is not None:
-        spec["resumeSchema"] = dict(resume_schema)
-    return interrupt({MARKER: spec})
+    return interrupt({MARKER: kinds.LOW_CONFIDENCE.payload(data, resume_schema=resume_schema)})
 
 
 CLOSED = "openwop_closed"
@@ -182,7 +179,7 @@ class GraphConversation:
         data: dict[str, Any] = {"conversationId": self.id, "prompt": prompt, "turnIndex": self.turn}
         if outcome_schema is not None:
             data["outcomeSchema"] = dict(outcome_schema)
-        value = interrupt({MARKER: {"kind": "conversation.exchange", "data": data, "conversation": self._spec()}})
+        value = interrupt({MARKER: {**kinds.CONVERSATION_EXCHANGE.payload(data), "conversation": self._spec()}})
         if isinstance(value, Mapping) and value.get(CLOSED):
             self.closed = True
             self.outcome = value.get("outcome")
@@ -199,8 +196,7 @@ class GraphConversation:
         interrupt(
             {
                 MARKER: {
-                    "kind": "conversation.close",
-                    "data": data,
+                    **kinds.CONVERSATION_CLOSE.payload(data),
                     "conversation": self._spec(outcome=outcome, message=message),
                 }
             }

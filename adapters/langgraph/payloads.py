@@ -127,7 +127,7 @@ def map_interrupt(value: Any, response_schema: Any) -> Mapped:
         schema = _jsonable_schema(response_schema)
         if schema is not None:
             data["decisionSchema"] = schema
-        return Mapped({"kind": "approval", "data": data}, "per_call", call)
+        return Mapped(kinds.APPROVAL.payload(data), "per_call", call)
     if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
         requests = value["action_requests"]
         configs = value.get("review_configs") or []
@@ -152,9 +152,9 @@ def map_interrupt(value: Any, response_schema: Any) -> Mapped:
             "answerCheck": ANSWER_CHECK,
             "allowedDecisions": [by_name.get(c["name"]) or every for c in calls],
         }
-        return Mapped({"kind": "approval", "data": data}, "batched")
+        return Mapped(kinds.APPROVAL.payload(data), "batched")
     # Pydantic models, messages, dataclasses…: stored as JSON, as the graph's state is.
-    payload = {"kind": "custom", "data": {"customKind": CUSTOM_KIND, "payload": to_json(value)}}
+    payload = kinds.CUSTOM.payload({"customKind": CUSTOM_KIND, "payload": to_json(value)})
     schema = _jsonable_schema(response_schema)
     if schema is not None:
         payload["resumeSchema"] = schema

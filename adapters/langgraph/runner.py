@@ -24,7 +24,7 @@ from adapters.langgraph import payloads
 from adapters.langgraph.checkpoints import Checkpoints
 from adapters.langgraph.helpers import CLOSED
 from adapters.langgraph.messages import chat_input, message_text, to_json
-from bridge import InterruptHandle, InterruptTimeoutError, NodeContext, NodeError
+from bridge import InterruptHandle, InterruptTimeoutError, NodeContext, NodeError, kinds
 
 STRICT_RESUME = "__pregel_strict_resume"
 
@@ -43,6 +43,8 @@ def thread_config(ctx: NodeContext) -> dict[str, Any]:
     """The LangGraph config of this node activation: its own thread, strict resume, the run's configurable."""
     configurable = {k: v for k, v in ctx.configurable.items() if isinstance(k, str)}
     configurable.update({"thread_id": f"openwop:{ctx.run_id}:{ctx.node_id}:{ctx.visit}", STRICT_RESUME: True})
+    # The threshold in force (the run's, else the host's), so escalate_if_low_confidence agrees with the engine.
+    configurable["escalationThreshold"] = ctx.escalation_threshold()
     return {"configurable": configurable}
 
 
@@ -117,7 +119,7 @@ class GraphNode:
             and r.status == "resolved"
             and not r.consumed  # taken by this node (now or earlier) counts as delivered
             and r.key[len(prefix) :] not in pending_ids
-            and r.kind != "conversation.close"
+            and kinds.kind_of(r.kind).answerable
         }
 
     async def _register(self, ctx: NodeContext, task_name: str, itr: Any) -> InterruptHandle | tuple[Any]:
@@ -141,7 +143,7 @@ class GraphNode:
                 },
                 f"call:{call['toolCallId']}",
             )
-        if kind == "low-confidence":
+        if kind == kinds.LOW_CONFIDENCE.name:
             data = mapped.payload["data"]
             ctx.emit_once(
                 "agent.decided",
@@ -158,7 +160,7 @@ class GraphNode:
     def _value(ctx: NodeContext, mapped: payloads.Mapped, handle: InterruptHandle) -> Any:
         """The graph's resume value for a settled OpenWOP interrupt (approvals fail closed on timeout)."""
         record = handle.record
-        if mapped.payload["kind"] == "approval" and record.status == "expired":
+        if kinds.kind_of(mapped.payload["kind"]).fails_closed and record.status == "expired":
             answer: Any = (record.resolution or {}).get("resumeValue") or {"action": "reject", "reason": "timeout"}
             if mapped.family in ("per_call", "batched"):
                 answer = {"action": "reject", "feedback": "the approval timed out"}
@@ -180,7 +182,7 @@ class GraphNode:
             key=f"{ctx.run_id}:{ctx.node_id}:conv:{graph_id}",
             conversation_id=f"conv:{ctx.run_id}:{ctx.node_id}:{graph_id}",
         )
-        if mapped.payload["kind"] == "conversation.close":
+        if mapped.payload["kind"] == kinds.CONVERSATION_CLOSE.name:
             conv.turn_index = int(conversation.get("turn") or 0)
             await conv.close(
                 conversation.get("outcome"), reason=data.get("reason"), message=conversation.get("message"), key=key

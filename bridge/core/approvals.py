@@ -37,6 +37,29 @@ _LEGACY_TO_ACTION = {
 }
 
 
+def canonical_action(action: Any) -> Any:
+    """The five-action name for an action: ``edit`` is ``edit-accept``; anything else is returned as is."""
+    return "edit-accept" if action == "edit" else action
+
+
+def legacy_action(decision: Any) -> str | None:
+    """The action a legacy ``decision`` (``approved``, ``granted``, ``rejected``, ``timeout``,
+    ``cancelled``) stands for, or None when it is not one of them."""
+    return _LEGACY_TO_ACTION.get(decision) if isinstance(decision, str) else None
+
+
+def action_of(value: Any) -> str:
+    """The action of a settled approval's resume value: ``{action}``, a legacy ``{decision}``
+    or a bare action name (``""`` when it names none)."""
+    if isinstance(value, str):
+        return str(canonical_action(value))
+    if not isinstance(value, Mapping):
+        return ""
+    if value.get("action"):
+        return str(canonical_action(value["action"]))
+    return legacy_action(value.get("decision")) or ""
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalAnswer:
     """One normalised answer to an approval interrupt."""
@@ -86,17 +109,16 @@ def normalize_answer(data: Mapping[str, Any], value: Any) -> ApprovalAnswer:
     refine = value.get("refineFeedback")
     if action is None and "decision" in value:
         legacy = value["decision"]
-        if legacy not in _LEGACY_TO_ACTION:
+        if legacy_action(legacy) is None:
             raise ValidationError(
                 "'decision' must be one of approved, granted, rejected, timeout, cancelled",
                 details={"decision": legacy},
             )
-        action = _LEGACY_TO_ACTION[legacy]
+        action = legacy_action(legacy)
         if legacy == "rejected" and feedback:
             action = "refine"
             refine = refine or {"scope": "whole", "text": feedback}
-    if action == "edit":
-        action = "edit-accept"
+    action = canonical_action(action)
     allowed = list(data.get("actions", []))
     if action not in EXIT_ACTIONS and action != "ask":
         raise ValidationError(

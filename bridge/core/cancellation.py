@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
 from bridge.core.errors import InterruptNotFoundError, RunNotFoundError
@@ -37,7 +38,7 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
             raise InterruptNotFoundError("no interrupt at this address")
         if not intr.open:
             raise closed_error(intr, "run")
-        if intr.kind == "approval":
+        if kinds.kind_of(intr.kind).fails_closed:
             # Cancelling an approval rejects it, so only someone who may decide it may cancel it.
             denied = gate_denial(intr, run, principal, now, new_id, principal.id)
             if denied is not None:

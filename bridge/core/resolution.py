@@ -189,10 +189,11 @@ def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecisio
         if answer.surface == "run" and (principal is None or principal.tenant not in (run.tenant, "*")):
             raise InterruptNotFoundError("no interrupt at this address")
         data = intr.payload.get("data", {})
+        kind = kinds.kind_of(intr.kind)
         if answer.surface == "token":
             if answer.token_intent != "resolve":
                 raise ForbiddenError("this link only allows looking at the interrupt, not answering it")
-            governed = intr.kind == "approval" and (data.get("requiredRole") or data.get("requiredScope"))
+            governed = kind.votes and (data.get("requiredRole") or data.get("requiredScope"))
             if data.get("profile") == AUTH_REQUIRED_PROFILE or governed:
                 # A link alone names no one, so it cannot satisfy a role or scope: fail closed.
                 if principal is None:
@@ -207,58 +208,53 @@ def answer_decision(answer: Answer, now: int, new_id: NewId) -> InterruptDecisio
         if closed_as:
             # The run's cancel has committed: its interrupts are closed, whatever this row still says.
             raise closed_error(replace(intr, status=closed_as), answer.surface)
-        if intr.kind == "conversation.exchange":
+        if kind.turn:
             if not intr.open and intr.status != "resolved":
                 raise closed_error(intr, answer.surface)
             who = principal or Principal(id=_resolver_id(answer), tenant=run.tenant)
             return answer_exchange(intr, answer.value, who, now, new_id)
-        if intr.kind in ("conversation.start", "conversation.close"):
-            raise ValidationError(
-                f"conversation {data.get('conversationId')} is closed; no more exchanges"
-                if intr.kind == "conversation.close"
-                else "a conversation start is not answerable"
-            )
+        if not kind.answerable:
+            raise ValidationError(kind.refusal(data))
         if not intr.open:
             previous = intr.resolution or {}
             if (
-                intr.kind == "external-event"
+                kind.event_keyed
                 and previous.get("eventId") is not None
-                and previous.get("eventId") == (kinds.external_event_id(answer.value) or answer.idempotency_key)
+                and previous.get("eventId") == (kind.event_id(answer.value) or answer.idempotency_key)
             ):
                 return Mutation(result={"status": "resolved", "idempotent": True})
             raise closed_error(intr, answer.surface)
-        schema = intr.payload.get("resumeSchema")
-        if schema and intr.kind != "approval":
-            kinds.validate_against(schema, answer.value, "resumeValue")
-        if intr.kind == "approval":
+        if kind.votes:
             return _approval(intr, run, answer, now, new_id)
+        kinds.validate_against(intr.payload.get("resumeSchema"), answer.value, "resumeValue")
         clash = _subject_clash(answer)
         if clash is not None:
             assert principal is not None
             return deny(intr, run, principal, now, new_id, clash)
-        by = _resolver_id(answer)
-        extra: dict[str, Any] = {}
-        if intr.kind == "clarification":
-            value = kinds.normalize_clarification(data, answer.value)
-        elif intr.kind == "external-event":
-            value = kinds.normalize_external_event(data, answer.value)
-            extra["eventId"] = kinds.external_event_id(value) or answer.idempotency_key
-        else:
-            value = answer.value
-        logged = redact(value) if intr.kind == "external-event" else value
-        resolved = resolved_payload(intr, now, by, logged)
-        emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
-        resolution = {"resumeValue": value, "resolvedBy": by, "resolvedAt": iso_ms(now), "emitted": emitted, **extra}
-        return Mutation(
-            interrupt_status="resolved",
-            resolution=resolution,
-            resolved_at_ms=now,
-            events=[event_draft(new_id, now, "interrupt.resolved", resolved, intr.node_id)],
-            wake=True,
-            result={"status": "resolved"},
-        )
+        return _resolve(intr, kind, answer, now, new_id)
 
     return decide
+
+
+def _resolve(intr: InterruptRecord, kind: kinds.Kind, answer: Answer, now: int, new_id: NewId) -> Mutation:
+    """Resolve an interrupt that takes one answer: the kind normalises it, the log may redact it."""
+    by = _resolver_id(answer)
+    value = kind.normalize_resume(intr.payload.get("data", {}), answer.value)
+    extra: dict[str, Any] = {}
+    if kind.event_keyed:
+        extra["eventId"] = kind.event_id(value) or answer.idempotency_key
+    logged = redact(value) if kind.redacts_log else value
+    resolved = resolved_payload(intr, now, by, logged)
+    emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
+    resolution = {"resumeValue": value, "resolvedBy": by, "resolvedAt": iso_ms(now), "emitted": emitted, **extra}
+    return Mutation(
+        interrupt_status="resolved",
+        resolution=resolution,
+        resolved_at_ms=now,
+        events=[event_draft(new_id, now, "interrupt.resolved", resolved, intr.node_id)],
+        wake=True,
+        result={"status": "resolved"},
+    )
 
 
 def _approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, new_id: NewId) -> Mutation:
@@ -499,7 +495,8 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
         if not intr.open or intr.deadline_ms is None or intr.deadline_ms > now:
             return Mutation(result={"status": intr.status, "fired": False})
         emitted: list[dict[str, Any]] = []
-        if intr.kind == "approval":
+        kind = kinds.kind_of(intr.kind)
+        if kind.fails_closed:
             final = approvals.timeout_value(iso_ms(now))
             emitted.append(
                 {
@@ -527,7 +524,7 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
             final = None
             resolved = resolved_payload(intr, now, "system:timeout", None, reason="timeout")
         emitted.append({"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id})
-        if intr.kind == "conversation.exchange":
+        if kind.turn:
             emitted += timeout_close_events(intr, now, new_id)
         resolution = {
             "resumeValue": final,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bridge.core import graph
-from bridge.core.kinds import waiting_status
+from bridge.core.kinds import CUSTOM, waiting_status
 from bridge.core.records import InterruptRecord
 from bridge.core.workflow import WorkflowDefinition
 
@@ -130,7 +130,7 @@ def wait_entries(wait_ids: list[str], interrupts: Mapping[str, InterruptRecord],
         entries.append(
             {
                 "id": wid,
-                "kind": rec.kind if rec else "custom",
+                "kind": rec.kind if rec else CUSTOM.name,
                 "at": rec.requested_at_ms if rec else 0,
                 "nodeId": rec.node_id if rec else node_id,
             }

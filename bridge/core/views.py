@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge.core import approvals
+from bridge.core import approvals, kinds
 from bridge.core.clock import iso_ms
 from bridge.core.events import ENGINE_VERSION
 from bridge.core.records import InterruptRecord, RunRecord
@@ -17,31 +17,12 @@ from bridge.core.records import InterruptRecord, RunRecord
 
 def interrupt_title(record: InterruptRecord) -> str:
     """A one-line human description of what the interrupt asks."""
-    data = record.payload.get("data", {})
-    kind = record.kind
-    if kind == "approval":
-        return str(data.get("title", "Approval"))
-    if kind == "clarification":
-        questions = data.get("questions") or [{}]
-        first = str(questions[0].get("question", "Clarification"))
-        return first if len(questions) == 1 else f"{first} (+{len(questions) - 1} more)"
-    if kind == "external-event":
-        return f"Waiting for {data.get('eventType', 'an external event')}"
-    if kind == "custom":
-        return f"{data.get('customKind', 'custom')} input"
-    if kind == "low-confidence":
-        return (
-            f"Ratify {data.get('agentId', 'agent')}'s decision "
-            f"(confidence {data.get('observed')} < {data.get('threshold')})"
-        )
-    if kind == "conversation.exchange":
-        return str(data.get("prompt", "Conversation"))
-    return kind
+    return kinds.kind_of(record.kind).title(record.payload.get("data", {}))
 
 
 def vote_progress(record: InterruptRecord) -> dict[str, Any] | None:
     """Votes so far on an approval (None for other kinds)."""
-    if record.kind != "approval":
+    if not kinds.kind_of(record.kind).votes:
         return None
     data = record.payload.get("data", {})
     votes = record.state.get("votes", [])
@@ -82,7 +63,7 @@ def interrupt_view(
     asks = record.state.get("askExchanges")
     if asks:
         view["askExchanges"] = asks
-    if record.kind == "conversation.exchange":
+    if kinds.kind_of(record.kind).turn:
         data = record.payload.get("data", {})
         view["conversationId"] = data.get("conversationId")
         view["turnCount"] = max(int(data.get("turnIndex") or 1) - 1, 0)
@@ -126,7 +107,7 @@ def inbox_item(record: InterruptRecord, now_ms: int, inspect_url: str | None) ->
     progress = vote_progress(record)
     if progress is not None and (progress["votes"] or progress["required"] > 1):
         item["votes"] = {k: v for k, v in progress.items() if k != "votes"}
-    if record.kind == "conversation.exchange":
+    if kinds.kind_of(record.kind).turn:
         data = record.payload.get("data", {})
         item["conversationId"] = data.get("conversationId")
         item["turnCount"] = max(int(data.get("turnIndex") or 1) - 1, 0)

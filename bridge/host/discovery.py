@@ -48,7 +48,7 @@ def discovery_document(engine: Engine) -> dict[str, Any]:
                 "version": 2,
                 "tier": "experimental",
                 "experimentalUntil": iso_ms(engine.clock.now_ms() + 180 * 86_400_000)[:10],
-                "confidenceEscalationInterruptKind": "clarification",
+                "confidenceEscalationInterruptKind": kinds.CLARIFICATION.name,
             }
         },
         "authorization": {"supported": True, "failClosed": True},

@@ -135,7 +135,7 @@ class Answers:
         return record
 
     async def _ask_answer(self, record: InterruptRecord | None, value: Any, asked_by: str) -> str | None:
-        if record is None or record.kind != "approval" or not isinstance(value, Mapping):
+        if record is None or not kinds.kind_of(record.kind).votes or not isinstance(value, Mapping):
             return None
         if value.get("action") != "ask":
             return None
@@ -174,7 +174,7 @@ class Answers:
             current = await self.store.interrupt_at(run_id, node_id)
             if current is None:
                 raise InterruptNotFoundError(f"no interrupt at node {node_id!r} of run {run_id!r}")
-            interrupt_id = current.interrupt_id if current.kind != "conversation.exchange" else None
+            interrupt_id = None if kinds.kind_of(current.kind).turn else current.interrupt_id
         answer = Answer(
             principal=principal,
             value=value,
@@ -219,11 +219,7 @@ class Answers:
 
     async def open_interrupts(self, run_id: str, *, with_children: bool = True) -> list[InterruptRecord]:
         """Open, answerable interrupts of a run (and, by default, of its active child runs)."""
-        records = [
-            r
-            for r in await self.store.run_interrupts(run_id, open_only=True)
-            if r.kind not in ("conversation.start", "conversation.close")
-        ]
+        records = [r for r in await self.store.run_interrupts(run_id, open_only=True) if kinds.kind_of(r.kind).listed]
         if with_children:
             for child in await self.store.child_runs(run_id):
                 if not child.terminal:
@@ -282,7 +278,7 @@ class Answers:
     async def inspect_token(self, token: str, *, base_url: str = "") -> dict[str, Any]:
         """What a signed link points at (409 once it is used, 410 when gone)."""
         claims, record = await self.verify_token(token)
-        if not record.open and record.kind != "conversation.exchange":
+        if not record.open and not kinds.kind_of(record.kind).turn:
             from bridge.core.resolution import closed_error
 
             error = closed_error(record, "token")

@@ -42,17 +42,6 @@ STEP_EVENT = "bridge.step.recorded"
 #: Command numbers of :meth:`NodeContext.emit_once` events start here, after every positional one.
 ONCE_BASE = 1_000_000
 
-_SUSPEND_REASON = {
-    "approval": "approval",
-    "clarification": "clarification",
-    "external-event": "external-event",
-    "custom": "custom",
-    "low-confidence": "low-confidence",
-    "conversation.start": "conversation",
-    "conversation.exchange": "conversation-input",
-    "conversation.close": "conversation",
-}
-
 
 class ContextHost(Protocol):
     """What a context needs from the executor that created it."""
@@ -411,7 +400,7 @@ class NodeContext:
             "interruptId": record.interrupt_id,
             "kind": p["kind"],
             "key": p["key"],
-            "reason": _SUSPEND_REASON[p["kind"]],
+            "reason": kinds.kind_of(p["kind"]).suspend_reason,
         }
         if extra:
             suspended_payload.update({k: v for k, v in extra.items() if k != "state"})
@@ -562,9 +551,7 @@ class NodeContext:
         if usable >= limit:
             return decision
         data = {"agentId": agent, "threshold": limit, "observed": usable, "decision": decision}
-        request: dict[str, Any] = {"kind": "low-confidence", "data": data}
-        if key is not None:
-            request["key"] = key
+        request = kinds.LOW_CONFIDENCE.payload(data, key=key)
         handle = await self.request(request, extra={"agentId": agent, "threshold": limit, "observed": usable})
         return handle.result()
 

@@ -164,9 +164,8 @@ class Conversation:
         if outcome_schema is not None:
             kinds.compile_schema(outcome_schema, "outcomeSchema")
             data["outcomeSchema"] = dict(outcome_schema)
-        payload: dict[str, Any] = {"kind": "conversation.exchange", "data": data}
+        payload = kinds.CONVERSATION_EXCHANGE.payload(data, key=key)
         if key is not None:
-            payload["key"] = key
             live = await ctx.lookup_key(key) is None
         else:
             live = ctx.peek_next() is None and await ctx.source_for_next() is None
@@ -258,7 +257,7 @@ class Conversation:
             return {"resumeValue": None, "resolvedBy": "system", "outcome": outcome}, [closed, resolved, resumed]
 
         handle = await ctx.request(
-            {"kind": "conversation.close", "data": data, **({"key": key} if key else {})},
+            kinds.CONVERSATION_CLOSE.payload(data, key=key or None),
             extra={"conversationId": self.id, "state": {"finalTurn": final, "conversationId": self.id}},
             instant=instant,
         )
@@ -325,7 +324,7 @@ async def open_conversation(
         return {"resumeValue": None, "resolvedBy": "system"}, [opened, resolved]
 
     handle = await ctx.request(
-        {"kind": "conversation.start", "data": data, **({"key": key} if key else {})},
+        kinds.CONVERSATION_START.payload(data, key=key or None),
         extra={
             "conversationId": conversation_id,
             "channel": chan,

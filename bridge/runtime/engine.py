@@ -432,7 +432,7 @@ class Engine(Answers):
     async def snapshot_of(self, run: RunRecord, *, base_url: str = "", link: str | None = "resolve") -> dict[str, Any]:
         """The snapshot of an already-loaded run (no access check); open interrupts carry ``link`` links."""
         open_records = [] if run.terminal else await self.store.run_interrupts(run.run_id, open_only=True)
-        open_records = [r for r in open_records if r.kind not in ("conversation.start", "conversation.close")]
+        open_records = [r for r in open_records if kinds.kind_of(r.kind).listed]
         views = [self.interrupt_view(r, base_url=base_url, link=link) for r in open_records]
         channels = await self.channels(run)
         children = await self.store.child_runs(run.run_id)

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from bridge.core import graph, run_state
+from bridge.core import graph, kinds, run_state
 from bridge.core.clock import Clock
 from bridge.core.errors import (
     BridgeError,
@@ -411,7 +411,7 @@ class RunExecutor:
         ns = self.state["nodes"][ctx.node_id]
         self._pending.extend(act.drafts)
         act.drafts = []
-        if any(r.kind == "conversation.start" for r in act.new_interrupts):
+        if any(kinds.kind_of(r.kind).opens_conversation for r in act.new_interrupts):
             # Turns fold into a messages channel even when the workflow declares none.
             self.state["hasConversation"] = True
         self._new_interrupts.extend(act.new_interrupts)

@@ -18,12 +18,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bridge.core.kinds import approval
+from bridge.core.kinds import TOOL_CALL_ARTIFACT, ApprovalKind, approval
 
 if TYPE_CHECKING:
     from bridge.runtime.context import NodeContext
-
-TOOL_CALL_ARTIFACT = "tool-call"
 
 ToolFunction = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 
@@ -42,14 +40,7 @@ class ToolCallOutcome:
 
 def is_tool_call_approval(payload: Mapping[str, Any]) -> bool:
     """True for an approval interrupt created by :func:`approved_tool_call` (or shaped like one)."""
-    data = payload.get("data") or {}
-    artifact = data.get("artifactData")
-    return (
-        payload.get("kind") == "approval"
-        and data.get("artifactType") == TOOL_CALL_ARTIFACT
-        and isinstance(artifact, Mapping)
-        and isinstance(artifact.get("toolCallId"), str)
-    )
+    return ApprovalKind.is_tool_call(payload)
 
 
 async def approved_tool_call(

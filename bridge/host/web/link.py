@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bridge.core.errors import BridgeError
+from bridge.core.kinds import REGISTRY
 from bridge.core.resolution import AUTH_REQUIRED_PROFILE
 from bridge.host.http.deps import base_url, engine
 from bridge.host.web.pages import page_headers
@@ -30,15 +31,6 @@ from bridge.host.web.pages import page_headers
 #: The page lives at /v1/interrupts/{token}; assets are found relative to it so
 #: the host also works behind a proxy that mounts it under a path prefix.
 _ASSETS = "../../ui/static"
-
-KIND_LABELS = {
-    "approval": "Approval",
-    "clarification": "Clarification",
-    "external-event": "External event",
-    "custom": "Custom input",
-    "low-confidence": "Low-confidence decision",
-    "conversation.exchange": "Conversation",
-}
 
 #: Why a link cannot be used, by error code: a heading and what to do about it.
 UNUSABLE = {
@@ -56,6 +48,12 @@ UNUSABLE = {
     ),
 }
 _NOT_VALID = ("This link is not valid", "Check that you opened the whole link, exactly as it was sent.")
+
+
+def _label(kind: str) -> str:
+    """The kind's human label ("Approval"), or its name when it is not a known kind."""
+    found = REGISTRY.get(kind)
+    return found.label if found is not None else kind
 
 
 def _e(value: Any) -> str:
@@ -115,7 +113,7 @@ def unusable_page(code: str, message: str, status: int) -> Response:
 
 def _meta_rows(view: dict[str, Any]) -> str:
     rows = [
-        ("Kind", KIND_LABELS.get(view["kind"], view["kind"])),
+        ("Kind", _label(view["kind"])),
         ("Workflow", view.get("workflowId", "")),
         ("Step", view.get("nodeId", "")),
         ("Requested", human_time(view.get("requestedAt"))),
@@ -141,7 +139,7 @@ def interrupt_page(view: dict[str, Any]) -> Response:
     needs = "to show the request and answer it" if resolve else "to show the request"
     data = json.dumps(view.get("payload", {}).get("data", {}), indent=2, ensure_ascii=False, sort_keys=True)
     body = f"""<article class="card" aria-labelledby="page-title">
-<p class="eyebrow">{_e(KIND_LABELS.get(view["kind"], view["kind"]))} request</p>
+<p class="eyebrow">{_e(_label(view["kind"]))} request</p>
 <h1 id="page-title">{_e(view.get("title", ""))}</h1>
 <dl class="meta">
 {_meta_rows(view)}

@@ -114,13 +114,12 @@ async def dispatch(ctx: NodeContext) -> NodeResult:
         return NodeResult({"dispatched": [], "terminated": True}, route=[])
     if decision.get("kind") == "ask-user":
         answer = await ctx.interrupt(
-            {
-                "kind": "clarification",
-                "data": {
+            kinds.CLARIFICATION.payload(
+                {
                     "questions": [{"id": "answer", "question": str(decision.get("prompt", "Your input?"))}],
                     "contextType": "orchestrator.ask-user",
-                },
-            }
+                }
+            )
         )
         return NodeResult({"answer": answer["answers"][0]["answer"], "dispatched": []})
     workers = [str(w) for w in decision.get("nextWorkerIds") or []]
@@ -140,9 +139,8 @@ async def dispatch(ctx: NodeContext) -> NodeResult:
             },
         )
         answer = await ctx.interrupt(
-            {
-                "kind": "clarification",
-                "data": {
+            kinds.CLARIFICATION.payload(
+                {
                     "questions": [
                         {
                             "id": "proceed",
@@ -152,8 +150,8 @@ async def dispatch(ctx: NodeContext) -> NodeResult:
                         }
                     ],
                     "contextType": "orchestrator.confidence-escalation",
-                },
-            }
+                }
+            )
         )
         if answer["answers"][0]["answer"] is not True:
             return NodeResult({"dispatched": [], "declined": True})

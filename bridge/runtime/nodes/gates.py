@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import kinds
+from bridge.core import approvals, kinds
 from bridge.core.errors import ApprovalRejectedError, InterruptTimeoutError, ValidationError
 from bridge.core.workflow import NodeSpec, thaw
 from bridge.runtime.context import NodeContext
@@ -21,7 +21,7 @@ _GOVERNANCE = ("requiredRole", "requiredScope", "override", "overrideBypassesQuo
 
 def approval_payload(node: NodeSpec, config: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
     """The ``approval`` InterruptPayload for a gate node."""
-    actions = [("edit-accept" if a == "edit" else a) for a in config.get("actions", ["accept", "reject"])]
+    actions = [approvals.canonical_action(a) for a in config.get("actions", ["accept", "reject"])]
     data: dict[str, Any] = {
         "artifactId": str(config.get("artifactId") or node.id),
         "artifactType": str(config.get("artifactType") or "approval-gate"),
@@ -40,7 +40,7 @@ def approval_payload(node: NodeSpec, config: dict[str, Any], inputs: dict[str, A
     for name in ("approversList", "rejectionPolicy", *_GOVERNANCE):
         if name in config:
             data[name] = config[name]
-    payload: dict[str, Any] = {"kind": "approval", "data": data}
+    payload = kinds.APPROVAL.payload(data)
     timeout = config.get("timeoutMs")
     if timeout is None and config.get("timeoutSec") is not None:
         seconds = config["timeoutSec"]
@@ -108,7 +108,7 @@ def clarification_payload(config: dict[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = {"questions": questions or []}
     if config.get("contextType"):
         data["contextType"] = config["contextType"]
-    payload: dict[str, Any] = {"kind": "clarification", "data": data}
+    payload = kinds.CLARIFICATION.payload(data)
     if config.get("timeoutMs"):
         payload["timeoutMs"] = int(config["timeoutMs"])
     return payload

@@ -1,0 +1,53 @@
+"""The registry of interrupt kinds: name → :class:`~bridge.core.kinds.base.Kind`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from bridge.core.errors import ValidationError
+from bridge.core.kinds.approval import APPROVAL
+from bridge.core.kinds.base import Kind
+from bridge.core.kinds.clarification import CLARIFICATION
+from bridge.core.kinds.conversation import CONVERSATION_CLOSE, CONVERSATION_EXCHANGE, CONVERSATION_START
+from bridge.core.kinds.custom import CUSTOM
+from bridge.core.kinds.external_event import EXTERNAL_EVENT
+from bridge.core.kinds.low_confidence import LOW_CONFIDENCE
+
+REGISTRY: Mapping[str, Kind] = MappingProxyType(
+    {
+        k.name: k
+        for k in (
+            APPROVAL,
+            CLARIFICATION,
+            EXTERNAL_EVENT,
+            CUSTOM,
+            CONVERSATION_START,
+            CONVERSATION_EXCHANGE,
+            CONVERSATION_CLOSE,
+            LOW_CONFIDENCE,
+        )
+    }
+)
+
+#: The eight kind names, in the order the specification lists them.
+KINDS: tuple[str, ...] = tuple(REGISTRY)
+
+CONVERSATION_KINDS = frozenset(k.name for k in (CONVERSATION_START, CONVERSATION_EXCHANGE, CONVERSATION_CLOSE))
+
+#: Run status while an interrupt of this kind is the one the run waits on.
+WAITING_STATUS: Mapping[str, str] = MappingProxyType({name: k.waiting_status for name, k in REGISTRY.items()})
+
+
+def kind_of(name: object) -> Kind:
+    """The kind object named ``name``; :class:`ValidationError` for an unknown kind."""
+    kind = REGISTRY.get(name) if isinstance(name, str) else None
+    if kind is None:
+        raise ValidationError(f"interrupt kind must be one of {', '.join(KINDS)}; got {name!r}")
+    return kind
+
+
+def waiting_status(kind: str) -> str:
+    """The run status while waiting on an interrupt of this kind."""
+    found = REGISTRY.get(kind)
+    return found.waiting_status if found is not None else "waiting-input"
