@@ -17,16 +17,10 @@ from typing import Any
 from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
+from bridge.core.decisions.approval import gate_denial, settle_approval
+from bridge.core.decisions.common import NewId, closed_error, event_draft, resolved_payload
 from bridge.core.errors import InterruptNotFoundError, RunNotFoundError
 from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
-from bridge.core.resolution import (
-    NewId,
-    closed_error,
-    event_draft,
-    gate_denial,
-    resolved_payload,
-    settle_approval,
-)
 
 
 def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str = "cancelled") -> InterruptDecision:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bridge import spec
 from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
@@ -125,6 +126,17 @@ def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, n
         content = f"{principal.id} closed the conversation"
     expected_id = f"{cid}:{index}:{'system' if procedural else 'user'}"
     supplied_id = turn_in.get("messageId") if turn_in else None
+    retry = _retry(record, cid, index, expected_id, supplied_id)
+    if retry is not None:
+        return retry
+    if operation == "exchange":
+        kinds.validate_against(data.get("outcomeSchema"), content, "answer")
+    turn = _answer_turn(turn_in, supplied_id or expected_id, content, procedural, principal, now, index)
+    return _exchanged(record, operation, turn, content, outcome, reason, principal, now, new_id)
+
+
+def _retry(record: InterruptRecord, cid: str, index: int, expected_id: str, supplied_id: str | None) -> Mutation | None:
+    """The no-op answer to a retry of a turn already taken; an error for a closed or foreign one; else None."""
     if not record.open:
         previous = (record.resolution or {}).get("turn") or {}
         if supplied_id and previous.get("messageId") == supplied_id:
@@ -141,10 +153,21 @@ def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, n
             )
         # A turn of this conversation that was already taken: a retry, with no second effect.
         return Mutation(result={"status": "resolved", "idempotent": True, "turnIndex": earlier})
-    if operation == "exchange":
-        kinds.validate_against(data.get("outcomeSchema"), content, "answer")
+    return None
+
+
+def _answer_turn(
+    turn_in: Mapping[str, Any] | None,
+    message_id: str,
+    content: Any,
+    procedural: bool,
+    principal: Principal,
+    now: int,
+    index: int,
+) -> dict[str, Any]:
+    """The person's (or, for a close without words, the system's) turn, checked as a ConversationTurn."""
     turn = {
-        "messageId": supplied_id or expected_id,
+        "messageId": message_id,
         "from": "system" if procedural else "user",
         "content": content,
         "ts": now,
@@ -164,31 +187,34 @@ def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, n
                 f"this exchange is turn {index}; the answer says turn {turn_in['turnIndex']}",
                 details={"turnIndex": index},
             )
-    from bridge import spec
-
     problems = [e.message for e in spec.validator("conversation-turn.schema.json").iter_errors(turn)]
     if problems:
         raise ValidationError("the turn is not a valid ConversationTurn", details={"problems": problems})
+    return turn
+
+
+def _exchanged(
+    record: InterruptRecord,
+    operation: str,
+    turn: dict[str, Any],
+    content: Any,
+    outcome: Any,
+    reason: str | None,
+    principal: Principal,
+    now: int,
+    new_id: Any,
+) -> Mutation:
+    """Resolve the exchange with ``turn``: ``conversation.exchanged``, or ``conversation.closed`` for a close."""
+    cid, index = record.payload["data"]["conversationId"], turn["turnIndex"]
     resolved_at = iso_ms(now)
-    emitted: list[dict[str, Any]] = []
     if operation == "close":
         resume_value: Any = {"operation": "close", "outcome": outcome}
-        emitted.append(
-            {
-                "type": "conversation.closed",
-                "payload": {"conversationId": cid, "turnIndex": index, "finalTurn": turn, "outcome": outcome},
-                "nodeId": record.node_id,
-            }
-        )
+        closed = {"conversationId": cid, "turnIndex": index, "finalTurn": turn, "outcome": outcome}
+        said = {"type": "conversation.closed", "payload": closed, "nodeId": record.node_id}
     else:
         resume_value = content
-        emitted.append(
-            {
-                "type": "conversation.exchanged",
-                "payload": {"conversationId": cid, "turnIndex": index, "turn": turn},
-                "nodeId": record.node_id,
-            }
-        )
+        exchanged = {"conversationId": cid, "turnIndex": index, "turn": turn}
+        said = {"type": "conversation.exchanged", "payload": exchanged, "nodeId": record.node_id}
     resolved = {
         "nodeId": record.node_id,
         "interruptId": record.interrupt_id,
@@ -197,7 +223,10 @@ def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, n
         "resolvedAt": resolved_at,
         "resolvedBy": principal.id,
     }
-    emitted.insert(0, {"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id})
+    emitted: list[dict[str, Any]] = [
+        {"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id},
+        said,
+    ]
     resolution: dict[str, Any] = {
         "resumeValue": content if operation == "exchange" else None,
         "resolvedBy": principal.id,

@@ -17,9 +17,10 @@ from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.cancellation import cancel_decision
 from bridge.core.clock import Clock
+from bridge.core.decisions.common import Answer, AnswerCheck
 from bridge.core.errors import InterruptNotFoundError, ValidationError
 from bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
-from bridge.core.resolution import Answer, AnswerCheck, answer_decision
+from bridge.core.resolution import answer_decision
 from bridge.core.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
 from bridge.core.views import inbox_item, interrupt_view, token_inspection
 from bridge.runtime.telemetry import interrupt_resolving
@@ -279,7 +280,7 @@ class Answers:
         """What a signed link points at (409 once it is used, 410 when gone)."""
         claims, record = await self.verify_token(token)
         if not record.open and not kinds.kind_of(record.kind).turn:
-            from bridge.core.resolution import closed_error
+            from bridge.core.decisions.common import closed_error
 
             error = closed_error(record, "token")
             raise error

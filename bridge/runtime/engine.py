@@ -21,6 +21,7 @@ from bridge.core import exchange, kinds, run_state
 from bridge.core.auth import SYSTEM, Principal
 from bridge.core.cancellation import run_cancel_decision
 from bridge.core.clock import Clock, SystemClock
+from bridge.core.decisions.common import AnswerCheck
 from bridge.core.errors import (
     CapabilityRefusedError,
     ForbiddenError,
@@ -31,7 +32,7 @@ from bridge.core.errors import (
 )
 from bridge.core.events import ENGINE_VERSION, EventDraft
 from bridge.core.records import RunRecord
-from bridge.core.resolution import AnswerCheck, timeout_decision
+from bridge.core.resolution import timeout_decision
 from bridge.core.tokens import (
     TokenSigner,
 )
@@ -71,7 +72,7 @@ class Engine(Answers):
         self.clock: Clock = clock or SystemClock()
         self.config = config or EngineConfig()
         self.node_types = node_types or default_registry()
-        #: Approval answer checks by name (``data.answerCheck``); see :data:`bridge.core.resolution.AnswerCheck`.
+        #: Approval answer checks by name (``data.answerCheck``); see :data:`bridge.core.decisions.common.AnswerCheck`.
         self.answer_checks: dict[str, AnswerCheck] = {}
         self.ask_service: AskService = ask_service or RecordingAskService()
         self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"

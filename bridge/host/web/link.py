@@ -22,9 +22,9 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from bridge.core.decisions.common import AUTH_REQUIRED_PROFILE
 from bridge.core.errors import BridgeError
 from bridge.core.kinds import REGISTRY
-from bridge.core.resolution import AUTH_REQUIRED_PROFILE
 from bridge.host.http.deps import base_url, engine
 from bridge.host.web.pages import page_headers
 

@@ -1,0 +1,336 @@
+"""Approval decisions: who may decide a gate, votes and quorum, overrides, ``ask``, settling.
+
+:func:`decide_approval` takes one answer to an ``approval`` interrupt through these steps:
+
+1. :func:`_checked_answer`: the answer's schema, its normal form, the gate's answer check;
+2. :func:`_voter`: who votes (the key's holder, a link's subject, or someone named by a
+   principal allowed to act for others), and the gate's role, scope and approvers;
+3. :func:`_override_denial`: an override needs the gate's override role;
+4. :func:`_ask` records a question (bounded), or :func:`_vote` counts a vote, which may
+   settle the gate (:func:`settle_approval`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bridge.core import approvals, kinds
+from bridge.core.auth import Principal
+from bridge.core.clock import iso_ms
+from bridge.core.decisions.common import Answer, NewId, deny, event_draft, resolved_payload, resolver_id, subject_clash
+from bridge.core.errors import ForbiddenError, ValidationError
+from bridge.core.events import EventDraft
+from bridge.core.records import InterruptRecord, Mutation, RunRecord
+
+
+def gate_denial(
+    intr: InterruptRecord, run: RunRecord, principal: Principal, now: int, new_id: NewId, voter: str | None = None
+) -> Mutation | None:
+    """The refusal when this principal may not decide this approval gate (role, scope and,
+    given the ``voter``, ``approversList``), else None."""
+    data = intr.payload.get("data", {})
+    role = data.get("requiredRole")
+    scope = data.get("requiredScope")
+    approvers = list(data.get("approversList") or [])
+    if role and not principal.has_role(str(role)):
+        return deny(intr, run, principal, now, new_id, f"approving this gate needs the {role!r} role")
+    if scope and not principal.has_scope(str(scope)):
+        return deny(
+            intr, run, principal, now, new_id, f"approving this gate needs the {scope!r} scope", scope=str(scope)
+        )
+    if voter is not None and approvers and voter not in approvers:
+        return deny(intr, run, principal, now, new_id, f"{voter!r} is not among this gate's approvers")
+    return None
+
+
+def decide_approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, new_id: NewId) -> Mutation:
+    """The decision for one answer to an open ``approval`` interrupt (see the module docstring)."""
+    normalized = _checked_answer(intr, answer, now)
+    chosen = _voter(intr, run, answer, normalized, now, new_id)
+    if isinstance(chosen, Mutation):
+        return chosen
+    voter, acting = chosen
+    denied = _override_denial(intr, run, answer.principal, normalized, now, new_id)
+    if denied is not None:
+        return denied
+    if normalized.action == "ask":
+        return _ask(intr, answer, normalized, voter, now, new_id)
+    return _vote(intr, run, normalized, voter, acting, now, new_id)
+
+
+def _checked_answer(intr: InterruptRecord, answer: Answer, now: int) -> approvals.ApprovalAnswer:
+    """The answer in normal form, once it matches the gate's schema and passes its answer check."""
+    data = intr.payload["data"]
+    schema = intr.payload.get("resumeSchema")
+    if schema:
+        kinds.validate_against(schema, answer.value, "resumeValue")
+    normalized = approvals.normalize_answer(data, answer.value)
+    check_name = data.get("answerCheck")
+    if check_name and normalized.action != "ask":
+        check = answer.checks.get(str(check_name))
+        if check is None:
+            raise ValidationError(
+                f"answers to this interrupt are checked by {check_name!r}, which this host has not loaded"
+            )
+        check(intr.payload, normalized.as_vote(resolver_id(answer), iso_ms(now)))
+    return normalized
+
+
+def _voter(
+    intr: InterruptRecord,
+    run: RunRecord,
+    answer: Answer,
+    normalized: approvals.ApprovalAnswer,
+    now: int,
+    new_id: NewId,
+) -> tuple[str, str] | Mutation:
+    """``(voter, acting principal)``, or the refusal when this answer may not vote as the one it names."""
+    data = intr.payload["data"]
+    principal = answer.principal
+    acting = principal.id if principal else resolver_id(answer)
+    named = normalized.voter
+    if answer.token_subject:  # the link names its voter, and no one else
+        if named and named != answer.token_subject:
+            raise ForbiddenError(f"this link votes as {answer.token_subject!r} and cannot name anyone else")
+        named = answer.token_subject
+    voter = acting
+    if named and named != acting:
+        if principal is None or not principal.can_act_as:
+            if principal is None:
+                raise ForbiddenError("a signed link cannot vote on behalf of someone else")
+            return deny(
+                intr,
+                run,
+                principal,
+                now,
+                new_id,
+                subject_clash(answer)
+                or "this key may not answer on behalf of another principal (needs the operator/admin role "
+                "or the approvals:act-as scope)",
+            )
+        voter = named
+    if principal is not None:
+        denied = gate_denial(intr, run, principal, now, new_id, voter)  # role, scope, approvers
+        if denied is not None:
+            return denied
+    elif data.get("approversList") and voter not in data["approversList"]:
+        raise ForbiddenError(f"{voter!r} is not among this gate's approvers")
+    return voter, acting
+
+
+def _override_denial(
+    intr: InterruptRecord,
+    run: RunRecord,
+    principal: Principal | None,
+    normalized: approvals.ApprovalAnswer,
+    now: int,
+    new_id: NewId,
+) -> Mutation | None:
+    """The refusal when an override is asked for by someone without the gate's override role."""
+    if not normalized.override:
+        return None
+    override = intr.payload["data"].get("override") or {}
+    needed = override.get("requiredRole") if isinstance(override, Mapping) else None
+    if needed and principal is not None and principal.has_role(str(needed)):
+        return None
+    if principal is None:
+        raise ForbiddenError("a signed link cannot take the override path")
+    reason = "this gate has no override path" if not needed else f"the override needs the {needed!r} role"
+    return deny(intr, run, principal, now, new_id, reason)
+
+
+def _ask(
+    intr: InterruptRecord, answer: Answer, normalized: approvals.ApprovalAnswer, voter: str, now: int, new_id: NewId
+) -> Mutation:
+    """Record a question to the requester and its answer; the gate stays open."""
+    assert normalized.question is not None
+    state = dict(intr.state)
+    reply = answer.ask_limits.clip_answer(answer.ask_answer or "")
+    # Bounded before anything is stored: a refusal leaves the interrupt as it was.
+    answer.ask_limits.check_room(state.get("askExchanges", []), voter, normalized.question, reply)
+    exchange = {"question": normalized.question, "answer": reply, "askedBy": voter, "at": iso_ms(now)}
+    asks = [*state.get("askExchanges", []), exchange]
+    state["askExchanges"] = asks
+    asked = {"nodeId": intr.node_id, "interruptId": intr.interrupt_id, **exchange}
+    return Mutation(
+        interrupt_state=state,
+        events=[event_draft(new_id, now, "bridge.approval.asked", asked, intr.node_id)],
+        result={"status": "pending", "ask": exchange, "askExchanges": asks},
+    )
+
+
+def _vote(
+    intr: InterruptRecord,
+    run: RunRecord,
+    normalized: approvals.ApprovalAnswer,
+    voter: str,
+    acting: str,
+    now: int,
+    new_id: NewId,
+) -> Mutation:
+    """Count a vote; the gate settles when the tally has an outcome."""
+    data = intr.payload["data"]
+    state = dict(intr.state)
+    votes = list(state.get("votes", []))
+    bypass = bool(normalized.override and data.get("overrideBypassesQuorum"))
+    if bypass:
+        # An override that closes the gate replaces the principal's earlier vote, if any.
+        votes = [v for v in votes if v["voter"] != voter]
+    if any(v["voter"] == voter for v in votes):
+        return _duplicate_vote(intr, run, normalized, votes, voter, acting, now, new_id)
+    events: list[EventDraft] = []
+    audit: list[dict[str, Any]] = []
+    if normalized.override:
+        _record_override(intr, run, normalized, voter, acting, now, new_id, events, audit)
+    vote = normalized.as_vote(voter, iso_ms(now))
+    if acting != voter:
+        vote["actingPrincipal"] = acting
+    votes.append(vote)
+    t = approvals.tally(data, votes, bypass=bypass)
+    _record_vote(intr, run, normalized, t, voter, acting, now, new_id, events, audit)
+    state["votes"] = votes
+    if t.outcome == "pending":
+        return Mutation(
+            interrupt_state=state, events=events, audit=audit, result={"status": "pending", "votes": t.progress()}
+        )
+    final = approvals.final_value(t, vote, iso_ms(now))
+    return settle_approval(intr, now, new_id, final, state, events, audit, t.outcome)
+
+
+def _duplicate_vote(
+    intr: InterruptRecord,
+    run: RunRecord,
+    normalized: approvals.ApprovalAnswer,
+    votes: list[dict[str, Any]],
+    voter: str,
+    acting: str,
+    now: int,
+    new_id: NewId,
+) -> Mutation:
+    """A second vote by the same voter changes nothing; it is kept in the audit and the log."""
+    details = {"interruptId": intr.interrupt_id, "action": normalized.action, "actingPrincipal": acting}
+    audit = [
+        {
+            "principal": voter,
+            "action": "approval.duplicate-vote",
+            "resource": f"{run.run_id}/{intr.node_id}",
+            "details": details,
+        }
+    ]
+    payload = {"nodeId": intr.node_id, "interruptId": intr.interrupt_id, "voter": voter, "action": normalized.action}
+    events = [event_draft(new_id, now, "bridge.approval.duplicate-vote", payload, intr.node_id)]
+    t = approvals.tally(intr.payload["data"], votes)
+    return Mutation(events=events, audit=audit, result={"status": "pending", "duplicate": True, "votes": t.progress()})
+
+
+def _record_override(
+    intr: InterruptRecord,
+    run: RunRecord,
+    normalized: approvals.ApprovalAnswer,
+    voter: str,
+    acting: str,
+    now: int,
+    new_id: NewId,
+    events: list[EventDraft],
+    audit: list[dict[str, Any]],
+) -> None:
+    """Log an override that takes effect; its principal is whoever holds the override role."""
+    gate = str(intr.payload["data"].get("gateId") or intr.exec_node)
+    payload = {"gateId": gate, "principal": acting, "reason": str(normalized.reason)}
+    events.append(event_draft(new_id, now, "approval.overridden", payload, intr.node_id))
+    details: dict[str, Any] = {"interruptId": intr.interrupt_id, "reason": normalized.reason}
+    if voter != acting:
+        details["onBehalfOf"] = voter
+    resource = f"{run.run_id}/{intr.node_id}"
+    audit.append({"principal": acting, "action": "approval.overridden", "resource": resource, "details": details})
+
+
+def _record_vote(
+    intr: InterruptRecord,
+    run: RunRecord,
+    normalized: approvals.ApprovalAnswer,
+    t: approvals.Tally,
+    voter: str,
+    acting: str,
+    now: int,
+    new_id: NewId,
+    events: list[EventDraft],
+    audit: list[dict[str, Any]],
+) -> None:
+    """``approval.granted`` or ``approval.rejected``, and the vote's audit entry."""
+    gate = str(intr.payload["data"].get("gateId") or intr.exec_node)
+    why = normalized.reason or normalized.feedback or (normalized.refine_feedback or {}).get("text")
+    if normalized.action in approvals.ACCEPTING:
+        progress = {"granted": t.accepts, "required": t.required}
+        granted = {"gateId": gate, "principal": voter, "quorumProgress": progress}
+        events.append(event_draft(new_id, now, "approval.granted", granted, intr.node_id))
+    else:
+        rejected: dict[str, Any] = {"gateId": gate, "principal": voter}
+        if why:
+            rejected["reason"] = str(why)
+        events.append(event_draft(new_id, now, "approval.rejected", rejected, intr.node_id))
+    details: dict[str, Any] = {"interruptId": intr.interrupt_id, "progress": t.progress(), "actingPrincipal": acting}
+    if why:
+        details["reason"] = str(why)
+    resource = f"{run.run_id}/{intr.node_id}"
+    audit.append(
+        {"principal": voter, "action": f"approval.vote.{normalized.action}", "resource": resource, "details": details}
+    )
+
+
+def settle_approval(
+    intr: InterruptRecord,
+    now: int,
+    new_id: NewId,
+    final: dict[str, Any],
+    state: dict[str, Any],
+    events: list[EventDraft],
+    audit: list[dict[str, Any]],
+    outcome: str,
+) -> Mutation:
+    """Close an approval with its final value: ``approval.received`` and ``interrupt.resolved``, and wake the run."""
+    received: dict[str, Any] = {
+        "nodeId": intr.node_id,
+        "action": final["action"],
+        "decidedBy": final["decidedBy"],
+        "decidedAt": final["decidedAt"],
+    }
+    for name in ("feedback", "refineFeedback", "editedArtifactData"):
+        if name in final:
+            received[name] = final[name]
+    if "quorum" in final:
+        received["quorum"] = final["quorum"]
+    decision = "approved" if outcome == "accepted" else "rejected"
+    resolved = resolved_payload(
+        intr,
+        now,
+        final["decidedBy"],
+        final,
+        action=final["action"],
+        decision=decision,
+        reason=final.get("reason") if final["action"] == "timeout" else None,
+    )
+    emitted: list[dict[str, Any]] = [
+        {"type": "approval.received", "payload": received, "nodeId": intr.node_id},
+        {"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id},
+    ]
+    events = [*events, *(event_draft(new_id, now, e["type"], e["payload"], intr.node_id) for e in emitted)]
+    resolution = {
+        "resumeValue": final,
+        "resolvedBy": final["decidedBy"],
+        "resolvedAt": iso_ms(now),
+        "action": final["action"],
+        "decision": decision,
+        "emitted": emitted,
+    }
+    return Mutation(
+        interrupt_status="resolved",
+        interrupt_state=state,
+        resolution=resolution,
+        resolved_at_ms=now,
+        events=events,
+        audit=audit,
+        wake=True,
+        result={"status": "resolved", "action": final["action"], "decision": decision},
+    )

@@ -1,0 +1,155 @@
+"""What every decision shares: the answer being decided, who gives it, the events and refusals.
+
+A decision takes records (:mod:`bridge.core.records`) and an :class:`Answer` and returns a
+:class:`~bridge.core.records.Mutation`; it reads no clock and makes no id of its own (both are
+passed in), so the same inputs always give the same outcome.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.core import approvals
+from bridge.core.auth import Principal
+from bridge.core.clock import iso_ms
+from bridge.core.errors import (
+    ForbiddenError,
+    InterruptAlreadyResolvedError,
+    InterruptCancelledStateError,
+    InterruptGoneError,
+)
+from bridge.core.events import EventDraft
+from bridge.core.records import InterruptRecord, Mutation, RunRecord
+
+AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required"
+
+_SENSITIVE = re.compile(r"(secret|token|password|passwd|authorization|api[_-]?key|credential)", re.I)
+
+NewId = Callable[[str], str]
+
+AnswerCheck = Callable[[Mapping[str, Any], dict[str, Any]], None]
+
+"""Checks an approval answer beyond its schema: ``(payload, vote)``; raises ``ValidationError``.
+
+Named by an approval's ``data.answerCheck`` and registered in
+:attr:`bridge.runtime.engine.Engine.answer_checks` by whoever raises such approvals (an
+adapter that knows what its node will do with the answer), so a bad answer is a
+400 while the interrupt stays open rather than a failure after it was accepted.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One attempt to answer an interrupt."""
+
+    principal: Principal | None  # None: an anonymous signed link
+    value: Any
+    surface: str = "run"  # "run" | "token"
+    token_subject: str | None = None
+    token_intent: str | None = None
+    ask_answer: str | None = None
+    idempotency_key: str | None = None
+    checks: Mapping[str, AnswerCheck] = field(default_factory=dict)
+    ask_limits: approvals.AskLimits = field(default_factory=approvals.AskLimits)
+
+
+def redact(value: Any) -> Any:
+    """A copy with values under sensitive-looking keys replaced by ``[redacted]``."""
+    if isinstance(value, Mapping):
+        return {k: ("[redacted]" if _SENSITIVE.search(str(k)) else redact(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def event_draft(new_id: NewId, now: int, type_: str, payload: dict[str, Any], node_id: str) -> EventDraft:
+    """An event a decision emits, stamped with a new id and the decision's time."""
+    return EventDraft(new_id("evt"), type_, payload, now, node_id=node_id)
+
+
+def resolved_payload(intr: InterruptRecord, now: int, by: str, value: Any, **extra: Any) -> dict[str, Any]:
+    """The ``interrupt.resolved`` payload (``extra`` fields that are None are left out)."""
+    payload: dict[str, Any] = {
+        "nodeId": intr.node_id,
+        "interruptId": intr.interrupt_id,
+        "kind": intr.kind,
+        "resumeValue": value,
+        "resolvedAt": iso_ms(now),
+        "resolvedBy": by,
+    }
+    payload.update({k: v for k, v in extra.items() if v is not None})
+    return payload
+
+
+def closed_error(intr: InterruptRecord, surface: str) -> Exception:
+    """The error for answering an interrupt that is no longer open, by how it closed and where it was answered."""
+    if intr.status == "gone":
+        return InterruptGoneError(
+            "this interrupt was invalidated when its parent run was cancelled",
+            details={"interruptId": intr.interrupt_id},
+        )
+    if intr.status == "cancelled":
+        if surface == "token":
+            return InterruptAlreadyResolvedError("this link is no longer valid: the interrupt was cancelled")
+        return InterruptCancelledStateError(
+            "the run was cancelled while this interrupt was pending", details={"interruptId": intr.interrupt_id}
+        )
+    return InterruptAlreadyResolvedError(
+        "this interrupt was already resolved", details={"interruptId": intr.interrupt_id, "status": intr.status}
+    )
+
+
+def deny(
+    intr: InterruptRecord,
+    run: RunRecord,
+    principal: Principal,
+    now: int,
+    new_id: NewId,
+    reason: str,
+    *,
+    scope: str = "approvals:respond",
+) -> Mutation:
+    """Refuse with 403 but keep the audit trail (``authorization.decided {allowed:false}``)."""
+    event = event_draft(
+        new_id,
+        now,
+        "authorization.decided",
+        {
+            "principal": principal.id,
+            "action": scope,
+            "resource": f"{run.run_id}/{intr.node_id}",
+            "allowed": False,
+            "reason": reason,
+        },
+        intr.node_id,
+    )
+    audit = {
+        "principal": principal.id,
+        "action": "authorization.denied",
+        "resource": f"{run.run_id}/{intr.node_id}",
+        "details": {"interruptId": intr.interrupt_id, "reason": reason},
+    }
+    return Mutation(events=[event], audit=[audit], error=ForbiddenError(reason))
+
+
+def resolver_id(answer: Answer) -> str:
+    """Who answers: a link's subject, else the authenticated principal, else an anonymous link."""
+    if answer.token_subject:
+        return answer.token_subject
+    if answer.principal is not None:
+        return answer.principal.id
+    return "signed-link"
+
+
+def subject_clash(answer: Answer) -> str | None:
+    """Why a link made out to someone may not be answered with this principal's key, if it may not."""
+    subject, principal = answer.token_subject, answer.principal
+    if not subject or principal is None or principal.id == subject or principal.can_act_as:
+        return None
+    return (
+        f"this link is for {subject!r}; answering it with another principal's key needs the operator/admin role "
+        "or the approvals:act-as scope"
+    )
