@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from bridge.core.cancellation import cancel_decision, run_cancel_decision
+from bridge.core.decisions.common import AUTH_REQUIRED_PROFILE, Answer
 from bridge.core.errors import (
     CorrelationMismatchError,
     ForbiddenError,
@@ -19,7 +20,7 @@ from bridge.core.errors import (
     ValidationError,
 )
 from bridge.core.records import InterruptRecord, Mutation, RunRecord
-from bridge.core.resolution import AUTH_REQUIRED_PROFILE, Answer, answer_decision, timeout_decision
+from bridge.core.resolution import answer_decision, timeout_decision
 from tests.core.build import NOW, applied, approval_data, event, ids, interrupt, principal, run, types
 
 ALICE = principal("alice")
