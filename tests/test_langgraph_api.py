@@ -128,3 +128,74 @@ async def test_resume_without_an_open_interrupt_is_refused(lg: str) -> None:
     with pytest.raises(httpx.HTTPStatusError) as caught:
         await c.runs.wait(thread["thread_id"], "conformance-approval", command=Command(resume="accept"))
     assert caught.value.response.status_code == 409
+
+
+@pytest.fixture
+async def served(engine: Engine) -> AsyncIterator[str]:
+    """Served LangGraph graphs beside the fixtures, behind the LangGraph API."""
+    from adapters.langgraph import GraphWorkflows
+    from tests import graphs
+
+    async with GraphWorkflows(engine) as workflows:
+        workflows.add("publish", graphs.approve_graph())
+        workflows.add("fan", graphs.fan_out_graph())
+        workflows.add("agent", graphs.hitl_per_call())
+        app = create_app(
+            engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=0.2, extra_routes=langgraph_routes(engine)
+        )
+        async with uvicorn_server(app) as url:
+            yield f"{url}/langgraph"
+
+
+async def test_served_graph_one_interrupt_edited_from_agent_inbox(served: str) -> None:
+    c = client(served)
+    thread = await c.threads.create()
+    waiting = await c.runs.wait(thread["thread_id"], "publish", input={"text": "v1"})
+    [interrupt] = waiting["__interrupt__"]
+    assert interrupt["value"]["config"]["allow_edit"] is True
+    assert interrupt["value"]["action_request"]["args"] == {"text": "v1"}
+    edit = {"type": "edit", "args": {"action": "publish", "args": {"text": "v2"}}}
+    done = await c.runs.wait(thread["thread_id"], "publish", command=Command(resume=[edit]))
+    assert "__interrupt__" not in done
+    assert done["decision"] == "edit-accept" and done["text"] == "v2"
+
+
+async def test_served_graph_two_parallel_interrupts_resumed_by_id_map(served: str) -> None:
+    c = client(served)
+    thread = await c.threads.create()
+    waiting = await c.runs.wait(thread["thread_id"], "fan", input={"topics": ["legal", "finance"]})
+    interrupts = waiting["__interrupt__"]
+    assert sorted(i["value"]["question"] for i in interrupts) == ["Sign off finance?", "Sign off legal?"]
+    state = await c.threads.get_state(thread["thread_id"])
+    assert sorted(i["id"] for t in state["tasks"] for i in t["interrupts"]) == sorted(i["id"] for i in interrupts)
+
+    # One bare value for two interrupts, or a value the graph's schema refuses: nothing is answered.
+    for bad in ({"ok": True}, {interrupts[0]["id"]: {"ok": "yes"}, interrupts[1]["id"]: {"ok": True}}):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await c.runs.wait(thread["thread_id"], "fan", command=Command(resume=bad))
+        assert refused.value.response.status_code == 400
+        still = (await c.threads.get(thread["thread_id"]))["interrupts"]
+        assert sorted(i["id"] for items in still.values() for i in items) == sorted(i["id"] for i in interrupts)
+
+    answers = {i["id"]: {"ok": i["value"]["question"] == "Sign off legal?"} for i in interrupts}
+    done = await c.runs.wait(thread["thread_id"], "fan", command=Command(resume=answers))
+    assert "__interrupt__" not in done
+    assert sorted((a["topic"], a["ok"]) for a in done["answers"]) == [("finance", False), ("legal", True)]
+
+
+async def test_served_agent_tool_calls_answered_with_hitl_decisions(served: str) -> None:
+    c = client(served)
+    thread = await c.threads.create()
+    waiting = await c.runs.wait(
+        thread["thread_id"], "agent", input={"messages": [{"role": "user", "content": "launch it"}]}
+    )
+    calls = {i["value"]["action_request"]["action"]: i for i in waiting["__interrupt__"]}
+    assert set(calls) == {"send_email", "delete_file"}
+    assert calls["delete_file"]["value"]["config"]["allow_edit"] is False
+    order = [i["value"]["action_request"]["action"] for i in waiting["__interrupt__"]]
+    decisions = [
+        {"type": "approve"} if name == "send_email" else {"type": "reject", "message": "keep it"} for name in order
+    ]
+    done = await c.runs.wait(thread["thread_id"], "agent", command=Command(resume={"decisions": decisions}))
+    assert "__interrupt__" not in done
+    assert (await c.threads.get(thread["thread_id"]))["status"] == "idle"

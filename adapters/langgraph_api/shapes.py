@@ -18,13 +18,19 @@ def iso(ms: int) -> str:
 
 
 def values_of(thread: Thread, run: RunRecord | None) -> dict[str, Any]:
-    """A thread's values: its current run's variables and outputs (else values set with ``update_state``)."""
+    """A thread's values: its current run's variables and outputs (else values set with ``update_state``).
+
+    A served graph's node outputs the graph's own state as ``state``: its keys are the values.
+    """
     if run is None:
         return dict(thread.values)
     values = dict(run.state.get("variables") or {})
     for outputs in (run.state.get("outputs") or {}).values():
         if isinstance(outputs, dict):
             values.update(outputs)
+            if isinstance(outputs.get("state"), dict):
+                values.pop("state")
+                values.update(outputs["state"])
     return values
 
 
