@@ -16,6 +16,7 @@ from bridge.core.errors import (
     InterruptCancelledError,
     InterruptTimeoutError,
     NodeError,
+    NotFoundError,
     ValidationError,
     WorkflowNotFoundError,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "NodeRegistry",
     "NodeResult",
     "NodeType",
+    "NotFoundError",
     "Principal",
     "RunRecord",
     "SqliteStore",

@@ -1,0 +1,11 @@
+"""``openwop-bridge serve`` plugin: mount the LangGraph API at ``/langgraph``."""
+
+from __future__ import annotations
+
+from adapters.langgraph_api import langgraph_routes
+from bridge.host import ServerBuild
+
+
+def install(build: ServerBuild) -> None:
+    """Add the LangGraph thread/run API under ``/langgraph``."""
+    build.routes.extend(langgraph_routes(build.engine))

@@ -1,0 +1,216 @@
+"""The routes of the LangGraph API (``/langgraph`` in ``serve``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from adapters.langgraph_api import shapes, threads
+from adapters.langgraph_api.service import LangGraphService, Segment
+from adapters.langgraph_api.stream import run_stream, stream_modes
+from bridge import Engine, ValidationError
+from bridge.host import JSONResponse, read_json
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    if not (await request.body()).strip():
+        return {}
+    body = await read_json(request)
+    if not isinstance(body, Mapping):
+        raise ValidationError("the body must be a JSON object")
+    return dict(body)
+
+
+class LangGraphRoutes:
+    """Handlers binding HTTP to :class:`LangGraphService`."""
+
+    def __init__(self, engine: Engine, prefix: str) -> None:
+        self.service = LangGraphService(engine)
+        self.engine = engine
+        self.prefix = prefix
+
+    async def info(self, request: Request) -> Response:
+        """``GET /info``: what this server is."""
+        return JSONResponse({"version": "openwop-bridge", "flags": {"assistants": True, "crons": False}})
+
+    async def search_assistants(self, request: Request) -> Response:
+        """``POST /assistants/search``: one assistant per loaded workflow."""
+        self.service.principal(request).require("workflows:read")
+        body = await _body(request)
+        graph = body.get("graph_id")
+        found = [shapes.assistant_json(w) for w in self.engine.workflows() if graph in (None, w.id)]
+        offset, limit = int(body.get("offset", 0)), int(body.get("limit", 10))
+        return JSONResponse(found[offset : offset + limit])
+
+    async def get_assistant(self, request: Request) -> Response:
+        """``GET /assistants/{id}``."""
+        self.service.principal(request).require("workflows:read")
+        return JSONResponse(shapes.assistant_json(self.engine.workflow(request.path_params["assistant_id"])))
+
+    async def create_thread(self, request: Request) -> Response:
+        """``POST /threads``."""
+        thread = await self.service.create_thread(self.service.principal(request), await _body(request))
+        return JSONResponse(shapes.thread_json(thread, *await self.service.current(thread)))
+
+    async def search_threads(self, request: Request) -> Response:
+        """``POST /threads/search``."""
+        return JSONResponse(await self.service.search(self.service.principal(request), await _body(request)))
+
+    async def _thread(self, request: Request, scope: str = "runs:read") -> tuple[Any, threads.Thread]:
+        principal = self.service.principal(request)
+        principal.require(scope)
+        return principal, await self.service.thread(principal, request.path_params["thread_id"])
+
+    async def get_thread(self, request: Request) -> Response:
+        """``GET /threads/{id}``."""
+        _, thread = await self._thread(request)
+        return JSONResponse(shapes.thread_json(thread, *await self.service.current(thread)))
+
+    async def get_state(self, request: Request) -> Response:
+        """``GET /threads/{id}/state``."""
+        _, thread = await self._thread(request)
+        return JSONResponse(shapes.state_json(thread, *await self.service.current(thread)))
+
+    async def update_state(self, request: Request) -> Response:
+        """``POST /threads/{id}/state``."""
+        principal, thread = await self._thread(request)
+        await self.service.update_state(principal, thread, await _body(request))
+        run, _ = await self.service.current(thread)
+        return JSONResponse({"checkpoint": shapes.checkpoint(thread, run)})
+
+    async def history(self, request: Request) -> Response:
+        """``POST /threads/{id}/history``: the state of each of the thread's runs, newest first."""
+        _, thread = await self._thread(request)
+        limit = (await _body(request)).get("limit", 10)
+        if not isinstance(limit, int) or not 0 < limit <= 1000:
+            raise ValidationError("limit must be 1-1000")
+        states = []
+        for run_id in reversed(thread.runs[-limit:]):
+            run = await self.engine.store.load_run(run_id)
+            states.append(shapes.state_json(thread, run, await self.service.open_views(run)))
+        return JSONResponse(states)
+
+    async def _segment(self, request: Request) -> tuple[Segment, dict[str, Any]]:
+        principal = self.service.principal(request)
+        body = await _body(request)
+        thread_id = request.path_params["thread_id"]
+        if (
+            body.get("if_not_exists") == "create"
+            and await threads.load(self.engine, principal.tenant, thread_id) is None
+        ):
+            await self.service.create_thread(principal, {"thread_id": thread_id, "if_exists": "do_nothing"})
+        thread = await self.service.thread(principal, thread_id)
+        stream_modes(body.get("stream_mode"))
+        return await self.service.start_or_resume(principal, thread, body), body
+
+    def _location(self, segment: Segment) -> dict[str, str]:
+        return {"Content-Location": f"{self.prefix}/threads/{segment.thread.thread_id}/runs/{segment.run.run_id}"}
+
+    async def create_run(self, request: Request) -> Response:
+        """``POST /threads/{id}/runs``: start or resume in the background."""
+        segment, _ = await self._segment(request)
+        run = await self.engine.store.load_run(segment.run.run_id) or segment.run
+        views = await self.service.open_views(run)
+        return JSONResponse(shapes.run_json(segment.thread, run, views), headers=self._location(segment))
+
+    async def stream_run(self, request: Request) -> Response:
+        """``POST /threads/{id}/runs/stream``."""
+        segment, body = await self._segment(request)
+        return self._sse(segment, stream_modes(body.get("stream_mode")))
+
+    def _sse(self, segment: Segment, modes: set[str]) -> Response:
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **self._location(segment)}
+        return StreamingResponse(
+            run_stream(self.service, segment, modes), media_type="text/event-stream", headers=headers
+        )
+
+    async def wait_run(self, request: Request) -> Response:
+        """``POST /threads/{id}/runs/wait``: the values once the run ends or waits on a person."""
+        segment, _ = await self._segment(request)
+        run = await self.service.wait(segment)
+        return JSONResponse(await self.service.final_values(segment, run), headers=self._location(segment))
+
+    async def list_runs(self, request: Request) -> Response:
+        """``GET /threads/{id}/runs``: newest first."""
+        _, thread = await self._thread(request)
+        out = []
+        for run_id in reversed(thread.runs[-100:]):
+            run = await self.engine.store.load_run(run_id)
+            if run is not None:
+                out.append(shapes.run_json(thread, run, await self.service.open_views(run)))
+        return JSONResponse(out)
+
+    async def _run(self, request: Request) -> tuple[Any, threads.Thread, Any]:
+        principal, thread = await self._thread(request)
+        return principal, thread, await self.service.run_of(principal, thread, request.path_params["run_id"])
+
+    async def get_run(self, request: Request) -> Response:
+        """``GET /threads/{id}/runs/{runId}``."""
+        _, thread, run = await self._run(request)
+        return JSONResponse(shapes.run_json(thread, run, await self.service.open_views(run)))
+
+    async def cancel_run(self, request: Request) -> Response:
+        """``POST /threads/{id}/runs/{runId}/cancel``: cancel the OpenWOP run (``wait=1`` waits for it)."""
+        principal, thread, run = await self._run(request)
+        await self.engine.cancel_run(run.run_id, principal, "cancelled by a LangGraph client")
+        if request.query_params.get("wait") in ("1", "true"):
+            run = await self.service.wait(Segment(thread, run, run.next_seq - 1))
+        run = await self.engine.store.load_run(run.run_id) or run
+        return JSONResponse(shapes.run_json(thread, run, []), status_code=202 if not run.terminal else 200)
+
+    async def join_run(self, request: Request) -> Response:
+        """``GET /threads/{id}/runs/{runId}/join``: the values once the run ends or waits."""
+        _, thread, run = await self._run(request)
+        segment = Segment(thread, run, run.next_seq - 1)
+        return JSONResponse(await self.service.final_values(segment, await self.service.wait(segment)))
+
+    async def join_stream(self, request: Request) -> Response:
+        """``GET /threads/{id}/runs/{runId}/stream``: rejoin a run's stream from now (or ``Last-Event-ID``)."""
+        _, thread, run = await self._run(request)
+        modes = stream_modes(request.query_params.getlist("stream_mode") or None)
+        return self._sse(Segment(thread, run, run.next_seq - 1), modes)
+
+    def routes(self) -> list[Route]:
+        """Every route, under the prefix."""
+        p, t, r = self.prefix, f"{self.prefix}/threads/{{thread_id}}", f"{self.prefix}/threads/{{thread_id}}/runs"
+        table: list[tuple[str, Handler, str]] = [
+            (f"{p}/info", self.info, "GET"),
+            (f"{p}/assistants/search", self.search_assistants, "POST"),
+            (f"{p}/assistants/{{assistant_id}}", self.get_assistant, "GET"),
+            (f"{p}/threads", self.create_thread, "POST"),
+            (f"{p}/threads/search", self.search_threads, "POST"),
+            (t, self.get_thread, "GET"),
+            (f"{t}/state", self.get_state, "GET"),
+            (f"{t}/state", self.update_state, "POST"),
+            (f"{t}/history", self.history, "POST"),
+            (r, self.create_run, "POST"),
+            (r, self.list_runs, "GET"),
+            (f"{r}/stream", self.stream_run, "POST"),
+            (f"{r}/wait", self.wait_run, "POST"),
+            (f"{r}/{{run_id}}", self.get_run, "GET"),
+            (f"{r}/{{run_id}}/cancel", self.cancel_run, "POST"),
+            (f"{r}/{{run_id}}/join", self.join_run, "GET"),
+            (f"{r}/{{run_id}}/stream", self.join_stream, "GET"),
+        ]
+        merged: dict[str, dict[str, Handler]] = {}
+        for path, handler, method in table:
+            merged.setdefault(path, {})[method] = handler
+        return [Route(path, _dispatch(handlers), methods=list(handlers)) for path, handlers in merged.items()]
+
+
+def _dispatch(handlers: dict[str, Handler]) -> Handler:
+    async def handle(request: Request) -> Response:
+        return await handlers[request.method](request)
+
+    return handle
+
+
+def langgraph_routes(engine: Engine, *, prefix: str = "/langgraph") -> list[Route]:
+    """Routes serving every loaded workflow to LangGraph clients under ``prefix``."""
+    return LangGraphRoutes(engine, prefix).routes()

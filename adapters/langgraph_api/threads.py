@@ -1,0 +1,98 @@
+"""LangGraph threads, kept durably beside the OpenWOP runs started on them.
+
+A thread lives in the store's key-value space (``langgraph.thread``), keyed by
+the JSON array ``[tenant, threadId]``, and is only ever returned to the tenant
+it records: another tenant's thread does not exist for the caller. It names
+the OpenWOP runs started on it (the last is current), its metadata, and values
+set with ``update_state`` before a run took them as inputs.
+
+Each tenant also has an index of its newest threads (``langgraph.threads``),
+which ``POST /threads/search`` reads. The index keeps the newest
+:data:`INDEX_LIMIT` thread ids; an older thread is still reachable by its id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge import Engine
+
+NAMESPACE = "langgraph.thread"
+INDEX = "langgraph.threads"
+INDEX_LIMIT = 2000
+RUNS_LIMIT = 500
+
+_index_lock = asyncio.Lock()
+
+
+@dataclass
+class Thread:
+    """A LangGraph thread: its OpenWOP runs (the last is current), metadata and pending values."""
+
+    thread_id: str
+    tenant: str
+    created_at_ms: int
+    updated_at_ms: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str | None:
+        """The thread's current OpenWOP run."""
+        return self.runs[-1] if self.runs else None
+
+    def as_json(self) -> dict[str, Any]:
+        """The stored form."""
+        return {
+            "threadId": self.thread_id,
+            "tenant": self.tenant,
+            "createdAt": self.created_at_ms,
+            "updatedAt": self.updated_at_ms,
+            "metadata": self.metadata,
+            "runs": self.runs[-RUNS_LIMIT:],
+            "values": self.values,
+        }
+
+
+def _key(tenant: str, thread_id: str) -> str:
+    return json.dumps([tenant, thread_id], ensure_ascii=False, separators=(",", ":"))
+
+
+async def load(engine: Engine, tenant: str, thread_id: str) -> Thread | None:
+    """The thread ``thread_id`` of a tenant, if any."""
+    raw = await engine.store.kv_get(NAMESPACE, _key(tenant, thread_id))
+    if not isinstance(raw, dict) or raw.get("tenant") != tenant or raw.get("threadId") != thread_id:
+        return None
+    return Thread(
+        thread_id=raw["threadId"],
+        tenant=raw["tenant"],
+        created_at_ms=int(raw["createdAt"]),
+        updated_at_ms=int(raw["updatedAt"]),
+        metadata=dict(raw.get("metadata") or {}),
+        runs=list(raw.get("runs") or []),
+        values=dict(raw.get("values") or {}),
+    )
+
+
+async def save(engine: Engine, thread: Thread, *, create: bool = False) -> bool:
+    """Store a thread; with ``create``, only when it does not exist yet (False if it did)."""
+    thread.updated_at_ms = engine.clock.now_ms()
+    stored = await engine.store.kv_put(
+        NAMESPACE, _key(thread.tenant, thread.thread_id), thread.as_json(), thread.updated_at_ms, only_if_absent=create
+    )
+    if stored and create:
+        async with _index_lock:
+            ids = await index(engine, thread.tenant)
+            ids = [*[i for i in ids if i != thread.thread_id], thread.thread_id][-INDEX_LIMIT:]
+            await engine.store.kv_put(INDEX, thread.tenant, ids, thread.updated_at_ms)
+    return stored
+
+
+async def index(engine: Engine, tenant: str) -> list[str]:
+    """The ids of a tenant's newest threads, oldest first."""
+    raw = await engine.store.kv_get(INDEX, tenant)
+    return [str(i) for i in raw] if isinstance(raw, list) else []
