@@ -275,6 +275,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         url = args.public_url or f"http://{args.host}:{args.port}"
         lines = [
             f"openwop-bridge {ENGINE_VERSION.split('/')[1]} serving on {url}",
+            f"  OpenWOP  : v1 at {url.rstrip('/')}/v1, v2 at {url.rstrip('/')}/ (OpenWOP-Version: 2)",
             f"  database : {getattr(store, 'display_url', args.db)}",
             f"  workflows: {', '.join(wf.id for wf in engine.workflows()) or '(none)'}",
         ]

@@ -29,12 +29,20 @@ from bridge.host.http import interrupts, runs
 from bridge.host.http.deps import engine
 from bridge.host.http.openapi import openapi_document
 from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
+from bridge.host.v2 import VersionNegotiation
+from bridge.host.v2 import discovery as v2_discovery
+from bridge.host.v2 import routes as v2_routes
 from bridge.runtime.engine import Engine
 
 
 async def discovery(request: Request) -> Response:
-    """``GET /.well-known/openwop``: cacheable, with an ETag honoured by If-None-Match."""
-    body = orjson.dumps(discovery_document(engine(request)))
+    """``GET /.well-known/openwop``: cacheable, with an ETag honoured by If-None-Match.
+
+    One resource, two representations: ``OpenWOP-Version: 2`` selects the v2 document.
+    """
+    major = getattr(request.state, "openwop_major", 1)
+    doc = v2_discovery.discovery_document(engine(request)) if major == 2 else discovery_document(engine(request))
+    body = orjson.dumps(doc)
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     headers = {"Cache-Control": "public, max-age=60", "ETag": etag}
     match = request.headers.get("if-none-match", "")
@@ -159,16 +167,19 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         *runs.routes,
         *interrupts.routes,
+        *v2_routes,
         *extra_routes,
     ]
     handlers = dict(EXCEPTION_HANDLERS)
     for transient in getattr(engine.store, "transient_errors", ()):
         handlers[transient] = store_unavailable
     middleware = [] if allowed_hosts is None else [Middleware(TrustedHosts, allowed=list(allowed_hosts))]
+    middleware.append(Middleware(VersionNegotiation))
     app = Starlette(
         routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
     )
     app.state.openapi = orjson.dumps(openapi_document(openapi, link_page=link_page is not None))
+    app.state.openapi_v2 = orjson.dumps(v2_discovery.openapi_document())
     app.state.engine = engine
     app.state.keyring = keyring
     app.state.public_url = public_url

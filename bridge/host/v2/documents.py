@@ -1,0 +1,85 @@
+"""Engine documents in their v2 shape: bound ids, the Subject owner, v2 links.
+
+One engine, one store: these functions only re-spell what the engine produced
+(ids per :mod:`bridge.host.v2.ids`, tokens per :mod:`bridge.host.v2.tokens`);
+nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.host.v2 import ids, tokens
+
+#: The trust root of the API-key lane (identity.md §2.2).
+API_KEY_ISSUER = "urn:openwop-bridge:api-key"
+_SUBJECT_ID_CHARS = str.maketrans({" ": "_", "/": "_", "\t": "_", "\n": "_"})
+
+
+def subject(tenant: str, principal_id: str) -> dict[str, Any]:
+    """The v2 Subject of an API-key principal."""
+    return {
+        "issuer": API_KEY_ISSUER,
+        "subjectId": (principal_id or "anonymous").translate(_SUBJECT_ID_CHARS)[:256],
+        "tenant": tenant,
+        "lane": "api-key",
+        "kind": "user",
+    }
+
+
+def event(doc: dict[str, Any], tenant: str) -> dict[str, Any]:
+    """A ``RunEventDoc`` under v2: bound ``runId``, v2 ``eventId``; ``engineVersion`` (a string here) left out."""
+    out = {k: v for k, v in doc.items() if k != "engineVersion"}
+    out["runId"] = ids.bind(tenant, doc["runId"])
+    out["eventId"] = ids.opaque(str(doc["eventId"]))
+    if doc.get("causationId"):
+        out["causationId"] = ids.opaque(str(doc["causationId"]))
+    return out
+
+
+def link(base_url: str, token: str) -> str:
+    """The v2 URL of a signed link."""
+    return f"{base_url}/interrupts/{token}"
+
+
+def interrupt(view: dict[str, Any], tenant: str, base_url: str) -> dict[str, Any]:
+    """An interrupt view under v2: bound ids, the token in the ``ow2`` grammar."""
+    out = dict(view)
+    if "runId" in out:
+        out["runId"] = ids.bind(tenant, out["runId"])
+    if "interruptId" in out:
+        out["interruptId"] = ids.bind(tenant, out["interruptId"])
+    token = out.get("interruptToken")
+    if isinstance(token, str):
+        out["interruptToken"] = tokens.to_v2(token)
+        out["callbackUrl"] = link(base_url, out["interruptToken"])
+    return out
+
+
+def snapshot(snap: dict[str, Any], tenant: str, principal_id: str, base_url: str) -> dict[str, Any]:
+    """A ``RunSnapshot`` under v2."""
+    out = {k: v for k, v in snap.items() if k != "engineVersion"}
+    out["runId"] = ids.bind(tenant, snap["runId"])
+    out["owner"] = {"tenant": tenant, "subject": subject(tenant, principal_id)}
+    if snap.get("parentRunId"):
+        out["parentRunId"] = ids.bind(tenant, snap["parentRunId"])
+    if isinstance(snap.get("interrupt"), dict):
+        out["interrupt"] = interrupt(snap["interrupt"], tenant, base_url)
+    if isinstance(snap.get("interrupts"), list):
+        out["interrupts"] = [interrupt(v, tenant, base_url) for v in snap["interrupts"]]
+    if isinstance(snap.get("childRuns"), list):
+        out["childRuns"] = [{**c, "runId": ids.bind(tenant, c["runId"])} for c in snap["childRuns"]]
+    if snap.get("replayOf"):
+        out["replayOf"] = ids.bind(tenant, snap["replayOf"])
+    return out
+
+
+def poll(page: dict[str, Any], run_id: str, tenant: str, last_in_log: int, terminal: bool) -> dict[str, Any]:
+    """The v2 poll response ``{runId, events, lastSequence, status, isTerminal}``."""
+    return {
+        "runId": ids.bind(tenant, run_id),
+        "events": [event(d, tenant) for d in page["events"]],
+        "lastSequence": last_in_log,
+        "status": page["status"],
+        "isTerminal": terminal,
+    }

@@ -1,0 +1,280 @@
+"""The v2 routes at root paths: the same engine calls as ``/v1``, re-spelled for v2.
+
+Every handler resolves the v2 path id to the engine's id (:mod:`.ids`), calls the
+engine exactly as the ``/v1`` route does, and re-spells the result
+(:mod:`.documents`); errors follow the v2 registry (:mod:`.errors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from bridge.core.auth import Principal
+from bridge.core.errors import InterruptNotFoundError
+from bridge.host.http import runs as v1_runs
+from bridge.host.http import sse
+from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, ResolveBody, parse, read_json
+from bridge.host.http.deps import PAGE_LIMIT, base_url, engine, int_param, optional_principal, principal
+from bridge.host.http.idempotency import idempotent
+from bridge.host.http.responses import JSONResponse
+from bridge.host.v2 import documents, ids, tokens
+from bridge.host.v2.errors import v2_route
+from bridge.runtime.engine import Engine
+
+#: ``afterSequence`` and ``timeout`` (seconds) of the v2 long poll (events.md §Poll).
+AFTER_SEQUENCE = {"low": 0, "high": 2**62}
+POLL_TIMEOUT_S = {"low": 1, "high": 60}
+
+
+async def _run(request: Request, who: Principal) -> tuple[str, str]:
+    """``(engine run id, tenant)`` of the ``{run_id}`` path parameter, visible to ``who`` (else 404)."""
+    run_id = ids.resolve_param(request.path_params["run_id"], who)
+    run = await engine(request).visible_run(run_id, who)
+    return run.run_id, run.tenant
+
+
+def _created(request: Request, run_id: str, tenant: str, status: str, **extra: Any) -> JSONResponse:
+    bound = ids.bind(tenant, run_id)
+    url = f"{base_url(request)}/runs/{ids.project(bound)}"
+    body = {"runId": bound, "status": status, "eventsUrl": f"{url}/events", "statusUrl": url, **extra}
+    return JSONResponse(body, status_code=201, headers={"Location": url})
+
+
+@v2_route
+@idempotent("POST /runs")
+async def create_run(request: Request) -> Response:
+    """``POST /runs``."""
+    who = principal(request)
+    body = parse(CreateRunBody, await read_json(request))
+    run = await engine(request).create_run(
+        who,
+        body.workflowId,
+        inputs=body.inputs,
+        configurable=body.configurable,
+        tags=body.tags,
+        metadata=body.metadata,
+        tenant=body.tenantId,
+    )
+    return _created(request, run.run_id, run.tenant, run.status)
+
+
+@v2_route
+async def list_runs(request: Request) -> Response:
+    """``GET /runs``: the caller's runs, newest first, each a v2 snapshot."""
+    who = principal(request)
+    eng = engine(request)
+    page, cursor = await eng.list_runs(
+        who,
+        workflow_id=request.query_params.get("workflowId"),
+        status=request.query_params.get("status"),
+        limit=int_param(request, "limit", 50, **PAGE_LIMIT),
+        cursor=request.query_params.get("cursor"),
+    )
+    url = base_url(request)
+    snaps = []
+    for run in page:
+        snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who))
+        snaps.append(documents.snapshot(snap, run.tenant, snap["owner"]["principal"], url))
+    return JSONResponse({"runs": snaps, "nextCursor": cursor})
+
+
+@v2_route
+async def get_run(request: Request) -> Response:
+    """``GET /runs/{runId}``."""
+    who = principal(request)
+    run_id, tenant = await _run(request, who)
+    url = base_url(request)
+    snap = await engine(request).snapshot(run_id, who, base_url=url)
+    return JSONResponse(documents.snapshot(snap, tenant, snap["owner"]["principal"], url))
+
+
+@v2_route
+@idempotent("POST /runs/{runId}/cancel")
+async def cancel_run(request: Request) -> Response:
+    """``POST /runs/{runId}/cancel``."""
+    who = principal(request)
+    body = parse(CancelBody, await read_json(request, required=False, absent={}))
+    run_id, tenant = await _run(request, who)
+    result = await engine(request).cancel_run(run_id, who, body.reason)
+    return JSONResponse({**result, "runId": ids.bind(tenant, run_id)})
+
+
+@v2_route
+@idempotent("POST /runs/{runId}:fork")
+async def fork_run(request: Request) -> Response:
+    """``POST /runs/{runId}:fork``."""
+    who = principal(request)
+    body = parse(ForkBody, await read_json(request, required=False, absent={}))
+    source, tenant = await _run(request, who)
+    run = await engine(request).fork_run(source, who, body.mode, body.fromSeq)
+    return _created(
+        request, run.run_id, run.tenant, run.status, sourceRunId=ids.bind(tenant, source), mode=body.mode, fromSeq=0
+    )
+
+
+async def _frames(eng: Engine, run_id: str, tenant: str, after: int, keepalive_s: float) -> AsyncIterator[bytes]:
+    """SSE bytes of a run's events in their v2 shape, live until the run ends."""
+    live = False
+    async with aclosing(eng.follow(run_id, after, idle_s=keepalive_s)) as batches:
+        async for docs in batches:
+            if docs:
+                yield b"".join(sse.frame(documents.event(doc, tenant)) for doc in docs)
+            elif not live:
+                live = True
+                yield b": connected\n\n"
+            else:
+                yield b": keep-alive\n\n"
+
+
+@v2_route
+async def run_events(request: Request) -> Response:
+    """``GET /runs/{runId}/events``: SSE resuming after ``Last-Event-ID``."""
+    who = principal(request)
+    who.require("runs:read")
+    run_id, tenant = await _run(request, who)
+    mode = request.query_params.get("streamMode")
+    if mode not in (None, "", "updates", "debug", "updates,debug", "debug,updates"):
+        from bridge.host.v2.errors import v2_envelope
+
+        status, body = v2_envelope(
+            "unsupported_stream_mode", "this host streams updates and debug", {"supported": ["updates", "debug"]}, 400
+        )
+        return JSONResponse(body, status_code=status)
+    after = v1_runs._last_event_id(request)
+    keepalive = float(request.app.state.keepalive_s)
+    return StreamingResponse(
+        _frames(engine(request), run_id, tenant, after, keepalive),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@v2_route
+async def poll_events(request: Request) -> Response:
+    """``GET /runs/{runId}/events/poll?afterSequence=&timeout=`` (seconds, 1..60, default 30)."""
+    who = principal(request)
+    who.require("runs:read")
+    run_id, tenant = await _run(request, who)
+    raw_after = request.query_params.get("afterSequence")
+    after = -1 if raw_after in (None, "") else int_param(request, "afterSequence", 0, **AFTER_SEQUENCE)
+    timeout_s = int_param(request, "timeout", 30, **POLL_TIMEOUT_S)
+    eng = engine(request)
+    page = await sse.poll(eng, run_id, after, timeout_s * 1000)
+    run = await eng.run_record(run_id)
+    last = run.next_seq - 1 if run is not None else -1
+    terminal = run is not None and run.terminal
+    return JSONResponse(documents.poll(page, run_id, tenant, last, terminal))
+
+
+@v2_route
+@idempotent("POST /runs/{runId}/interrupts/{nodeId}")
+async def resolve(request: Request) -> Response:
+    """``POST /runs/{runId}/interrupts/{nodeId} {resumeValue}``."""
+    who = principal(request)
+    body = parse(ResolveBody, await read_json(request))
+    run_id, tenant = await _run(request, who)
+    result = await engine(request).resolve(
+        who,
+        body.resumeValue,
+        run_id=run_id,
+        node_id=request.path_params["node_id"],
+        idempotency_key=request.headers.get("idempotency-key"),
+    )
+    return JSONResponse(_answer(result, tenant))
+
+
+def _answer(result: dict[str, Any], tenant: str) -> dict[str, Any]:
+    out = dict(result)
+    for key in ("runId", "interruptId"):
+        if isinstance(out.get(key), str):
+            out[key] = ids.bind(tenant, out[key])
+    return out
+
+
+async def _engine_token(request: Request) -> str:
+    eng = engine(request)
+    presented = request.path_params["token"]
+    kids = eng.signer.kids if eng.signer is not None else []
+    if presented.startswith(tokens.PREFIX + ".") and presented.split(".")[2:3] and presented.split(".")[2] not in kids:
+        await eng.load_signing_keys()  # a key rotated on another instance
+        kids = eng.signer.kids if eng.signer is not None else []
+    return tokens.to_engine(presented, kids)
+
+
+@v2_route
+async def inspect_token(request: Request) -> Response:
+    """``GET /interrupts/{token}``: the ``InterruptPayload`` the link points at."""
+    eng = engine(request)
+    token = await _engine_token(request)
+    try:
+        _, record = await eng.verify_token(token)
+    except InterruptNotFoundError as exc:
+        raise tokens.InterruptTokenInvalidError("this host does not accept the token") from exc
+    view = await eng.inspect_token(token, base_url=base_url(request))
+    return JSONResponse(_answer(view, record.tenant))
+
+
+@v2_route
+@idempotent("POST /interrupts/{token}", anonymous=True)
+async def resolve_token(request: Request) -> Response:
+    """``POST /interrupts/{token} {resumeValue}``."""
+    who = optional_principal(request)
+    eng = engine(request)
+    token = await _engine_token(request)
+    try:
+        verified = await eng.verify_token(token)
+    except InterruptNotFoundError as exc:
+        raise tokens.InterruptTokenInvalidError("this host does not accept the token") from exc
+    body = parse(ResolveBody, await read_json(request))
+    result = await eng.resolve_token(
+        token, body.resumeValue, who, idempotency_key=request.headers.get("idempotency-key"), verified=verified
+    )
+    return JSONResponse(_answer(result, verified[1].tenant))
+
+
+@v2_route
+async def inbox(request: Request) -> Response:
+    """``GET /interrupts?kind=&status=pending``: the pending-interrupts list."""
+    who = principal(request)
+    url = base_url(request)
+    page = await engine(request).inbox(
+        who,
+        kind=request.query_params.get("kind") or None,
+        status=request.query_params.get("status") or "pending",
+        limit=int_param(request, "limit", 50, **PAGE_LIMIT),
+        cursor=request.query_params.get("cursor") or None,
+        base_url=url,
+    )
+    tenant = who.tenant
+    items = page.get("interrupts", page.get("items", []))
+    key = "interrupts" if "interrupts" in page else "items"
+    return JSONResponse({**page, key: [documents.interrupt(v, v.get("tenant", tenant), url) for v in items]})
+
+
+@v2_route
+async def openapi_json(request: Request) -> Response:
+    """``GET /openapi.json``: the v2 operations this host serves."""
+    body: bytes = request.app.state.openapi_v2
+    return Response(body, media_type="application/json", headers={"Cache-Control": "public, max-age=300"})
+
+
+routes = [
+    Route("/openapi.json", openapi_json, methods=["GET"]),
+    Route("/runs", create_run, methods=["POST"]),
+    Route("/runs", list_runs, methods=["GET"]),
+    Route("/runs/{run_id}:fork", fork_run, methods=["POST"]),
+    Route("/runs/{run_id}", get_run, methods=["GET"]),
+    Route("/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
+    Route("/runs/{run_id}/events", run_events, methods=["GET"]),
+    Route("/runs/{run_id}/events/poll", poll_events, methods=["GET"]),
+    Route("/runs/{run_id}/interrupts/{node_id}", resolve, methods=["POST"]),
+    Route("/interrupts", inbox, methods=["GET"]),
+    Route("/interrupts/{token}", inspect_token, methods=["GET"]),
+    Route("/interrupts/{token}", resolve_token, methods=["POST"]),
+]
