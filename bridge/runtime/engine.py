@@ -30,19 +30,21 @@ from bridge.core.errors import (
     WorkflowNotFoundError,
 )
 from bridge.core.events import ENGINE_VERSION, EventDraft
-from bridge.core.records import RunRecord
+from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.resolution import AnswerCheck, timeout_decision
 from bridge.core.tokens import (
     TokenSigner,
 )
 from bridge.core.views import run_snapshot
 from bridge.core.workflow import WorkflowDefinition, initial_variables, thaw
+from bridge.runtime.adapter_state import AdapterState
 from bridge.runtime.answers import Answers, AskService, RecordingAskService
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.context import NodeContext
 from bridge.runtime.executor import RunExecutor
 from bridge.runtime.follow import RunFollower
 from bridge.runtime.hub import EventHub
+from bridge.runtime.idempotency import IdempotencyLedger
 from bridge.runtime.nodes import default_registry
 from bridge.runtime.nodes.base import NodeRegistry
 from bridge.runtime.telemetry import interrupt_requested, interrupt_resolving, run_span
@@ -77,6 +79,8 @@ class Engine(Answers):
         self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"
         self.hub = EventHub()
         self._follower = RunFollower(store, self.hub)
+        #: ``Idempotency-Key`` records (see :mod:`bridge.runtime.idempotency`).
+        self.idempotency = IdempotencyLedger(store, self.clock, self.config)
         self.signer: TokenSigner | None = None
         self._token_secrets = list(token_secrets)
         self._workflows: dict[str, WorkflowDefinition] = {}
@@ -564,6 +568,23 @@ class Engine(Answers):
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         """A run's audit entries, oldest first (for surfaces that checked visibility)."""
         return await self.store.audit(run_id)
+
+    async def run_events(self, run_id: str, after: int = -1, limit: int = 1000) -> list[dict[str, Any]]:
+        """A run's committed events after ``after``, with no visibility check (for surfaces that made one)."""
+        return await self.store.read_events(run_id, after, limit)
+
+    async def interrupt_record(self, interrupt_id: str) -> InterruptRecord | None:
+        """An interrupt's record as stored, with no visibility check (for surfaces that make their own)."""
+        return await self.store.get_interrupt(interrupt_id)
+
+    def adapter_state(self, namespace: str) -> AdapterState:
+        """The key-value state an adapter keeps under its own ``namespace`` (:mod:`bridge.runtime.adapter_state`)."""
+        return AdapterState(self.store, self.clock, namespace)
+
+    @property
+    def transient_errors(self) -> tuple[type[BaseException], ...]:
+        """Exception types meaning the store is unreachable for now (the host answers them with 503)."""
+        return tuple(getattr(self.store, "transient_errors", ()))
 
     # --- children (core.subWorkflow) ----------------------------------------------------
 
