@@ -1,9 +1,11 @@
 """The engine: the public Python API of the bridge.
 
-It owns the workflow registry, starts executors for runs that have work,
-applies answers and cancellations as guarded transactions, fires deadlines,
-mints signed links and builds read models. The HTTP host and both adapters
-call only this class.
+It owns the store, the workflow registry, the executors of the runs that have
+work, leases and deadlines. Runs, read models, answers and signed links are
+services of their own (:mod:`~bridge.runtime.runs`, :mod:`~bridge.runtime.run_views`,
+:mod:`~bridge.runtime.answers`, :mod:`~bridge.runtime.links`) whose methods the
+engine offers under its own names. The HTTP host and the adapters call only
+this class, never the store.
 """
 
 from __future__ import annotations
