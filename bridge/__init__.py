@@ -21,9 +21,10 @@ from bridge.core.errors import (
     WorkflowNotFoundError,
 )
 from bridge.core.kinds import TOOL_CALL_ARTIFACT, approval, clarification, custom, external_event
-from bridge.core.records import RunRecord
+from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition, load_workflow, load_workflow_dir, load_workflow_file
 from bridge.runtime.activation import InterruptHandle
+from bridge.runtime.adapter_state import AdapterState
 from bridge.runtime.builder import Workflow
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.context import NodeContext
@@ -35,6 +36,7 @@ from bridge.store import SqliteStore, open_store
 
 __all__ = [
     "TOOL_CALL_ARTIFACT",
+    "AdapterState",
     "ApprovalRejectedError",
     "BridgeError",
     "ConflictError",
@@ -43,6 +45,7 @@ __all__ = [
     "EngineConfig",
     "InterruptCancelledError",
     "InterruptHandle",
+    "InterruptRecord",
     "InterruptTimeoutError",
     "KeyRing",
     "NodeContext",

@@ -771,3 +771,40 @@ async def test_a_tool_answer_echoed_as_a_tool_message_is_not_a_second_result(agu
     later = await agui.run("lookup", "th-echo", messages=[*history, echo])
     snapshot = next(e for e in later if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
     assert [m["id"] for m in snapshot if m["role"] == "tool"] == [snapshot[results[0]]["id"]]
+
+
+async def test_a_request_reads_only_the_events_new_since_the_last_one(
+    agui: Agui, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wf = Workflow("long-chat")
+    prompts = [f"Question {i}?" for i in range(8)]
+    wf.node("talk", type_id="core.conversationGate", config={"prompts": prompts, "turnCount": len(prompts)})
+    wf.register(engine)
+    read: list[int] = []
+    store_read = engine.store.read_events
+
+    async def counting(run_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+        docs = await store_read(run_id, after, limit)
+        read.append(len(docs))
+        return docs
+
+    monkeypatch.setattr(engine.store, "read_events", counting)
+    events = await agui.run("long-chat", "th-long")
+    binding = await threads.load(engine, "default", "th-long")
+    assert binding is not None and binding.run_id is not None
+    messages: list[dict[str, Any]] = []
+    for turn in range(len(prompts) - 1):
+        assert len(interrupts(events)) == 1
+        before = await engine.run_record(binding.run_id)
+        assert before is not None
+        read.clear()
+        messages.append({"id": f"u{turn}", "role": "user", "content": f"Answer {turn}"})
+        events = await agui.run("long-chat", "th-long", messages=messages)
+        after = await engine.run_record(binding.run_id)
+        assert after is not None
+        new = after.next_seq - before.next_seq
+        # The stream and the messages snapshot read what this request added, not the whole history.
+        assert sum(read) <= 2 * new, (turn, read, new, after.next_seq)
+        snapshot = next(e for e in events if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        assert [m["content"] for m in snapshot if m["role"] == "user"] == [m["content"] for m in messages]
+        assert [m["content"] for m in snapshot if m["role"] == "assistant"] == prompts[: turn + 2]

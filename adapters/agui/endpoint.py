@@ -13,8 +13,8 @@ One request is one AG-UI run, a stretch of the thread's OpenWOP run:
    message the thread has not seen starts the next run; a request bringing
    nothing new re-emits how the last run ended, so a reconnecting client never
    starts a workflow again by accident.
-3. The stream follows the run's committed events from where this AG-UI run
-   began until the run is idle again: it then finishes with the ``interrupt``
+3. The stream follows the run's committed events (:meth:`bridge.Engine.follow`)
+   from where this AG-UI run began until the run is idle again: it then finishes with the ``interrupt``
    outcome (every open interrupt), ``success`` (with the run's outputs) or
    ``cancelled``; a failed run ends with ``RUN_ERROR`` and its OpenWOP code.
 
@@ -30,7 +30,8 @@ the ``success`` and ``interrupt`` outcomes.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +59,8 @@ from starlette.responses import Response, StreamingResponse
 
 from adapters.agui import threads
 from adapters.agui.mapping import interrupt_to_agui, names_no_interrupt, normalize_request, resume_payload_to_value
-from adapters.agui.translate import Translator, messages_from_events, results_after_calls
+from adapters.agui.messages import MessagesProjection
+from adapters.agui.translate import Translator, results_after_calls
 from bridge import (
     BridgeError,
     ConflictError,
@@ -154,7 +156,7 @@ class AguiService:
                 f"thread {raw_thread!r} belongs to workflow {binding.workflow_id!r}",
                 details={"threadId": raw_thread, "workflowId": binding.workflow_id},
             )
-        run = await self.engine.store.load_run(binding.run_id) if binding and binding.run_id else None
+        run = await self.engine.run_record(binding.run_id) if binding and binding.run_id else None
         open_views = await self._open_views(run)
         idless = names_no_interrupt(body)
         repeated = idless and binding is not None and body.get("runId", body.get("run_id")) in binding.idless_resumes
@@ -261,7 +263,7 @@ class AguiService:
 
     async def _not_open(self, entry: ResumeEntry, binding: threads.ThreadBinding) -> dict[str, Any]:
         """The warning for an entry naming no open interrupt: settled on this thread, or unknown."""
-        record = await self.engine.store.get_interrupt(entry.interrupt_id)
+        record = await self.engine.interrupt_record(entry.interrupt_id)
         if record is None or record.tenant != binding.tenant or not await self._on_thread(record.run_id, binding):
             return self._unknown(entry)
         code = {"expired": "interrupt_expired", "cancelled": "interrupt_gone"}.get(
@@ -277,7 +279,7 @@ class AguiService:
     async def _on_thread(self, run_id: str, binding: threads.ThreadBinding) -> bool:
         """Whether a run is one of the thread's runs or a child run of one."""
         while run_id not in binding.runs:
-            run = await self.engine.store.load_run(run_id)
+            run = await self.engine.run_record(run_id)
             if run is None or run.parent_run_id is None:
                 return False
             run_id = run.parent_run_id
@@ -330,7 +332,7 @@ class AguiService:
                 binding.consumed_messages.append(message.id)
         if binding.consumed_messages != before:
             await threads.save(self.engine, binding)
-        fresh = await self.engine.store.load_run(run.run_id)
+        fresh = await self.engine.run_record(run.run_id)
         cursor = (fresh or run).next_seq - 1
         consumed = set(binding.consumed_messages)
         for action, entry, value in actions:
@@ -401,29 +403,16 @@ class AguiService:
         for warning in plan.warnings:
             yield encoder.encode(CustomEvent(name="openwop.warning", value=warning))
         try:
-            run, cursor = None, plan.cursor
-            with self.engine.hub.subscribe(plan.run_id) as sub:
-                while True:
-                    run = await self.engine.store.load_run(plan.run_id)
-                    assert run is not None
-                    docs = await self.engine.store.read_events(plan.run_id, cursor, 500)
-                    # The events of one read go out as one write.
-                    frames: list[str] = []
-                    for doc in docs:
-                        cursor = doc["sequence"]
-                        frames.extend(encoder.encode(event) for event in translator.feed(doc))
-                    if frames:
-                        yield "".join(frames)
-                    if len(docs) == 500:
-                        continue
-                    if run.terminal or (not run.needs_work and await self.engine.open_interrupts(plan.run_id)):
-                        break
-                    try:
-                        await sub.get(timeout=self.poll_s)
-                    except TimeoutError:
-                        pass
+            projection = await MessagesProjection.load(self.engine, plan.run_id)
+            async with aclosing(self._follow(plan, translator, encoder, projection)) as frames:
+                async for chunk in frames:
+                    yield chunk
+            run = await self.engine.run_record(plan.run_id)
+            assert run is not None
             ending = [encoder.encode(event) for event in translator.close()]
-            ending += [chunk async for chunk in self._finish(agent_input, run, plan.consumed, encoder, current)]
+            ending += [
+                chunk async for chunk in self._finish(agent_input, run, plan.consumed, projection, encoder, current)
+            ]
             yield "".join(ending)
         except Exception as exc:
             log.exception("AG-UI run %s of thread %s failed", agui_run, thread_id)
@@ -432,8 +421,39 @@ class AguiService:
             code = exc.code if isinstance(exc, BridgeError) else "internal_error"
             yield encoder.encode(RunErrorEvent(message="the run failed on the server; see its log", code=code))
 
+    async def _follow(
+        self, plan: Plan, translator: Translator, encoder: EventEncoder, projection: MessagesProjection
+    ) -> AsyncGenerator[str]:
+        """The run's events from the plan's cursor as AG-UI frames, until the run ends or waits.
+
+        The run is followed the engine's one way (:meth:`bridge.Engine.follow`); the
+        events of one batch go out as one write. The stream stops once every
+        committed event is out and the run is terminal or idle with open interrupts.
+        """
+        cursor = plan.cursor
+        async with aclosing(self.engine.follow(plan.run_id, plan.cursor, idle_s=self.poll_s)) as batches:
+            async for docs in batches:
+                frames: list[str] = []
+                for doc in docs:
+                    cursor = doc["sequence"]
+                    projection.feed(doc)
+                    frames.extend(encoder.encode(event) for event in translator.feed(doc))
+                if frames:
+                    yield "".join(frames)
+                run = await self.engine.run_record(plan.run_id)
+                if run is None or run.next_seq - 1 > cursor:
+                    continue
+                if run.terminal or (not run.needs_work and await self.engine.open_interrupts(plan.run_id)):
+                    return
+
     async def _finish(
-        self, agent_input: RunAgentInput, run: RunRecord, consumed: set[str], encoder: EventEncoder, current: bool
+        self,
+        agent_input: RunAgentInput,
+        run: RunRecord,
+        consumed: set[str],
+        projection: MessagesProjection,
+        encoder: EventEncoder,
+        current: bool,
     ) -> AsyncIterator[str]:
         thread_id, agui_run = agent_input.thread_id, agent_input.run_id
         if run.status == "failed":
@@ -445,7 +465,7 @@ class AguiService:
             "variables": {k: v for k, v in run.state.get("variables", {}).items() if k != "messages"},
         }
         yield encoder.encode(StateSnapshotEvent(snapshot=state))
-        yield encoder.encode(MessagesSnapshotEvent(messages=await self._messages(agent_input, run, consumed)))
+        yield encoder.encode(MessagesSnapshotEvent(messages=await self._messages(agent_input, projection, consumed)))
         if run.status == "completed":
             outcome: Any = RunFinishedSuccessOutcome()
             finished = RunFinishedEvent(
@@ -461,14 +481,18 @@ class AguiService:
             finished = RunFinishedEvent(thread_id=thread_id, run_id=agui_run, outcome=outcome)
         yield encoder.encode(finished)
 
-    async def _messages(self, agent_input: RunAgentInput, run: RunRecord, consumed: set[str]) -> list[Message]:
+    async def _messages(
+        self, agent_input: RunAgentInput, projection: MessagesProjection, consumed: set[str]
+    ) -> list[Message]:
         """The thread's messages: the client's earlier ones, then this run's, each id once.
 
         Messages the thread took as echoes (a turn's answer shown as a user
         message, a tool call's answer shown as its result) are left out, and each
         tool call has one result, after the call.
         """
-        derived = messages_from_events(await self.engine.store.read_events(run.run_id, -1, 100_000))
+        await projection.catch_up(self.engine)
+        await projection.save(self.engine)
+        derived = projection.messages
         derived_ids = {m.id for m in derived}
         earlier = [m for m in agent_input.messages if m.id not in derived_ids and m.id not in consumed]
         return results_after_calls([*earlier, *derived])

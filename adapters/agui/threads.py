@@ -1,6 +1,6 @@
 """AG-UI threads, bound durably to the OpenWOP runs they started.
 
-A binding lives in the store's key-value space (``agui.thread``), keyed by the
+A binding lives in the adapter's key-value state (``agui.thread``), keyed by the
 JSON array ``[tenant, threadId]`` (no separator a name could contain), and a
 binding is only ever returned to the tenant it records, so two tenants never
 share a thread. It names the thread's
@@ -78,9 +78,10 @@ async def load(engine: Engine, tenant: str, thread_id: str) -> ThreadBinding | N
     only when the tenant and thread it records are the ones asked for; the next
     save stores it under the structured key.
     """
-    raw = await engine.store.kv_get(NAMESPACE, _key(tenant, thread_id))
+    state = engine.adapter_state(NAMESPACE)
+    raw = await state.get(_key(tenant, thread_id))
     if raw is None:
-        raw = await engine.store.kv_get(NAMESPACE, _older_key(tenant, thread_id))
+        raw = await state.get(_older_key(tenant, thread_id))
     if not isinstance(raw, dict) or raw.get("tenant") != tenant or raw.get("threadId") != thread_id:
         return None
     return ThreadBinding(
@@ -96,10 +97,6 @@ async def load(engine: Engine, tenant: str, thread_id: str) -> ThreadBinding | N
 
 async def save(engine: Engine, binding: ThreadBinding, *, create: bool = False) -> bool:
     """Store a binding; with ``create``, only when the thread has none yet (False if it had)."""
-    return await engine.store.kv_put(
-        NAMESPACE,
-        _key(binding.tenant, binding.thread_id),
-        binding.as_json(),
-        engine.clock.now_ms(),
-        only_if_absent=create,
+    return await engine.adapter_state(NAMESPACE).put(
+        _key(binding.tenant, binding.thread_id), binding.as_json(), only_if_absent=create
     )

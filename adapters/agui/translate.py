@@ -7,8 +7,9 @@ turns, ``output.chunk`` text and ``ask`` answers, tool calls from
 open so ``RUN_FINISHED`` can follow (the AG-UI client refuses a finish with open
 steps, messages or tool calls).
 
-``messages_from_events`` folds a whole run into AG-UI messages for
-``MESSAGES_SNAPSHOT``; ``results_after_calls`` keeps one result per tool call,
+A :class:`MessageFold` folds a run's events into AG-UI messages for
+``MESSAGES_SNAPSHOT``, one event at a time (``messages_from_events`` folds a
+whole list); ``results_after_calls`` keeps one result per tool call,
 after the call.
 """
 
@@ -37,8 +38,10 @@ from ag_ui.core import (
     ToolMessage,
     UserMessage,
 )
+from pydantic import TypeAdapter
 
 _FINISHING = ("node.completed", "node.failed", "node.cancelled")
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 
 
 def as_text(content: Any) -> str:
@@ -95,41 +98,69 @@ def _tool_result_message(payload: Mapping[str, Any]) -> ToolMessage:
     )
 
 
-def messages_from_events(docs: Sequence[Mapping[str, Any]]) -> list[Message]:
-    """The run's conversation as AG-UI messages, in order, each id once."""
-    out: list[Message] = []
-    seen: set[str] = set()
-    texts: dict[str, list[str]] = {}
+class MessageFold:
+    """A run's conversation as AG-UI messages, folded one committed event at a time.
 
-    def add(message: Message) -> None:
-        if message.id not in seen:
-            seen.add(message.id)
-            out.append(message)
+    The fold can be saved (:meth:`as_json`) and taken up again (:meth:`from_json`),
+    so the messages of a long run are built once, not re-read on every request.
+    """
 
-    for doc in docs:
+    def __init__(self, messages: Sequence[Message] = (), texts: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.messages: list[Message] = list(messages)
+        self._seen = {m.id for m in self.messages}
+        #: Text of ``output.chunk`` channels whose last chunk has not come yet.
+        self.texts: dict[str, list[str]] = {k: list(v) for k, v in (texts or {}).items()}
+
+    def _add(self, message: Message) -> None:
+        if message.id not in self._seen:
+            self._seen.add(message.id)
+            self.messages.append(message)
+
+    def feed(self, doc: Mapping[str, Any]) -> None:
+        """Fold one committed OpenWOP event."""
         kind = doc["type"]
         p = doc.get("payload") or {}
         if kind == "conversation.opened":
-            add(_turn_message(p["initialTurn"]))
+            self._add(_turn_message(p["initialTurn"]))
         elif kind == "node.suspended" and p.get("promptTurn"):
-            add(_turn_message(p["promptTurn"]))
+            self._add(_turn_message(p["promptTurn"]))
         elif kind == "conversation.exchanged":
-            add(_turn_message(p["turn"]))
+            self._add(_turn_message(p["turn"]))
         elif kind == "conversation.closed":
-            add(_turn_message(p["finalTurn"]))
+            self._add(_turn_message(p["finalTurn"]))
         elif kind == "output.chunk":
             channel = str(p.get("channel") or f"{doc['runId']}:{p.get('nodeId')}")
-            texts.setdefault(channel, []).append(str(p.get("chunk", "")))
+            self.texts.setdefault(channel, []).append(str(p.get("chunk", "")))
             if p.get("isLast"):
-                add(AssistantMessage(id=channel, content="".join(texts.pop(channel))))
+                self._add(AssistantMessage(id=channel, content="".join(self.texts.pop(channel))))
         elif kind == "bridge.approval.asked":
-            add(UserMessage(id=f"{doc['eventId']}:q", content=str(p.get("question", ""))))
-            add(AssistantMessage(id=doc["eventId"], content=str(p.get("answer", ""))))
+            self._add(UserMessage(id=f"{doc['eventId']}:q", content=str(p.get("question", ""))))
+            self._add(AssistantMessage(id=doc["eventId"], content=str(p.get("answer", ""))))
         elif kind == "agent.toolCalled":
-            add(_tool_call_message(p))
+            self._add(_tool_call_message(p))
         elif kind == "agent.toolReturned":
-            add(_tool_result_message(p))
-    return out
+            self._add(_tool_result_message(p))
+
+    def as_json(self) -> dict[str, Any]:
+        """The saved form: the messages so far and the unfinished texts."""
+        return {
+            "messages": [m.model_dump(by_alias=True, mode="json", exclude_none=True) for m in self.messages],
+            "texts": self.texts,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> MessageFold:
+        """A fold taken up from :meth:`as_json`."""
+        messages = [_MESSAGE.validate_python(m) for m in raw.get("messages", [])]
+        return cls(messages, raw.get("texts") or {})
+
+
+def messages_from_events(docs: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """The run's conversation as AG-UI messages, in order, each id once."""
+    fold = MessageFold()
+    for doc in docs:
+        fold.feed(doc)
+    return fold.messages
 
 
 def results_after_calls(messages: Sequence[Message]) -> list[Message]:

@@ -10,15 +10,65 @@ the executor turns what they report into events.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.core import graph
 from bridge.core.kinds import CUSTOM, waiting_status
 from bridge.core.records import InterruptRecord
-from bridge.core.workflow import WorkflowDefinition
+from bridge.core.workflow import WorkflowDefinition, initial_variables
 
 LIVE = ("running", "suspended")
 SETTLED = ("completed", "failed", "skipped", "cancelled")
+#: The keys every run state document has from its creation on.
+CORE_KEYS = ("variables", "nodes", "tokens", "ready", "executions")
+
+
+@dataclass
+class RunState:
+    """The typed form of a run's state document.
+
+    ``variables`` are the workflow's variables; ``nodes`` each node's state by id
+    (status, visits, waits, outcome …); ``tokens`` the trigger-rule tokens per
+    node; ``ready`` the nodes due to start; ``executions`` how many node
+    activations the run has made. Keys the executor adds later (``outputs``,
+    ``error``, ``hasConversation`` …) travel in ``extra``.
+    """
+
+    variables: dict[str, Any]
+    ready: list[str]
+    nodes: dict[str, Any] = field(default_factory=dict)
+    tokens: dict[str, Any] = field(default_factory=dict)
+    executions: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def initial(cls, workflow: WorkflowDefinition, inputs: Mapping[str, Any]) -> RunState:
+        """The state a new run of ``workflow`` starts with: its variables, its entry nodes ready."""
+        return cls(variables=initial_variables(workflow, inputs), ready=list(workflow.entry_nodes))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document the store keeps."""
+        return {
+            "variables": self.variables,
+            "nodes": self.nodes,
+            "tokens": self.tokens,
+            "ready": self.ready,
+            "executions": self.executions,
+            **self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> RunState:
+        """The typed form of a stored document."""
+        return cls(
+            variables=dict(doc.get("variables", {})),
+            ready=list(doc.get("ready", [])),
+            nodes=dict(doc.get("nodes", {})),
+            tokens=dict(doc.get("tokens", {})),
+            executions=int(doc.get("executions", 0)),
+            extra={k: v for k, v in doc.items() if k not in CORE_KEYS},
+        )
 
 
 def suspended_nodes(state: dict[str, Any]) -> list[str]:

@@ -38,6 +38,9 @@ from bridge.runtime.activation import InterruptHandle
 
 _UNSET: Any = object()
 
+#: Settles a just-created interrupt at once: its resolution and the events that go with it.
+Instant = Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]]
+
 
 class ConversationNode(Protocol):
     """What a conversation needs from the node that holds it (a :class:`~bridge.runtime.context.NodeContext`)."""
@@ -176,16 +179,7 @@ class Conversation:
             payload["timeoutMs"] = self.deadline_ms - now
         prompt_turn = make_turn(self.id, index, "agent", prompt, now, sender=self.speaker, speaker=self.speaker)
         state = {"promptTurn": prompt_turn, "conversationId": self.id, "channel": self.channel}
-        instant = None
-        if auto_answer is not _UNSET:
-
-            def instant(record: InterruptRecord) -> tuple[dict[str, Any], list[EventDraft]]:
-                host = Principal(id="host:conformance-mock", tenant=ctx.tenant)
-                m = answer_exchange(record, {"content": auto_answer}, host, ctx.now_ms(), ctx.new_id)
-                assert m.resolution is not None
-                resolution = {k: v for k, v in m.resolution.items() if k != "emitted"}
-                return resolution, m.events
-
+        instant = None if auto_answer is _UNSET else _auto_answer(ctx, auto_answer)
         handle = await ctx.request(
             payload,
             address=address,
@@ -193,6 +187,11 @@ class Conversation:
             instant=instant,
         )
         self.turn_index = index
+        self._take_exchange(handle, prompt_turn)
+        return handle
+
+    def _take_exchange(self, handle: InterruptHandle, prompt_turn: dict[str, Any]) -> None:
+        """Follow an exchange's record: its prompt and answer turns, and whether it closed the conversation."""
         record = handle.record
         self.turns.append(record.state.get("promptTurn", prompt_turn))
         if record.status == "expired":
@@ -209,7 +208,6 @@ class Conversation:
                 self.outcome = resolution.get("outcome")
                 self.close_reason = resolution.get("reason") or "closed-by-user"
                 self.closed_by = "peer"
-        return handle
 
     async def close(
         self, outcome: Any = None, *, reason: str | None = None, message: str | None = None, key: str | None = None
@@ -285,8 +283,7 @@ async def open_conversation(
     With ``key`` the start is found by that key rather than by its place in the
     node's code, and ``conversation_id`` (if given) names a new conversation.
     """
-    workflow = ctx.workflow
-    chan = message_channel(workflow, channel or ctx.config.get("channel"))
+    chan = message_channel(ctx.workflow, channel or ctx.config.get("channel"))
     speaker = speaker_id or ctx.agent_id
     existing = await ctx.lookup_key(key) if key is not None else ctx.peek_next()
     source = await ctx.source_for_next() if key is None else None
@@ -296,6 +293,7 @@ async def open_conversation(
         conversation_id = source.payload["data"]["conversationId"]
     else:
         conversation_id = conversation_id or f"conv:{ctx.run_id}:{ctx.node_id}:{ctx.next_interrupt_number()}"
+    assert conversation_id is not None
     now = ctx.now_ms()
     if initial_prompt:
         initial = make_turn(conversation_id, 0, "agent", initial_prompt, now, sender=speaker, speaker=speaker)
@@ -307,22 +305,7 @@ async def open_conversation(
     if initial_prompt:
         data["initialPrompt"] = initial_prompt
     deadline = now + timeout_ms if timeout_ms else None
-
-    def instant(record: InterruptRecord) -> tuple[dict[str, Any], list[EventDraft]]:
-        opened_payload: dict[str, Any] = {"conversationId": conversation_id, "initialTurn": initial}
-        opened_payload["agentId"] = speaker
-        opened = _event(
-            ctx, "conversation.opened", opened_payload, record.node_id, record.state.get("suspendedEventId")
-        )
-        resolved = _event(
-            ctx,
-            "interrupt.resolved",
-            resolved_event_payload(record, ctx.now_ms(), None, "system"),
-            record.node_id,
-            None,
-        )
-        return {"resumeValue": None, "resolvedBy": "system"}, [opened, resolved]
-
+    instant = _opened(ctx, conversation_id, initial, speaker)
     handle = await ctx.request(
         kinds.CONVERSATION_START.payload(data, key=key or None),
         extra={
@@ -339,6 +322,40 @@ async def open_conversation(
     conv = Conversation(ctx, conversation_id, state.get("channel", chan), speaker, state.get("deadline"))
     conv.turns.append(state.get("initialTurn", initial))
     return conv
+
+
+def _opened(ctx: ConversationNode, conversation_id: str, initial: dict[str, Any], speaker: str | None) -> Instant:
+    """Settle a conversation's start at once: ``conversation.opened`` and its ``interrupt.resolved``."""
+
+    def instant(record: InterruptRecord) -> tuple[dict[str, Any], list[EventDraft]]:
+        opened_payload: dict[str, Any] = {"conversationId": conversation_id, "initialTurn": initial}
+        opened_payload["agentId"] = speaker
+        opened = _event(
+            ctx, "conversation.opened", opened_payload, record.node_id, record.state.get("suspendedEventId")
+        )
+        resolved = _event(
+            ctx,
+            "interrupt.resolved",
+            resolved_event_payload(record, ctx.now_ms(), None, "system"),
+            record.node_id,
+            None,
+        )
+        return {"resumeValue": None, "resolvedBy": "system"}, [opened, resolved]
+
+    return instant
+
+
+def _auto_answer(ctx: ConversationNode, value: Any) -> Instant:
+    """Answer an exchange at once with ``value`` (the conformance mock host's turn)."""
+
+    def instant(record: InterruptRecord) -> tuple[dict[str, Any], list[EventDraft]]:
+        host = Principal(id="host:conformance-mock", tenant=ctx.tenant)
+        m = answer_exchange(record, {"content": value}, host, ctx.now_ms(), ctx.new_id)
+        assert m.resolution is not None
+        resolution = {k: v for k, v in m.resolution.items() if k != "emitted"}
+        return resolution, m.events
+
+    return instant
 
 
 # --- answering an exchange (the host side) --------------------------------------------

@@ -309,15 +309,30 @@ class RunExecutor:
     async def _start(
         self, node_id: str, *, resumed: list[InterruptRecord] | None, cancelling: bool = False
     ) -> NodeContext:
+        """Start (or resume, or replay to cancel) a node's activation; returns its context."""
         assert self.run is not None
-        node = self.workflow.nodes[node_id]
-        nodes = self.state["nodes"]
         now = self.clock_now_ms()
+        ns, fresh = self._activate(node_id, resumed, cancelling, now)
+        known = (
+            await self._known_interrupts(node_id, ns) if not fresh or ns.get("ints", 0) > ns.get("intBase", 0) else []
+        )
+        history, once = await self._recorded_history(node_id, ns)
+        ctx = self._context(node_id, ns, now, known=known, history=history, once=once, cancelling=cancelling)
+        if not cancelling:
+            task = asyncio.create_task(self._execute(ctx), name=f"node:{self.run_id}:{node_id}")
+            self.tasks[task] = ctx
+        return ctx
+
+    def _activate(
+        self, node_id: str, resumed: list[InterruptRecord] | None, cancelling: bool, now: int
+    ) -> tuple[dict[str, Any], bool]:
+        """Mark the node running: a fresh visit (``node.started``) or a resumed one (``node.resumed``)."""
+        nodes = self.state["nodes"]
         ns = nodes.get(node_id)
         fresh = not resumed and not cancelling and (ns is None or ns.get("status") not in ("suspended", "running"))
         if fresh:
-            visit = (ns or {}).get("visit", -1) + 1
             previous = ns or {}
+            visit = previous.get("visit", -1) + 1
             ns = {
                 "status": "running",
                 "visit": visit,
@@ -330,48 +345,61 @@ class RunExecutor:
             }
             nodes[node_id] = ns
             self.state["executions"] = self.state.get("executions", 0) + 1
-            self._pending.append(
-                self._draft(
-                    "node.started", {"nodeId": node_id, "typeId": node.type_id, "attempt": 0, "visit": visit}, node_id
-                )
-            )
-        else:
-            assert ns is not None
-            ns["status"] = "running"
-            for rec in resumed or []:
-                if rec.status == "resolved":
-                    self._pending.append(
-                        self._draft(
-                            "node.resumed",
-                            {
-                                "nodeId": node_id,
-                                "interruptId": rec.interrupt_id,
-                                "resumeValue": (rec.resolution or {}).get("resumeValue"),
-                            },
-                            node_id,
-                        )
-                    )
-        known: list[InterruptRecord] = []
-        if not fresh or ns.get("ints", 0) > ns.get("intBase", 0):
-            known = await self.store.node_interrupts(self.run_id, node_id)
-            for record in known:
-                # Consumed by an earlier activation whose commit is still to come.
-                record.consumed = record.consumed or record.interrupt_id in self._consume
-        history: list[dict[str, Any]] = []
-        once: list[dict[str, Any]] = []
+            type_id = self.workflow.nodes[node_id].type_id
+            payload = {"nodeId": node_id, "typeId": type_id, "attempt": 0, "visit": visit}
+            self._pending.append(self._draft("node.started", payload, node_id))
+            return ns, True
+        assert ns is not None
+        ns["status"] = "running"
+        for rec in resumed or []:
+            if rec.status == "resolved":
+                value = (rec.resolution or {}).get("resumeValue")
+                payload = {"nodeId": node_id, "interruptId": rec.interrupt_id, "resumeValue": value}
+                self._pending.append(self._draft("node.resumed", payload, node_id))
+        return ns, False
+
+    async def _known_interrupts(self, node_id: str, ns: dict[str, Any]) -> list[InterruptRecord]:
+        """The node's interrupts so far, marking those an earlier activation consumed."""
+        known = await self.store.node_interrupts(self.run_id, node_id)
+        for record in known:
+            # Consumed by an earlier activation whose commit is still to come.
+            record.consumed = record.consumed or record.interrupt_id in self._consume
+        return known
+
+    async def _recorded_history(
+        self, node_id: str, ns: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The commands this visit already recorded (positional, then emit-once), or a replayed source's."""
         if ns.get("emitted", 0) > 0 or ns.get("once", 0) > 0:
             # Ordered by command number: positional commands first, then the emit-once range.
             recorded = await self.store.activation_events(self.run_id, node_id, ns["visit"])
-            history, once = recorded[: ns.get("emitted", 0)], recorded[ns.get("emitted", 0) :]
-        elif self._source_run is not None:
-            history = await self.source_history(node_id, ns["visit"])
+            return recorded[: ns.get("emitted", 0)], recorded[ns.get("emitted", 0) :]
+        if self._source_run is not None:
+            return await self.source_history(node_id, ns["visit"]), []
+        return [], []
+
+    def _context(
+        self,
+        node_id: str,
+        ns: dict[str, Any],
+        now: int,
+        *,
+        known: list[InterruptRecord],
+        history: list[dict[str, Any]],
+        once: list[dict[str, Any]],
+        cancelling: bool,
+    ) -> NodeContext:
+        """The context a node activation runs in: its inputs, variables, upstream results and history."""
+        assert self.run is not None
+        node = self.workflow.nodes[node_id]
+        nodes = self.state["nodes"]
         outputs = {k: v.get("outputs", {}) for k, v in nodes.items() if v.get("status") == "completed"}
         variables = self.state.get("variables", {})
         upstream = {
             e.source: {k: v for k, v in nodes.get(e.source, {}).items() if k in ("status", "outputs", "error")}
             for e in self.workflow.incoming.get(node_id, ())
         }
-        ctx = NodeContext(
+        return NodeContext(
             self,
             run_id=self.run_id,
             tenant=self.run.tenant,
@@ -391,10 +419,6 @@ class RunExecutor:
             cancelling=cancelling,
             upstream=upstream,
         )
-        if not cancelling:
-            task = asyncio.create_task(self._execute(ctx), name=f"node:{self.run_id}:{node_id}")
-            self.tasks[task] = ctx
-        return ctx
 
     async def _execute(self, ctx: NodeContext) -> Outcome:
         node_type = self.engine.node_types.get(ctx.node.type_id)
@@ -467,27 +491,24 @@ class RunExecutor:
                 self._pending.append(self._draft("node.cancelled", {"nodeId": node_id, "reason": reason}, node_id))
                 self._node_cancelled = self._node_cancelled or {"reason": "interrupt-cancelled", "nodeId": node_id}
             elif o.kind == "diverged":
-                assert o.error is not None
-                ns["status"] = "failed"
-                ns["error"] = o.error
-                self._diverged = {"error": o.error, "failedNodeId": node_id}
-                self._pending.append(
-                    self._draft(
-                        "replay.diverged",
-                        {
-                            "sourceRunId": self._source_run or self.run_id,
-                            "atSequence": 0,
-                            "divergenceKind": "output",
-                            "nodeId": node_id,
-                            "message": o.error["message"],
-                        },
-                        node_id,
-                    )
-                )
-                self._pending.append(
-                    self._draft("node.failed", {"nodeId": node_id, "error": o.error, "attempts": 1}, node_id)
-                )
+                self._diverge(node_id, ns, o)
         self._propagate(targets)
+
+    def _diverge(self, node_id: str, ns: dict[str, Any], o: Outcome) -> None:
+        """A replay's node did not do what the source did: the node fails and the run will fail with it."""
+        assert o.error is not None
+        ns["status"] = "failed"
+        ns["error"] = o.error
+        self._diverged = {"error": o.error, "failedNodeId": node_id}
+        payload = {
+            "sourceRunId": self._source_run or self.run_id,
+            "atSequence": 0,
+            "divergenceKind": "output",
+            "nodeId": node_id,
+            "message": o.error["message"],
+        }
+        self._pending.append(self._draft("replay.diverged", payload, node_id))
+        self._pending.append(self._draft("node.failed", {"nodeId": node_id, "error": o.error, "attempts": 1}, node_id))
 
     def _waits(self, o: Outcome) -> list[dict[str, Any]]:
         known = {r.interrupt_id: r for r in (*o.ctx.known_interrupts(), *self._new_interrupts)}

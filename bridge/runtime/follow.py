@@ -51,8 +51,17 @@ class RunFollower:
                 if ended:
                     return
             run = await self._store.load_run(run_id)
-            if run is None or run.terminal:
-                # Gone, or ended before we subscribed with every event already read.
+            if run is None:
+                return
+            if run.terminal:
+                # It ended after (or while) the backlog was read: its last events, up to the
+                # terminal one, are in the store now.
+                async for docs in self._read(run_id, last, page):
+                    docs, last, ended = take_after(docs, last)
+                    if docs:
+                        yield docs
+                    if ended:
+                        return
                 return
             yield []
             async for docs in self._live(run_id, sub, last, idle_s, page):

@@ -49,7 +49,7 @@ from bridge.core.errors import (
 from bridge.host.http.body import MAX_BODY
 from bridge.host.http.deps import engine, optional_principal, principal
 from bridge.host.http.responses import JSONResponse
-from bridge.store.base import IdempotencyRecord
+from bridge.runtime.idempotency import IdempotencyRecord
 
 log = logging.getLogger("bridge.host.http.idempotency")
 
@@ -93,12 +93,9 @@ def idempotent(endpoint: str, *, anonymous: bool = False) -> Callable[[Handler],
 
 
 async def _handle(request: Request, handler: Handler, key_id: str, digest: str) -> Response:
-    eng = engine(request)
-    store = eng.store
+    ledger = engine(request).idempotency
     owner = secrets.token_hex(8)
-    found = await store.idempotency_begin(
-        key_id, digest, owner, eng.clock.now_ms(), lease_ms=IN_FLIGHT_LEASE_MS, ttl_ms=eng.config.idempotency_ttl_ms
-    )
+    found = await ledger.begin(key_id, digest, owner, lease_ms=IN_FLIGHT_LEASE_MS)
     if found is not None:
         return _answer_for(found, digest)
     try:
@@ -107,17 +104,17 @@ async def _handle(request: Request, handler: Handler, key_id: str, digest: str) 
         if exc.status in FINAL_REFUSALS:
             await _finish(request, key_id, owner, exc.status, {"content-type": "application/json"}, exc.envelope())
         else:
-            await store.idempotency_release(key_id, owner)
+            await ledger.release(key_id, owner)
         raise
     except Exception:
-        await store.idempotency_release(key_id, owner)
+        await ledger.release(key_id, owner)
         raise
     # A cancelled request (BaseException) keeps its key pending: its effect may have committed.
     if 200 <= response.status_code < 300 or response.status_code in FINAL_REFUSALS:
         kept = {name: response.headers[name] for name in KEPT_HEADERS if name in response.headers}
         await _finish(request, key_id, owner, response.status_code, kept, bytes(response.body).decode("utf-8"))
     else:
-        await store.idempotency_release(key_id, owner)
+        await ledger.release(key_id, owner)
     return response
 
 
@@ -126,7 +123,7 @@ async def _finish(
 ) -> None:
     text = body if isinstance(body, str) else orjson.dumps(body).decode("utf-8")
     try:
-        await engine(request).store.idempotency_finish(key_id, owner, status, headers, text)
+        await engine(request).idempotency.finish(key_id, owner, status, headers, text)
     except Exception:
         # The effect is committed: answer it. A retry meets the pending key until its lease runs out.
         log.warning("could not record an idempotent response on %s %s", request.method, request.url.path)

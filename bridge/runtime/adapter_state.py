@@ -1,0 +1,31 @@
+"""Adapter state: small JSON values a protocol surface keeps beside the runs it serves.
+
+An adapter (the AG-UI thread bindings, its message projections) stores what
+belongs to its protocol in the store's key-value space, under a namespace of its
+own. It reaches that space through :meth:`bridge.runtime.engine.Engine.adapter_state`,
+never through the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.core.clock import Clock
+from bridge.store.base import Store
+
+
+class AdapterState:
+    """The key-value values of one namespace (``agui.thread``, …)."""
+
+    def __init__(self, store: Store, clock: Clock, namespace: str) -> None:
+        self._store = store
+        self._clock = clock
+        self.namespace = namespace
+
+    async def get(self, key: str) -> Any:
+        """The JSON value stored under ``key``, or None."""
+        return await self._store.kv_get(self.namespace, key)
+
+    async def put(self, key: str, value: Any, *, only_if_absent: bool = False) -> bool:
+        """Store a JSON value; with ``only_if_absent`` it returns False (and stores nothing) when the key exists."""
+        return await self._store.kv_put(self.namespace, key, value, self._clock.now_ms(), only_if_absent=only_if_absent)

@@ -1,0 +1,82 @@
+"""What the engine's services share: the narrow view of the engine they are built on.
+
+:class:`~bridge.runtime.engine.Engine` is a thin facade over services with one
+concept each (:mod:`~bridge.runtime.runs`, :mod:`~bridge.runtime.run_views`,
+:mod:`~bridge.runtime.answers`, :mod:`~bridge.runtime.links`,
+:mod:`~bridge.runtime.follow`). A service sees the engine only through
+:class:`Kernel`, so none of them imports the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
+
+from bridge.core.clock import Clock
+from bridge.core.decisions.common import AnswerCheck
+from bridge.core.records import RunRecord
+from bridge.core.workflow import WorkflowDefinition
+from bridge.runtime.ask import AskService
+from bridge.runtime.config import EngineConfig
+from bridge.runtime.hub import EventHub
+from bridge.runtime.nodes.base import NodeRegistry
+from bridge.store.base import Claim, MutationResult, Store
+
+S = TypeVar("S")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Kernel(Protocol):
+    """The engine's shared parts and the two hooks every write goes through."""
+
+    store: Store
+    clock: Clock
+    config: EngineConfig
+    instance_id: str
+    hub: EventHub
+    node_types: NodeRegistry
+    answer_checks: dict[str, AnswerCheck]
+    ask_service: AskService
+
+    @property
+    def claim(self) -> Claim:
+        """Lease a run a mutation wakes to this instance in that same transaction."""
+
+    def workflow(self, workflow_id: str) -> WorkflowDefinition:
+        """A registered workflow, or 404."""
+
+    def loaded_workflow(self, workflow_id: str) -> WorkflowDefinition | None:
+        """A registered workflow, or None."""
+
+    def start_executor(self, run_id: str, claimed: RunRecord | None = None) -> None:
+        """Execute a run here (``claimed``: this instance already leased it)."""
+
+    def after_mutation(self, result: MutationResult) -> None:
+        """Publish a guarded mutation's events and wake or start the run's executor."""
+
+
+class Delegate(Generic[S, P, R]):
+    """An engine method that is a service's method: ``create_run = Delegate("runs", RunService.create_run)``.
+
+    Read on an engine, it is the service's bound method, with the service
+    method's own signature for type checkers; the engine keeps its public names
+    while the work lives in the service.
+    """
+
+    def __init__(self, service: str, method: Callable[Concatenate[S, P], R]) -> None:
+        self.service = service
+        self.method = method
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Delegate[S, P, R]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> Callable[P, R]: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Delegate[S, P, R] | Callable[P, R]:
+        if obj is None:
+            return self
+        bound: Callable[P, R] = getattr(getattr(obj, self.service), self.method.__name__)
+        return bound

@@ -1,0 +1,123 @@
+"""Signed links: the signing keys, and the tokens minted and checked with them.
+
+A link is a signed token naming one interrupt and an intent (``resolve`` or
+``inspect``), valid for 30 minutes by default and never past the interrupt's
+deadline. Keys are either given to the engine (``token_secrets``) or kept in the
+store, where a rotation on one instance reaches every other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from bridge.core import kinds
+from bridge.core.auth import Principal
+from bridge.core.decisions.common import closed_error
+from bridge.core.errors import InterruptNotFoundError
+from bridge.core.records import InterruptRecord
+from bridge.core.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
+from bridge.core.views import interrupt_view, token_inspection
+from bridge.runtime.kernel import Kernel
+
+
+class LinkService:
+    """Signing keys and signed links over one engine (see the module docstring)."""
+
+    def __init__(self, kernel: Kernel, token_secrets: Iterable[tuple[str, str]] = ()) -> None:
+        self._k = kernel
+        self.signer: TokenSigner | None = None
+        self._token_secrets = list(token_secrets)
+
+    @property
+    def keys_given(self) -> bool:
+        """Whether the keys were given to the engine (and so never reloaded from the store)."""
+        return bool(self._token_secrets)
+
+    async def load_signing_keys(self) -> None:
+        """Load the link-signing keys (creating the first one in the store if there is none)."""
+        now = self._k.clock.now_ms()
+        if self._token_secrets:
+            secrets_by_kid = dict(self._token_secrets)
+            self.signer = TokenSigner(secrets_by_kid, self._token_secrets[0][0])
+            return
+        stored = await self._k.store.signing_keys()
+        if not stored:
+            secret = new_secret()
+            await self._k.store.add_signing_key(kid_for(secret), secret, now, activate=True)
+            stored = await self._k.store.signing_keys()
+        active = [k for k, _, a in stored if a] or [stored[-1][0]]
+        self.signer = TokenSigner({k: s for k, s, _ in stored}, active[0])
+
+    async def rotate_signing_key(self) -> str:
+        """Make a new signing key active; older ones keep verifying until retired."""
+        secret = new_secret()
+        kid = kid_for(secret)
+        await self._k.store.add_signing_key(kid, secret, self._k.clock.now_ms(), activate=True)
+        self._token_secrets = []
+        await self.load_signing_keys()
+        return kid
+
+    def _signer(self) -> TokenSigner:
+        if self.signer is None:
+            raise RuntimeError("the engine is not started")
+        return self.signer
+
+    def mint_token(
+        self, record: InterruptRecord, intent: str = "resolve", *, subject: str | None = None, ttl_ms: int | None = None
+    ) -> tuple[str, int]:
+        """A signed link for an interrupt: 30 minutes by default, never past its deadline."""
+        expires = token_expiry(self._k.clock.now_ms(), record.deadline_ms, ttl_ms or self._k.config.token_ttl_ms)
+        token = self._signer().mint(record.run_id, record.node_id, record.interrupt_id, expires, intent, subject)
+        return token, expires
+
+    def interrupt_view(
+        self, record: InterruptRecord, *, base_url: str = "", link: str | None = "resolve"
+    ) -> dict[str, Any]:
+        """An interrupt with a fresh signed link of intent ``link`` while it is open (none for ``None``)."""
+        if link is not None and record.open:
+            token, expires = self.mint_token(record, link)
+            view = interrupt_view(record, token=token, token_expires_ms=expires, base_url=base_url)
+            view["tokenIntent"] = link
+            return view
+        return interrupt_view(record)
+
+    @staticmethod
+    def link_for(principal: Principal) -> str:
+        """The link a principal may be handed: ``resolve`` only if it could answer with its key."""
+        return "resolve" if principal.has_scope("approvals:respond") else "inspect"
+
+    async def verify_token(self, token: str) -> tuple[TokenClaims, InterruptRecord]:
+        """Check a signed link and find its interrupt (404/410 on bad or expired links).
+
+        A link signed with a key this instance has not seen yet (rotated on another
+        instance) reloads the keys from the store once before giving up.
+        """
+        try:
+            claims = self._signer().verify(token, self._k.clock.now_ms())
+        except InterruptNotFoundError:
+            if self._token_secrets:
+                raise
+            await self.load_signing_keys()
+            claims = self._signer().verify(token, self._k.clock.now_ms())
+        record = await self._k.store.get_interrupt(claims.interrupt_id)
+        if record is None or record.run_id != claims.run_id:
+            raise InterruptNotFoundError("no interrupt answers to this link")
+        return claims, record
+
+    async def inspect_token(self, token: str, *, base_url: str = "") -> dict[str, Any]:
+        """What a signed link points at (409 once it is used, 410 when gone)."""
+        claims, record = await self.verify_token(token)
+        if not record.open and not kinds.kind_of(record.kind).turn:
+            raise closed_error(record, "token")
+        view = token_inspection(record)
+        view["intent"] = claims.intent
+        view["tokenExpiresAt"] = (
+            claims.expires_at_ms
+            and interrupt_view(record, token=token, token_expires_ms=claims.expires_at_ms, base_url=base_url)[
+                "tokenExpiresAt"
+            ]
+        )
+        if claims.subject:
+            view["subject"] = claims.subject
+        return view

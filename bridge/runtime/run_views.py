@@ -1,0 +1,66 @@
+"""Read models of a run: its snapshot, the status it reports, its channels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.core import exchange, kinds, run_state
+from bridge.core.auth import Principal
+from bridge.core.records import RunRecord
+from bridge.core.views import run_snapshot
+from bridge.core.workflow import thaw
+from bridge.runtime.kernel import Kernel
+from bridge.runtime.links import LinkService
+from bridge.runtime.runs import RunService
+
+
+class RunViews:
+    """What a run looks like to a reader (``GET /v1/runs/{runId}`` and the pages)."""
+
+    def __init__(self, kernel: Kernel, runs: RunService, links: LinkService) -> None:
+        self._k = kernel
+        self._runs = runs
+        self._links = links
+
+    async def snapshot(self, run_id: str, principal: Principal, *, base_url: str = "") -> dict[str, Any]:
+        """The ``RunSnapshot`` of a run, with signed links for its open interrupts."""
+        principal.require("runs:read")
+        run = await self._runs.visible_run(run_id, principal)
+        return await self.snapshot_of(run, base_url=base_url, link=self._links.link_for(principal))
+
+    async def snapshot_of(self, run: RunRecord, *, base_url: str = "", link: str | None = "resolve") -> dict[str, Any]:
+        """The snapshot of an already-loaded run (no access check); open interrupts carry ``link`` links."""
+        store = self._k.store
+        open_records = [] if run.terminal else await store.run_interrupts(run.run_id, open_only=True)
+        open_records = [r for r in open_records if kinds.kind_of(r.kind).listed]
+        views = [self._links.interrupt_view(r, base_url=base_url, link=link) for r in open_records]
+        channels = await self.channels(run)
+        children = await store.child_runs(run.run_id)
+        status = await self.reported_status(run)
+        return run_snapshot(run, open_views=views, channels=channels, children=children, status=status)
+
+    async def reported_status(self, run: RunRecord, depth: int = 0) -> str:
+        """The status a run reports: a run that only waits on a child waiting for a person
+        reports the child's waiting status (``waiting-approval``, …), through nested children."""
+        if run.status != "running" or depth > 32:
+            return run.status
+        for child_id in run_state.child_waits(run.state):
+            child = await self._k.store.load_run(child_id)
+            if child is None or child.terminal:
+                continue
+            status = await self.reported_status(child, depth + 1)
+            if status.startswith("waiting-"):
+                return status
+        return run.status
+
+    async def channels(self, run: RunRecord) -> dict[str, Any]:
+        """The run's channels: declared defaults plus conversation turns folded by messageId."""
+        workflow = self._k.loaded_workflow(run.workflow_id)
+        out: dict[str, Any] = {}
+        if workflow is not None:
+            for name, decl in workflow.channels.items():
+                out[name] = [] if decl.get("reducer") == "message" else thaw(decl.get("default"))
+        if run.state.get("hasConversation") or any(isinstance(v, list) for v in out.values()):
+            docs = await self._k.store.events_of_types(run.run_id, exchange.FOLD_EVENT_TYPES)
+            out.update(exchange.fold_channels(docs))
+        return out

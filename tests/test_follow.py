@@ -1,0 +1,36 @@
+"""Engine.follow: the one way every surface follows a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bridge import Engine
+from tests.helpers import ADMIN, settle
+
+
+async def test_a_run_ending_between_the_backlog_and_the_run_check_is_followed_to_its_end(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await engine.create_run(ADMIN, "conformance-approval")
+    await settle(engine, run.run_id)
+    load_run = engine.store.load_run
+    finished = False
+
+    async def ending_first(run_id: str) -> Any:
+        # The follower has read the backlog; the run is answered and ends before it looks at the run.
+        nonlocal finished
+        if not finished:
+            finished = True
+            [record] = await engine.open_interrupts(run.run_id)
+            await engine.resolve(ADMIN, {"action": "accept"}, interrupt_id=record.interrupt_id)
+            await settle(engine, run.run_id, statuses=("completed",))
+        return await load_run(run_id)
+
+    monkeypatch.setattr(engine.store, "load_run", ending_first)
+    followed = [doc async for docs in engine.follow(run.run_id, -1, idle_s=1.0) for doc in docs]
+    stored = await engine.run_events(run.run_id)
+    assert finished
+    assert [d["sequence"] for d in followed] == [d["sequence"] for d in stored]
+    assert followed[-1]["type"] == "run.completed"
