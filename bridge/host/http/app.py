@@ -162,7 +162,7 @@ def create_app(
         *extra_routes,
     ]
     handlers = dict(EXCEPTION_HANDLERS)
-    for transient in getattr(engine.store, "transient_errors", ()):
+    for transient in engine.store.transient_errors:
         handlers[transient] = store_unavailable
     middleware = [] if allowed_hosts is None else [Middleware(TrustedHosts, allowed=list(allowed_hosts))]
     app = Starlette(
