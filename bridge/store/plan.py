@@ -290,3 +290,40 @@ def mutate_run(d: Dialect, run_id: str, decide: RunDecision, now_ms: int, claim:
     )
     m = decide(run, [d.interrupt(r) for r in rows])
     return (yield from apply(d, run, None, m, now_ms, claim)), m.error
+
+
+def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bool) -> Plan[bool]:
+    """Store an adapter's JSON value; with ``only_if_absent``, False when the key exists."""
+    if has_nul((namespace, key)):
+        raise ValidationError("a stored key must not contain U+0000")
+    on_conflict = (
+        "DO NOTHING"
+        if only_if_absent
+        else "(namespace, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at"
+    )
+    rows = yield Sql(
+        f"INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) ON CONFLICT {on_conflict} "
+        "RETURNING 1",
+        (namespace, key, codec.dumps(value), now_ms),
+    )
+    return bool(rows) or not only_if_absent
+
+
+def idempotency_finish(key_id: str, owner: str, status: int, headers: dict[str, str], body: str) -> Plan[bool]:
+    """Record the final response of the request ``owner`` handled; False if it no longer holds the key."""
+    rows = yield Sql(
+        "UPDATE idempotency SET status=%s, headers=%s, body=%s, owner=NULL, lease_until=NULL "
+        "WHERE key_id=%s AND owner=%s AND status IS NULL RETURNING key_id",
+        (status, codec.dumps(headers), body, key_id, owner),
+    )
+    return bool(rows)
+
+
+def idempotency_release(key_id: str, owner: str) -> Plan[None]:
+    """Forget a pending record."""
+    yield Sql("DELETE FROM idempotency WHERE key_id=%s AND owner=%s AND status IS NULL", (key_id, owner))
+
+
+def retire_signing_key(kid: str, now_ms: int) -> Plan[None]:
+    """Stop a key from verifying."""
+    yield Sql("UPDATE signing_keys SET retired_at=%s, active=FALSE WHERE kid=%s", (now_ms, kid))

@@ -34,27 +34,21 @@ from psycopg import AsyncConnection, errors
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bridge.core.errors import ValidationError
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptDecision, RunDecision, RunRecord, has_nul
+from bridge.core.records import RunRecord
 from bridge.store import pg_sql as q
-from bridge.store import plan
 from bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
-    Claim,
-    CommitResult,
     IdempotencyRecord,
-    MutationResult,
-    RunCommit,
     idempotency_from_row,
 )
-from bridge.store.codec import POSTGRES, RUN_COLS, TERMINAL_SQL, dumps
+from bridge.store.codec import POSTGRES, RUN_COLS, TERMINAL_SQL
 from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
 from bridge.store.pg_listen import Listener
 from bridge.store.pg_reads import PostgresReads
 from bridge.store.pg_tx import ReturnOrder, Tx, redact
 from bridge.store.plan import Note, Plan, Rows
+from bridge.store.writes import Writes
 
 log = logging.getLogger("bridge.store.postgres")
 
@@ -90,7 +84,7 @@ async def run_plan(conn: Conn, tx: Tx, steps: Plan[T]) -> T:
         return result
 
 
-class PostgresStore(PostgresReads):
+class PostgresStore(Writes, PostgresReads):
     """The :class:`~bridge.store.base.Store` on a PostgreSQL database shared by many instances."""
 
     single_instance = False  # several instances share the database
@@ -240,16 +234,7 @@ class PostgresStore(PostgresReads):
 
         await self._transaction(work)
 
-    async def retire_signing_key(self, kid: str, now_ms: int) -> None:
-        async def work(conn: Conn, _: Tx) -> None:
-            await conn.execute("UPDATE signing_keys SET retired_at=%s, active=FALSE WHERE kid=%s", (now_ms, kid))
-
-        await self._transaction(work)
-
     # --- runs ---------------------------------------------------------------
-
-    async def create_run(self, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
-        return await self._plan(lambda: plan.insert_run(run, events))
 
     async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
         # One statement: of two instances claiming together, the second re-checks
@@ -287,34 +272,6 @@ class PostgresStore(PostgresReads):
             count += row is not None
         return count
 
-    async def commit(self, commit: RunCommit) -> CommitResult:
-        return await self._plan(lambda: plan.commit(POSTGRES, commit))
-
-    async def mutate_interrupt(
-        self,
-        decide: InterruptDecision,
-        now_ms: int,
-        *,
-        interrupt_id: str | None = None,
-        run_id: str | None = None,
-        node_id: str | None = None,
-        claim: Claim | None = None,
-    ) -> MutationResult:
-        result, error = await self._plan(
-            lambda: plan.mutate_interrupt(POSTGRES, decide, now_ms, claim, interrupt_id, run_id, node_id)
-        )
-        if error is not None:
-            raise error
-        return result
-
-    async def mutate_run(
-        self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None
-    ) -> MutationResult:
-        result, error = await self._plan(lambda: plan.mutate_run(POSTGRES, run_id, decide, now_ms, claim))
-        if error is not None:
-            raise error
-        return result
-
     async def reset_owners(self) -> int:
         """Forget every lease. Only safe when no other instance uses the database;
         the engine never calls it on this store."""
@@ -322,27 +279,6 @@ class PostgresStore(PostgresReads):
         return len(rows)
 
     # --- adapters' state ----------------------------------------------------
-
-    async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
-        if has_nul((namespace, key)):
-            raise ValidationError("a stored key must not contain U+0000")
-
-        async def work(conn: Conn, _: Tx) -> bool:
-            if only_if_absent:
-                cur = await conn.execute(
-                    "INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) "
-                    "ON CONFLICT DO NOTHING",
-                    (namespace, key, dumps(value), now_ms),
-                )
-                return cur.rowcount == 1
-            await conn.execute(
-                "INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) "
-                "ON CONFLICT(namespace, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at",
-                (namespace, key, dumps(value), now_ms),
-            )
-            return True
-
-        return await self._transaction(work)
 
     # --- Idempotency-Key records ---------------------------------------------
 
@@ -387,27 +323,6 @@ class PostgresStore(PostgresReads):
             return found
 
         return await self._transaction(work)
-
-    async def idempotency_finish(
-        self, key_id: str, owner: str, status: int, headers: dict[str, str], body: str
-    ) -> bool:
-        async def work(conn: Conn, _: Tx) -> bool:
-            cur = await conn.execute(
-                "UPDATE idempotency SET status=%s, headers=%s, body=%s, owner=NULL, lease_until=NULL "
-                "WHERE key_id=%s AND owner=%s AND status IS NULL",
-                (status, dumps(headers), body, key_id, owner),
-            )
-            return cur.rowcount == 1
-
-        return await self._transaction(work)
-
-    async def idempotency_release(self, key_id: str, owner: str) -> None:
-        async def work(conn: Conn, _: Tx) -> None:
-            await conn.execute(
-                "DELETE FROM idempotency WHERE key_id=%s AND owner=%s AND status IS NULL", (key_id, owner)
-            )
-
-        await self._transaction(work)
 
     # --- notifications between instances ---------------------------------------
 

@@ -17,20 +17,13 @@ import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from bridge.core.errors import ValidationError
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptDecision, RunDecision, RunRecord, has_nul
-from bridge.store import plan
+from bridge.core.records import RunRecord
 from bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
-    Claim,
-    CommitResult,
     IdempotencyRecord,
-    MutationResult,
-    RunCommit,
     idempotency_from_row,
 )
 from bridge.store.codec import RUN_COLS, SQLITE, TERMINAL_SQL, dumps
@@ -40,11 +33,12 @@ from bridge.store.migrations import SQLITE_MIGRATIONS, check_version
 from bridge.store.plan import Plan
 from bridge.store.sqlite_reads import SqliteReads
 from bridge.store.sqlite_writer import Writer, connect, run_plan
+from bridge.store.writes import Writes
 
 T = TypeVar("T")
 
 
-class SqliteStore(SqliteReads):
+class SqliteStore(Writes, SqliteReads):
     """The :class:`~bridge.store.base.Store` on one SQLite file."""
 
     #: The lock file beside the database keeps every other server off it.
@@ -138,19 +132,10 @@ class SqliteStore(SqliteReads):
 
         await self._write(tx)
 
-    async def retire_signing_key(self, kid: str, now_ms: int) -> None:
-        def tx(conn: sqlite3.Connection) -> None:
-            conn.execute("UPDATE signing_keys SET retired_at=?, active=0 WHERE kid=?", (now_ms, kid))
-
-        await self._write(tx)
-
     # --- runs ---------------------------------------------------------------
 
-    async def _plan(self, steps: Plan[T]) -> T:
-        return await self._write(lambda conn: run_plan(conn, steps))
-
-    async def create_run(self, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
-        return await self._plan(plan.insert_run(run, events))
+    async def _plan(self, make: Callable[[], Plan[T]]) -> T:
+        return await self._write(lambda conn: run_plan(conn, make()))
 
     async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
         def tx(conn: sqlite3.Connection) -> RunRecord | None:
@@ -175,33 +160,6 @@ class SqliteStore(SqliteReads):
 
         return await self._write(tx)
 
-    async def commit(self, commit: RunCommit) -> CommitResult:
-        return await self._plan(plan.commit(SQLITE, commit))
-
-    async def mutate_interrupt(
-        self,
-        decide: InterruptDecision,
-        now_ms: int,
-        *,
-        interrupt_id: str | None = None,
-        run_id: str | None = None,
-        node_id: str | None = None,
-        claim: Claim | None = None,
-    ) -> MutationResult:
-        steps = plan.mutate_interrupt(SQLITE, decide, now_ms, claim, interrupt_id, run_id, node_id)
-        result, error = await self._plan(steps)
-        if error is not None:
-            raise error
-        return result
-
-    async def mutate_run(
-        self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None
-    ) -> MutationResult:
-        result, error = await self._plan(plan.mutate_run(SQLITE, run_id, decide, now_ms, claim))
-        if error is not None:
-            raise error
-        return result
-
     async def reset_owners(self) -> int:
         # Safe only because the lock file guarantees no other server uses this file.
         def tx(conn: sqlite3.Connection) -> int:
@@ -210,26 +168,6 @@ class SqliteStore(SqliteReads):
         return await self._write(tx)
 
     # --- adapters' state and audit ------------------------------------------
-
-    async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
-        if has_nul((namespace, key)):
-            raise ValidationError("a stored key must not contain U+0000")
-
-        def tx(conn: sqlite3.Connection) -> bool:
-            if only_if_absent:
-                cur = conn.execute(
-                    "INSERT INTO kv(namespace, key, value, updated_at) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
-                    (namespace, key, dumps(value), now_ms),
-                )
-                return cur.rowcount == 1
-            conn.execute(
-                "INSERT INTO kv(namespace, key, value, updated_at) VALUES(?,?,?,?) "
-                "ON CONFLICT(namespace, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at",
-                (namespace, key, dumps(value), now_ms),
-            )
-            return True
-
-        return await self._write(tx)
 
     # --- Idempotency-Key records ---------------------------------------------
 
@@ -263,24 +201,3 @@ class SqliteStore(SqliteReads):
             return found
 
         return await self._write(tx)
-
-    async def idempotency_finish(
-        self, key_id: str, owner: str, status: int, headers: dict[str, str], body: str
-    ) -> bool:
-        def tx(conn: sqlite3.Connection) -> bool:
-            return (
-                conn.execute(
-                    "UPDATE idempotency SET status=?, headers=?, body=?, owner=NULL, lease_until=NULL "
-                    "WHERE key_id=? AND owner=? AND status IS NULL",
-                    (status, dumps(headers), body, key_id, owner),
-                ).rowcount
-                == 1
-            )
-
-        return await self._write(tx)
-
-    async def idempotency_release(self, key_id: str, owner: str) -> None:
-        def tx(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM idempotency WHERE key_id=? AND owner=? AND status IS NULL", (key_id, owner))
-
-        await self._write(tx)
