@@ -152,11 +152,9 @@ class Engine:
         """Open the store, load signing keys, start timers and resume runs that have work."""
         await self.store.open()
         await self.load_signing_keys()
-        if getattr(self.store, "single_instance", True):
+        if self.store.single_instance:
             await self.store.reset_owners()
-        listen = getattr(self.store, "listen", None)
-        if listen is not None:
-            await listen(self.instance_id, self._on_remote_wake, self._on_remote_events)
+        await self.store.listen(self.instance_id, self._on_remote_wake, self._on_remote_events)
         self._timers.start()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="openwop-bridge-heartbeat")
         self._started = True
@@ -201,7 +199,7 @@ class Engine:
     async def _heartbeat_loop(self) -> None:
         """Renew the leases of the runs executing here; reclaim runs whose lease ran out."""
         interval = self.config.lease_ms / 3000
-        shared = not getattr(self.store, "single_instance", True)
+        shared = not self.store.single_instance
         while True:
             await asyncio.sleep(interval)
             try:
@@ -410,6 +408,6 @@ class Engine:
     @property
     def transient_errors(self) -> tuple[type[BaseException], ...]:
         """Exception types meaning the store is unreachable for now (the host answers them with 503)."""
-        return tuple(getattr(self.store, "transient_errors", ()))
+        return tuple(self.store.transient_errors)
 
     # --- children (core.subWorkflow) ----------------------------------------------------

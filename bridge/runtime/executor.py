@@ -107,7 +107,7 @@ class RunExecutor:
         self._diverged: dict[str, Any] | None = None
         self.default_threshold = engine.default_threshold
         self.conversation_enabled = engine.conversation_enabled
-        self._transient: tuple[type[BaseException], ...] = getattr(engine.store, "transient_errors", ())
+        self._transient: tuple[type[BaseException], ...] = engine.store.transient_errors
 
     # --- ContextHost ---------------------------------------------------------------
 

@@ -16,7 +16,7 @@ No correctness rests on process-local locks: the ``pending`` status guard, the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -146,26 +146,42 @@ class InboxPage:
 class Store(Protocol):
     """Persistence for runs, events, interrupts and signing keys.
 
-    A store shared by several instances (PostgreSQL) also sets
-    ``single_instance = False`` and offers ``listen(instance_id, on_wake,
-    on_events)``: it calls ``on_wake(run_id)`` when another instance committed an
-    input that woke a run (an answer, a cancel, a child ending, a new run) and
-    ``on_events(run_id)`` when another instance committed events of a run. The
-    notifications are sent from inside the committing transaction, so they are
-    delivered only for committed work. Single-instance stores omit both; the
-    engine then resets stale leases at start-up (``reset_owners``).
+    Besides the queries, a store declares what it can do:
 
-    A store may also name ``transient_errors``: exception types meaning the
-    database is unreachable for now (a lost connection, a pool timeout). An
-    executor that meets one stops without failing its run, and the run is
-    picked up again once its lease runs out.
+    - ``single_instance``: True when one server owns the database (SQLite's
+      lock file sees to it); the engine then resets stale leases at start-up
+      (:meth:`reset_owners`). A store shared by several instances
+      (PostgreSQL) says False.
+    - :meth:`listen`: how a shared store tells this instance about work
+      committed elsewhere; a single-instance store has nothing to tell.
+    - ``transient_errors``: exception types meaning the database is
+      unreachable for now (a lost connection, a pool timeout). An executor that
+      meets one stops without failing its run, and the run is picked up again
+      once its lease runs out; an HTTP request that meets one gets a 503.
     """
+
+    #: One server owns the database; stale leases are reset at start-up.
+    single_instance: bool
+    #: Exceptions meaning "the database is unreachable for now".
+    transient_errors: tuple[type[BaseException], ...]
 
     async def open(self) -> None:
         """Connect and migrate."""
 
     async def close(self) -> None:
         """Release connections and threads."""
+
+    async def listen(self, instance_id: str, on_wake: Callable[[str], None], on_events: Callable[[str], None]) -> None:
+        """Hear what other instances commit, from now on.
+
+        The store calls ``on_wake(run_id)`` when another instance committed an
+        input that woke a run this instance owns (an answer, a cancel, a child
+        ending, a new run) and ``on_events(run_id)`` when another instance
+        committed events of a run. Notifications are sent from inside the
+        committing transaction, so they are delivered only for committed work.
+        Notices this instance sends carry ``instance_id`` so that it skips its
+        own. A single-instance store returns at once and never calls either.
+        """
 
     # --- meta and keys -------------------------------------------------------
     async def signing_keys(self) -> list[tuple[str, str, bool]]:

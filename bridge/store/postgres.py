@@ -34,32 +34,21 @@ from psycopg import AsyncConnection, errors
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bridge.core.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
-from bridge.core.events import EventDraft
-from bridge.core.records import (
-    InterruptDecision,
-    InterruptRecord,
-    Mutation,
-    RunDecision,
-    RunRecord,
-    cancel_committed,
-    has_nul,
-)
+from bridge.core.records import RunRecord
 from bridge.store import pg_sql as q
 from bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
-    Claim,
-    CommitResult,
     IdempotencyRecord,
-    MutationResult,
-    RunCommit,
     idempotency_from_row,
 )
+from bridge.store.codec import POSTGRES, RUN_COLS, TERMINAL_SQL
 from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
 from bridge.store.pg_listen import Listener
 from bridge.store.pg_reads import PostgresReads
 from bridge.store.pg_tx import ReturnOrder, Tx, redact
+from bridge.store.plan import Note, Plan, Rows
+from bridge.store.writes import Writes
 
 log = logging.getLogger("bridge.store.postgres")
 
@@ -69,10 +58,36 @@ Conn = AsyncConnection[Any]
 RETRIES = 5  # attempts of a transaction PostgreSQL aborted as a deadlock victim
 
 
-class PostgresStore(PostgresReads):
+async def run_plan(conn: Conn, tx: Tx, steps: Plan[T]) -> T:
+    """Run a plan's statements in the transaction of ``conn``; its notes become ``tx``'s order and notices."""
+    try:
+        step = next(steps)
+        while True:
+            rows: Rows = []
+            if isinstance(step, Note):
+                if step.what == "locked":
+                    tx.locked(step.run_id)
+                elif step.what == "events":
+                    tx.events(step.run_id)
+                else:
+                    tx.wake(step.run_id, step.owner)
+            elif step.many:
+                async with conn.cursor() as cur:
+                    await cur.executemany(step.text, step.args)
+            else:
+                cur = await conn.execute(step.text, step.args)
+                if cur.description is not None:
+                    rows = await cur.fetchall()
+            step = steps.send(rows)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+class PostgresStore(Writes, PostgresReads):
     """The :class:`~bridge.store.base.Store` on a PostgreSQL database shared by many instances."""
 
-    single_instance = False
+    single_instance = False  # several instances share the database
     transient_errors: tuple[type[BaseException], ...] = (psycopg.OperationalError, PoolTimeout)
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
@@ -195,6 +210,14 @@ class PostgresStore(PostgresReads):
                 tx.release()
             return result
 
+    async def _plan(self, make: Callable[[], Plan[T]]) -> T:
+        """Run a plan in one transaction (a fresh plan for each attempt, see :meth:`_transaction`)."""
+
+        async def work(conn: Conn, tx: Tx) -> T:
+            return await run_plan(conn, tx, make())
+
+        return await self._transaction(work)
+
     # --- signing keys -------------------------------------------------------
 
     async def add_signing_key(self, kid: str, secret: str, now_ms: int, *, activate: bool) -> None:
@@ -211,44 +234,18 @@ class PostgresStore(PostgresReads):
 
         await self._transaction(work)
 
-    async def retire_signing_key(self, kid: str, now_ms: int) -> None:
-        async def work(conn: Conn, _: Tx) -> None:
-            await conn.execute("UPDATE signing_keys SET retired_at=%s, active=FALSE WHERE kid=%s", (now_ms, kid))
-
-        await self._transaction(work)
-
     # --- runs ---------------------------------------------------------------
-
-    @staticmethod
-    async def _insert_run(conn: Conn, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
-        if has_nul((run.run_id, run.tenant, run.workflow_id)):
-            raise ValidationError("run identifiers and tenants must not contain U+0000")
-        docs, rows = q.event_rows(run.run_id, 0, events)
-        await conn.execute(q.INSERT_RUN, q.run_params(run, len(rows)))
-        if rows:
-            async with conn.cursor() as cur:
-                await cur.executemany(q.INSERT_EVENT, rows)
-        return docs
-
-    async def create_run(self, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
-        async def work(conn: Conn, tx: Tx) -> list[dict[str, Any]]:
-            docs = await self._insert_run(conn, run, events)
-            if docs:
-                tx.events(run.run_id)
-            return docs
-
-        return await self._transaction(work)
 
     async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
         # One statement: of two instances claiming together, the second re-checks
         # the row after the first commits and finds it taken.
         row = await self._one(
             f"UPDATE runs SET owner=%s, lease_until=%s, epoch=epoch+1 WHERE run_id=%s "
-            f"AND status NOT IN {q.TERMINAL_SQL} "
-            f"AND (owner IS NULL OR owner=%s OR lease_until < %s) RETURNING {q.RUN_COLS}",
+            f"AND status NOT IN {TERMINAL_SQL} "
+            f"AND (owner IS NULL OR owner=%s OR lease_until < %s) RETURNING {RUN_COLS}",
             (owner, now_ms + lease_ms, run_id, owner, now_ms),
         )
-        return q.run_from_row(row) if row else None
+        return POSTGRES.run(row) if row else None
 
     async def renew_leases(self, owner: str, run_ids: Sequence[str], now_ms: int, lease_ms: int) -> int:
         until = now_ms + lease_ms
@@ -275,246 +272,6 @@ class PostgresStore(PostgresReads):
             count += row is not None
         return count
 
-    async def commit(self, commit: RunCommit) -> CommitResult:
-        async def work(conn: Conn, tx: Tx) -> CommitResult:
-            cur = await conn.execute(
-                "SELECT owner, epoch, next_seq, wake, status, control FROM runs WHERE run_id=%s FOR UPDATE",
-                (commit.run_id,),
-            )
-            row = await cur.fetchone()
-            if row is None:
-                raise RunNotFoundError(f"run {commit.run_id} does not exist")
-            tx.locked(commit.run_id)
-            if row[0] != commit.owner or row[1] != commit.epoch:
-                raise StaleOwnerError(f"run {commit.run_id} is owned by another executor")
-            # Under the run's row lock, so a cancel is either committed here or waits for this commit.
-            closed_as = cancel_committed(row[4], row[5])
-            docs, rows = q.event_rows(commit.run_id, row[2], commit.events)
-            async with conn.cursor() as c:
-                if rows:
-                    await c.executemany(q.INSERT_EVENT, rows)
-                by_event = {d["eventId"]: d["sequence"] for d in docs}
-                for intr in commit.new_interrupts:
-                    if intr.requested_seq is None and intr.requested_event_id in by_event:
-                        intr.requested_seq = by_event[intr.requested_event_id]
-                    if closed_as and intr.open:
-                        # The run's cancel committed first: nobody may answer this interrupt.
-                        intr.status, intr.resolved_at_ms = closed_as, commit.now_ms
-                if commit.new_interrupts:
-                    await c.executemany(q.INSERT_INTERRUPT, [q.interrupt_params(i) for i in commit.new_interrupts])
-            if closed_as:
-                await conn.execute(
-                    "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending'",
-                    (closed_as, commit.now_ms, commit.run_id),
-                )
-            if commit.consume:
-                await conn.execute(
-                    "UPDATE interrupts SET consumed=TRUE WHERE interrupt_id = ANY(%s::text[])", (list(commit.consume),)
-                )
-            for iid, status in commit.close_interrupts.items():
-                await conn.execute(
-                    "UPDATE interrupts SET status=%s, resolved_at=%s WHERE interrupt_id=%s AND status='pending'",
-                    (status, commit.now_ms, iid),
-                )
-            sets = ["updated_at=%s", "next_seq=%s"]
-            args: list[Any] = [commit.now_ms, row[2] + len(rows)]
-            if commit.state is not None:
-                sets.append("state=%s::json")
-                args.append(q.dumps(commit.state))
-            if commit.status is not None and (commit.terminal or not closed_as):
-                # A run whose cancel committed stays ``cancelling`` until its executor ends it.
-                sets.append("status=%s")
-                args.append(commit.status)
-            if commit.terminal:
-                sets += ["completed_at=%s", "owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
-                args.append(commit.now_ms)
-            # ``wake`` cannot move while this transaction holds the row, so the
-            # release check needs no statement of its own.
-            released = commit.release_if_wake is not None and not commit.terminal and commit.release_if_wake == row[3]
-            if released:
-                sets += ["owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
-            await conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id=%s", (*args, commit.run_id))
-            if docs:
-                tx.events(commit.run_id)
-            child_events: dict[str, list[dict[str, Any]]] = {}
-            for child in commit.children:
-                child_events[child.run.run_id] = await self._insert_run(conn, child.run, child.events)
-                tx.events(child.run.run_id)
-            if commit.wake_run:
-                cur = await conn.execute(
-                    "UPDATE runs SET wake=wake+1, needs_work=TRUE WHERE run_id=%s "
-                    f"AND status NOT IN {q.TERMINAL_SQL} RETURNING owner",
-                    (commit.wake_run,),
-                )
-                woken = await cur.fetchone()
-                if woken is not None:
-                    tx.locked(commit.wake_run)
-                    tx.wake(commit.wake_run, woken[0])
-            return CommitResult(docs, released, row[3], child_events)
-
-        return await self._transaction(work)
-
-    async def _apply(
-        self,
-        conn: Conn,
-        tx: Tx,
-        run: RunRecord,
-        intr: InterruptRecord | None,
-        m: Mutation,
-        now_ms: int,
-        claim: Claim | None = None,
-    ) -> MutationResult:
-        """Apply a decision's :class:`Mutation`; the caller holds the run's row lock."""
-        after_int = intr
-        if intr is not None and (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None):
-            cur = await conn.execute(
-                "UPDATE interrupts SET status=COALESCE(%s, status), state=COALESCE(%s::json, state), "
-                "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at) "
-                f"WHERE interrupt_id=%s RETURNING {q.INT_COLS}",
-                (
-                    m.interrupt_status,
-                    q.dumps(m.interrupt_state) if m.interrupt_state is not None else None,
-                    q.dumps(m.resolution) if m.resolution is not None else None,
-                    m.resolved_at_ms,
-                    intr.interrupt_id,
-                ),
-            )
-            updated_int = await cur.fetchone()
-            assert updated_int is not None
-            after_int = q.interrupt_from_row(updated_int)
-        if m.cancel_interrupts:
-            cur = await conn.execute(
-                "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending' "
-                f"RETURNING {q.INT_COLS}",
-                (m.cancel_interrupts, now_ms, run.run_id),
-            )
-            for cancelled in await cur.fetchall():
-                if intr is not None and cancelled[0] == intr.interrupt_id:
-                    after_int = q.interrupt_from_row(cancelled)
-        docs, rows = q.event_rows(run.run_id, run.next_seq, m.events)
-        if rows:
-            async with conn.cursor() as c:
-                await c.executemany(q.INSERT_EVENT, rows)
-            tx.events(run.run_id)
-        after_run = run
-        if m.wake or m.run_status or m.control is not None:
-            cur = await conn.execute(
-                "UPDATE runs SET wake=wake+%s, needs_work=(needs_work OR %s), status=COALESCE(%s, status), "
-                "control=COALESCE(%s::json, control), updated_at=%s, next_seq=%s "
-                f"WHERE run_id=%s RETURNING {q.RUN_COLS}",
-                (
-                    int(m.wake),
-                    m.wake,
-                    m.run_status,
-                    q.dumps(m.control) if m.control is not None else None,
-                    now_ms,
-                    run.next_seq + len(rows),
-                    run.run_id,
-                ),
-            )
-            updated = await cur.fetchone()
-            assert updated is not None
-            after_run = q.run_from_row(updated)
-        elif rows:
-            cur = await conn.execute(
-                f"UPDATE runs SET next_seq=%s WHERE run_id=%s RETURNING {q.RUN_COLS}",
-                (run.next_seq + len(rows), run.run_id),
-            )
-            updated = await cur.fetchone()
-            assert updated is not None
-            after_run = q.run_from_row(updated)
-        claimed = False
-        if m.wake and claim is not None:
-            cur = await conn.execute(
-                "UPDATE runs SET owner=%s, lease_until=%s, epoch=epoch+1 WHERE run_id=%s "
-                f"AND status NOT IN {q.TERMINAL_SQL} AND (owner IS NULL OR lease_until < %s) RETURNING {q.RUN_COLS}",
-                (claim.owner, now_ms + claim.lease_ms, run.run_id, now_ms),
-            )
-            leased = await cur.fetchone()
-            if leased is not None:
-                claimed, after_run = True, q.run_from_row(leased)
-        if m.audit:
-            async with conn.cursor() as c:
-                await c.executemany(q.INSERT_AUDIT, q.audit_params(run.tenant, run.run_id, now_ms, m.audit))
-        if m.wake and not claimed:
-            tx.wake(run.run_id, after_run.owner)
-        return MutationResult(docs, after_run, after_int, m.result, claimed)
-
-    async def mutate_interrupt(
-        self,
-        decide: InterruptDecision,
-        now_ms: int,
-        *,
-        interrupt_id: str | None = None,
-        run_id: str | None = None,
-        node_id: str | None = None,
-        claim: Claim | None = None,
-    ) -> MutationResult:
-        if has_nul((interrupt_id, run_id, node_id)):
-            raise InterruptNotFoundError("no interrupt at this address")
-        target_run = run_id
-        if interrupt_id is not None:
-            found = await self._one("SELECT run_id FROM interrupts WHERE interrupt_id=%s", (interrupt_id,))
-            if found is None:
-                raise InterruptNotFoundError("no interrupt at this address")
-            target_run = found[0]
-
-        async def work(conn: Conn, tx: Tx) -> tuple[MutationResult, BridgeError | None]:
-            # The run's row first, then the interrupt's: the order every writer of a run uses.
-            cur = await conn.execute(f"SELECT {q.RUN_COLS} FROM runs WHERE run_id=%s FOR UPDATE", (target_run,))
-            run_row = await cur.fetchone()
-            if run_row is None:
-                raise InterruptNotFoundError("no interrupt at this address")
-            tx.locked(run_row[0])
-            if interrupt_id is not None:
-                cur = await conn.execute(
-                    f"SELECT {q.INT_COLS} FROM interrupts WHERE interrupt_id=%s FOR UPDATE", (interrupt_id,)
-                )
-            else:
-                cur = await conn.execute(
-                    f"SELECT {q.INT_COLS} FROM interrupts WHERE run_id=%s AND node_id=%s "
-                    "ORDER BY requested_at DESC, ordinal DESC LIMIT 1 FOR UPDATE",
-                    (run_id, node_id),
-                )
-            row = await cur.fetchone()
-            if row is None:
-                raise InterruptNotFoundError("no interrupt at this address")
-            intr = q.interrupt_from_row(row)
-            run = q.run_from_row(run_row)
-            m = decide(intr, run)
-            return await self._apply(conn, tx, run, intr, m, now_ms, claim), m.error
-
-        result, error = await self._transaction(work)
-        if error is not None:
-            raise error
-        return result
-
-    async def mutate_run(
-        self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None
-    ) -> MutationResult:
-        if has_nul((run_id,)):
-            raise RunNotFoundError(f"run {run_id} does not exist")
-
-        async def work(conn: Conn, tx: Tx) -> tuple[MutationResult, BridgeError | None]:
-            cur = await conn.execute(f"SELECT {q.RUN_COLS} FROM runs WHERE run_id=%s FOR UPDATE", (run_id,))
-            row = await cur.fetchone()
-            if row is None:
-                raise RunNotFoundError(f"run {run_id} does not exist")
-            tx.locked(run_id)
-            run = q.run_from_row(row)
-            cur = await conn.execute(
-                f"SELECT {q.INT_COLS} FROM interrupts WHERE run_id=%s AND status='pending' "
-                "ORDER BY requested_at FOR UPDATE",
-                (run_id,),
-            )
-            m = decide(run, [q.interrupt_from_row(r) for r in await cur.fetchall()])
-            return await self._apply(conn, tx, run, None, m, now_ms, claim), m.error
-
-        result, error = await self._transaction(work)
-        if error is not None:
-            raise error
-        return result
-
     async def reset_owners(self) -> int:
         """Forget every lease. Only safe when no other instance uses the database;
         the engine never calls it on this store."""
@@ -522,27 +279,6 @@ class PostgresStore(PostgresReads):
         return len(rows)
 
     # --- adapters' state ----------------------------------------------------
-
-    async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
-        if has_nul((namespace, key)):
-            raise ValidationError("a stored key must not contain U+0000")
-
-        async def work(conn: Conn, _: Tx) -> bool:
-            if only_if_absent:
-                cur = await conn.execute(
-                    "INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) "
-                    "ON CONFLICT DO NOTHING",
-                    (namespace, key, q.dumps(value), now_ms),
-                )
-                return cur.rowcount == 1
-            await conn.execute(
-                "INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) "
-                "ON CONFLICT(namespace, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at",
-                (namespace, key, q.dumps(value), now_ms),
-            )
-            return True
-
-        return await self._transaction(work)
 
     # --- Idempotency-Key records ---------------------------------------------
 
@@ -587,27 +323,6 @@ class PostgresStore(PostgresReads):
             return found
 
         return await self._transaction(work)
-
-    async def idempotency_finish(
-        self, key_id: str, owner: str, status: int, headers: dict[str, str], body: str
-    ) -> bool:
-        async def work(conn: Conn, _: Tx) -> bool:
-            cur = await conn.execute(
-                "UPDATE idempotency SET status=%s, headers=%s, body=%s, owner=NULL, lease_until=NULL "
-                "WHERE key_id=%s AND owner=%s AND status IS NULL",
-                (status, q.dumps(headers), body, key_id, owner),
-            )
-            return cur.rowcount == 1
-
-        return await self._transaction(work)
-
-    async def idempotency_release(self, key_id: str, owner: str) -> None:
-        async def work(conn: Conn, _: Tx) -> None:
-            await conn.execute(
-                "DELETE FROM idempotency WHERE key_id=%s AND owner=%s AND status IS NULL", (key_id, owner)
-            )
-
-        await self._transaction(work)
 
     # --- notifications between instances ---------------------------------------
 

@@ -15,10 +15,14 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from bridge.store.codec import SQLITE
+from bridge.store.plan import Plan, Rows, Sql
+
 T = TypeVar("T")
 
 
 def connect(path: str, synchronous: str) -> sqlite3.Connection:
+    """A connection in WAL mode with the store's durability and busy timeout."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA synchronous={synchronous}")
@@ -106,3 +110,21 @@ class Writer(threading.Thread):
             for fut, value, error in outcomes:
                 self._loop.call_soon_threadsafe(self._settle, fut, value, error)
         conn.close()
+
+
+def run_plan(conn: sqlite3.Connection, steps: Plan[T]) -> T:
+    """Run a plan's statements on the writer's connection; its notes need nothing here (one writer)."""
+    try:
+        step = next(steps)
+        while True:
+            rows: Rows = []
+            if isinstance(step, Sql):
+                sql = SQLITE.sql(step.text)
+                if step.many:
+                    conn.executemany(sql, step.args)
+                else:
+                    rows = conn.execute(sql, step.args).fetchall()
+            step = steps.send(rows)
+    except StopIteration as done:
+        result: T = done.value
+        return result

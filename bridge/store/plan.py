@@ -1,0 +1,329 @@
+"""The write transactions of both stores, written once as plans of statements.
+
+A plan is a generator: it yields a :class:`Sql` statement (or a :class:`Note`)
+and receives the rows the statement returned, so the decisions between
+statements are made here, once, while each store only runs the statements on
+its own connection (synchronously on SQLite's writer thread, awaited on a
+PostgreSQL connection). Statements are neutral text that the
+:class:`~bridge.store.codec.Dialect` turns into the database's own.
+
+:class:`Note` steps run nothing: they tell the store what the transaction did
+(a run's row is locked, a run gained events, a run was woken), which
+PostgreSQL turns into its return order and its notices to other instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from bridge.core.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
+from bridge.core.events import EventDraft
+from bridge.core.records import (
+    InterruptDecision,
+    InterruptRecord,
+    Mutation,
+    RunDecision,
+    RunRecord,
+    cancel_committed,
+    has_nul,
+)
+from bridge.store import codec
+from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit
+from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Sql:
+    """One statement in neutral text; with ``many``, ``args`` is a list of parameter tuples."""
+
+    text: str
+    args: Sequence[Any] = ()
+    many: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """What the transaction did to a run, for stores that tell other instances."""
+
+    what: Literal["locked", "events", "wake"]
+    run_id: str
+    owner: str | None = None
+
+
+Rows = list[tuple[Any, ...]]
+Plan = Generator[Sql | Note, Rows, T]
+Decided = tuple[MutationResult, BridgeError | None]
+
+
+def insert_run(run: RunRecord, events: Sequence[EventDraft]) -> Plan[list[dict[str, Any]]]:
+    """Insert a run and its first events."""
+    if has_nul((run.run_id, run.tenant, run.workflow_id)):
+        raise ValidationError("run identifiers and tenants must not contain U+0000")
+    docs, rows = codec.event_rows(run.run_id, 0, events)
+    yield Sql(codec.INSERT_RUN, codec.run_params(run, len(rows)))
+    if rows:
+        yield Sql(codec.INSERT_EVENT, rows, many=True)
+        yield Note("events", run.run_id)
+    return docs
+
+
+def _run_updates(c: RunCommit, start: int, appended: int, closed_as: str | None, released: bool) -> Sql:
+    """The one ``UPDATE runs`` of an executor's commit."""
+    sets = ["updated_at=%s", "next_seq=%s"]
+    args: list[Any] = [c.now_ms, start + appended]
+    if c.state is not None:
+        sets.append("state=%s::json")
+        args.append(codec.dumps(c.state))
+    if c.status is not None and (c.terminal or not closed_as):
+        # A run whose cancel committed stays ``cancelling`` until its executor ends it.
+        sets.append("status=%s")
+        args.append(c.status)
+    if c.terminal:
+        sets += ["completed_at=%s", "owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
+        args.append(c.now_ms)
+    if released:
+        sets += ["owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
+    return Sql(f"UPDATE runs SET {', '.join(sets)} WHERE run_id=%s", (*args, c.run_id))
+
+
+def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]], closed_as: str | None) -> Plan[None]:
+    """Insert the interrupts the step opened (closed at once if the run's cancel committed first)."""
+    by_event = {d["eventId"]: d["sequence"] for d in docs}
+    for intr in c.new_interrupts:
+        if intr.requested_seq is None and intr.requested_event_id in by_event:
+            intr.requested_seq = by_event[intr.requested_event_id]
+        if closed_as and intr.open:
+            # The run's cancel committed first: nobody may answer this interrupt.
+            intr.status, intr.resolved_at_ms = closed_as, c.now_ms
+    if c.new_interrupts:
+        yield Sql(codec.INSERT_INTERRUPT, [codec.interrupt_params(i) for i in c.new_interrupts], many=True)
+    if closed_as:
+        yield Sql(
+            "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending'",
+            (closed_as, c.now_ms, c.run_id),
+        )
+
+
+def commit(d: Dialect, c: RunCommit) -> Plan[CommitResult]:
+    """An executor's step, fenced by its owner and epoch, under the run's row lock."""
+    found = yield Sql(
+        f"SELECT owner, epoch, next_seq, wake, status, control FROM runs WHERE run_id=%s{d.lock}", (c.run_id,)
+    )
+    if not found:
+        raise RunNotFoundError(f"run {c.run_id} does not exist")
+    yield Note("locked", c.run_id)
+    owner, epoch, start, wake, status, control = found[0]
+    if owner != c.owner or epoch != c.epoch:
+        raise StaleOwnerError(f"run {c.run_id} is owned by another executor")
+    # Under the run's lock, so a cancel is either committed here or waits for this commit.
+    closed_as = cancel_committed(status, d.json_in(control))
+    docs, rows = codec.event_rows(c.run_id, start, c.events)
+    if rows:
+        yield Sql(codec.INSERT_EVENT, rows, many=True)
+    yield from _new_interrupts(c, docs, closed_as)
+    if c.consume:
+        yield Sql("UPDATE interrupts SET consumed=TRUE WHERE interrupt_id=%s", [(i,) for i in c.consume], many=True)
+    for iid, new_status in c.close_interrupts.items():
+        yield Sql(
+            "UPDATE interrupts SET status=%s, resolved_at=%s WHERE interrupt_id=%s AND status='pending'",
+            (new_status, c.now_ms, iid),
+        )
+    # ``wake`` cannot move while this transaction holds the row, so the release check needs no statement of its own.
+    released = c.release_if_wake is not None and not c.terminal and c.release_if_wake == wake
+    yield _run_updates(c, start, len(rows), closed_as, released)
+    if docs:
+        yield Note("events", c.run_id)
+    child_events: dict[str, list[dict[str, Any]]] = {}
+    for child in c.children:
+        child_events[child.run.run_id] = yield from insert_run(child.run, child.events)
+        yield Note("events", child.run.run_id)
+    if c.wake_run:
+        woken = yield Sql(
+            f"UPDATE runs SET wake=wake+1, needs_work=TRUE WHERE run_id=%s AND status NOT IN {TERMINAL_SQL} "
+            "RETURNING owner",
+            (c.wake_run,),
+        )
+        if woken:
+            yield Note("locked", c.wake_run)
+            yield Note("wake", c.wake_run, woken[0][0])
+    return CommitResult(docs, released, wake, child_events)
+
+
+def _update_interrupt(d: Dialect, intr: InterruptRecord, m: Mutation) -> Plan[InterruptRecord]:
+    """The decided interrupt's new status, state and resolution."""
+    if not (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None):
+        return intr
+    rows = yield Sql(
+        "UPDATE interrupts SET status=COALESCE(%s, status), state=COALESCE(%s::json, state), "
+        "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at) "
+        f"WHERE interrupt_id=%s RETURNING {INT_COLS}",
+        (
+            m.interrupt_status,
+            codec.dumps(m.interrupt_state) if m.interrupt_state is not None else None,
+            codec.dumps(m.resolution) if m.resolution is not None else None,
+            m.resolved_at_ms,
+            intr.interrupt_id,
+        ),
+    )
+    return d.interrupt(rows[0])
+
+
+def _update_run(d: Dialect, run: RunRecord, m: Mutation, appended: int, now_ms: int) -> Plan[RunRecord]:
+    """Wake the run, set its status and control requests, and move its event counter."""
+    if m.wake or m.run_status or m.control is not None:
+        rows = yield Sql(
+            "UPDATE runs SET wake=wake+%s, needs_work=(needs_work OR %s), status=COALESCE(%s, status), "
+            "control=COALESCE(%s::json, control), updated_at=%s, next_seq=%s "
+            f"WHERE run_id=%s RETURNING {RUN_COLS}",
+            (
+                int(m.wake),
+                m.wake,
+                m.run_status,
+                codec.dumps(m.control) if m.control is not None else None,
+                now_ms,
+                run.next_seq + appended,
+                run.run_id,
+            ),
+        )
+        return d.run(rows[0])
+    if appended:
+        rows = yield Sql(
+            f"UPDATE runs SET next_seq=%s WHERE run_id=%s RETURNING {RUN_COLS}", (run.next_seq + appended, run.run_id)
+        )
+        return d.run(rows[0])
+    return run
+
+
+def apply(
+    d: Dialect, run: RunRecord, intr: InterruptRecord | None, m: Mutation, now_ms: int, claim: Claim | None
+) -> Plan[MutationResult]:
+    """Apply a decision's :class:`Mutation`; the run's row is locked already."""
+    after_int = intr if intr is None else (yield from _update_interrupt(d, intr, m))
+    if m.cancel_interrupts:
+        cancelled = yield Sql(
+            "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending' "
+            f"RETURNING {INT_COLS}",
+            (m.cancel_interrupts, now_ms, run.run_id),
+        )
+        for row in cancelled:
+            if intr is not None and row[0] == intr.interrupt_id:
+                after_int = d.interrupt(row)
+    docs, rows = codec.event_rows(run.run_id, run.next_seq, m.events)
+    if rows:
+        yield Sql(codec.INSERT_EVENT, rows, many=True)
+        yield Note("events", run.run_id)
+    after_run = yield from _update_run(d, run, m, len(rows), now_ms)
+    claimed = False
+    if m.wake and claim is not None:
+        leased = yield Sql(
+            "UPDATE runs SET owner=%s, lease_until=%s, epoch=epoch+1 WHERE run_id=%s "
+            f"AND status NOT IN {TERMINAL_SQL} AND (owner IS NULL OR lease_until < %s) RETURNING {RUN_COLS}",
+            (claim.owner, now_ms + claim.lease_ms, run.run_id, now_ms),
+        )
+        if leased:
+            claimed, after_run = True, d.run(leased[0])
+    if m.audit:
+        yield Sql(codec.INSERT_AUDIT, codec.audit_params(run.tenant, run.run_id, now_ms, m.audit), many=True)
+    if m.wake and not claimed:
+        yield Note("wake", run.run_id, after_run.owner)
+    return MutationResult(docs, after_run, after_int, m.result, claimed)
+
+
+def _locked_run(d: Dialect, run_id: str | None) -> Plan[RunRecord | None]:
+    """The run's row, locked: every writer of a run takes it first, then its interrupts."""
+    rows = yield Sql(f"SELECT {RUN_COLS} FROM runs WHERE run_id=%s{d.lock}", (run_id,))
+    if not rows:
+        return None
+    yield Note("locked", rows[0][0])
+    return d.run(rows[0])
+
+
+def mutate_interrupt(
+    d: Dialect,
+    decide: InterruptDecision,
+    now_ms: int,
+    claim: Claim | None,
+    interrupt_id: str | None,
+    run_id: str | None,
+    node_id: str | None,
+) -> Plan[Decided]:
+    """Decide on one interrupt (by id or by run-scoped address) and apply the decision."""
+    if has_nul((interrupt_id, run_id, node_id)):
+        raise InterruptNotFoundError("no interrupt at this address")
+    if interrupt_id is not None:
+        found = yield Sql("SELECT run_id FROM interrupts WHERE interrupt_id=%s", (interrupt_id,))
+        if not found:
+            raise InterruptNotFoundError("no interrupt at this address")
+        run_id = found[0][0]
+    run = yield from _locked_run(d, run_id)
+    if run is None:
+        raise InterruptNotFoundError("no interrupt at this address")
+    if interrupt_id is not None:
+        rows = yield Sql(f"SELECT {INT_COLS} FROM interrupts WHERE interrupt_id=%s{d.lock}", (interrupt_id,))
+    else:
+        rows = yield Sql(
+            f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND node_id=%s "
+            f"ORDER BY requested_at DESC, ordinal DESC LIMIT 1{d.lock}",
+            (run_id, node_id),
+        )
+    if not rows:
+        raise InterruptNotFoundError("no interrupt at this address")
+    intr = d.interrupt(rows[0])
+    m = decide(intr, run)
+    return (yield from apply(d, run, intr, m, now_ms, claim)), m.error
+
+
+def mutate_run(d: Dialect, run_id: str, decide: RunDecision, now_ms: int, claim: Claim | None) -> Plan[Decided]:
+    """Decide on a run and its open interrupts and apply the decision."""
+    if has_nul((run_id,)):
+        raise RunNotFoundError(f"run {run_id} does not exist")
+    run = yield from _locked_run(d, run_id)
+    if run is None:
+        raise RunNotFoundError(f"run {run_id} does not exist")
+    rows = yield Sql(
+        f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND status='pending' ORDER BY requested_at{d.lock}",
+        (run_id,),
+    )
+    m = decide(run, [d.interrupt(r) for r in rows])
+    return (yield from apply(d, run, None, m, now_ms, claim)), m.error
+
+
+def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bool) -> Plan[bool]:
+    """Store an adapter's JSON value; with ``only_if_absent``, False when the key exists."""
+    if has_nul((namespace, key)):
+        raise ValidationError("a stored key must not contain U+0000")
+    on_conflict = (
+        "DO NOTHING"
+        if only_if_absent
+        else "(namespace, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at"
+    )
+    rows = yield Sql(
+        f"INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) ON CONFLICT {on_conflict} "
+        "RETURNING 1",
+        (namespace, key, codec.dumps(value), now_ms),
+    )
+    return bool(rows) or not only_if_absent
+
+
+def idempotency_finish(key_id: str, owner: str, status: int, headers: dict[str, str], body: str) -> Plan[bool]:
+    """Record the final response of the request ``owner`` handled; False if it no longer holds the key."""
+    rows = yield Sql(
+        "UPDATE idempotency SET status=%s, headers=%s, body=%s, owner=NULL, lease_until=NULL "
+        "WHERE key_id=%s AND owner=%s AND status IS NULL RETURNING key_id",
+        (status, codec.dumps(headers), body, key_id, owner),
+    )
+    return bool(rows)
+
+
+def idempotency_release(key_id: str, owner: str) -> Plan[None]:
+    """Forget a pending record."""
+    yield Sql("DELETE FROM idempotency WHERE key_id=%s AND owner=%s AND status IS NULL", (key_id, owner))
+
+
+def retire_signing_key(kid: str, now_ms: int) -> Plan[None]:
+    """Stop a key from verifying."""
+    yield Sql("UPDATE signing_keys SET retired_at=%s, active=FALSE WHERE kid=%s", (now_ms, kid))

@@ -1,0 +1,177 @@
+"""The read side both stores share: queries of the store contract that change nothing.
+
+Each store supplies how one statement is run (:meth:`Reads._one`,
+:meth:`Reads._all`) and its :class:`~bridge.store.codec.Dialect`; the queries
+and the row mapping are written once here. The few queries that use a
+database's own features (partial indexes, arrays, row locks) stay in the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bridge.core.records import InterruptRecord, RunRecord
+from bridge.store.base import InboxPage
+from bridge.store.codec import INT_COLS, RUN_COLS, Dialect
+from bridge.store.cursor import encode_cursor, page_cursor
+
+
+class Reads:
+    """Queries of the :class:`~bridge.store.base.Store` contract written once for both dialects."""
+
+    _dialect: Dialect
+
+    async def _one(self, sql: str, args: Sequence[Any] = ()) -> Sequence[Any] | None:
+        """The first row of a statement in the dialect's own text."""
+        raise NotImplementedError
+
+    async def _all(self, sql: str, args: Sequence[Any] = ()) -> Sequence[Sequence[Any]]:
+        """Every row of a statement in the dialect's own text."""
+        raise NotImplementedError
+
+    async def _rows(self, neutral: str, args: Sequence[Any] = ()) -> Sequence[Sequence[Any]]:
+        return await self._all(self._dialect.sql(neutral), args)
+
+    async def _run(self, neutral: str, args: Sequence[Any]) -> RunRecord | None:
+        row = await self._one(self._dialect.sql(neutral), args)
+        return self._dialect.run(row) if row else None
+
+    async def _interrupt(self, neutral: str, args: Sequence[Any]) -> InterruptRecord | None:
+        row = await self._one(self._dialect.sql(neutral), args)
+        return self._dialect.interrupt(row) if row else None
+
+    async def _interrupts(self, neutral: str, args: Sequence[Any]) -> list[InterruptRecord]:
+        return [self._dialect.interrupt(r) for r in await self._rows(neutral, args)]
+
+    async def _docs(self, neutral: str, args: Sequence[Any]) -> list[dict[str, Any]]:
+        parse = self._dialect.json_in
+        return [parse(r[0]) for r in await self._rows(neutral, args)]
+
+    async def load_run(self, run_id: str) -> RunRecord | None:
+        return await self._run(f"SELECT {RUN_COLS} FROM runs WHERE run_id=%s", (run_id,))
+
+    async def child_runs(self, parent_run_id: str) -> list[RunRecord]:
+        rows = await self._rows(
+            f"SELECT {RUN_COLS} FROM runs WHERE parent_run_id=%s ORDER BY created_at, child_ordinal", (parent_run_id,)
+        )
+        return [self._dialect.run(r) for r in rows]
+
+    async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
+        row = await self._one(
+            self._dialect.sql(
+                "SELECT run_id FROM runs WHERE parent_run_id=%s AND parent_node_id=%s "
+                "AND parent_visit=%s AND child_ordinal=%s"
+            ),
+            (parent_run_id, node_id, visit, ordinal),
+        )
+        return row[0] if row else None
+
+    async def list_runs(
+        self, tenant: str, *, workflow_id: str | None, status: str | None, limit: int, cursor: str | None
+    ) -> tuple[list[RunRecord], str | None]:
+        where = ["tenant=%s"]
+        args: list[Any] = [tenant]
+        if workflow_id:
+            where.append("workflow_id=%s")
+            args.append(workflow_id)
+        if status:
+            where.append("status=%s")
+            args.append(status)
+        if cursor:
+            created, rid = page_cursor(cursor)
+            where.append("(created_at < %s OR (created_at = %s AND run_id < %s))")
+            args += [created, created, rid]
+        rows = await self._rows(
+            f"SELECT {RUN_COLS} FROM runs WHERE {' AND '.join(where)} ORDER BY created_at DESC, run_id DESC LIMIT %s",
+            (*args, limit + 1),
+        )
+        runs = [self._dialect.run(r) for r in rows[:limit]]
+        nxt = encode_cursor(runs[-1].created_at_ms, runs[-1].run_id) if len(rows) > limit else None
+        return runs, nxt
+
+    async def read_events(self, run_id: str, after_seq: int = -1, limit: int = 1000) -> list[dict[str, Any]]:
+        return await self._docs(
+            "SELECT doc FROM events WHERE run_id=%s AND seq>%s ORDER BY seq LIMIT %s", (run_id, after_seq, limit)
+        )
+
+    async def activation_events(self, run_id: str, node_id: str, visit: int) -> list[dict[str, Any]]:
+        return await self._docs(
+            "SELECT doc FROM events WHERE run_id=%s AND node_id=%s AND visit=%s AND cmd IS NOT NULL ORDER BY cmd",
+            (run_id, node_id, visit),
+        )
+
+    async def get_interrupt(self, interrupt_id: str) -> InterruptRecord | None:
+        return await self._interrupt(f"SELECT {INT_COLS} FROM interrupts WHERE interrupt_id=%s", (interrupt_id,))
+
+    async def interrupt_at(self, run_id: str, node_id: str) -> InterruptRecord | None:
+        return await self._interrupt(
+            f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND node_id=%s "
+            "ORDER BY requested_at DESC, ordinal DESC LIMIT 1",
+            (run_id, node_id),
+        )
+
+    async def interrupt_by_key(self, run_id: str, key: str) -> InterruptRecord | None:
+        return await self._interrupt(f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND key=%s", (run_id, key))
+
+    async def interrupt_at_slot(self, run_id: str, exec_node: str, visit: int, ordinal: int) -> InterruptRecord | None:
+        return await self._interrupt(
+            f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND exec_node=%s AND visit=%s AND ordinal=%s",
+            (run_id, exec_node, visit, ordinal),
+        )
+
+    async def node_interrupts(self, run_id: str, exec_node: str) -> list[InterruptRecord]:
+        return await self._interrupts(
+            f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND exec_node=%s ORDER BY visit, ordinal",
+            (run_id, exec_node),
+        )
+
+    async def run_interrupts(self, run_id: str, *, open_only: bool) -> list[InterruptRecord]:
+        sql = f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s"
+        if open_only:
+            sql += " AND status='pending'"
+        return await self._interrupts(sql + " ORDER BY requested_at, ordinal", (run_id,))
+
+    async def inbox(self, tenant: str, *, kind: str | None, status: str, limit: int, cursor: str | None) -> InboxPage:
+        where = ["tenant=%s", "status=%s"]
+        args: list[Any] = [tenant, status]
+        if kind:
+            where.append("kind=%s")
+            args.append(kind)
+        else:
+            where.append("kind NOT IN ('conversation.start','conversation.close')")
+        if cursor:
+            at, iid = page_cursor(cursor)
+            where.append("(requested_at > %s OR (requested_at = %s AND interrupt_id > %s))")
+            args += [at, at, iid]
+        rows = await self._rows(
+            f"SELECT {INT_COLS} FROM interrupts WHERE {' AND '.join(where)} "
+            "ORDER BY requested_at, interrupt_id LIMIT %s",
+            (*args, limit + 1),
+        )
+        items = [self._dialect.interrupt(r) for r in rows[:limit]]
+        nxt = encode_cursor(items[-1].requested_at_ms, items[-1].interrupt_id) if len(rows) > limit else None
+        return InboxPage(items, nxt)
+
+    async def next_deadline(self) -> int | None:
+        row = await self._one("SELECT MIN(deadline) FROM interrupts WHERE status='pending' AND deadline IS NOT NULL")
+        return int(row[0]) if row and row[0] is not None else None
+
+    async def due_interrupts(self, now_ms: int, limit: int = 200) -> list[str]:
+        rows = await self._rows(
+            "SELECT interrupt_id FROM interrupts WHERE status='pending' AND deadline IS NOT NULL "
+            "AND deadline <= %s ORDER BY deadline LIMIT %s",
+            (now_ms, limit),
+        )
+        return [r[0] for r in rows]
+
+    async def kv_get(self, namespace: str, key: str) -> Any:
+        row = await self._one(self._dialect.sql("SELECT value FROM kv WHERE namespace=%s AND key=%s"), (namespace, key))
+        return self._dialect.json_in(row[0]) if row else None
+
+    async def audit(self, run_id: str) -> list[dict[str, Any]]:
+        rows = await self._rows(
+            "SELECT at, principal, action, resource, details FROM audit WHERE run_id=%s ORDER BY id", (run_id,)
+        )
+        parse = self._dialect.json_in
+        return [{"at": r[0], "principal": r[1], "action": r[2], "resource": r[3], "details": parse(r[4])} for r in rows]

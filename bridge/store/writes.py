@@ -1,0 +1,75 @@
+"""The write side both stores share: contract methods that run a plan of :mod:`bridge.store.plan`.
+
+Each store supplies :meth:`Writes._plan`, which runs a plan in one of its
+transactions; what the transactions decide is written once, in the plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from bridge.core.events import EventDraft
+from bridge.core.records import InterruptDecision, RunDecision, RunRecord
+from bridge.store import plan
+from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit
+from bridge.store.codec import Dialect
+from bridge.store.plan import Plan
+
+T = TypeVar("T")
+
+
+class Writes:
+    """Writes of the :class:`~bridge.store.base.Store` contract written once for both dialects."""
+
+    _dialect: Dialect
+
+    async def _plan(self, make: Callable[[], Plan[T]]) -> T:
+        """Run the plan ``make()`` returns in one transaction (called again if the transaction is retried)."""
+        raise NotImplementedError
+
+    async def retire_signing_key(self, kid: str, now_ms: int) -> None:
+        await self._plan(lambda: plan.retire_signing_key(kid, now_ms))
+
+    async def create_run(self, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
+        return await self._plan(lambda: plan.insert_run(run, events))
+
+    async def commit(self, commit: RunCommit) -> CommitResult:
+        return await self._plan(lambda: plan.commit(self._dialect, commit))
+
+    async def mutate_interrupt(
+        self,
+        decide: InterruptDecision,
+        now_ms: int,
+        *,
+        interrupt_id: str | None = None,
+        run_id: str | None = None,
+        node_id: str | None = None,
+        claim: Claim | None = None,
+    ) -> MutationResult:
+        # The decision's error is raised after the transaction commits, so its audit entries stay.
+        result, error = await self._plan(
+            lambda: plan.mutate_interrupt(self._dialect, decide, now_ms, claim, interrupt_id, run_id, node_id)
+        )
+        if error is not None:
+            raise error
+        return result
+
+    async def mutate_run(
+        self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None
+    ) -> MutationResult:
+        result, error = await self._plan(lambda: plan.mutate_run(self._dialect, run_id, decide, now_ms, claim))
+        if error is not None:
+            raise error
+        return result
+
+    async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
+        return await self._plan(lambda: plan.kv_put(namespace, key, value, now_ms, only_if_absent))
+
+    async def idempotency_finish(
+        self, key_id: str, owner: str, status: int, headers: dict[str, str], body: str
+    ) -> bool:
+        return await self._plan(lambda: plan.idempotency_finish(key_id, owner, status, headers, body))
+
+    async def idempotency_release(self, key_id: str, owner: str) -> None:
+        await self._plan(lambda: plan.idempotency_release(key_id, owner))
