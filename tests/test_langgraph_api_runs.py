@@ -216,3 +216,16 @@ async def test_langgraph_answer_shows_resolved_over_rest(base: str) -> None:
             f"/v1/runs/{run['run_id']}/interrupts/{node}", json={"resumeValue": {"action": "accept"}}
         )
         assert again.status_code == 409, again.text
+
+
+def test_every_route_is_documented_in_a_valid_openapi_document(engine: Engine) -> None:
+    from openapi_spec_validator import validate
+
+    from adapters.langgraph_api.openapi import langgraph_openapi
+    from bridge.host.http.openapi import openapi_document
+
+    document = openapi_document([langgraph_openapi()])
+    validate(document)
+    served = {(route.path, m.lower()) for route in langgraph_routes(engine) for m in route.methods or () if m != "HEAD"}
+    documented = {(path, m) for path, ops in document["paths"].items() if path.startswith("/langgraph") for m in ops}
+    assert served == documented
