@@ -171,9 +171,12 @@ class LangGraphRoutes:
         return JSONResponse(await self.service.final_values(segment, await self.service.wait(segment)))
 
     async def join_stream(self, request: Request) -> Response:
-        """``GET /threads/{id}/runs/{runId}/stream``: rejoin a run's stream from now (or ``Last-Event-ID``)."""
+        """``GET /threads/{id}/runs/{runId}/stream``: rejoin a run's stream from now.
+
+        A client that names no mode sends ``stream_mode=`` empty; that is ``values``.
+        """
         _, thread, run = await self._run(request)
-        modes = stream_modes(request.query_params.getlist("stream_mode") or None)
+        modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
         return self._sse(Segment(thread, run, run.next_seq - 1), modes)
 
     def routes(self) -> list[Route]:

@@ -1,0 +1,98 @@
+// LangGraph's own JS client (@langchain/langgraph-sdk) against the bridge's /langgraph API.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Client } from "@langchain/langgraph-sdk";
+
+const URL = process.env.BRIDGE_URL;
+const KEY = process.env.BRIDGE_KEY;
+assert.ok(URL && KEY, "BRIDGE_URL and BRIDGE_KEY must be set");
+
+const client = (apiKey = KEY) => new Client({ apiUrl: `${URL}/langgraph`, apiKey });
+const ids = (thread) => Object.values(thread.interrupts).flat().map((i) => i.id).sort();
+
+async function streamed(c, threadId, assistant, payload) {
+  const parts = [];
+  for await (const part of c.runs.stream(threadId, assistant, payload)) parts.push(part);
+  return parts;
+}
+
+test("assistants search lists every workflow and graph", async () => {
+  const found = await client().assistants.search({ limit: 100 });
+  const names = found.map((a) => a.assistant_id);
+  for (const name of ["conformance-approval", "interop-two-gates", "fan"]) assert.ok(names.includes(name), name);
+  assert.equal((await client().assistants.get("fan")).graph_id, "fan");
+});
+
+test("stream an approval to its interrupt, read it from getState, resume with Command({resume})", async () => {
+  const c = client();
+  const thread = await c.threads.create({ metadata: { lane: "node" } });
+  const parts = await streamed(c, thread.thread_id, "conformance-approval", { input: {}, streamMode: "values" });
+  assert.equal(parts[0].event, "metadata");
+  const last = parts.filter((p) => p.event === "values" && p.data.__interrupt__).at(-1);
+  const [interrupt] = last.data.__interrupt__;
+  assert.equal(interrupt.value.config.allow_accept, true);
+  assert.equal(interrupt.value.config.allow_ignore, true);
+
+  const state = await c.threads.getState(thread.thread_id);
+  assert.deepEqual(state.tasks.flatMap((t) => t.interrupts.map((i) => i.id)), [interrupt.id]);
+  const shown = await c.threads.get(thread.thread_id);
+  assert.equal(shown.status, "interrupted");
+  assert.deepEqual(ids(shown), [interrupt.id]);
+
+  // A decision the gate does not offer is refused, and the interrupt stays open.
+  await assert.rejects(
+    c.runs.wait(thread.thread_id, "conformance-approval", { command: { resume: { action: "refine" } } }),
+    (err) => err.status === 400,
+  );
+  assert.deepEqual(ids(await c.threads.get(thread.thread_id)), [interrupt.id]);
+
+  const done = await streamed(c, thread.thread_id, "conformance-approval", {
+    command: { resume: "accept" },
+    streamMode: ["values", "updates"],
+  });
+  assert.ok(!done.some((p) => p.data && p.data.__interrupt__));
+  const after = await c.threads.get(thread.thread_id);
+  assert.equal(after.status, "idle");
+  assert.deepEqual(after.interrupts, {});
+  const found = await c.threads.search({ metadata: { lane: "node" }, status: "idle" });
+  assert.deepEqual(found.map((t) => t.thread_id), [thread.thread_id]);
+});
+
+test("two parallel OpenWOP approvals resumed by an id map", async () => {
+  const c = client();
+  const thread = await c.threads.create();
+  const waiting = await c.runs.wait(thread.thread_id, "interop-two-gates", { input: {} });
+  const interrupts = waiting.__interrupt__;
+  assert.equal(interrupts.length, 2);
+  const state = await c.threads.getState(thread.thread_id);
+  assert.deepEqual(state.tasks.flatMap((t) => t.interrupts.map((i) => i.id)).sort(), interrupts.map((i) => i.id).sort());
+  // One bare value for two interrupts is refused; nothing is answered.
+  await assert.rejects(
+    c.runs.wait(thread.thread_id, "interop-two-gates", { command: { resume: "accept" } }),
+    (err) => err.status === 400,
+  );
+  assert.equal(ids(await c.threads.get(thread.thread_id)).length, 2);
+  const resume = Object.fromEntries(interrupts.map((i) => [i.id, [{ type: "accept", args: null }]]));
+  const done = await c.runs.wait(thread.thread_id, "interop-two-gates", { command: { resume } });
+  assert.equal(done.__interrupt__, undefined);
+  assert.equal((await c.threads.get(thread.thread_id)).status, "idle");
+});
+
+test("a served graph's two parallel interrupt() calls resumed by an id map", async () => {
+  const c = client();
+  const thread = await c.threads.create();
+  const parts = await streamed(c, thread.thread_id, "fan", { input: { topics: ["legal", "finance"] }, streamMode: "updates" });
+  const interrupts = parts.filter((p) => p.event === "updates" && p.data.__interrupt__).at(-1).data.__interrupt__;
+  assert.deepEqual(interrupts.map((i) => i.value.question).sort(), ["Sign off finance?", "Sign off legal?"]);
+  const resume = Object.fromEntries(interrupts.map((i) => [i.id, { ok: i.value.question === "Sign off legal?" }]));
+  const done = await c.runs.wait(thread.thread_id, "fan", { command: { resume } });
+  assert.equal(done.__interrupt__, undefined);
+  assert.deepEqual(done.answers.map((a) => [a.topic, a.ok]).sort(), [["finance", false], ["legal", true]]);
+  const history = await c.threads.getHistory(thread.thread_id);
+  assert.equal(history.length, 1);
+});
+
+test("a key the host does not know is refused", async () => {
+  const thread = await client().threads.create();
+  await assert.rejects(client("not-a-key").threads.get(thread.thread_id), (err) => err.status === 401);
+});

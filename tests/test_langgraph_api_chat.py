@@ -1,0 +1,102 @@
+"""``langgraph_sdk`` drives conversations and batched tool-call reviews through ``/langgraph``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.schema import Command
+
+from adapters.langgraph_api import langgraph_routes
+from bridge import Engine, KeyRing
+from bridge.host.cli import demo_workflows
+from bridge.host.http import create_app
+from tests.conftest import KEYS, TOKENS
+from tests.server import uvicorn_server
+
+
+@pytest.fixture
+async def lg(engine: Engine) -> AsyncIterator[str]:
+    """The demo workflows and served graphs behind the LangGraph API; yields its base URL."""
+    from adapters.langgraph import GraphWorkflows
+    from tests import graphs
+
+    for workflow in demo_workflows():
+        engine.add_workflow(workflow)
+    async with GraphWorkflows(engine) as workflows:
+        workflows.add("batch", graphs.hitl_batched())
+        workflows.add("trip", graphs.conversation_graph())
+        app = create_app(
+            engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=0.2, extra_routes=langgraph_routes(engine)
+        )
+        async with uvicorn_server(app) as url:
+            yield f"{url}/langgraph"
+
+
+def client(url: str) -> Any:
+    return get_client(url=url, api_key=TOKENS["admin"])
+
+
+async def test_demo_conversation_turn_by_turn(lg: str) -> None:
+    c = client(lg)
+    thread = await c.threads.create()
+    first = await c.runs.wait(thread["thread_id"], "demo-conversation", input={})
+    [turn] = first["__interrupt__"]
+    assert turn["value"]["kind"] == "conversation.exchange"
+    assert turn["value"]["prompt"] == "Where are you travelling, and why?"
+    replies = ["Lisbon, for work", "In May, a week", "Two"]
+    result = first
+    for reply in replies:
+        assert len(result["__interrupt__"]) == 1
+        result = await c.runs.wait(thread["thread_id"], "demo-conversation", command=Command(resume=reply))
+    assert "__interrupt__" not in result
+    assert result["outcome"] == {"replies": replies} and result["reason"] == "max-turns"
+    assert (await c.threads.get(thread["thread_id"]))["status"] == "idle"
+
+
+async def test_conversation_closed_early_and_a_bad_turn_refused(lg: str) -> None:
+    c = client(lg)
+    thread = await c.threads.create()
+    [turn] = (await c.runs.wait(thread["thread_id"], "demo-conversation", input={}))["__interrupt__"]
+    with pytest.raises(httpx.HTTPStatusError) as bad:
+        await c.runs.wait(thread["thread_id"], "demo-conversation", command=Command(resume={"operation": "explode"}))
+    assert bad.value.response.status_code == 400
+    still = (await c.threads.get(thread["thread_id"]))["interrupts"]
+    assert [i["id"] for items in still.values() for i in items] == [turn["id"]]
+    done = await c.runs.wait(thread["thread_id"], "demo-conversation", command=Command(resume={"operation": "close"}))
+    assert "__interrupt__" not in done
+    assert (await c.threads.get(thread["thread_id"]))["status"] == "idle"
+
+
+async def test_served_conversation_graph(lg: str) -> None:
+    c = client(lg)
+    thread = await c.threads.create()
+    waiting = await c.runs.wait(thread["thread_id"], "trip", input={})
+    for reply in ("Lisbon", "May", "Two"):
+        assert len(waiting["__interrupt__"]) == 1
+        waiting = await c.runs.wait(thread["thread_id"], "trip", command=Command(resume=reply))
+    assert "__interrupt__" not in waiting
+    assert waiting["replies"] == ["Lisbon", "May", "Two"]
+
+
+async def test_batched_tool_calls_answered_with_hitl_decisions(lg: str) -> None:
+    c = client(lg)
+    thread = await c.threads.create()
+    waiting = await c.runs.wait(
+        thread["thread_id"], "batch", input={"messages": [{"role": "user", "content": "launch it"}]}
+    )
+    [review] = waiting["__interrupt__"]
+    # Too few decisions for two calls: refused, still open.
+    with pytest.raises(httpx.HTTPStatusError) as short:
+        await c.runs.wait(thread["thread_id"], "batch", command=Command(resume={"decisions": [{"type": "approve"}]}))
+    assert short.value.response.status_code == 400
+    assert (await c.threads.get(thread["thread_id"]))["status"] == "interrupted"
+    decisions = [{"type": "approve"}, {"type": "reject", "message": "keep the draft"}]
+    done = await c.runs.wait(thread["thread_id"], "batch", command=Command(resume={"decisions": decisions}))
+    assert "__interrupt__" not in done
+    tools = {m["toolCallId"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
+    assert tools["call_mail"].startswith("sent") and "keep the draft" in tools["call_rm"]
+    assert review["id"] not in str((await c.threads.get(thread["thread_id"]))["interrupts"])
