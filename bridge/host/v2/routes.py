@@ -25,7 +25,7 @@ from bridge.host.http.deps import PAGE_LIMIT, base_url, engine, int_param, optio
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
 from bridge.host.v2 import documents, events, ids, tokens
-from bridge.host.v2.errors import v2_route
+from bridge.host.v2.errors import RunTerminalError, v2_route
 from bridge.runtime.engine import Engine
 
 #: ``afterSequence`` and ``timeout`` (seconds) of the v2 long poll (events.md §Poll).
@@ -102,6 +102,9 @@ async def cancel_run(request: Request) -> Response:
     who = principal(request)
     body = parse(CancelBody, await read_json(request, required=False, absent={}))
     run_id, tenant = await _run(request, who)
+    record = await engine(request).run_record(run_id)
+    if record is not None and record.terminal:
+        raise RunTerminalError("the run has already ended", details={"status": record.status})
     result = await engine(request).cancel_run(run_id, who, body.reason)
     return JSONResponse({**result, "runId": ids.bind(tenant, run_id)})
 
