@@ -10,6 +10,7 @@ import pytest
 
 from bridge import Engine, spec
 from bridge.core.workflow import load_workflow
+from bridge.spec import v2 as spec_v2
 from tests.helpers import ADMIN, event_types, events, settle
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "openwop"
@@ -18,13 +19,23 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "openwop"
 def test_vendored_spec_files_match_their_manifest() -> None:
     root = Path(spec.__file__).parent
     lines = (root / "MANIFEST.sha256").read_text().splitlines()
-    assert len(lines) == len(spec.schema_names()) + len(spec.fixture_names())
+    assert len(lines) == len(spec.schema_names()) + len(spec.fixture_names()) + len(spec_v2.schema_names())
     for line in lines:
         digest, name = line.split()
         assert hashlib.sha256((root / name).read_bytes()).hexdigest() == digest, name
         upstream = SHARED / name
         if upstream.exists():  # beside the upstream copy: it must be identical too
             assert upstream.read_bytes() == (root / name).read_bytes(), name
+
+
+def test_vendored_v2_schemas_name_their_source_commit() -> None:
+    root = Path(spec_v2.__file__).parent
+    sources = (root / "SOURCES.md").read_text()
+    for name in spec_v2.schema_names():
+        row = next(line for line in sources.splitlines() if line.startswith(f"| `{name}` |"))
+        repo, path, commit = (cell.strip(" `") for cell in row.split("|")[2:5])
+        assert repo.startswith("openwop/") and path == f"schemas/v2/{name}" and len(commit) == 40, row
+        assert spec_v2.schema(name)["$id"] == spec_v2.BASE_URI + name
 
 
 @pytest.mark.parametrize("name", spec.fixture_names())

@@ -22,7 +22,7 @@ def discovery_document(engine: Engine) -> dict[str, Any]:
             "version": ENGINE_VERSION.split("/")[1],
             "vendor": "openwop-bridge",
         },
-        "eventLogSchemaVersion": 1,
+        "eventLogSchemaVersion": 3,  # the era key a v2 host writes (RFC 0176 §A.2); v2 events are spelled for it
         "fixtures": [wf.id for wf in engine.workflows()],
         "interrupt": {
             "status": "stable",

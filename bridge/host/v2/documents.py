@@ -9,28 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.host.v2 import ids, tokens
+from bridge.host.v2 import events, ids, tokens
+from bridge.host.v2.subjects import API_KEY_ISSUER, subject
 
-#: The trust root of the API-key lane (identity.md §2.2).
-API_KEY_ISSUER = "urn:openwop-bridge:api-key"
-_SUBJECT_ID_CHARS = str.maketrans({" ": "_", "/": "_", "\t": "_", "\n": "_"})
-
-
-def subject(tenant: str, principal_id: str) -> dict[str, Any]:
-    """The v2 Subject of an API-key principal."""
-    return {
-        "issuer": API_KEY_ISSUER,
-        "subjectId": (principal_id or "anonymous").translate(_SUBJECT_ID_CHARS)[:256],
-        "tenant": tenant,
-        "lane": "api-key",
-        "kind": "user",
-    }
+__all__ = ["API_KEY_ISSUER", "event", "interrupt", "link", "poll", "snapshot", "subject"]
 
 
-def event(doc: dict[str, Any], tenant: str) -> dict[str, Any]:
-    """A ``RunEventDoc`` under v2: bound ``runId``, v2 ``eventId``; ``engineVersion`` (a string here) left out."""
+def event(doc: dict[str, Any], tenant: str, interrupt_of: events.InterruptOf | None = None) -> dict[str, Any]:
+    """A ``RunEventDoc`` under v2: bound ``runId``, v2 ``eventId`` and payload (:mod:`.events`);
+    ``engineVersion`` (a string here) left out."""
     out = {k: v for k, v in doc.items() if k != "engineVersion"}
     out["runId"] = ids.bind(tenant, doc["runId"])
+    out["payload"] = events.payload(doc, tenant, interrupt_of)
     out["eventId"] = ids.opaque(str(doc["eventId"]))
     if doc.get("causationId"):
         out["causationId"] = ids.opaque(str(doc["causationId"]))
@@ -74,11 +64,18 @@ def snapshot(snap: dict[str, Any], tenant: str, principal_id: str, base_url: str
     return out
 
 
-def poll(page: dict[str, Any], run_id: str, tenant: str, last_in_log: int, terminal: bool) -> dict[str, Any]:
+def poll(
+    page: dict[str, Any],
+    run_id: str,
+    tenant: str,
+    last_in_log: int,
+    terminal: bool,
+    interrupt_of: events.InterruptOf | None = None,
+) -> dict[str, Any]:
     """The v2 poll response ``{runId, events, lastSequence, status, isTerminal}``."""
     return {
         "runId": ids.bind(tenant, run_id),
-        "events": [event(d, tenant) for d in page["events"]],
+        "events": [event(d, tenant, interrupt_of) for d in page["events"]],
         "lastSequence": last_in_log,
         "status": page["status"],
         "isTerminal": terminal,

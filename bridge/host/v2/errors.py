@@ -37,6 +37,15 @@ CODE_MAP: dict[str, tuple[str, int]] = {
     "not_acceptable": ("validation_error", 400),
     "error": ("internal_error", 500),
 }
+
+
+class RunTerminalError(BridgeError):
+    """409: cancel on a run that already ended (runs.md §Cancel)."""
+
+    code = "run_terminal"
+    status = 409
+
+
 _FORBIDDEN_DETAILS = ("retryAfter", "retryAfterMs", "retryAfterSeconds")
 VERSION = "2.0"
 

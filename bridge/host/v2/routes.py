@@ -16,6 +16,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from bridge.core.auth import Principal
+from bridge.core.clock import iso_ms
 from bridge.core.errors import InterruptNotFoundError
 from bridge.host.http import runs as v1_runs
 from bridge.host.http import sse
@@ -23,8 +24,8 @@ from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, ResolveBo
 from bridge.host.http.deps import PAGE_LIMIT, base_url, engine, int_param, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
-from bridge.host.v2 import documents, ids, tokens
-from bridge.host.v2.errors import v2_route
+from bridge.host.v2 import documents, events, ids, tokens
+from bridge.host.v2.errors import RunTerminalError, v2_route
 from bridge.runtime.engine import Engine
 
 #: ``afterSequence`` and ``timeout`` (seconds) of the v2 long poll (events.md §Poll).
@@ -101,6 +102,9 @@ async def cancel_run(request: Request) -> Response:
     who = principal(request)
     body = parse(CancelBody, await read_json(request, required=False, absent={}))
     run_id, tenant = await _run(request, who)
+    record = await engine(request).run_record(run_id)
+    if record is not None and record.terminal:
+        raise RunTerminalError("the run has already ended", details={"status": record.status})
     result = await engine(request).cancel_run(run_id, who, body.reason)
     return JSONResponse({**result, "runId": ids.bind(tenant, run_id)})
 
@@ -118,13 +122,28 @@ async def fork_run(request: Request) -> Response:
     )
 
 
+async def _interrupts_of(eng: Engine, run_id: str) -> events.InterruptOf:
+    """The interrupt a node held at an event's time, for legacy payloads that do not name it."""
+    held = sorted(
+        (iso_ms(r.requested_at_ms), r.node_id, r.interrupt_id)
+        for r in await eng.store.run_interrupts(run_id, open_only=False)
+    )
+
+    def interrupt_of(node_id: str, at: str) -> str | None:
+        found = [iid for when, node, iid in held if node == node_id and when <= at]
+        return found[-1] if found else None
+
+    return interrupt_of
+
+
 async def _frames(eng: Engine, run_id: str, tenant: str, after: int, keepalive_s: float) -> AsyncIterator[bytes]:
     """SSE bytes of a run's events in their v2 shape, live until the run ends."""
     live = False
     async with aclosing(eng.follow(run_id, after, idle_s=keepalive_s)) as batches:
         async for docs in batches:
             if docs:
-                yield b"".join(sse.frame(documents.event(doc, tenant)) for doc in docs)
+                lookup = await _interrupts_of(eng, run_id) if any(d["type"] in events.RESOLVED for d in docs) else None
+                yield b"".join(sse.frame(documents.event(doc, tenant, lookup)) for doc in docs)
             elif not live:
                 live = True
                 yield b": connected\n\n"
@@ -169,7 +188,8 @@ async def poll_events(request: Request) -> Response:
     run = await eng.run_record(run_id)
     last = run.next_seq - 1 if run is not None else -1
     terminal = run is not None and run.terminal
-    return JSONResponse(documents.poll(page, run_id, tenant, last, terminal))
+    lookup = await _interrupts_of(eng, run_id)
+    return JSONResponse(documents.poll(page, run_id, tenant, last, terminal, lookup))
 
 
 @v2_route

@@ -1,0 +1,89 @@
+"""The official OpenWOP v2 JSON Schemas, vendored verbatim beside the v1 ones.
+
+``SOURCES.md`` names each file's repository, path and commit; ``../MANIFEST.sha256``
+holds their digests (checked by a test, like the v1 files). Documents the host
+serves over v2 are validated against these: events (envelope and per-type
+payload), the discovery document, error envelopes, and the pieces of a run
+snapshot the schemas define (ids, the owner's Subject, interrupt payloads).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+BASE_URI = "https://openwop.dev/spec/v2/"
+
+_PACKAGE = "bridge.spec.v2"
+
+
+def schema_names() -> list[str]:
+    """File names of the vendored v2 schemas."""
+    folder = resources.files(_PACKAGE).joinpath("schemas")
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+@functools.cache
+def schema(name: str) -> dict[str, Any]:
+    """A vendored v2 schema by file name, e.g. ``run-event.schema.json``."""
+    data: dict[str, Any] = json.loads(resources.files(_PACKAGE).joinpath("schemas", name).read_text("utf-8"))
+    return data
+
+
+@functools.cache
+def registry() -> Registry:
+    """A ``referencing`` registry holding every v2 schema under its ``$id``."""
+    reg: Registry = Registry()
+    for name in schema_names():
+        doc = schema(name)
+        reg = reg.with_resource(doc.get("$id", BASE_URI + name), Resource.from_contents(doc, DRAFT202012))
+    return reg.crawl()
+
+
+@functools.cache
+def validator(name: str, pointer: str = "") -> Draft202012Validator:
+    """A compiled validator for a schema, or for a JSON pointer inside it (``/$defs/runId``)."""
+    return Draft202012Validator({"$ref": f"{BASE_URI}{name}#{pointer}"}, registry=registry())
+
+
+def problems(name: str, doc: Any, pointer: str = "") -> list[str]:
+    """Every way ``doc`` fails ``name`` (at ``pointer``), each with where it failed; empty when valid."""
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or '.'}: {e.message}" for e in validator(name, pointer).iter_errors(doc)
+    ]
+
+
+def event_payload_def(event_type: str) -> str | None:
+    """The ``$defs`` key that describes an event type's v2 payload, if the spec defines one."""
+    index = schema("run-event-payloads.schema.json")["$defs"]["_typeIndex"]["properties"]
+    entry = index.get(event_type)
+    if entry is None:
+        return None
+    ref: str = entry["$ref"]
+    return ref.rsplit("/", 1)[-1]
+
+
+def _both_type_branches(error: ValidationError) -> bool:
+    """The envelope's ``type`` is a ``oneOf`` of the registered enum and the vendor pattern; every
+    registered type matches the pattern too, so it is "valid under each of" them. The schema's own
+    text says a registered type or a vendor type is meant (an ``anyOf``): that one error is not a problem."""
+    return error.validator == "oneOf" and list(error.absolute_path) == ["type"] and not error.context
+
+
+def validate_event(doc: dict[str, Any]) -> list[str]:
+    """Every problem with an event served over v2: the envelope and the per-type payload."""
+    envelope = validator("run-event.schema.json").iter_errors(doc)
+    found = [
+        f"{'/'.join(map(str, e.absolute_path)) or '.'}: {e.message}" for e in envelope if not _both_type_branches(e)
+    ]
+    definition = event_payload_def(str(doc.get("type", "")))
+    if definition is not None:
+        pointer = f"/$defs/{definition}"
+        found += [f"payload {p}" for p in problems("run-event-payloads.schema.json", doc.get("payload"), pointer)]
+    return found
