@@ -8,7 +8,9 @@ inside functions and under ``TYPE_CHECKING``).
 - an adapter never imports another adapter, and reaches ``bridge`` only through its two public
   faces, ``bridge`` and ``bridge.host``;
 - protocol SDKs and the bench's peers are imported only in ``adapters`` and ``bench``;
-- no two modules of ``bridge`` import each other, directly or around a loop.
+- no two modules of ``bridge`` import each other, directly or around a loop;
+- the host and the adapters reach the store only through the engine (``engine.store.x`` nowhere
+  but in the command line, which opens stores).
 """
 
 from __future__ import annotations
@@ -178,3 +180,20 @@ def test_bridge_has_no_import_cycles() -> None:
 def test_the_cycle_check_finds_a_loop() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert len(_graph("bridge")) > 50
+
+
+def test_surfaces_reach_the_store_only_through_the_engine() -> None:
+    found = []
+    for name, path in MODULES.items():
+        if not (_within(name, "adapters") or _within(name, "bridge.host")) or name == "bridge.host.cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            chained = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+            if chained and node.value.attr == "store":  # type: ignore[union-attr]
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} .store.{node.attr}")
+            passed = isinstance(node, ast.Call) and any(
+                isinstance(a, ast.Attribute) and a.attr == "store" for a in node.args
+            )
+            if passed:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} passes .store")
+    assert found == []

@@ -12,13 +12,10 @@ from bridge import Engine, NodeType, WorkflowDefinition, load_workflow
 
 
 def _store_location(engine: Engine) -> str:
-    url = str(getattr(engine.store, "url", ""))
-    if url.startswith(("postgresql://", "postgres://")):
-        return url
-    path = getattr(engine.store, "path", None)
-    if path is None or path == ":memory:":
+    location = engine.store_location
+    if location == ":memory:":
         raise ValueError("give GraphWorkflows a db location or a checkpointer for an in-memory store")
-    return str(path)
+    return location
 
 
 class GraphWorkflows:

@@ -92,7 +92,7 @@ class LangGraphRoutes:
             raise ValidationError("limit must be 1-1000")
         states = []
         for run_id in reversed(thread.runs[-limit:]):
-            run = await self.engine.store.load_run(run_id)
+            run = await self.engine.run_record(run_id)
             states.append(shapes.state_json(thread, run, await self.service.open_views(run)))
         return JSONResponse(states)
 
@@ -115,7 +115,7 @@ class LangGraphRoutes:
     async def create_run(self, request: Request) -> Response:
         """``POST /threads/{id}/runs``: start or resume in the background."""
         segment, _ = await self._segment(request)
-        run = await self.engine.store.load_run(segment.run.run_id) or segment.run
+        run = await self.engine.run_record(segment.run.run_id) or segment.run
         views = await self.service.open_views(run)
         return JSONResponse(shapes.run_json(segment.thread, run, views), headers=self._location(segment))
 
@@ -141,7 +141,7 @@ class LangGraphRoutes:
         _, thread = await self._thread(request)
         out = []
         for run_id in reversed(thread.runs[-100:]):
-            run = await self.engine.store.load_run(run_id)
+            run = await self.engine.run_record(run_id)
             if run is not None:
                 out.append(shapes.run_json(thread, run, await self.service.open_views(run)))
         return JSONResponse(out)
@@ -161,7 +161,7 @@ class LangGraphRoutes:
         await self.engine.cancel_run(run.run_id, principal, "cancelled by a LangGraph client")
         if request.query_params.get("wait") in ("1", "true"):
             run = await self.service.wait(Segment(thread, run, run.next_seq - 1))
-        run = await self.engine.store.load_run(run.run_id) or run
+        run = await self.engine.run_record(run.run_id) or run
         return JSONResponse(shapes.run_json(thread, run, []), status_code=202 if not run.terminal else 200)
 
     async def join_run(self, request: Request) -> Response:

@@ -60,7 +60,7 @@ class LangGraphService:
 
     async def current(self, thread: threads.Thread) -> tuple[RunRecord | None, list[dict[str, Any]]]:
         """The thread's current run and its open interrupts (as views)."""
-        run = await self.engine.store.load_run(thread.run_id) if thread.run_id else None
+        run = await self.engine.run_record(thread.run_id) if thread.run_id else None
         return run, await self.open_views(run)
 
     async def open_views(self, run: RunRecord | None) -> list[dict[str, Any]]:
@@ -181,12 +181,12 @@ class LangGraphService:
         """Follow a run until it ends or waits on a person; its latest record."""
         run = segment.run
         async for _ in self.engine.follow(run.run_id, segment.cursor, idle_s=0.25):
-            fresh = await self.engine.store.load_run(run.run_id)
+            fresh = await self.engine.run_record(run.run_id)
             assert fresh is not None
             run = fresh
             if await self.settled(run):
                 break
-        fresh = await self.engine.store.load_run(run.run_id)
+        fresh = await self.engine.run_record(run.run_id)
         return fresh or run
 
     async def final_values(self, segment: Segment, run: RunRecord) -> dict[str, Any]:

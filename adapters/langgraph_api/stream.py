@@ -58,7 +58,7 @@ async def run_stream(service: LangGraphService, segment: Segment, modes: set[str
                     for doc in docs
                     if doc["type"] == "node.completed"
                 ]
-            fresh = await engine.store.load_run(run.run_id)
+            fresh = await engine.run_record(run.run_id)
             assert fresh is not None
             run = fresh
             values = shapes.values_of(segment.thread, run)
@@ -75,7 +75,7 @@ async def run_stream(service: LangGraphService, segment: Segment, modes: set[str
 
 
 async def _ending(service: LangGraphService, segment: Segment, modes: set[str]) -> AsyncIterator[str]:
-    run = await service.engine.store.load_run(segment.run.run_id)
+    run = await service.engine.run_record(segment.run.run_id)
     assert run is not None
     if run.status == "failed":
         error = run.state.get("error") or {}

@@ -64,7 +64,7 @@ def _key(tenant: str, thread_id: str) -> str:
 
 async def load(engine: Engine, tenant: str, thread_id: str) -> Thread | None:
     """The thread ``thread_id`` of a tenant, if any."""
-    raw = await engine.store.kv_get(NAMESPACE, _key(tenant, thread_id))
+    raw = await engine.adapter_state(NAMESPACE).get(_key(tenant, thread_id))
     if not isinstance(raw, dict) or raw.get("tenant") != tenant or raw.get("threadId") != thread_id:
         return None
     return Thread(
@@ -81,18 +81,18 @@ async def load(engine: Engine, tenant: str, thread_id: str) -> Thread | None:
 async def save(engine: Engine, thread: Thread, *, create: bool = False) -> bool:
     """Store a thread; with ``create``, only when it does not exist yet (False if it did)."""
     thread.updated_at_ms = engine.clock.now_ms()
-    stored = await engine.store.kv_put(
-        NAMESPACE, _key(thread.tenant, thread.thread_id), thread.as_json(), thread.updated_at_ms, only_if_absent=create
+    stored = await engine.adapter_state(NAMESPACE).put(
+        _key(thread.tenant, thread.thread_id), thread.as_json(), only_if_absent=create
     )
     if stored and create:
         async with _index_lock:
             ids = await index(engine, thread.tenant)
             ids = [*[i for i in ids if i != thread.thread_id], thread.thread_id][-INDEX_LIMIT:]
-            await engine.store.kv_put(INDEX, thread.tenant, ids, thread.updated_at_ms)
+            await engine.adapter_state(INDEX).put(thread.tenant, ids)
     return stored
 
 
 async def index(engine: Engine, tenant: str) -> list[str]:
     """The ids of a tenant's newest threads, oldest first."""
-    raw = await engine.store.kv_get(INDEX, tenant)
+    raw = await engine.adapter_state(INDEX).get(tenant)
     return [str(i) for i in raw] if isinstance(raw, list) else []

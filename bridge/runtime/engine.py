@@ -397,6 +397,15 @@ class Engine:
         """A run's committed events after ``after``, with no visibility check (for surfaces that made one)."""
         return await self.store.read_events(run_id, after, limit)
 
+    @property
+    def store_location(self) -> str:
+        """Where the store keeps its data: a ``postgresql://`` URL, a SQLite path, or ``:memory:``."""
+        return self.store.location
+
+    async def run_interrupts(self, run_id: str, *, open_only: bool = False) -> list[InterruptRecord]:
+        """A run's interrupts, oldest first, with no visibility check (for surfaces that made one)."""
+        return await self.store.run_interrupts(run_id, open_only=open_only)
+
     async def interrupt_record(self, interrupt_id: str) -> InterruptRecord | None:
         """An interrupt's record as stored, with no visibility check (for surfaces that make their own)."""
         return await self.store.get_interrupt(interrupt_id)

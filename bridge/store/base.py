@@ -164,6 +164,9 @@ class Store(Protocol):
     single_instance: bool
     #: Exceptions meaning "the database is unreachable for now".
     transient_errors: tuple[type[BaseException], ...]
+    #: Where the data lives: a ``postgresql://`` URL or a SQLite file path (``:memory:`` for none), so
+    #: that an adapter can keep its own state beside it (LangGraph checkpoints).
+    location: str
 
     async def open(self) -> None:
         """Connect and migrate."""

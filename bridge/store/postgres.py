@@ -92,6 +92,7 @@ class PostgresStore(Writes, PostgresReads):
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
         self._conninfo = url
+        self.location = url
         self._min_size = min_size
         self._max_size = max_size
         self._pool_: AsyncConnectionPool | None = None

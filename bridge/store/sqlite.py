@@ -48,6 +48,7 @@ class SqliteStore(Writes, SqliteReads):
 
     def __init__(self, path: str | Path, *, synchronous: str = "FULL", batch: int = 64) -> None:
         self.path = str(path)
+        self.location = self.path
         self._sync = synchronous
         self._batch = batch
         self._writer: Writer | None = None

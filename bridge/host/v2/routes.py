@@ -124,10 +124,7 @@ async def fork_run(request: Request) -> Response:
 
 async def _interrupts_of(eng: Engine, run_id: str) -> events.InterruptOf:
     """The interrupt a node held at an event's time, for legacy payloads that do not name it."""
-    held = sorted(
-        (iso_ms(r.requested_at_ms), r.node_id, r.interrupt_id)
-        for r in await eng.store.run_interrupts(run_id, open_only=False)
-    )
+    held = sorted((iso_ms(r.requested_at_ms), r.node_id, r.interrupt_id) for r in await eng.run_interrupts(run_id))
 
     def interrupt_of(node_id: str, at: str) -> str | None:
         found = [iid for when, node, iid in held if node == node_id and when <= at]
