@@ -21,7 +21,7 @@ from bridge.core.errors import (
     WorkflowNotFoundError,
 )
 from bridge.core.kinds import TOOL_CALL_ARTIFACT, approval, clarification, custom, external_event
-from bridge.core.records import RunRecord
+from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition, load_workflow, load_workflow_dir, load_workflow_file
 from bridge.runtime.activation import InterruptHandle
 from bridge.runtime.builder import Workflow
@@ -43,6 +43,7 @@ __all__ = [
     "EngineConfig",
     "InterruptCancelledError",
     "InterruptHandle",
+    "InterruptRecord",
     "InterruptTimeoutError",
     "KeyRing",
     "NodeContext",
