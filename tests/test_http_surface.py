@@ -390,3 +390,28 @@ async def test_inbox_queries_use_their_index(engine: Engine) -> None:
     assert "INDEX interrupts_inbox_kind (tenant=? AND status=? AND kind=?)" in by_kind
     assert "INDEX interrupts_inbox (tenant=? AND status=?)" in every
     assert "TEMP B-TREE" not in by_kind + every  # no sort: pages come straight off the index
+
+
+async def test_create_run_refuses_inputs_that_break_declared_variables(client: httpx.AsyncClient) -> None:
+    """A wrong type or a missing required variable is a 400 and creates no run."""
+    before = (await client.get("/v1/runs", headers=auth("admin"))).json()
+    for inputs, problem in (
+        ({"delayMs": "lots"}, "delayMs"),
+        ({"delayMs": True}, "delayMs"),
+        ({"delayMs": None}, "delayMs"),
+    ):
+        r = await client.post(
+            "/v1/runs", json={"workflowId": "conformance-delay", "inputs": inputs}, headers=auth("admin")
+        )
+        body = _envelope(r, 400, "validation_error")
+        assert problem in body["message"]
+    r = await client.post(
+        "/v1/runs",
+        json={"workflowId": "conformance-subworkflow-child", "inputs": {"childResult": 7}},
+        headers=auth("admin"),
+    )
+    assert _envelope(r, 400, "validation_error")["details"]["problems"] == [
+        {"variable": "childResult", "expected": "string", "got": "number"}
+    ]
+    after = (await client.get("/v1/runs", headers=auth("admin"))).json()
+    assert after == before

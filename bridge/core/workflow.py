@@ -248,11 +248,43 @@ def resolve_inputs(
     return resolved
 
 
+JSON_TYPES: Mapping[str, tuple[type, ...]] = MappingProxyType(
+    {"string": (str,), "number": (int, float), "boolean": (bool,), "object": (dict,), "array": (list, tuple)}
+)
+
+
+def json_type_of(value: Any) -> str:
+    """The JSON type name of a decoded JSON value (``null`` for ``None``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    for name, types in JSON_TYPES.items():
+        if name != "boolean" and isinstance(value, types):
+            return name
+    return type(value).__name__
+
+
+def variable_type_problems(workflow: WorkflowDefinition, inputs: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Each caller input whose JSON type is not its declared variable's type."""
+    problems = []
+    for var in workflow.variables:
+        if var.name in inputs and json_type_of(inputs[var.name]) != var.type:
+            problems.append({"variable": var.name, "expected": var.type, "got": json_type_of(inputs[var.name])})
+    return problems
+
+
 def initial_variables(workflow: WorkflowDefinition, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Variables at run start: declared defaults overlaid with the caller's inputs.
 
-    Raises :class:`ValidationError` when a required variable has neither.
+    The one check of run inputs every surface shares: raises :class:`ValidationError`
+    when a required variable has neither an input nor a default, or when an input is
+    not of its declared variable's JSON type (``null`` is no type's value).
     """
+    problems = variable_type_problems(workflow, inputs)
+    if problems:
+        named = ", ".join(f"{p['variable']} must be a {p['expected']}, not {p['got']}" for p in problems)
+        raise ValidationError(f"invalid input(s): {named}", details={"problems": problems})
     values: dict[str, Any] = {}
     missing = []
     declared = {v.name for v in workflow.variables}

@@ -1,0 +1,14 @@
+"""``openwop-bridge serve`` plugin: mount the MCP server at ``POST /mcp``."""
+
+from __future__ import annotations
+
+from adapters.mcp.server import McpMount
+from bridge.host import ServerBuild
+
+
+def install(build: ServerBuild) -> None:
+    """Serve every workflow the server loads as an MCP tool at ``/mcp``."""
+    mount = McpMount(build.engine)
+    build.routes.append(mount.route)
+    build.startup.append(mount.start)
+    build.shutdown.append(mount.stop)

@@ -1,0 +1,247 @@
+"""The MCP server: the official SDK's low-level ``Server`` on its streamable HTTP transport.
+
+Every request carries the bridge's API key (``Authorization: Bearer``); the gate
+refuses a missing or wrong key with the 401 envelope before the SDK sees the
+request. Tools are the workflows ``GET /v1/workflows`` lists for the same key.
+
+A run that waits on people becomes, on MCP 2026-07-28, an ``InputRequiredResult``
+whose ``inputRequests`` hold one form ``elicitation/create`` per open interrupt,
+keyed by the interrupt id; ``requestState`` names the run and the interrupts, and
+the SDK's :class:`RequestStateBoundary` seals it (AES-GCM) and refuses a forged
+or expired one. The bridge binds it to the caller's tenant and principal, and the
+engine's one-winner rule makes a replayed state resolve nothing twice. On the
+handshake era (2025-06-18, 2025-11-25) the same wait is an ``elicitation/create``
+request sent during the call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import mcp_types as types
+from mcp.server.caching import CacheHint
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from adapters.mcp.calls import answerable, apply, elicitation, finished, settle, waiting
+from adapters.mcp.tools import tools_of
+from bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
+from bridge.host import JSONResponse
+
+NAME = "openwop-bridge"
+
+
+def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Principal, str]:
+    """The principal the gate authenticated for this request, and the base URL for links."""
+    request = ctx.request
+    if not isinstance(request, Request) or not isinstance(request.scope.get("openwop_principal"), Principal):
+        raise MCPError(types.INVALID_REQUEST, "unauthenticated")
+    base = request.app.state.public_url or str(request.base_url)
+    return request.scope["openwop_principal"], str(base).rstrip("/")
+
+
+def _has_forms(ctx: ServerRequestContext[Any, Any]) -> bool:
+    caps = ctx.session.client_capabilities
+    return caps is not None and caps.elicitation is not None
+
+
+class McpService:
+    """The tool handlers, over one engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        """One tool per workflow the key may list, sorted by name."""
+        principal, _ = _caller(ctx)
+        try:
+            principal.require("workflows:read")
+        except BridgeError as exc:
+            raise MCPError(types.INVALID_REQUEST, exc.message) from exc
+        return types.ListToolsResult(tools=tools_of(self.engine.workflows()))
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Run the workflow; on a wait, ask for the answers (elicitation) or return input-required."""
+        principal, base = _caller(ctx)
+
+        async def progress(seq: int, message: str) -> None:
+            await ctx.session.report_progress(seq, None, message)
+
+        try:
+            if params.request_state:
+                started = await self._answer_round(principal, params, base)
+            else:
+                started = await self._start(principal, params)
+            if isinstance(started, types.CallToolResult):
+                return started
+            run, after = started, -1
+            while True:
+                run, opened, after = await settle(self.engine, run.run_id, after, progress)
+                if run.terminal:
+                    return await finished(self.engine, run, base)
+                if not _has_forms(ctx) or not answerable(opened):
+                    reason = "this client takes no elicitation forms" if not _has_forms(ctx) else "no form fits"
+                    return waiting(self.engine, principal, run, opened, base, reason)
+                if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    return self._input_required(principal, run, opened)
+                ended = await self._elicit(ctx, principal, run, opened, base)
+                if ended is not None:
+                    return ended
+        except BridgeError as exc:
+            return error_result(exc)
+
+    async def _start(self, principal: Principal, params: types.CallToolRequestParams) -> RunRecord:
+        try:
+            return await self.engine.create_run(principal, params.name, inputs=params.arguments or {})
+        except ValidationError as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message, exc.details) from exc
+
+    def _input_required(
+        self, principal: Principal, run: RunRecord, opened: list[InterruptRecord]
+    ) -> types.InputRequiredResult:
+        requests: types.InputRequests = {r.interrupt_id: types.ElicitRequest(params=elicitation(r)) for r in opened}
+        state = {"tenant": run.tenant, "principal": principal.id, "run": run.run_id, "ids": sorted(requests)}
+        return types.InputRequiredResult(input_requests=requests, request_state=json.dumps(state))
+
+    async def _answer_round(
+        self, principal: Principal, params: types.CallToolRequestParams, base: str
+    ) -> RunRecord | types.CallToolResult:
+        """Apply the answers of a retried call (2026-07-28); a stale one (answered elsewhere) is skipped."""
+        try:
+            state = json.loads(params.request_state or "")
+        except ValueError as exc:
+            raise MCPError(types.INVALID_PARAMS, "requestState is not this server's") from exc
+        if (
+            not isinstance(state, dict)
+            or state.get("tenant") != principal.tenant
+            or state.get("principal") != principal.id
+        ):
+            raise MCPError(types.INVALID_PARAMS, "requestState belongs to another caller")
+        run = await self.engine.visible_run(str(state.get("run")), principal)
+        if run.workflow_id != params.name:
+            raise MCPError(types.INVALID_PARAMS, "requestState belongs to another tool")
+        for interrupt_id, response in (params.input_responses or {}).items():
+            if interrupt_id not in state.get("ids", ()) or not isinstance(response, types.ElicitResult):
+                continue
+            opened = {r.interrupt_id: r for r in await self.engine.open_interrupts(run.run_id)}
+            if interrupt_id in opened:
+                ended = await self._answer(principal, run, opened[interrupt_id], response, base)
+                if ended is not None:
+                    return ended
+        return run
+
+    async def _answer(
+        self, principal: Principal, run: RunRecord, record: InterruptRecord, answer: types.ElicitResult, base: str
+    ) -> types.CallToolResult | None:
+        """Apply one form answer; a result ends the call (cancelled, or a vote that waits on others)."""
+        try:
+            outcome = await apply(self.engine, principal, record, answer.action, answer.content)
+        except BridgeError as exc:
+            if exc.status == 409:
+                return None  # answered elsewhere meanwhile: the run's real state decides
+            raise
+        if answer.action == "cancel":
+            return cancelled(record)
+        if outcome.get("status") == "pending":
+            fresh = await self.engine.open_interrupts(run.run_id)
+            return waiting(self.engine, principal, run, fresh, base, "your answer counted; others must answer too")
+        return None
+
+    async def _elicit(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        principal: Principal,
+        run: RunRecord,
+        opened: list[InterruptRecord],
+        base: str,
+    ) -> types.CallToolResult | None:
+        """Ask for each open interrupt in turn (handshake era); a result ends the call."""
+        for record in opened:
+            form = elicitation(record)
+            answer = await ctx.session.elicit_form(
+                form.message, form.requested_schema, related_request_id=ctx.request_id
+            )
+            ended = await self._answer(principal, run, record, answer, base)
+            if ended is not None:
+                return ended
+        return None
+
+
+def error_result(exc: BridgeError) -> types.CallToolResult:
+    """A refused answer or run as a tool error carrying the OpenWOP envelope."""
+    body = exc.envelope()
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(body))], structured_content=body, is_error=True
+    )
+
+
+def cancelled(record: InterruptRecord) -> types.CallToolResult:
+    """The call's end when its user cancelled an interrupt's form."""
+    body = {"runId": record.run_id, "interruptId": record.interrupt_id, "status": "cancelled"}
+    text = f"Cancelled {record.kind} {record.interrupt_id} of run {record.run_id}."
+    return types.CallToolResult(
+        content=[types.TextContent(text=text), types.TextContent(text=json.dumps(body))],
+        structured_content=body,
+        is_error=True,
+    )
+
+
+class Gate:
+    """The ``/mcp`` endpoint: the API key first (401 envelope), then the SDK's transport."""
+
+    def __init__(self, transport: StreamableHTTPASGIApp) -> None:
+        self.transport = transport
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope)
+        try:
+            principal = request.app.state.keyring.authenticate(request.headers.get("authorization"))
+        except BridgeError as exc:
+            await JSONResponse(exc.envelope(), status_code=exc.status)(scope, receive, send)
+            return
+        scope["openwop_principal"] = principal
+        await self.transport(scope, receive, send)
+
+
+class McpMount:
+    """The server, its session manager and the route, with start and stop hooks for the host."""
+
+    def __init__(self, engine: Engine, *, path: str = "/mcp") -> None:
+        service = McpService(engine)
+        self.server: Server[Any] = Server(
+            NAME,
+            version="1",
+            instructions="Each tool runs an OpenWOP workflow; people may be asked to approve or answer.",
+            cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")},
+            on_list_tools=service.list_tools,
+            on_call_tool=service.call_tool,
+        )
+        self.server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=NAME))
+        # The host checks Host headers itself (TrustedHosts); the SDK's own check would refuse a public URL.
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server, security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        )
+        self.route = Route(path, Gate(StreamableHTTPASGIApp(self.manager)), methods=["GET", "POST", "DELETE"])
+        self._stack = contextlib.AsyncExitStack()
+
+    async def start(self) -> None:
+        """Start the session manager (its task group lives until :meth:`stop`)."""
+        await self._stack.enter_async_context(self.manager.run())
+
+    async def stop(self) -> None:
+        """Close every session."""
+        await self._stack.aclose()

@@ -1,0 +1,242 @@
+"""MCP: the bridge driven only through the official ``mcp`` SDK's client, on real uvicorn over loopback."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from adapters.mcp import McpMount
+from bridge import Engine, KeyRing
+from bridge.host.http import create_app
+from tests.conftest import KEYS, TOKENS, auth
+from tests.helpers import settle
+from tests.server import uvicorn_server
+
+Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
+
+
+@pytest.fixture
+async def served(engine: Engine) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
+    mount = McpMount(engine)
+    app = create_app(
+        engine,
+        KeyRing(KEYS.values()),
+        manage_engine=False,
+        extra_routes=[mount.route],
+        on_startup=[mount.start],
+        on_shutdown=[mount.stop],
+    )
+    async with uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as rest:
+        yield url, rest
+
+
+def _client(url: str, who: str = "admin", *, mode: str = "auto", elicit: Elicit | None = None) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS[who]}"}, timeout=30)
+    return Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode, elicitation_callback=elicit)
+
+
+def _answers(*results: types.ElicitResult, seen: list[types.ElicitRequestParams] | None = None) -> Elicit:
+    queue = list(results)
+
+    async def answer(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if seen is not None:
+            seen.append(params)
+        return queue.pop(0)
+
+    return answer
+
+
+MODES = ["auto", "legacy"]
+
+
+async def test_a_wrong_or_missing_key_is_401_and_starts_nothing(served: tuple[str, httpx.AsyncClient]) -> None:
+    url, rest = served
+    for headers in ({}, {"Authorization": "Bearer nope"}):
+        r = await rest.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
+        assert r.status_code == 401 and r.json()["error"] == "unauthenticated"
+    with pytest.raises(Exception):
+        async with Client(streamable_http_client(f"{url}/mcp")) as client:
+            await client.list_tools()
+    assert (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"] == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tools_are_the_listed_workflows(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
+    url, rest = served
+    listed = sorted(w["id"] for w in (await rest.get("/v1/workflows", headers=auth("admin"))).json()["workflows"])
+    async with _client(url, mode=mode) as client:
+        tools = (await client.list_tools()).tools
+        assert client.protocol_version == ("2026-07-28" if mode == "auto" else client.protocol_version)
+    assert [t.name for t in tools] == listed
+    delay = next(t for t in tools if t.name == "conformance-delay")
+    assert delay.input_schema["properties"]["delayMs"]["type"] == "number" and delay.description
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_finished_run_returns_its_outputs(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
+    url, _ = served
+    async with _client(url, mode=mode) as client:
+        result = await client.call_tool("conformance-noop", {})
+    assert result.is_error is False and isinstance(result.structured_content, dict)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_bad_arguments_are_refused_and_create_no_run(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
+    url, rest = served
+    async with _client(url, mode=mode) as client:
+        with pytest.raises(MCPError) as err:
+            await client.call_tool("conformance-delay", {"delayMs": "lots"})
+    assert err.value.error.code == types.INVALID_PARAMS
+    assert (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"] == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_approval_accepted_declined_cancelled(
+    served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str
+) -> None:
+    url, rest = served
+    seen: list[types.ElicitRequestParams] = []
+    accept = types.ElicitResult(action="accept", content={"feedback": "fine"})
+    async with _client(url, mode=mode, elicit=_answers(accept, seen=seen)) as client:
+        ok = await client.call_tool("conformance-approval", {})
+    assert ok.is_error is False, ok
+    assert isinstance(seen[0], types.ElicitRequestFormParams) and seen[0].message
+    assert seen[0].requested_schema["properties"]["feedback"]["type"] == "string"
+    async with _client(url, mode=mode, elicit=_answers(types.ElicitResult(action="decline"))) as client:
+        declined = await client.call_tool("conformance-approval", {})
+    async with _client(url, mode=mode, elicit=_answers(types.ElicitResult(action="cancel"))) as client:
+        cancelled = await client.call_tool("conformance-approval", {})
+    assert cancelled.is_error is True
+    runs = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    assert len(runs) == 3
+    seen_actions = {}
+    for listed in runs:
+        record = await settle(engine, listed["runId"], statuses=("completed", "failed"))
+        run = {"runId": listed["runId"], "status": record.status}
+        audit = (await rest.get(f"/v1/runs/{run['runId']}/audit", headers=auth("admin"))).json()
+        (entry,) = audit["entries"]
+        seen_actions[entry["action"]] = (run["status"], entry["details"].get("reason"))
+    assert seen_actions == {
+        "approval.vote.accept": ("completed", "fine"),
+        "approval.vote.reject": ("failed", None),
+        "approval.cancelled": ("failed", None),
+    }
+    assert declined.is_error is True  # the reject route of conformance-approval fails the run
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_clarification_answer_lands_as_over_rest(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
+    url, rest = served
+    seen: list[types.ElicitRequestParams] = []
+
+    async def answer(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        seen.append(params)
+        assert isinstance(params, types.ElicitRequestFormParams)
+        return types.ElicitResult(action="accept", content=dict.fromkeys(params.requested_schema["properties"], "blue"))
+
+    async with _client(url, mode=mode, elicit=answer) as client:
+        result = await client.call_tool("conformance-clarification", {})
+    assert result.is_error is False, result
+    (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    snap = (await rest.get(f"/v1/runs/{run['runId']}", headers=auth("admin"))).json()
+    assert "blue" in str(snap["outputs"])
+    assert all(name.startswith("answers.") for name in seen[0].requested_schema["properties"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_no_elicitation_capability_names_the_interrupt(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
+    url, _ = served
+    async with _client(url, mode=mode) as client:
+        result = await client.call_tool("conformance-approval", {})
+    assert result.is_error is True and isinstance(result.structured_content, dict)
+    body = result.structured_content
+    assert body["status"] == "waiting" and body["inboxUrl"].endswith("/ui/")
+    (entry,) = body["interrupts"]
+    assert entry["interruptId"] and entry["callbackUrl"].startswith(url)
+    text = result.content[0]
+    assert isinstance(text, types.TextContent) and entry["interruptId"] in text.text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_quorum_vote_counts_once_and_reports_waiting(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
+    url, _ = served
+    accept = types.ElicitResult(action="accept", content={})
+    async with _client(url, mode=mode, elicit=_answers(accept)) as client:
+        result = await client.call_tool("conformance-interrupt-quorum", {})
+    assert result.is_error is True and isinstance(result.structured_content, dict)
+    body = result.structured_content
+    assert body["status"] == "waiting" and "others" in body["reason"]
+    assert [v["voter"] for v in body["interrupts"][0]["votes"]["votes"]] == ["alice"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_answer_over_rest_during_an_open_elicitation(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
+    url, rest = served
+
+    async def answer_elsewhere(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+        snap = (await rest.get(f"/v1/runs/{run['runId']}", headers=auth("admin"))).json()
+        (gate,) = snap["interrupts"]
+        r = await rest.post(
+            f"/v1/runs/{run['runId']}/interrupts/{gate['nodeId']}",
+            json={"resumeValue": {"action": "accept"}},
+            headers=auth("admin"),
+        )
+        assert r.status_code == 200, r.text
+        return types.ElicitResult(action="decline")
+
+    async with _client(url, mode=mode, elicit=answer_elsewhere) as client:
+        result = await client.call_tool("conformance-approval", {})
+    assert result.is_error is False, result
+    (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    audit = (await rest.get(f"/v1/runs/{run['runId']}/audit", headers=auth("admin"))).json()
+    assert [e["action"] for e in audit["entries"]] == ["approval.vote.accept"]
+    assert run["status"] == "completed"
+
+
+async def test_tenants_neither_see_nor_answer_each_other(served: tuple[str, httpx.AsyncClient]) -> None:
+    url, rest = served
+    never = _answers()
+    async with _client(url, "admin", elicit=never) as client:
+        first = await client.session.call_tool("conformance-approval", {}, allow_input_required=True)
+    assert isinstance(first, types.InputRequiredResult) and first.request_state and first.input_requests
+    (gate_id,) = first.input_requests
+    (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    assert (await rest.get(f"/v1/runs/{run['runId']}", headers=auth("other"))).status_code == 404
+    assert (await rest.get("/v1/runs", headers=auth("other"))).json()["runs"] == []
+    accept = types.ElicitResult(action="accept", content={})
+    async with _client(url, "other", elicit=never) as other:
+        for state in (first.request_state, first.request_state[:-4] + "AAAA"):
+            with pytest.raises(MCPError):
+                await other.session.call_tool(
+                    "conformance-approval",
+                    {},
+                    input_responses={gate_id: accept},
+                    request_state=state,
+                    allow_input_required=True,
+                )
+    snap = (await rest.get(f"/v1/runs/{run['runId']}", headers=auth("admin"))).json()
+    assert [i["status"] for i in snap["interrupts"]] == ["pending"]
+    assert (await rest.get("/v1/runs", headers=auth("other"))).json()["runs"] == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_is_sent_when_asked(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
+    url, _ = served
+    got: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        got.append((progress, message))
+
+    async with _client(url, mode=mode) as client:
+        result = await client.call_tool("conformance-delay", {"delayMs": 50}, progress_callback=on_progress)
+    assert result.is_error is False
+    assert got and "run.completed" in [m for _, m in got]
