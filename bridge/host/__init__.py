@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bridge.host.cli import build_parser, build_server
 from bridge.host.http.body import read_json
+from bridge.host.http.deps import base_url, principal
 from bridge.host.http.openapi import error_responses
 from bridge.host.http.responses import JSONResponse
 from bridge.host.plugins import ServerBuild
@@ -17,10 +18,12 @@ from bridge.runtime.telemetry import configure_logging
 __all__ = [
     "JSONResponse",
     "ServerBuild",
+    "base_url",
     "build_parser",
     "build_server",
     "configure_logging",
     "error_responses",
     "page_headers",
+    "principal",
     "read_json",
 ]
