@@ -31,6 +31,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import (
     InvalidParamsError,
+    InvalidRequestError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -39,7 +40,8 @@ from google.protobuf import json_format, struct_pb2
 
 from adapters.a2a import a2a_routes
 from adapters.a2a.card import a2a_facet
-from bridge import Engine, KeyRing
+from bridge import Engine, KeyRing, load_workflow
+from bridge.host import build_parser, build_server
 from bridge.host.discovery import validate_discovery
 from bridge.host.http import create_app
 from tests.conftest import KEYS, TOKENS, auth
@@ -156,6 +158,13 @@ async def test_no_key_or_a_wrong_key_is_401_and_starts_nothing(agent: Agent, eng
     assert "401" in str(caught.value)
 
 
+def test_serve_mounts_the_agent_when_the_extra_is_installed(tmp_path: Any) -> None:
+    app, _, _, _ = build_server(build_parser().parse_args(["serve", "--db", str(tmp_path / "s.db")]))
+    paths = {getattr(r, "path", "") for r in app.routes}
+    assert {"/.well-known/agent-card.json", "/a2a"} <= paths
+    assert app.state.facets
+
+
 # --- 2. starting, answering, reading, cancelling --------------------------------------------
 
 
@@ -166,6 +175,67 @@ async def test_a_started_task_is_the_run(agent: Agent) -> None:
     run = (await agent.http.get(f"{agent.url}/v1/runs/{task.id}", headers=auth("admin"))).json()
     assert run["runId"] == task.id and run["status"] == "completed"
     assert [a.artifact_id for a in task.artifacts] == ["outputs"]
+
+
+async def run_variables(agent: Agent, run_id: str) -> dict[str, Any]:
+    run = (await agent.http.get(f"{agent.url}/v1/runs/{run_id}", headers=auth("admin"))).json()
+    variables: dict[str, Any] = run["variables"]
+    return variables
+
+
+async def test_variables_come_from_a_data_part_or_one_text_part(agent: Agent, engine: Engine) -> None:
+    client = agent.client()
+    task = await send(client, message(data({"delayMs": 1}), skill="conformance-delay"))
+    assert (await run_variables(agent, task.id))["delayMs"] == 1
+    # Validated as over REST: a required variable missing starts nothing.
+    engine.add_workflow(
+        load_workflow(
+            {
+                "id": "greeting",
+                "name": "Greeting",
+                "version": "1.0",
+                "nodes": [
+                    {
+                        "id": "noop",
+                        "typeId": "core.noop",
+                        "name": "Noop",
+                        "position": {"x": 0, "y": 0},
+                        "config": {},
+                        "inputs": {},
+                    }
+                ],
+                "edges": [],
+                "triggers": [{"id": "manual", "type": "manual", "enabled": True}],
+                "variables": [{"name": "topic", "type": "string", "required": True}],
+                "metadata": {"tags": ["demo"]},
+                "settings": {},
+            }
+        )
+    )
+    with pytest.raises(InvalidParamsError):
+        await send(client, message(skill="greeting"))
+    task = await send(client, message(Part(text="tides"), skill="greeting"))
+    assert (await run_variables(agent, task.id))["topic"] == "tides"
+    with pytest.raises(InvalidParamsError):
+        await send(client, message(data([1, 2]), skill="conformance-delay"))
+    # The one string variable takes the text; without one, the text is not a variable and the run starts.
+    task = await send(client, message(Part(text="from a2a"), skill="conformance-subworkflow-child"))
+    assert (await run_variables(agent, task.id))["childResult"] == "from a2a"
+    task = await send(client, message(Part(text="hello"), skill="conformance-noop"))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_scopes_are_those_of_the_rest_api(agent: Agent) -> None:
+    task = await send(agent.client("admin"), message(skill="conformance-approval"))
+    reader = agent.client("reader")
+    assert (await reader.get_task(GetTaskRequest(id=task.id))).status.state == INPUT
+    with pytest.raises(InvalidRequestError):
+        await send(reader, message(skill="conformance-noop"))
+    with pytest.raises(InvalidRequestError):
+        await send(reader, message(data({"action": "accept"}), task_id=task.id))
+    with pytest.raises(InvalidRequestError):
+        await reader.cancel_task(CancelTaskRequest(id=task.id))
+    assert (await reader.get_task(GetTaskRequest(id=task.id))).status.state == INPUT
 
 
 async def test_unknown_or_missing_skill_is_invalid_params(agent: Agent) -> None:
