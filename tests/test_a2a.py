@@ -358,6 +358,11 @@ async def test_streaming_send_ends_at_input_required_then_at_completion(agent: A
     task_id = events[0].task.id
     events = await collect(client.send_message(message(data({"action": "accept"}), task_id=task_id)))
     assert events[0].HasField("task")
+    if len(events) == 1:
+        # The run finished before the stream began: the task itself is final and carries the outputs.
+        assert events[0].task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert [a.artifact_id for a in events[0].task.artifacts] == ["outputs"]
+        return
     kinds = [e.WhichOneof("payload") for e in events[1:]]
     assert kinds[-2:] == ["artifact_update", "status_update"]
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
