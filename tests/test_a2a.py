@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.client.auth import AuthInterceptor, CredentialService
@@ -37,6 +38,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from google.protobuf import json_format, struct_pb2
+from openapi_spec_validator import validate as validate_spec
 
 from adapters.a2a import a2a_routes
 from adapters.a2a.card import a2a_facet
@@ -163,6 +165,26 @@ def test_serve_mounts_the_agent_when_the_extra_is_installed(tmp_path: Any) -> No
     paths = {getattr(r, "path", "") for r in app.routes}
     assert {"/.well-known/agent-card.json", "/a2a"} <= paths
     assert app.state.facets
+    documented = orjson.loads(app.state.openapi)["paths"]
+    assert {"/.well-known/agent-card.json", "/a2a"} <= set(documented)
+    assert not validate_spec(orjson.loads(app.state.openapi))
+
+
+async def test_bodies_are_bounded_as_over_rest(agent: Agent, engine: Engine) -> None:
+    url = agent.url + "/a2a"
+    big = b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"x": "' + b"a" * (1 << 20) + b'"}}'
+    answer = await agent.http.post(url, content=big, headers=auth("admin"))
+    assert (answer.status_code, answer.json()["error"]) == (413, "payload_too_large")
+    deep = b"[" * 100 + b"]" * 100
+    answer = await agent.http.post(url, content=deep, headers=auth("admin"))
+    assert (answer.status_code, answer.json()["error"]) == (400, "validation_error")
+    answer = await agent.http.post(url, headers=auth("admin"))
+    assert (answer.status_code, answer.json()["error"]) == (400, "validation_error")
+    # A body that is not JSON is the SDK's JSON-RPC parse error.
+    answer = await agent.http.post(url, content=b"{nope", headers=auth("admin"))
+    assert answer.json()["error"]["code"] == -32700
+    runs, _ = await engine.store.list_runs("default", workflow_id=None, status=None, limit=10, cursor=None)
+    assert runs == []
 
 
 # --- 2. starting, answering, reading, cancelling --------------------------------------------

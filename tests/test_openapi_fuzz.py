@@ -19,6 +19,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from adapters.a2a.openapi import a2a_openapi
 from adapters.agui.openapi import agui_openapi
 from bridge.host.http.openapi import openapi_document, web_fragment
 from tests.server import ServerProcess
@@ -31,7 +32,7 @@ EXAMPLES = 5
 BUDGET_S = 90.0
 
 #: What ``openwop-bridge serve`` documents with its default plugins and the web pages.
-DOCUMENT = openapi_document([web_fragment(), agui_openapi()], link_page=True)
+DOCUMENT = openapi_document([web_fragment(), agui_openapi(), a2a_openapi()], link_page=True)
 
 schema = schemathesis.openapi.from_dict(DOCUMENT)
 schema.config.generation.update(max_examples=EXAMPLES, deterministic=True)
@@ -60,7 +61,15 @@ def test_the_fuzzed_document_is_the_one_served(server: ServerProcess) -> None:
     r = httpx.get(f"{server.url}/v1/openapi.json")
     assert r.status_code == 200 and r.headers["content-type"] == "application/json"
     assert r.json() == orjson.loads(orjson.dumps(DOCUMENT))
-    for path in ("/agui/{workflowId}", "/healthz", "/ui/", "/ui/api/me", "/ui/static/{path}"):
+    for path in (
+        "/agui/{workflowId}",
+        "/a2a",
+        "/.well-known/agent-card.json",
+        "/healthz",
+        "/ui/",
+        "/ui/api/me",
+        "/ui/static/{path}",
+    ):
         assert path in r.json()["paths"], path
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from importlib.metadata import PackageNotFoundError, version
 
+import orjson
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import create_jsonrpc_routes
@@ -11,11 +13,12 @@ from a2a.server.routes.common import DefaultServerCallContextBuilder
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Message
 
 from adapters.a2a.card import CARD_PATH, RPC_PATH, agent_card
 from adapters.a2a.handler import EngineRequestHandler
-from bridge import Engine
-from bridge.host import JSONResponse, base_url, principal
+from bridge import Engine, ValidationError
+from bridge.host import MAX_JSON_DEPTH, JSONResponse, base_url, principal, read_bytes, too_deep
 
 
 def _version() -> str:
@@ -35,6 +38,15 @@ class CallerContext(DefaultServerCallContextBuilder):
         return context
 
 
+def _replaying(request: Request, raw: bytes) -> Request:
+    """``request`` with its body, already read, offered again to the SDK."""
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    return Request(request.scope, receive)
+
+
 def a2a_routes(engine: Engine) -> list[BaseRoute]:
     """``GET /.well-known/agent-card.json`` (public) and ``POST /a2a`` (JSON-RPC, a key required)."""
     rpc = create_jsonrpc_routes(EngineRequestHandler(engine), RPC_PATH, context_builder=CallerContext())[0]
@@ -45,7 +57,14 @@ def a2a_routes(engine: Engine) -> list[BaseRoute]:
     async def jsonrpc(request: Request) -> Response:
         # The key is checked before the body is read: a request without one is 401 and starts nothing.
         request.state.principal = principal(request)
-        response: Response = await dispatch(request)
+        raw = await read_bytes(request)
+        if not raw.strip():
+            raise ValidationError("a JSON-RPC request body is required")
+        with contextlib.suppress(orjson.JSONDecodeError):
+            if too_deep(orjson.loads(raw), MAX_JSON_DEPTH):
+                raise ValidationError(f"the request body nests more than {MAX_JSON_DEPTH} levels")
+        # Anything else the SDK judges (a body that is not JSON is its -32700).
+        response: Response = await dispatch(_replaying(request, raw))
         return response
 
     async def card(request: Request) -> Response:

@@ -7,7 +7,7 @@ Adapters take what they need of the host from here: how to join ``serve``
 from __future__ import annotations
 
 from bridge.host.cli import build_parser, build_server
-from bridge.host.http.body import read_json
+from bridge.host.http.body import MAX_JSON_DEPTH, read_bytes, read_json, too_deep
 from bridge.host.http.deps import base_url, principal
 from bridge.host.http.openapi import error_responses
 from bridge.host.http.responses import JSONResponse
@@ -16,6 +16,7 @@ from bridge.host.web.pages import page_headers
 from bridge.runtime.telemetry import configure_logging
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "JSONResponse",
     "ServerBuild",
     "base_url",
@@ -25,5 +26,7 @@ __all__ = [
     "error_responses",
     "page_headers",
     "principal",
+    "read_bytes",
     "read_json",
+    "too_deep",
 ]
