@@ -21,6 +21,7 @@ FIGURES = {
     "http_roundtrip": "ms",
     "http_throughput": "cycles/s",
     "agui_roundtrip": "ms",
+    "a2a_roundtrip": "ms",
     "pending_rss_mb": "MiB",
     "inbox_page_ms": "ms",
     "resolve_at_scale_ratio": "x",

@@ -19,6 +19,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from adapters.a2a.openapi import a2a_openapi
 from adapters.agui.openapi import agui_openapi
 from adapters.langgraph_api.openapi import langgraph_openapi
 from bridge.host.http.openapi import openapi_document, web_fragment
@@ -32,7 +33,7 @@ EXAMPLES = 5
 BUDGET_S = 90.0
 
 #: What ``openwop-bridge serve`` documents with its default plugins and the web pages.
-DOCUMENT = openapi_document([web_fragment(), agui_openapi(), langgraph_openapi()], link_page=True)
+DOCUMENT = openapi_document([web_fragment(), agui_openapi(), langgraph_openapi(), a2a_openapi()], link_page=True)
 
 schema = schemathesis.openapi.from_dict(DOCUMENT)
 schema.config.generation.update(max_examples=EXAMPLES, deterministic=True)
@@ -64,6 +65,8 @@ def test_the_fuzzed_document_is_the_one_served(server: ServerProcess) -> None:
     for path in (
         "/agui/{workflowId}",
         "/langgraph/threads/{thread_id}",
+        "/a2a",
+        "/.well-known/agent-card.json",
         "/healthz",
         "/ui/",
         "/ui/api/me",

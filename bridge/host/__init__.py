@@ -7,7 +7,8 @@ Adapters take what they need of the host from here: how to join ``serve``
 from __future__ import annotations
 
 from bridge.host.cli import build_parser, build_server
-from bridge.host.http.body import read_json
+from bridge.host.http.body import MAX_JSON_DEPTH, read_bytes, read_json, too_deep
+from bridge.host.http.deps import base_url, principal
 from bridge.host.http.openapi import error_responses
 from bridge.host.http.responses import JSONResponse
 from bridge.host.plugins import ServerBuild
@@ -15,12 +16,17 @@ from bridge.host.web.pages import page_headers
 from bridge.runtime.telemetry import configure_logging
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "JSONResponse",
     "ServerBuild",
+    "base_url",
     "build_parser",
     "build_server",
     "configure_logging",
     "error_responses",
     "page_headers",
+    "principal",
+    "read_bytes",
     "read_json",
+    "too_deep",
 ]

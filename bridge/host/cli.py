@@ -309,6 +309,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
         on_shutdown=build.shutdown,
         openapi=fragments,
+        facets=build.discovery,
         allowed_hosts=allowed_hosts(args),
     )
     return app, engine, ring, banner

@@ -6,7 +6,9 @@ every installed plugin before starting; a plugin adds routes, workflows or
 start-up hooks to the build, and claims the command-line options it handles.
 A plugin that adds routes documents them with an OpenAPI fragment (``{"paths":
 …, "components": {"schemas": …}}``) in ``openapi``; the host merges it into
-``GET /v1/openapi.json``.
+``GET /v1/openapi.json``. A plugin that serves another protocol advertises it in
+``/.well-known/openwop`` with a function in ``discovery``: given the request's
+absolute base URL, it returns the top-level members to add (a facet such as ``a2a``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ log = logging.getLogger("bridge.host.plugins")
 
 GROUP = "openwop_bridge.plugins"
 
+#: Members a plugin adds to ``/.well-known/openwop``, given the absolute base URL of the request.
+DiscoveryFragment = Callable[[str], dict[str, Any]]
+
 
 @dataclass
 class ServerBuild:
@@ -36,6 +41,7 @@ class ServerBuild:
     options: dict[str, Any]
     routes: list[BaseRoute] = field(default_factory=list)
     openapi: list[dict[str, Any]] = field(default_factory=list)
+    discovery: list[DiscoveryFragment] = field(default_factory=list)
     workflows: list[WorkflowDefinition] = field(default_factory=list)
     startup: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
     shutdown: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)

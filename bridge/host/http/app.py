@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from bridge.core.auth import KeyRing
 from bridge.host.discovery import discovery_document
 from bridge.host.http import interrupts, runs
-from bridge.host.http.deps import engine
+from bridge.host.http.deps import base_url, engine
 from bridge.host.http.openapi import openapi_document
 from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
 from bridge.host.v2 import VersionNegotiation
@@ -38,10 +38,17 @@ from bridge.runtime.engine import Engine
 async def discovery(request: Request) -> Response:
     """``GET /.well-known/openwop``: cacheable, with an ETag honoured by If-None-Match.
 
-    One resource, two representations: ``OpenWOP-Version: 2`` selects the v2 document.
+    One resource, two representations: ``OpenWOP-Version: 2`` selects the v2 document. Plugins
+    add their facets (A2A's agent card, …) to the v1 document.
     """
     major = getattr(request.state, "openwop_major", 1)
-    doc = v2_discovery.discovery_document(engine(request)) if major == 2 else discovery_document(engine(request))
+    if major == 2:
+        doc = v2_discovery.discovery_document(engine(request))
+    else:
+        doc = discovery_document(engine(request))
+        base = base_url(request)
+        for fragment in request.app.state.facets:
+            doc.update(fragment(base))
     body = orjson.dumps(doc)
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     headers = {"Cache-Control": "public, max-age=60", "ETag": etag}
@@ -138,13 +145,15 @@ def create_app(
     on_shutdown: Sequence[Callable[[], Awaitable[Any]]] = (),
     openapi: Sequence[Mapping[str, Any]] = (),
     allowed_hosts: Sequence[str] | None = None,
+    facets: Sequence[Callable[[str], Mapping[str, Any]]] = (),
 ) -> Starlette:
     """The OpenWOP host as an ASGI app.
 
     ``openapi``: OpenAPI fragments (``{"paths": …, "components": …}``) documenting
     ``extra_routes`` in ``GET /v1/openapi.json``. With ``allowed_hosts``, requests for
     any other ``Host`` are refused (see :class:`TrustedHosts`); without, every host is
-    served (an embedding app's choice).
+    served (an embedding app's choice). ``facets``: functions of the absolute base URL
+    returning members to add to ``/.well-known/openwop`` (the facets of plugins).
     """
 
     @contextlib.asynccontextmanager
@@ -185,4 +194,5 @@ def create_app(
     app.state.public_url = public_url
     app.state.keepalive_s = keepalive_s
     app.state.link_page = link_page
+    app.state.facets = list(facets)
     return app

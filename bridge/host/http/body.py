@@ -69,12 +69,8 @@ class LinkBody(ClosedModel):
     ttlMs: int | None = Field(default=None, ge=1000, le=30 * 24 * 3600 * 1000)
 
 
-async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool = True, absent: Any = None) -> Any:
-    """The request's JSON body, or 413/415/400 with a clear envelope.
-
-    An empty body is a 400 when ``required``, else ``absent`` (so an optional body
-    can tell "no body" from a JSON ``null``).
-    """
+async def read_bytes(request: Request, *, limit: int = MAX_BODY) -> bytes:
+    """The request's body, read up to ``limit`` bytes: a larger one is 413 before more is read."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLargeError(f"the request body is larger than {limit} bytes", details={"limit": limit})
@@ -85,7 +81,16 @@ async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool =
         if size > limit:
             raise PayloadTooLargeError(f"the request body is larger than {limit} bytes", details={"limit": limit})
         chunks.append(chunk)
-    raw = b"".join(chunks)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool = True, absent: Any = None) -> Any:
+    """The request's JSON body, or 413/415/400 with a clear envelope.
+
+    An empty body is a 400 when ``required``, else ``absent`` (so an optional body
+    can tell "no body" from a JSON ``null``).
+    """
+    raw = await read_bytes(request, limit=limit)
     if not raw.strip():
         if required:
             raise ValidationError("a JSON request body is required")

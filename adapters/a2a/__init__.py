@@ -1,0 +1,14 @@
+"""The bridge as an A2A 1.0 agent: a workflow is a skill, a run is a task, an open interrupt is
+``TASK_STATE_INPUT_REQUIRED`` and the next message on the task answers it.
+
+The ``a2a-sdk`` serves the JSON-RPC binding (parsing, dispatch, error codes, SSE) and
+its types are the task model; :class:`~adapters.a2a.handler.EngineRequestHandler`
+implements the SDK's request handler over the engine.
+"""
+
+from __future__ import annotations
+
+from adapters.a2a.card import agent_card
+from adapters.a2a.routes import a2a_routes
+
+__all__ = ["a2a_routes", "agent_card"]

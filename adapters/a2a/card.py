@@ -1,0 +1,77 @@
+"""The agent card: one skill per workflow, the JSON-RPC interface, the bearer key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+
+from bridge import Engine, WorkflowDefinition
+
+#: The A2A protocol version served, and the path of the JSON-RPC endpoint.
+PROTOCOL_VERSION = "1.0"
+RPC_PATH = "/a2a"
+CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
+SCHEME = "bearer"
+
+
+def skill(workflow: WorkflowDefinition) -> AgentSkill:
+    """A workflow as a skill: its id, name, description and tags (``workflow`` when it has none)."""
+    meta = workflow.raw.get("metadata") or {}
+    tags = [str(t) for t in meta.get("tags") or [] if str(t)] or ["workflow"]
+    description = str(workflow.raw.get("description") or f"Runs the workflow {workflow.name}.")
+    return AgentSkill(id=workflow.id, name=workflow.name or workflow.id, description=description, tags=tags)
+
+
+def agent_card(engine: Engine, base_url: str, version: str) -> AgentCard:
+    """The public card of the bridge at ``base_url`` (absolute, no trailing slash)."""
+    scheme = SecurityScheme(
+        http_auth_security_scheme=HTTPAuthSecurityScheme(
+            scheme="Bearer", bearer_format="API key", description="An openwop-bridge API key"
+        )
+    )
+    return AgentCard(
+        name="openwop-bridge",
+        description="Workflows that pause for people: a waiting run is an input-required task.",
+        version=version,
+        provider=AgentProvider(organization="openwop-bridge", url=base_url),
+        supported_interfaces=[
+            AgentInterface(url=base_url + RPC_PATH, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION)
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False, extended_agent_card=False),
+        security_schemes={SCHEME: scheme},
+        security_requirements=[SecurityRequirement(schemes={SCHEME: StringList()})],
+        default_input_modes=["application/json", "text/plain"],
+        default_output_modes=["application/json"],
+        skills=[skill(wf) for wf in engine.workflows()],
+    )
+
+
+def a2a_facet(base_url: str) -> dict[str, Any]:
+    """The ``a2a`` block of ``/.well-known/openwop``.
+
+    The document is a v1.1 one, so the block has the v1 capabilities schema's shape
+    (``supported``, ``agentCardUrl`` and the flags); ``streaming`` and
+    ``pushNotifications`` match the card, and ``durableTasks`` is true because a task
+    is its run, read back from the store after any disconnect.
+    """
+    return {
+        "a2a": {
+            "supported": True,
+            "agentCardUrl": base_url + CARD_PATH,
+            "streaming": True,
+            "pushNotifications": False,
+            "durableTasks": True,
+        }
+    }

@@ -1,0 +1,15 @@
+"""``openwop-bridge serve`` plugin: serve every workflow as an A2A skill when ``a2a-sdk`` is installed."""
+
+from __future__ import annotations
+
+from adapters.a2a.card import a2a_facet
+from adapters.a2a.openapi import a2a_openapi
+from adapters.a2a.routes import a2a_routes
+from bridge.host import ServerBuild
+
+
+def install(build: ServerBuild) -> None:
+    """Add the agent card and the JSON-RPC endpoint, document them, and add the ``a2a`` block of discovery."""
+    build.routes.extend(a2a_routes(build.engine))
+    build.discovery.append(a2a_facet)
+    build.openapi.append(a2a_openapi())
