@@ -32,6 +32,7 @@ import logging
 import re
 import secrets
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import orjson
 from starlette.requests import Request
@@ -67,11 +68,34 @@ KEPT_HEADERS = ("content-type", "location")
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def idempotent(endpoint: str, *, anonymous: bool = False) -> Callable[[Handler], Handler]:
+def _invalid_v1() -> BridgeError:
+    return ValidationError("Idempotency-Key must be 1 to 255 printable ASCII characters without spaces")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a major says about ``Idempotency-Key``: its grammar, its scope, what is recorded."""
+
+    #: The grammar a key must match.
+    pattern: re.Pattern[str]
+    #: The error for a key outside the grammar.
+    invalid: Callable[[], BridgeError]
+    #: Whether keys are scoped to the principal as well as the tenant.
+    per_principal: bool
+    #: The refusals (4xx statuses) recorded and replayed besides 2xx.
+    final_refusals: frozenset[int]
+
+
+#: The rules of ``/v1``: keys per caller, refusals a retry may fix handled afresh.
+V1_RULES = Rules(KEY_PATTERN, _invalid_v1, per_principal=True, final_refusals=FINAL_REFUSALS)
+
+
+def idempotent(endpoint: str, *, anonymous: bool = False, rules: Rules = V1_RULES) -> Callable[[Handler], Handler]:
     """Honour ``Idempotency-Key`` on a route; ``endpoint`` names its operation (``POST /v1/runs``).
 
     ``anonymous`` routes (a signed link) also accept callers without credentials;
-    such a caller's keys are scoped to the link it presents.
+    such a caller's keys are scoped to the link it presents. ``rules`` are the
+    major's (:data:`V1_RULES` unless given).
     """
 
     def wrap(handler: Handler) -> Handler:
@@ -81,18 +105,21 @@ def idempotent(endpoint: str, *, anonymous: bool = False) -> Callable[[Handler],
             if key is None:
                 return await handler(request)
             who = optional_principal(request) if anonymous else principal(request)
-            if not KEY_PATTERN.fullmatch(key):
-                raise ValidationError("Idempotency-Key must be 1 to 255 printable ASCII characters without spaces")
+            if not rules.pattern.fullmatch(key):
+                raise rules.invalid()
             raw = await _read_body(request)
             request = _with_body(request, raw)
-            return await _handle(request, handler, _key_id(who, endpoint, key, request), _digest(request, raw))
+            key_id = _key_id(who, endpoint, key, request, per_principal=rules.per_principal)
+            return await _handle(request, handler, key_id, _digest(request, raw), rules.final_refusals)
 
         return guarded
 
     return wrap
 
 
-async def _handle(request: Request, handler: Handler, key_id: str, digest: str) -> Response:
+async def _handle(
+    request: Request, handler: Handler, key_id: str, digest: str, final_refusals: frozenset[int]
+) -> Response:
     ledger = engine(request).idempotency
     owner = secrets.token_hex(8)
     found = await ledger.begin(key_id, digest, owner, lease_ms=IN_FLIGHT_LEASE_MS)
@@ -101,7 +128,7 @@ async def _handle(request: Request, handler: Handler, key_id: str, digest: str) 
     try:
         response = await handler(request)
     except BridgeError as exc:
-        if exc.status in FINAL_REFUSALS:
+        if exc.status in final_refusals:
             await _finish(request, key_id, owner, exc.status, {"content-type": "application/json"}, exc.envelope())
         else:
             await ledger.release(key_id, owner)
@@ -110,7 +137,7 @@ async def _handle(request: Request, handler: Handler, key_id: str, digest: str) 
         await ledger.release(key_id, owner)
         raise
     # A cancelled request (BaseException) keeps its key pending: its effect may have committed.
-    if 200 <= response.status_code < 300 or response.status_code in FINAL_REFUSALS:
+    if 200 <= response.status_code < 300 or response.status_code in final_refusals:
         kept = {name: response.headers[name] for name in KEPT_HEADERS if name in response.headers}
         await _finish(request, key_id, owner, response.status_code, kept, bytes(response.body).decode("utf-8"))
     else:
@@ -145,9 +172,9 @@ def _answer_for(found: IdempotencyRecord, digest: str) -> Response:
     return Response((found.body or "").encode("utf-8"), status_code=found.status, headers=headers)
 
 
-def _key_id(who: Principal | None, endpoint: str, key: str, request: Request) -> str:
+def _key_id(who: Principal | None, endpoint: str, key: str, request: Request, *, per_principal: bool) -> str:
     if who is not None:
-        scope = [who.tenant, who.id]
+        scope = [who.tenant, who.id if per_principal else ""]
     else:
         token = str(request.path_params.get("token", ""))
         scope = ["", "link:" + hashlib.sha256(token.encode("utf-8")).hexdigest()]

@@ -33,7 +33,7 @@ def link(base_url: str, token: str) -> str:
 
 
 def interrupt(view: dict[str, Any], tenant: str, base_url: str) -> dict[str, Any]:
-    """An interrupt view under v2: bound ids, the token in the ``ow2`` grammar."""
+    """An interrupt view under v2: bound ids, its token and links in the ``ow2`` grammar at root paths."""
     out = dict(view)
     if "runId" in out:
         out["runId"] = ids.bind(tenant, out["runId"])
@@ -43,6 +43,9 @@ def interrupt(view: dict[str, Any], tenant: str, base_url: str) -> dict[str, Any
     if isinstance(token, str):
         out["interruptToken"] = tokens.to_v2(token)
         out["callbackUrl"] = link(base_url, out["interruptToken"])
+    inspect = out.get("inspectUrl")
+    if isinstance(inspect, str) and "/v1/interrupts/" in inspect:
+        out["inspectUrl"] = link(base_url, tokens.to_v2(inspect.rsplit("/", 1)[1]))
     return out
 
 

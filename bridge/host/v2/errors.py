@@ -46,6 +46,13 @@ class RunTerminalError(BridgeError):
     status = 409
 
 
+class DedupUnsupportedError(BridgeError):
+    """422: ``OpenWOP-Dedup`` on create; the engine keeps no claim on ``(tenantId, scopeId)``."""
+
+    code = "capability_not_provided"
+    status = 422
+
+
 _FORBIDDEN_DETAILS = ("retryAfter", "retryAfterMs", "retryAfterSeconds")
 VERSION = "2.0"
 

@@ -25,12 +25,15 @@ from bridge.host.http.deps import PAGE_LIMIT, base_url, engine, int_param, optio
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
 from bridge.host.v2 import documents, events, ids, tokens
-from bridge.host.v2.errors import RunTerminalError, v2_route
+from bridge.host.v2.errors import DedupUnsupportedError, RunTerminalError, v2_route
+from bridge.host.v2.idempotency import RULES
 from bridge.runtime.engine import Engine
 
 #: ``afterSequence`` and ``timeout`` (seconds) of the v2 long poll (events.md §Poll).
 AFTER_SEQUENCE = {"low": 0, "high": 2**62}
 POLL_TIMEOUT_S = {"low": 1, "high": 60}
+#: Run dedup by ``(tenantId, scopeId)`` (runs.md §Create), which this host does not offer.
+DEDUP_HEADER = "openwop-dedup"
 
 
 async def _run(request: Request, who: Principal) -> tuple[str, str]:
@@ -48,10 +51,15 @@ def _created(request: Request, run_id: str, tenant: str, status: str, **extra: A
 
 
 @v2_route
-@idempotent("POST /runs")
+@idempotent("POST /runs", rules=RULES)
 async def create_run(request: Request) -> Response:
-    """``POST /runs``."""
+    """``POST /runs``; ``OpenWOP-Dedup`` is refused (:class:`DedupUnsupportedError`)."""
     who = principal(request)
+    if DEDUP_HEADER in request.headers:
+        raise DedupUnsupportedError(
+            "this host does not deduplicate runs by scopeId; send the request without OpenWOP-Dedup",
+            details={"header": "OpenWOP-Dedup", "capability": "dedup"},
+        )
     body = parse(CreateRunBody, await read_json(request))
     run = await engine(request).create_run(
         who,
@@ -96,7 +104,7 @@ async def get_run(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /runs/{runId}/cancel")
+@idempotent("POST /runs/{runId}/cancel", rules=RULES)
 async def cancel_run(request: Request) -> Response:
     """``POST /runs/{runId}/cancel``."""
     who = principal(request)
@@ -110,7 +118,7 @@ async def cancel_run(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /runs/{runId}:fork")
+@idempotent("POST /runs/{runId}:fork", rules=RULES)
 async def fork_run(request: Request) -> Response:
     """``POST /runs/{runId}:fork``."""
     who = principal(request)
@@ -190,7 +198,7 @@ async def poll_events(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /runs/{runId}/interrupts/{nodeId}")
+@idempotent("POST /runs/{runId}/interrupts/{nodeId}", rules=RULES)
 async def resolve(request: Request) -> Response:
     """``POST /runs/{runId}/interrupts/{nodeId} {resumeValue}``."""
     who = principal(request)
@@ -238,7 +246,7 @@ async def inspect_token(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /interrupts/{token}", anonymous=True)
+@idempotent("POST /interrupts/{token}", anonymous=True, rules=RULES)
 async def resolve_token(request: Request) -> Response:
     """``POST /interrupts/{token} {resumeValue}``."""
     who = optional_principal(request)
