@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from bridge.runtime.config import EngineConfig
 from bridge.runtime.engine import Engine
 from bridge.runtime.telemetry import configure_logging
 from bridge.store import open_store
+from bridge.store.base import Store
 
 log = logging.getLogger("bridge.host.cli")
 
@@ -93,8 +94,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=ENGINE_VERSION)
     sub = parser.add_subparsers(dest="command", required=True)
-
     serve = sub.add_parser("serve", help="start the HTTP host")
+    _add_source_arguments(serve)
+    _add_access_arguments(serve)
+    _add_feature_arguments(serve)
+    _add_limit_arguments(serve)
+    keys = sub.add_parser("keys", help="manage interrupt-link signing keys in the database")
+    keys.add_argument("action", choices=["list", "rotate", "retire"])
+    keys.add_argument("--db", default=_env("DB", "./openwop-bridge.db"))
+    keys.add_argument("--kid", help="key id (for retire)")
+
+    from bench import add_arguments as add_bench_arguments
+
+    add_bench_arguments(sub.add_parser("bench", help="benchmarks side by side with peers, printed as a table"))
+    return parser
+
+
+def _add_source_arguments(serve: argparse.ArgumentParser) -> None:
+    """``serve``: where to listen, the database, and the workflows to load."""
     serve.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=int(_env("PORT", "8000") or 8000), help="port (default 8000)")
     serve.add_argument(
@@ -119,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID=module:attr",
         help="serve a compiled LangGraph graph as workflow ID (repeatable)",
     )
+
+
+def _add_access_arguments(serve: argparse.ArgumentParser) -> None:
+    """``serve``: API keys, link signing secrets, and the names the host answers to."""
     serve.add_argument(
         "--api-key",
         action="append",
@@ -144,6 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="also answer requests for this host name (repeatable; '*.example.com' for subdomains, '*' for any); "
         "always: localhost, 127.0.0.1, ::1, the --host address and the --public-url host",
     )
+
+
+def _add_feature_arguments(serve: argparse.ArgumentParser) -> None:
+    """``serve``: the primitives and surfaces switched on, and the escalation threshold."""
     serve.add_argument(
         "--no-conversation",
         action="store_true",
@@ -160,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not serve the operator inbox (/ui/) or the signed-link page",
     )
     serve.add_argument("--escalation-threshold", type=float, default=float(_env("ESCALATION_THRESHOLD", "0.7") or 0.7))
+
+
+def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
+    """``serve``: leases, idempotency retention, request header limits, and logging."""
     serve.add_argument(
         "--lease-ms",
         type=_lease_ms,
@@ -194,16 +223,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
     serve.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"))
-
-    keys = sub.add_parser("keys", help="manage interrupt-link signing keys in the database")
-    keys.add_argument("action", choices=["list", "rotate", "retire"])
-    keys.add_argument("--db", default=_env("DB", "./openwop-bridge.db"))
-    keys.add_argument("--kid", help="key id (for retire)")
-
-    from bench import add_arguments as add_bench_arguments
-
-    add_bench_arguments(sub.add_parser("bench", help="benchmarks side by side with peers, printed as a table"))
-    return parser
 
 
 def _load_keys(args: argparse.Namespace) -> list[ApiKey]:
@@ -240,57 +259,13 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         ),
         token_secrets=secrets,
     )
-    build = ServerBuild(engine=engine, db=args.db, options={"graph": list(args.graph), "no_agui": args.no_agui})
-    for name, install in plugins.installed():
-        log.debug("installing plugin %s", name)
-        install(build)
-    if args.graph and "graph" not in build.claimed:
-        raise BridgeError("--graph needs the LangGraph adapter: pip install 'openwop-bridge[langgraph]'")
-    workflows: list[WorkflowDefinition] = [] if args.no_demo else demo_workflows()
-    for folder in args.workflows:
-        workflows += load_workflow_dir(folder)
-    for wf in [*workflows, *build.workflows]:
-        engine.add_workflow(wf)
+    build = _install(engine, args)
     keys = _load_keys(args)
     ring = KeyRing(keys)
     dev: dict[str, str] = {}
-
-    async def ensure_dev_key() -> None:
-        if keys:
-            return
-        stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
-        if stored is None:
-            candidate, _ = generate_dev_key()
-            # Instances starting together on a new database agree on the first key written.
-            if await store.kv_put(DEV_KEY_NAMESPACE, "key", candidate, engine.clock.now_ms(), only_if_absent=True):
-                stored = candidate
-            else:
-                stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
-        ring.add(make_key(str(stored), principal="dev", scopes=["*"], roles=["admin"]))
-        dev["key"] = str(stored)
-
+    ensure_dev_key = _dev_key_starter(store, engine, ring, keys, dev)
     routes = list(build.routes)
-
-    def banner() -> None:
-        url = args.public_url or f"http://{args.host}:{args.port}"
-        lines = [
-            f"openwop-bridge {ENGINE_VERSION.split('/')[1]} serving on {url}",
-            f"  OpenWOP  : v1 at {url.rstrip('/')}/v1, v2 at {url.rstrip('/')}/ (OpenWOP-Version: 2)",
-            f"  database : {getattr(store, 'display_url', args.db)}",
-            f"  workflows: {', '.join(wf.id for wf in engine.workflows()) or '(none)'}",
-        ]
-        if dev.get("key"):
-            lines += [
-                f"  dev API key (every scope, tenant 'default'): {dev['key']}",
-                f"  try: curl -s -H 'Authorization: Bearer {dev['key']}' {url}/v1/workflows",
-            ]
-        else:
-            lines.append(f"  API keys : {len(ring)} configured")
-        if any(getattr(r, "path", "").startswith("/agui") for r in routes):
-            lines.append(f"  AG-UI    : {url}/agui/<workflowId>")
-        if not args.no_ui:
-            lines.append(f"  inbox    : {url}/ui/")
-        print("\n".join(lines), flush=True)
+    banner = _banner(args, store, engine, ring, dev, routes)
 
     from bridge.host import web
     from bridge.host.http import create_app
@@ -313,6 +288,73 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         allowed_hosts=allowed_hosts(args),
     )
     return app, engine, ring, banner
+
+
+def _install(engine: Engine, args: argparse.Namespace) -> ServerBuild:
+    """Install the plugins, then give the engine the demo, folder and plugin workflows."""
+    build = ServerBuild(engine=engine, db=args.db, options={"graph": list(args.graph), "no_agui": args.no_agui})
+    for name, install in plugins.installed():
+        log.debug("installing plugin %s", name)
+        install(build)
+    if args.graph and "graph" not in build.claimed:
+        raise BridgeError("--graph needs the LangGraph adapter: pip install 'openwop-bridge[langgraph]'")
+    workflows: list[WorkflowDefinition] = [] if args.no_demo else demo_workflows()
+    for folder in args.workflows:
+        workflows += load_workflow_dir(folder)
+    for wf in [*workflows, *build.workflows]:
+        engine.add_workflow(wf)
+    return build
+
+
+def _dev_key_starter(
+    store: Store, engine: Engine, ring: KeyRing, keys: list[ApiKey], dev: dict[str, str]
+) -> Callable[[], Awaitable[None]]:
+    """A startup step that, when no key is configured, adds the database's dev key (written once) to ``ring``."""
+
+    async def ensure_dev_key() -> None:
+        if keys:
+            return
+        stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
+        if stored is None:
+            candidate, _ = generate_dev_key()
+            # Instances starting together on a new database agree on the first key written.
+            if await store.kv_put(DEV_KEY_NAMESPACE, "key", candidate, engine.clock.now_ms(), only_if_absent=True):
+                stored = candidate
+            else:
+                stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
+        ring.add(make_key(str(stored), principal="dev", scopes=["*"], roles=["admin"]))
+        dev["key"] = str(stored)
+
+    return ensure_dev_key
+
+
+def _banner(
+    args: argparse.Namespace, store: Store, engine: Engine, ring: KeyRing, dev: dict[str, str], routes: list[Any]
+) -> Callable[[], None]:
+    """What ``serve`` prints once it is up (``routes``: the served extra routes, read when it prints)."""
+
+    def banner() -> None:
+        url = args.public_url or f"http://{args.host}:{args.port}"
+        lines = [
+            f"openwop-bridge {ENGINE_VERSION.split('/')[1]} serving on {url}",
+            f"  OpenWOP  : v1 at {url.rstrip('/')}/v1, v2 at {url.rstrip('/')}/ (OpenWOP-Version: 2)",
+            f"  database : {getattr(store, 'display_url', args.db)}",
+            f"  workflows: {', '.join(wf.id for wf in engine.workflows()) or '(none)'}",
+        ]
+        if dev.get("key"):
+            lines += [
+                f"  dev API key (every scope, tenant 'default'): {dev['key']}",
+                f"  try: curl -s -H 'Authorization: Bearer {dev['key']}' {url}/v1/workflows",
+            ]
+        else:
+            lines.append(f"  API keys : {len(ring)} configured")
+        if any(getattr(r, "path", "").startswith("/agui") for r in routes):
+            lines.append(f"  AG-UI    : {url}/agui/<workflowId>")
+        if not args.no_ui:
+            lines.append(f"  inbox    : {url}/ui/")
+        print("\n".join(lines), flush=True)
+
+    return banner
 
 
 async def _async(fn: Callable[[], None]) -> None:

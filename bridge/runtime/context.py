@@ -11,6 +11,8 @@ twice. Recovery after a crash is the same path.
 
 Node code gets time, ids and side effects only through this object
 (``ctx.now_ms``, ``ctx.step``) so that re-execution gives the same answers.
+How a request finds its identity, and a replay fork its source's answer, is in
+:mod:`bridge.runtime.requests`.
 """
 
 from __future__ import annotations
@@ -23,15 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from bridge.core import kinds
 from bridge.core.errors import (
-    CapabilityRefusedError,
-    InterruptCancelledError,
     ReplayDivergedError,
-    ValidationError,
 )
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord
 from bridge.core.workflow import NodeSpec, WorkflowDefinition, thaw
 from bridge.runtime.activation import Activation, InterruptHandle, Suspend
+from bridge.runtime.requests import Instant, InterruptRequests, RequestHost
 
 if TYPE_CHECKING:
     from bridge.runtime.conversation import Conversation
@@ -43,24 +43,11 @@ STEP_EVENT = "bridge.step.recorded"
 ONCE_BASE = 1_000_000
 
 
-class ContextHost(Protocol):
+class ContextHost(RequestHost, Protocol):
     """What a context needs from the executor that created it."""
 
     default_threshold: float
-    conversation_enabled: bool
     workflow: WorkflowDefinition
-
-    def clock_now_ms(self) -> int:
-        """The current time in epoch milliseconds."""
-
-    def new_id(self, prefix: str) -> str:
-        """A new unique id."""
-
-    async def find_key(self, key: str) -> InterruptRecord | None:
-        """An interrupt of this run with ``key`` raised by another node, if any."""
-
-    async def source_interrupt(self, exec_node: str, visit: int, ordinal: int) -> InterruptRecord | None:
-        """In a replay fork: the source run's interrupt at the same place."""
 
     async def source_history(self, exec_node: str, visit: int) -> list[dict[str, Any]]:
         """In a replay fork: the source run's command events of this activation."""
@@ -115,16 +102,26 @@ class NodeContext:
         self.cancelling = cancelling
         #: Status, outputs and error of the nodes feeding this one (by node id).
         self.upstream: dict[str, Mapping[str, Any]] = dict(upstream or {})
-        self._int_base = int_base
         self._child_base = child_base
-        self._by_key: dict[str, InterruptRecord] = {r.key: r for r in known}
-        self._by_slot: dict[tuple[int, int], InterruptRecord] = {(r.visit, r.ordinal): r for r in known}
         self._history = list(history)
         self._once_seen = {(d["type"], d.get("payload", {}).get("_once")) for d in once_history}
         self._once_count = len(once_history)
-        self._replaying_fork = replaying_fork
         self.activation = Activation()
         self._cmd = 0
+        self._requests = InterruptRequests(
+            host,
+            self.activation,
+            self._draft,
+            run_id=run_id,
+            tenant=tenant,
+            workflow_id=workflow_id,
+            node_id=node.id,
+            visit=visit,
+            int_base=int_base,
+            known=known,
+            replaying_fork=replaying_fork,
+            cancelling=cancelling,
+        )
 
     # --- identity ----------------------------------------------------------------
 
@@ -218,11 +215,11 @@ class NodeContext:
 
     def known_interrupts(self) -> list[InterruptRecord]:
         """Interrupts this node raised earlier in the run (as loaded for this execution)."""
-        return list(self._by_key.values())
+        return self._requests.known()
 
     async def lookup_key(self, key: str) -> InterruptRecord | None:
         """The interrupt of this run with ``key``, if one was raised."""
-        return self._by_key.get(key) or await self._host.find_key(key)
+        return await self._requests.lookup_key(key)
 
     def log(self, level: str, message: str, **fields: Any) -> None:
         """Log through the run: ``warn``/``error`` also become ``log.appended`` events.
@@ -299,20 +296,13 @@ class NodeContext:
 
     # --- interrupts --------------------------------------------------------------
 
-    def _address(self, address: str | None) -> str:
-        if address is None:
-            return self.node_id
-        if not address or any(c in address for c in "/?#% "):
-            raise ValidationError("an interrupt address may not contain '/', '?', '#', '%' or spaces")
-        return f"{self.node_id}:{address}"
-
     async def request(
         self,
         payload: Mapping[str, Any],
         *,
         address: str | None = None,
         extra: Mapping[str, Any] | None = None,
-        instant: Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]] | None = None,
+        instant: Instant | None = None,
     ) -> InterruptHandle:
         """Register an interrupt without suspending; return its handle.
 
@@ -321,153 +311,19 @@ class NodeContext:
         the interrupt its own ``nodeId`` (``<node>:<address>``) when one node holds
         several at once. ``extra`` adds fields to ``node.suspended``.
         """
-        ordinal = self.activation.ordinals
-        self.activation.ordinals += 1
-        default_key = f"{self.run_id}:{self.node_id}:{self._int_base + ordinal}"
-        slot = self._by_slot.get((self.visit, ordinal))
-        known_key = kinds.payload_key(payload, default_key)
-        if slot is not None and slot.key == known_key and known_key in self._by_key:
-            # Replaying a request this activation already made: the payload was checked
-            # when it was first raised, and checking every earlier turn again on each
-            # re-execution would make a long conversation slower with every turn.
-            return self._known(self._by_key[known_key])
-        p = kinds.normalize_payload(payload, default_key)
-        if p["kind"] in kinds.CONVERSATION_KINDS and not self._host.conversation_enabled:
-            raise CapabilityRefusedError(
-                "conversationPrimitive",
-                f"node {self.node_id!r} opened a conversation, which this host does not offer "
-                "(declare it with conversation=True to have such workflows refused at run creation)",
-            )
-        key = p["key"]
-        # Explicit keys carry their identity; the place check guards code that relies on order.
-        if slot is not None and slot.key != key and key == default_key:
-            raise ReplayDivergedError(
-                f"node {self.node_id!r} asked for interrupt {key!r} where its history has {slot.key!r}",
-                details={"nodeId": self.node_id, "ordinal": ordinal},
-            )
-        record = self._by_key.get(key)
-        if record is None and key != default_key:
-            record = await self._host.find_key(key)
-        if record is None and self._replaying_fork:
-            record = await self._replay_from_source(p, ordinal, address, extra)
-        if record is None and self.cancelling:
-            raise InterruptCancelledError("the run is being cancelled", reason="run-cancelled")
-        if record is not None:
-            return self._known(record)
-        return InterruptHandle(self._new_record(p, ordinal, address, extra, instant))
-
-    def _known(self, record: InterruptRecord) -> InterruptHandle:
-        """The handle of an interrupt the run already holds (marking a settled one consumed)."""
-        if not record.open and not record.consumed:
-            self.activation.consumed.append(record.interrupt_id)
-            record.consumed = True  # taken now; the next commit records it
-        return InterruptHandle(record)
-
-    def _new_record(
-        self,
-        p: dict[str, Any],
-        ordinal: int,
-        address: str | None,
-        extra: Mapping[str, Any] | None,
-        instant: Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]] | None,
-        *,
-        copied_from: InterruptRecord | None = None,
-    ) -> InterruptRecord:
-        now = self._host.clock_now_ms()
-        wire_node = self._address(address)
-        timeout = p.get("timeoutMs")
-        record = InterruptRecord(
-            interrupt_id=self._host.new_id("int"),
-            run_id=self.run_id,
-            tenant=self.tenant,
-            workflow_id=self.workflow_id,
-            node_id=wire_node,
-            exec_node=self.node_id,
-            visit=self.visit,
-            ordinal=ordinal,
-            key=p["key"],
-            kind=p["kind"],
-            status="pending",
-            payload=p,
-            requested_at_ms=now,
-            deadline_ms=now + timeout if timeout else None,
-            state=dict(extra.get("state", {})) if extra else {},
-        )
-        requested = self._draft("interrupt.requested", p, node_id=wire_node)
-        record.requested_event_id = requested.event_id
-        suspended_payload: dict[str, Any] = {
-            "nodeId": wire_node,
-            "interruptId": record.interrupt_id,
-            "kind": p["kind"],
-            "key": p["key"],
-            "reason": kinds.kind_of(p["kind"]).suspend_reason,
-        }
-        if extra:
-            suspended_payload.update({k: v for k, v in extra.items() if k != "state"})
-        suspended = self._draft("node.suspended", suspended_payload, node_id=wire_node, causation=requested.event_id)
-        record.state["suspendedEventId"] = suspended.event_id
-        if copied_from is not None:
-            self._settle_copy(record, copied_from)
-        elif instant is not None:
-            resolution, more = instant(record)
-            resolution["emitted"] = [{"type": d.type, "payload": d.payload, "nodeId": d.node_id} for d in more]
-            record.status = "resolved"
-            record.resolution = resolution
-            record.resolved_at_ms = now
-            record.consumed = True
-            self.activation.drafts.extend(more)
-        self.activation.new_interrupts.append(record)
-        self._by_key[record.key] = record
-        self._by_slot[(self.visit, ordinal)] = record
-        return record
-
-    async def _replay_from_source(
-        self, p: dict[str, Any], ordinal: int, address: str | None, extra: Mapping[str, Any] | None
-    ) -> InterruptRecord | None:
-        source = await self._host.source_interrupt(self.node_id, self.visit, ordinal)
-        if source is None:
-            return None
-        if source.kind != p["kind"] or _comparable(source.payload) != _comparable(p):
-            raise ReplayDivergedError(
-                f"node {self.node_id!r} asked for a different interrupt than the source run at ordinal {ordinal}",
-                details={"nodeId": self.node_id, "ordinal": ordinal, "sourceKey": source.key},
-            )
-        extra_copy: dict[str, Any] = dict(extra or {})
-        extra_copy["state"] = {k: v for k, v in source.state.items() if k != "suspendedEventId"}
-        for name in ("promptTurn", "turn"):
-            if name in extra_copy and name in source.state:
-                extra_copy[name] = source.state[name]
-        return self._new_record(p, ordinal, address, extra_copy, None, copied_from=source)
-
-    def _settle_copy(self, record: InterruptRecord, source: InterruptRecord) -> None:
-        """A replay fork takes the source's answer instead of asking anyone."""
-        if source.open:
-            return
-        now = self._host.clock_now_ms()
-        record.status = source.status
-        record.resolution = dict(source.resolution or {})
-        record.resolved_at_ms = now
-        record.consumed = True
-        for event in (source.resolution or {}).get("emitted", []):
-            payload = event["payload"]
-            if isinstance(payload, dict) and "interruptId" in payload:
-                payload = {**payload, "interruptId": record.interrupt_id}
-            causation = record.state.get("suspendedEventId") if event["type"] == "conversation.opened" else None
-            self._draft(event["type"], payload, node_id=event.get("nodeId", record.node_id), causation=causation)
+        return await self._requests.request(payload, address=address, extra=extra, instant=instant)
 
     def peek_next(self) -> InterruptRecord | None:
         """The interrupt the next :meth:`request` of this activation will return, if it exists."""
-        return self._by_slot.get((self.visit, self.activation.ordinals))
+        return self._requests.peek_next()
 
     async def source_for_next(self) -> InterruptRecord | None:
         """In a replay fork: the source run's interrupt at the next request's place."""
-        if not self._replaying_fork:
-            return None
-        return await self._host.source_interrupt(self.node_id, self.visit, self.activation.ordinals)
+        return await self._requests.source_for_next()
 
     def next_interrupt_number(self) -> int:
         """The run-wide counter the next auto key of this node will use."""
-        return self._int_base + self.activation.ordinals
+        return self._requests.next_interrupt_number()
 
     def wait_any(self, handles: Sequence[InterruptHandle]) -> None:
         """Return if any handle is settled; otherwise suspend the node on all of them."""
@@ -579,8 +435,3 @@ class NodeContext:
         if status in ("completed", "failed", "cancelled"):
             return status, summary
         raise Suspend([f"child:{child_id}"])
-
-
-def _comparable(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """An interrupt payload without its run-specific parts (key, remaining time)."""
-    return {k: v for k, v in payload.items() if k not in ("key", "timeoutMs")}

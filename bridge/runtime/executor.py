@@ -6,8 +6,9 @@ new state, and commits that as one transaction fenced by its ``epoch``. When
 every live branch is suspended it releases the run — only if nothing woke it
 meanwhile — and exits: a suspended run holds no coroutine, no task, no memory.
 
-Outcomes are applied in :meth:`RunExecutor._apply`, the only place the run's
-state changes; graph decisions come from :mod:`bridge.core.graph`.
+Outcomes are applied by the executor's :class:`~bridge.runtime.step.Step`, the
+only place the run's state changes after a node settles; a node activation is
+started with the helpers of :mod:`bridge.runtime.launch`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from bridge.core import graph, kinds, run_state
+from bridge.core import run_state
 from bridge.core.clock import Clock
 from bridge.core.errors import (
     BridgeError,
@@ -27,11 +28,13 @@ from bridge.core.errors import (
 )
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
-from bridge.core.workflow import WorkflowDefinition, resolve_inputs
-from bridge.runtime.activation import Activation, Suspend
+from bridge.core.workflow import WorkflowDefinition
+from bridge.runtime import launch
+from bridge.runtime.activation import Suspend
 from bridge.runtime.context import NodeContext
 from bridge.runtime.nodes.base import NodeRegistry
 from bridge.runtime.outcome import Outcome, run_node
+from bridge.runtime.step import Step
 from bridge.store.base import ChildStart, CommitResult, RunCommit, Store
 
 log = logging.getLogger("bridge.runtime.executor")
@@ -95,16 +98,9 @@ class RunExecutor:
         self._recheck = False
         self._claimed: RunRecord | None = None
         self._lock = asyncio.Lock()
-        self._pending: list[EventDraft] = []
-        self._new_interrupts: list[InterruptRecord] = []
-        self._consume: list[str] = []
-        self._close: dict[str, str] = {}
-        self._children: list[ChildStart] = []
+        self.step = Step(engine.clock)
         self._rerun: dict[str, list[InterruptRecord]] = {}
         self._cancel: dict[str, Any] | None = None
-        self._failure: dict[str, Any] | None = None
-        self._node_cancelled: dict[str, Any] | None = None
-        self._diverged: dict[str, Any] | None = None
         self.default_threshold = engine.default_threshold
         self.conversation_enabled = engine.conversation_enabled
         self._transient: tuple[type[BaseException], ...] = engine.store.transient_errors
@@ -137,7 +133,7 @@ class RunExecutor:
 
     async def flush(self, ctx: NodeContext) -> None:
         async with self._lock:
-            self._take(ctx)
+            self.step.take(self.state, ctx)
             await self._commit()
 
     async def start_child(self, ctx: NodeContext, workflow_id: str, inputs: Mapping[str, Any], ordinal: int) -> str:
@@ -147,8 +143,8 @@ class RunExecutor:
         async with self._lock:
             assert self.run is not None
             child, events = self.engine.prepare_child(self.run, ctx, workflow_id, inputs, ordinal)
-            self._children.append(ChildStart(child, events))
-            self._take(ctx)
+            self.step.children.append(ChildStart(child, events))
+            self.step.take(self.state, ctx)
             await self._commit()
         self.engine.dispatch(child.run_id)
         return child.run_id
@@ -212,7 +208,7 @@ class RunExecutor:
             if self._cancel is not None:
                 await self._cancel_run()
                 return
-            if self._failure is not None or self._node_cancelled is not None or self._diverged is not None:
+            if self.step.ending:
                 await self._stop_tasks()
                 await self._finish()
                 return
@@ -234,7 +230,7 @@ class RunExecutor:
 
     async def _wait(self) -> None:
         waker = asyncio.ensure_future(self._wake.wait())
-        timeout = FLUSH_AFTER_S if self._pending else None
+        timeout = FLUSH_AFTER_S if self.step.events else None
         done, _ = await asyncio.wait([*self.tasks, waker], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if not waker.done():
             waker.cancel()
@@ -245,10 +241,10 @@ class RunExecutor:
                 for task in finished:
                     self.tasks.pop(task)
                     outcomes.append(task.result())
-                self._apply(outcomes)
+                self.step.apply(self.state, self.workflow, outcomes, self._source_run or self.run_id)
             # Commit now only while other branches keep running; otherwise the
             # drive loop folds these events into its release or final commit.
-            if self.tasks and self._pending and (finished or not self._wake.is_set()):
+            if self.tasks and self.step.events and (finished or not self._wake.is_set()):
                 await self._commit()
 
     async def _stop_tasks(self) -> None:
@@ -283,7 +279,7 @@ class RunExecutor:
             if ns.get("status") == "suspended" and ns.get("visit") == rec.visit and rec.interrupt_id in waits:
                 self._rerun.setdefault(rec.exec_node, []).append(rec)
             elif ns.get("status") != "suspended":
-                self._consume.append(rec.interrupt_id)
+                self.step.consume.append(rec.interrupt_id)
         for node_id, ns in nodes.items():
             if ns.get("status") != "suspended" or node_id in running or node_id in self._rerun:
                 continue
@@ -312,213 +308,35 @@ class RunExecutor:
         """Start (or resume, or replay to cancel) a node's activation; returns its context."""
         assert self.run is not None
         now = self.clock_now_ms()
-        ns, fresh = self._activate(node_id, resumed, cancelling, now)
-        known = (
-            await self._known_interrupts(node_id, ns) if not fresh or ns.get("ints", 0) > ns.get("intBase", 0) else []
+        ns, fresh, drafts = launch.activate(
+            self.state, self.workflow, node_id, resumed=resumed, cancelling=cancelling, now=now, draft=self.step.draft
         )
-        history, once = await self._recorded_history(node_id, ns)
-        ctx = self._context(node_id, ns, now, known=known, history=history, once=once, cancelling=cancelling)
+        self.step.events.extend(drafts)
+        known = []
+        if not fresh or ns.get("ints", 0) > ns.get("intBase", 0):
+            known = await launch.known_interrupts(self.store, self.run_id, node_id, self.step.consume)
+        history, once = await launch.recorded_history(self.store, self.run_id, node_id, ns, self._source_run)
+        ctx = launch.node_context(
+            self,
+            self.run,
+            self.state,
+            node_id,
+            ns,
+            now,
+            known=known,
+            history=history,
+            once=once,
+            cancelling=cancelling,
+            replaying_fork=self._source_run is not None,
+        )
         if not cancelling:
             task = asyncio.create_task(self._execute(ctx), name=f"node:{self.run_id}:{node_id}")
             self.tasks[task] = ctx
         return ctx
 
-    def _activate(
-        self, node_id: str, resumed: list[InterruptRecord] | None, cancelling: bool, now: int
-    ) -> tuple[dict[str, Any], bool]:
-        """Mark the node running: a fresh visit (``node.started``) or a resumed one (``node.resumed``)."""
-        nodes = self.state["nodes"]
-        ns = nodes.get(node_id)
-        fresh = not resumed and not cancelling and (ns is None or ns.get("status") not in ("suspended", "running"))
-        if fresh:
-            previous = ns or {}
-            visit = previous.get("visit", -1) + 1
-            ns = {
-                "status": "running",
-                "visit": visit,
-                "intBase": previous.get("ints", 0),
-                "ints": previous.get("ints", 0),
-                "childBase": previous.get("children", 0),
-                "children": previous.get("children", 0),
-                "emitted": 0,
-                "startedAt": now,
-            }
-            nodes[node_id] = ns
-            self.state["executions"] = self.state.get("executions", 0) + 1
-            type_id = self.workflow.nodes[node_id].type_id
-            payload = {"nodeId": node_id, "typeId": type_id, "attempt": 0, "visit": visit}
-            self._pending.append(self._draft("node.started", payload, node_id))
-            return ns, True
-        assert ns is not None
-        ns["status"] = "running"
-        for rec in resumed or []:
-            if rec.status == "resolved":
-                value = (rec.resolution or {}).get("resumeValue")
-                payload = {"nodeId": node_id, "interruptId": rec.interrupt_id, "resumeValue": value}
-                self._pending.append(self._draft("node.resumed", payload, node_id))
-        return ns, False
-
-    async def _known_interrupts(self, node_id: str, ns: dict[str, Any]) -> list[InterruptRecord]:
-        """The node's interrupts so far, marking those an earlier activation consumed."""
-        known = await self.store.node_interrupts(self.run_id, node_id)
-        for record in known:
-            # Consumed by an earlier activation whose commit is still to come.
-            record.consumed = record.consumed or record.interrupt_id in self._consume
-        return known
-
-    async def _recorded_history(
-        self, node_id: str, ns: dict[str, Any]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The commands this visit already recorded (positional, then emit-once), or a replayed source's."""
-        if ns.get("emitted", 0) > 0 or ns.get("once", 0) > 0:
-            # Ordered by command number: positional commands first, then the emit-once range.
-            recorded = await self.store.activation_events(self.run_id, node_id, ns["visit"])
-            return recorded[: ns.get("emitted", 0)], recorded[ns.get("emitted", 0) :]
-        if self._source_run is not None:
-            return await self.source_history(node_id, ns["visit"]), []
-        return [], []
-
-    def _context(
-        self,
-        node_id: str,
-        ns: dict[str, Any],
-        now: int,
-        *,
-        known: list[InterruptRecord],
-        history: list[dict[str, Any]],
-        once: list[dict[str, Any]],
-        cancelling: bool,
-    ) -> NodeContext:
-        """The context a node activation runs in: its inputs, variables, upstream results and history."""
-        assert self.run is not None
-        node = self.workflow.nodes[node_id]
-        nodes = self.state["nodes"]
-        outputs = {k: v.get("outputs", {}) for k, v in nodes.items() if v.get("status") == "completed"}
-        variables = self.state.get("variables", {})
-        upstream = {
-            e.source: {k: v for k, v in nodes.get(e.source, {}).items() if k in ("status", "outputs", "error")}
-            for e in self.workflow.incoming.get(node_id, ())
-        }
-        return NodeContext(
-            self,
-            run_id=self.run_id,
-            tenant=self.run.tenant,
-            workflow_id=self.run.workflow_id,
-            node=node,
-            visit=ns["visit"],
-            int_base=ns.get("intBase", 0),
-            child_base=ns.get("childBase", 0),
-            inputs=resolve_inputs(node, variables, outputs),
-            variables=variables,
-            configurable=self.run.spec.get("configurable") or {},
-            known=known,
-            history=history,
-            once_history=once,
-            started_at_ms=ns.get("startedAt", now),
-            replaying_fork=self._source_run is not None,
-            cancelling=cancelling,
-            upstream=upstream,
-        )
-
     async def _execute(self, ctx: NodeContext) -> Outcome:
         node_type = self.engine.node_types.get(ctx.node.type_id)
         return await run_node(node_type, ctx, self.engine.clock.now_ms, self._transient)
-
-    # --- applying outcomes (the one place state changes) ---------------------------------
-
-    def _draft(self, type_: str, payload: Any, node_id: str | None = None) -> EventDraft:
-        return EventDraft(self.new_id("evt"), type_, payload, self.clock_now_ms(), node_id=node_id)
-
-    def _take(self, ctx: NodeContext) -> None:
-        """Move what a context produced into the next commit."""
-        act: Activation = ctx.activation
-        ns = self.state["nodes"][ctx.node_id]
-        self._pending.extend(act.drafts)
-        act.drafts = []
-        if any(kinds.kind_of(r.kind).opens_conversation for r in act.new_interrupts):
-            # Turns fold into a messages channel even when the workflow declares none.
-            self.state["hasConversation"] = True
-        self._new_interrupts.extend(act.new_interrupts)
-        act.new_interrupts = []
-        self._consume.extend(act.consumed)
-        act.consumed = []
-        if act.variables:
-            self.state.setdefault("variables", {}).update(act.variables)
-            act.variables = {}
-        ns["emitted"] = max(ns.get("emitted", 0), act.emitted)
-        if act.once:
-            ns["once"] = max(ns.get("once", 0), act.once)
-        ns["ints"] = max(ns.get("ints", 0), ns.get("intBase", 0) + act.ordinals)
-        ns["children"] = max(ns.get("children", 0), ns.get("childBase", 0) + act.children)
-
-    def _apply(self, outcomes: list[Outcome]) -> None:
-        nodes = self.state["nodes"]
-        tokens: dict[str, bool] = self.state.setdefault("tokens", {})
-        targets: list[str] = []
-        for o in outcomes:
-            node_id = o.ctx.node_id
-            self._take(o.ctx)
-            ns = nodes[node_id]
-            ns.pop("waits", None)
-            if o.kind == "completed":
-                ns["status"] = "completed"
-                ns["outputs"] = o.outputs
-                self._pending.append(
-                    self._draft(
-                        "node.completed",
-                        {"nodeId": node_id, "outputs": o.outputs, "durationMs": max(o.duration_ms, 0)},
-                        node_id,
-                    )
-                )
-                targets += graph.settle(self.workflow, tokens, node_id, graph.COMPLETED, o.outputs, o.route)
-            elif o.kind == "failed":
-                assert o.error is not None
-                ns["status"] = "failed"
-                ns["error"] = o.error
-                self._pending.append(
-                    self._draft("node.failed", {"nodeId": node_id, "error": o.error, "attempts": 1}, node_id)
-                )
-                if graph.failure_is_handled(self.workflow, node_id):
-                    targets += graph.settle(self.workflow, tokens, node_id, graph.FAILED)
-                elif self._failure is None:
-                    self._failure = {"error": o.error, "failedNodeId": node_id}
-            elif o.kind == "suspended":
-                ns["status"] = "suspended"
-                ns["waits"] = self._waits(o)
-            elif o.kind == "cancelled":
-                ns["status"] = "cancelled"
-                reason = (o.error or {}).get("message", "cancelled")
-                self._pending.append(self._draft("node.cancelled", {"nodeId": node_id, "reason": reason}, node_id))
-                self._node_cancelled = self._node_cancelled or {"reason": "interrupt-cancelled", "nodeId": node_id}
-            elif o.kind == "diverged":
-                self._diverge(node_id, ns, o)
-        self._propagate(targets)
-
-    def _diverge(self, node_id: str, ns: dict[str, Any], o: Outcome) -> None:
-        """A replay's node did not do what the source did: the node fails and the run will fail with it."""
-        assert o.error is not None
-        ns["status"] = "failed"
-        ns["error"] = o.error
-        self._diverged = {"error": o.error, "failedNodeId": node_id}
-        payload = {
-            "sourceRunId": self._source_run or self.run_id,
-            "atSequence": 0,
-            "divergenceKind": "output",
-            "nodeId": node_id,
-            "message": o.error["message"],
-        }
-        self._pending.append(self._draft("replay.diverged", payload, node_id))
-        self._pending.append(self._draft("node.failed", {"nodeId": node_id, "error": o.error, "attempts": 1}, node_id))
-
-    def _waits(self, o: Outcome) -> list[dict[str, Any]]:
-        known = {r.interrupt_id: r for r in (*o.ctx.known_interrupts(), *self._new_interrupts)}
-        return run_state.wait_entries(o.waits, known, o.ctx.node_id)
-
-    def _propagate(self, targets: list[str]) -> None:
-        for node_id in run_state.propagate(self.state, self.workflow, targets):
-            self._pending.append(
-                self._draft("node.skipped", {"nodeId": node_id, "reason": "trigger rule not met"}, node_id)
-            )
 
     # --- committing -------------------------------------------------------------------
 
@@ -528,23 +346,23 @@ class RunExecutor:
         assert self.run is not None
         self._check_limit()
         self.state["currentNodeId"] = None if terminal else run_state.current_node(self.state)
+        events, new_interrupts, consume, close, children = self.step.drain()
         commit = RunCommit(
             run_id=self.run_id,
             owner=self.engine.instance_id,
             epoch=self.run.epoch,
             now_ms=self.clock_now_ms(),
-            events=self._pending,
+            events=events,
             state=self.state,
             status=status or run_state.run_status(self.state, busy=bool(self.tasks)),
-            new_interrupts=self._new_interrupts,
-            consume=self._consume,
-            close_interrupts=self._close,
-            children=self._children,
+            new_interrupts=new_interrupts,
+            consume=consume,
+            close_interrupts=close,
+            children=children,
             wake_run=wake_run,
             release_if_wake=self._wake_seen if release else None,
             terminal=terminal,
         )
-        self._pending, self._new_interrupts, self._consume, self._close, self._children = [], [], [], {}, []
         result = await self.store.commit(commit)
         self.run.status = commit.status or self.run.status
         self.engine.after_commit(self.run, commit, result)
@@ -555,8 +373,8 @@ class RunExecutor:
     def _check_limit(self) -> None:
         assert self.run is not None
         limit = run_state.execution_limit(self.run.spec, self.engine.max_node_executions)
-        if self.state.get("executions", 0) > limit and self._failure is None:
-            self._failure = {
+        if self.state.get("executions", 0) > limit and self.step.failure is None:
+            self.step.failure = {
                 "error": {"code": "recursion_limit_exceeded", "message": f"more than {limit} node executions"},
                 "failedNodeId": None,
             }
@@ -566,36 +384,29 @@ class RunExecutor:
         async with self._lock:
             now = self.clock_now_ms()
             duration = max(now - self.run.created_at_ms, 0)
-            self._close_open_interrupts("cancelled")
-            if self._diverged is not None:
+            step = self.step
+            step.close_open_interrupts(self.state, "cancelled")
+            if step.diverged is not None:
                 status = "failed"
-                self.state["error"] = self._diverged["error"]
-                self._pending.append(self._draft("run.failed", {**self._diverged, "durationMs": duration}))
-            elif self._failure is not None:
+                self.state["error"] = step.diverged["error"]
+                step.record("run.failed", {**step.diverged, "durationMs": duration})
+            elif step.failure is not None:
                 status = "failed"
-                self.state["error"] = self._failure["error"]
-                payload = {"error": self._failure["error"], "durationMs": duration}
-                if self._failure.get("failedNodeId"):
-                    payload["failedNodeId"] = self._failure["failedNodeId"]
-                self._pending.append(self._draft("run.failed", payload))
-            elif self._node_cancelled is not None:
+                self.state["error"] = step.failure["error"]
+                payload = {"error": step.failure["error"], "durationMs": duration}
+                if step.failure.get("failedNodeId"):
+                    payload["failedNodeId"] = step.failure["failedNodeId"]
+                step.record("run.failed", payload)
+            elif step.node_cancelled is not None:
                 status = "cancelled"
-                self._pending.append(
-                    self._draft(
-                        "run.cancelled",
-                        {"reason": "interrupt-cancelled", "cancelledBy": "system", "durationMs": duration},
-                    )
-                )
+                payload = {"reason": "interrupt-cancelled", "cancelledBy": "system", "durationMs": duration}
+                step.record("run.cancelled", payload)
             else:
                 status = "completed"
                 outputs = run_state.run_outputs(self.state, self.workflow)
                 self.state["outputs"] = outputs
-                self._pending.append(self._draft("run.completed", {"outputs": outputs, "durationMs": duration}))
+                step.record("run.completed", {"outputs": outputs, "durationMs": duration})
             await self._commit(status=status, terminal=True, wake_run=self.run.parent_run_id)
-
-    def _close_open_interrupts(self, status: str) -> None:
-        for interrupt_id in run_state.open_interrupt_ids(self.state):
-            self._close[interrupt_id] = status
 
     async def _cancel_run(self) -> None:
         """Cancel: stop running nodes, let suspended ones see InterruptCancelledError, end."""
@@ -612,7 +423,7 @@ class RunExecutor:
                     pass
                 except Exception:
                     log.exception("node %s raised while being cancelled", node_id)
-            self._pending.extend(
+            self.step.events.extend(
                 d for d in ctx.activation.drafts if d.type not in ("interrupt.requested", "node.suspended")
             )
         # Children, before this run's terminal commit: after a crash the run is still
@@ -623,19 +434,14 @@ class RunExecutor:
                 if ns.get("status") in ("running", "suspended"):
                     ns["status"] = "cancelled"
                     ns.pop("waits", None)
-                    self._pending.append(
-                        self._draft(
-                            "node.cancelled",
-                            {"nodeId": node_id, "reason": self._cancel.get("reason", "cancelled")},
-                            node_id,
-                        )
-                    )
+                    reason = self._cancel.get("reason", "cancelled")
+                    self.step.record("node.cancelled", {"nodeId": node_id, "reason": reason}, node_id)
             self.state["ready"] = []
             payload: dict[str, Any] = {
                 k: v for k, v in self._cancel.items() if k in ("reason", "cancelledBy", "parentRunId") and v
             }
             payload["durationMs"] = max(self.clock_now_ms() - self.run.created_at_ms, 0)
-            self._pending.append(self._draft("run.cancelled", payload))
+            self.step.record("run.cancelled", payload)
             await self._commit(status="cancelled", terminal=True, wake_run=self.run.parent_run_id)
 
     async def _fail_internally(self) -> None:
@@ -644,14 +450,10 @@ class RunExecutor:
             return
         try:
             async with self._lock:
-                self._pending.append(
-                    self._draft(
-                        "run.failed",
-                        {"error": {"code": "internal_error", "message": "the executor failed; see the server log"}},
-                    )
-                )
-                self.state["error"] = {"code": "internal_error", "message": "the executor failed; see the server log"}
-                self._close_open_interrupts("cancelled")
+                error = {"code": "internal_error", "message": "the executor failed; see the server log"}
+                self.step.record("run.failed", {"error": error})
+                self.state["error"] = dict(error)
+                self.step.close_open_interrupts(self.state, "cancelled")
                 await self._commit(status="failed", terminal=True, wake_run=self.run.parent_run_id)
         except Exception:
             log.exception("could not record the failure of run %s", self.run_id)

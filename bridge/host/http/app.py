@@ -132,6 +132,31 @@ class TrustedHosts:
         await self.app(scope, receive, send)
 
 
+def _lifespan(
+    engine: Engine,
+    manage_engine: bool,
+    on_startup: Sequence[Callable[[], Awaitable[Any]]],
+    on_shutdown: Sequence[Callable[[], Awaitable[Any]]],
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """Start (and at the end stop) the engine when ``manage_engine``, around the startup and shutdown hooks."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if manage_engine:
+            await engine.start()
+        for hook in on_startup:
+            await hook()
+        try:
+            yield
+        finally:
+            for hook in on_shutdown:
+                await hook()
+            if manage_engine:
+                await engine.stop()
+
+    return lifespan
+
+
 def create_app(
     engine: Engine,
     keyring: KeyRing,
@@ -155,21 +180,7 @@ def create_app(
     served (an embedding app's choice). ``facets``: functions of the absolute base URL
     returning members to add to ``/.well-known/openwop`` (the facets of plugins).
     """
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if manage_engine:
-            await engine.start()
-        for hook in on_startup:
-            await hook()
-        try:
-            yield
-        finally:
-            for hook in on_shutdown:
-                await hook()
-            if manage_engine:
-                await engine.stop()
-
+    lifespan = _lifespan(engine, manage_engine, on_startup, on_shutdown)
     routes: list[BaseRoute] = [
         Route("/.well-known/openwop", discovery, methods=["GET"]),
         Route("/v1/openapi.json", openapi_json, methods=["GET"]),
