@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from bridge import Engine, NodeContext, Workflow, approval
+from bridge.core.decisions.answer import answer_decision
 from bridge.core.decisions.common import Answer
 from bridge.core.errors import InterruptAlreadyResolvedError, InterruptCancelledStateError
 from bridge.core.records import InterruptRecord, RunRecord
-from bridge.core.resolution import answer_decision
 from bridge.store.base import CommitResult, RunCommit
 from tests.helpers import ADMIN, settle
 

@@ -7,7 +7,7 @@ import asyncio
 import httpx
 
 from bridge import Engine, Workflow, spec
-from bridge.core.cancellation import run_cancel_decision
+from bridge.core.decisions.cancel import run_cancel_decision
 from tests.conftest import auth
 from tests.helpers import ADMIN, events, settle
 

@@ -1,6 +1,6 @@
 """The records the core decides on: a run row, an interrupt row, and a mutation.
 
-A decision function (:mod:`bridge.core.resolution`, :mod:`bridge.core.cancellation`)
+A decision function (:mod:`bridge.core.decisions`)
 takes records and returns a :class:`Mutation`; a store applies it atomically. These
 types belong to the core so that decisions can be written and tested with no store.
 """

@@ -2,8 +2,9 @@
 
 Resolve by run-scoped address, by id or through a signed link; cancel one
 interrupt; preview an answer or a cancellation without applying it; list the
-pending inbox. Each answer is one guarded transaction applying a pure decision
-from :mod:`bridge.core.resolution`.
+pending inbox. Each answer is prepared against the interrupt's payload first (schema,
+normal form, answer check: :func:`bridge.core.decisions.answer.prepare_answer`), then is one
+guarded transaction applying the decision on the current rows.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from typing import Any
 
 from bridge.core import kinds
 from bridge.core.auth import Principal
-from bridge.core.cancellation import cancel_decision
+from bridge.core.decisions.answer import answer_decision, prepare_answer
+from bridge.core.decisions.cancel import cancel_decision
 from bridge.core.decisions.common import Answer
 from bridge.core.errors import InterruptNotFoundError, ValidationError
 from bridge.core.records import InterruptDecision, InterruptRecord
-from bridge.core.resolution import answer_decision
 from bridge.core.tokens import TokenClaims
 from bridge.core.views import inbox_item
 from bridge.runtime.ask import AskService, RecordingAskService
@@ -95,13 +96,13 @@ class AnswerService:
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
         )
-        return await self._apply_answer(answer, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id)
+        return await self._apply_answer(answer, current, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id)
 
     async def preview_answer(self, principal: Principal, value: Any, *, interrupt_id: str) -> None:
         """Check an answer without applying it: raises exactly what :meth:`resolve` would.
 
-        The decision is pure, so it can be taken on the current rows outside a
-        transaction; a concurrent change can still make the real answer fail.
+        The answer is prepared as :meth:`resolve` prepares it, and the decision takes it on the
+        current rows outside a transaction; a concurrent change can still make the real answer fail.
         """
         answer = Answer(
             principal=principal,
@@ -111,21 +112,24 @@ class AnswerService:
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
         )
-        await self._preview(
-            principal, interrupt_id, answer_decision(answer, self._k.clock.now_ms(), self._k.clock.new_id)
-        )
+        now = self._k.clock.now_ms()
+        record = await self._visible_interrupt(principal, interrupt_id)
+        prepared = prepare_answer(record, answer, now)
+        await self._preview(record, answer_decision(answer, now, self._k.clock.new_id, prepared))
 
     async def preview_cancel(self, principal: Principal, interrupt_id: str) -> None:
         """Check a cancellation without applying it: raises what :meth:`cancel_interrupt` would."""
-        await self._preview(
-            principal, interrupt_id, cancel_decision(principal, self._k.clock.now_ms(), self._k.clock.new_id)
-        )
+        record = await self._visible_interrupt(principal, interrupt_id)
+        await self._preview(record, cancel_decision(principal, self._k.clock.now_ms(), self._k.clock.new_id))
 
-    async def _preview(self, principal: Principal, interrupt_id: str, decide: InterruptDecision) -> None:
+    async def _visible_interrupt(self, principal: Principal, interrupt_id: str) -> InterruptRecord:
         principal.require("approvals:respond")
         record = await self._k.store.get_interrupt(interrupt_id)
         if record is None or principal.tenant not in (record.tenant, "*"):
             raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
+        return record
+
+    async def _preview(self, record: InterruptRecord, decide: InterruptDecision) -> None:
         run = await self._k.store.load_run(record.run_id)
         assert run is not None
         mutation = decide(record, run)
@@ -144,24 +148,26 @@ class AnswerService:
         return records
 
     async def _apply_answer(
-        self, answer: Answer, *, interrupt_id: str | None, run_id: str | None, node_id: str | None
+        self,
+        answer: Answer,
+        current: InterruptRecord,
+        *,
+        interrupt_id: str | None,
+        run_id: str | None,
+        node_id: str | None,
     ) -> dict[str, Any]:
         now = self._k.clock.now_ms()
+        # Everything that depends only on the payload runs here, not in the transaction; the
+        # decision prepares again only if it finds another interrupt at the address.
+        decide = answer_decision(answer, now, self._k.clock.new_id, prepare_answer(current, answer, now))
         with interrupt_resolving("resolve", **{"openwop.interrupt_id": interrupt_id, "openwop.node_id": node_id}):
             if interrupt_id is not None:
                 result = await self._k.store.mutate_interrupt(
-                    answer_decision(answer, now, self._k.clock.new_id),
-                    now,
-                    interrupt_id=interrupt_id,
-                    claim=self._k.claim,
+                    decide, now, interrupt_id=interrupt_id, claim=self._k.claim
                 )
             else:
                 result = await self._k.store.mutate_interrupt(
-                    answer_decision(answer, now, self._k.clock.new_id),
-                    now,
-                    run_id=run_id,
-                    node_id=node_id,
-                    claim=self._k.claim,
+                    decide, now, run_id=run_id, node_id=node_id, claim=self._k.claim
                 )
         self._k.after_mutation(result)
         record = result.interrupt
@@ -201,7 +207,7 @@ class AnswerService:
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
         )
-        return await self._apply_answer(answer, interrupt_id=record.interrupt_id, run_id=None, node_id=None)
+        return await self._apply_answer(answer, record, interrupt_id=record.interrupt_id, run_id=None, node_id=None)
 
     async def cancel_interrupt(
         self, principal: Principal, interrupt_id: str, reason: str = "cancelled"

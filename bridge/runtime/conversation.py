@@ -21,17 +21,17 @@ from typing import Any, Protocol
 
 from bridge.core import kinds
 from bridge.core.auth import Principal
-from bridge.core.errors import (
-    ConversationClosedError,
-    InterruptTimeoutError,
-)
-from bridge.core.events import EventDraft
-from bridge.core.exchange import (
+from bridge.core.decisions.exchange import (
     answer_exchange,
     make_turn,
     message_channel,
     resolved_event_payload,
 )
+from bridge.core.errors import (
+    ConversationClosedError,
+    InterruptTimeoutError,
+)
+from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime.activation import InterruptHandle

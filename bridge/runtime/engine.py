@@ -19,13 +19,13 @@ from typing import Any
 
 from bridge.core.clock import Clock, SystemClock
 from bridge.core.decisions.common import AnswerCheck
+from bridge.core.decisions.timeout import timeout_decision
 from bridge.core.errors import (
     NotFoundError,
     ValidationError,
     WorkflowNotFoundError,
 )
 from bridge.core.records import InterruptRecord, RunRecord
-from bridge.core.resolution import timeout_decision
 from bridge.core.tokens import (
     TokenSigner,
 )
@@ -79,7 +79,7 @@ class Engine:
         self.clock: Clock = clock or SystemClock()
         self.config = config or EngineConfig()
         self.node_types = node_types or default_registry()
-        #: Approval answer checks by name (``data.answerCheck``); see :data:`bridge.core.resolution.AnswerCheck`.
+        #: Approval answer checks by name (``data.answerCheck``); see :data:`bridge.core.decisions.common.AnswerCheck`.
         self.answer_checks: dict[str, AnswerCheck] = {}
         self.ask_service: AskService = ask_service or RecordingAskService()
         self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import exchange, kinds, run_state
+from bridge.core import kinds, run_state
 from bridge.core.auth import Principal
+from bridge.core.decisions import exchange
 from bridge.core.records import RunRecord
 from bridge.core.views import run_snapshot
 from bridge.core.workflow import thaw

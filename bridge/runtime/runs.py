@@ -3,7 +3,7 @@
 A run is created durably with its ``run.started`` event, already leased to this
 instance, and its executor starts at once. A child run (``core.subWorkflow``) is
 built the same way and committed with its parent's step. Cancelling a run is a
-guarded transaction (:func:`bridge.core.cancellation.run_cancel_decision`) that
+guarded transaction (:func:`bridge.core.decisions.cancel.run_cancel_decision`) that
 cascades to the children that propagate cancellation.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from bridge.core import kinds
 from bridge.core.auth import SYSTEM, Principal
-from bridge.core.cancellation import run_cancel_decision
+from bridge.core.decisions.cancel import run_cancel_decision
 from bridge.core.errors import CapabilityRefusedError, ForbiddenError, RunNotFoundError, ValidationError
 from bridge.core.events import ENGINE_VERSION, EventDraft
 from bridge.core.records import RunRecord

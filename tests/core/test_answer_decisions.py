@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
-from bridge.core.cancellation import cancel_decision, run_cancel_decision
+from bridge.core.decisions.answer import answer_decision
+from bridge.core.decisions.cancel import cancel_decision, run_cancel_decision
 from bridge.core.decisions.common import AUTH_REQUIRED_PROFILE, Answer
+from bridge.core.decisions.timeout import timeout_decision
 from bridge.core.errors import (
     CorrelationMismatchError,
     ForbiddenError,
@@ -20,7 +22,6 @@ from bridge.core.errors import (
     ValidationError,
 )
 from bridge.core.records import InterruptRecord, Mutation, RunRecord
-from bridge.core.resolution import answer_decision, timeout_decision
 from tests.core.build import NOW, applied, approval_data, event, ids, interrupt, principal, run, types
 
 ALICE = principal("alice")

@@ -8,6 +8,7 @@ import pytest
 
 from bridge.core.approvals import AskLimits, tally
 from bridge.core.auth import Principal
+from bridge.core.decisions.answer import answer_decision
 from bridge.core.decisions.common import Answer
 from bridge.core.errors import (
     ConflictError,
@@ -21,7 +22,6 @@ from bridge.core.errors import (
     ValidationError,
 )
 from bridge.core.records import InterruptRecord, Mutation, RunRecord
-from bridge.core.resolution import answer_decision
 from tests.core.build import NOW, applied, approval_data, event, ids, interrupt, principal, run, types
 
 ALICE = principal("alice")

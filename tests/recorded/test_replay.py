@@ -21,7 +21,7 @@ import pytest
 
 from bridge import Engine
 from bridge.core.approvals import quorum_label, tally
-from bridge.core.exchange import fold_channels
+from bridge.core.decisions.exchange import fold_channels
 from bridge.core.records import TERMINAL_RUN_STATUSES
 from tests.recorded.driver import PEOPLE, drive, normalise, outcome, settled
 

@@ -2,7 +2,9 @@
 
 :func:`decide_approval` takes one answer to an ``approval`` interrupt through these steps:
 
-1. :func:`_checked_answer`: the answer's schema, its normal form, the gate's answer check;
+1. :func:`checked_answer`: the answer's schema, its normal form, the gate's answer check (this
+   step depends only on the gate's payload: it runs before the write transaction, see
+   :func:`bridge.core.decisions.answer.prepare_answer`);
 2. :func:`_voter`: who votes (the key's holder, a link's subject, or someone named by a
    principal allowed to act for others), and the gate's role, scope and approvers;
 3. :func:`_override_denial`: an override needs the gate's override role;
@@ -18,7 +20,16 @@ from typing import Any
 from bridge.core import approvals, kinds
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
-from bridge.core.decisions.common import Answer, NewId, deny, event_draft, resolved_payload, resolver_id, subject_clash
+from bridge.core.decisions.common import (
+    Answer,
+    NewId,
+    deny,
+    event_draft,
+    resolved_payload,
+    resolver_id,
+    settle,
+    subject_clash,
+)
 from bridge.core.errors import ForbiddenError, ValidationError
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, Mutation, RunRecord
@@ -44,9 +55,16 @@ def gate_denial(
     return None
 
 
-def decide_approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: int, new_id: NewId) -> Mutation:
-    """The decision for one answer to an open ``approval`` interrupt (see the module docstring)."""
-    normalized = _checked_answer(intr, answer, now)
+def decide_approval(
+    intr: InterruptRecord,
+    run: RunRecord,
+    answer: Answer,
+    normalized: approvals.ApprovalAnswer,
+    now: int,
+    new_id: NewId,
+) -> Mutation:
+    """The decision for one answer to an open ``approval`` interrupt, ``normalized`` by
+    :func:`checked_answer` before the transaction (see the module docstring)."""
     chosen = _voter(intr, run, answer, normalized, now, new_id)
     if isinstance(chosen, Mutation):
         return chosen
@@ -59,8 +77,10 @@ def decide_approval(intr: InterruptRecord, run: RunRecord, answer: Answer, now: 
     return _vote(intr, run, normalized, voter, acting, now, new_id)
 
 
-def _checked_answer(intr: InterruptRecord, answer: Answer, now: int) -> approvals.ApprovalAnswer:
-    """The answer in normal form, once it matches the gate's schema and passes its answer check."""
+def checked_answer(intr: InterruptRecord, answer: Answer, now: int) -> approvals.ApprovalAnswer:
+    """The answer in normal form, once it matches the gate's schema and passes its answer check.
+
+    Depends only on the gate's payload, so it runs before the write transaction."""
     data = intr.payload["data"]
     schema = intr.payload.get("resumeSchema")
     if schema:
@@ -315,22 +335,17 @@ def settle_approval(
         {"type": "approval.received", "payload": received, "nodeId": intr.node_id},
         {"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id},
     ]
-    events = [*events, *(event_draft(new_id, now, e["type"], e["payload"], intr.node_id) for e in emitted)]
-    resolution = {
-        "resumeValue": final,
-        "resolvedBy": final["decidedBy"],
-        "resolvedAt": iso_ms(now),
-        "action": final["action"],
-        "decision": decision,
-        "emitted": emitted,
-    }
-    return Mutation(
-        interrupt_status="resolved",
-        interrupt_state=state,
-        resolution=resolution,
-        resolved_at_ms=now,
+    return settle(
+        intr,
+        now,
+        new_id,
+        status="resolved",
+        by=final["decidedBy"],
+        value=final,
+        emitted=emitted,
+        extra={"action": final["action"], "decision": decision},
+        state=state,
         events=events,
         audit=audit,
-        wake=True,
         result={"status": "resolved", "action": final["action"], "decision": decision},
     )

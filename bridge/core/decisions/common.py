@@ -8,7 +8,7 @@ passed in), so the same inputs always give the same outcome.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,4 +152,39 @@ def subject_clash(answer: Answer) -> str | None:
     return (
         f"this link is for {subject!r}; answering it with another principal's key needs the operator/admin role "
         "or the approvals:act-as scope"
+    )
+
+
+def settle(
+    intr: InterruptRecord,
+    now: int,
+    new_id: NewId,
+    *,
+    status: str,
+    by: str,
+    value: Any,
+    emitted: list[dict[str, Any]],
+    result: dict[str, Any],
+    extra: Mapping[str, Any] | None = None,
+    state: dict[str, Any] | None = None,
+    events: Sequence[EventDraft] = (),
+    audit: Sequence[dict[str, Any]] = (),
+) -> Mutation:
+    """Close an interrupt: its resolution (``value`` by ``by`` now, with ``extra`` fields and the
+    ``emitted`` events it replays), the events after any earlier ``events`` of the decision, and wake the run.
+
+    ``emitted`` are ``{type, payload, nodeId}`` documents; each becomes an event, in order.
+    """
+    resolution = {"resumeValue": value, "resolvedBy": by, "resolvedAt": iso_ms(now), **(extra or {})}
+    resolution["emitted"] = emitted
+    drafts = [event_draft(new_id, now, e["type"], e["payload"], e["nodeId"]) for e in emitted]
+    return Mutation(
+        interrupt_status=status,
+        interrupt_state=state,
+        resolution=resolution,
+        resolved_at_ms=now,
+        events=[*events, *drafts],
+        audit=list(audit),
+        wake=True,
+        result=result,
     )

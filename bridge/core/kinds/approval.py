@@ -2,7 +2,7 @@
 
 The votes, the legacy vocabularies and the quorum tallies live in
 :mod:`bridge.core.approvals`; the decision that applies a vote in
-:mod:`bridge.core.resolution`. This module says what an approval is: its
+:mod:`bridge.core.decisions.approval`. This module says what an approval is: its
 payload, its title, the answer it advertises, and that it fails closed.
 """
 

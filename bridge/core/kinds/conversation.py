@@ -1,7 +1,7 @@
 """The conversation kinds: ``conversation.start``, ``.exchange`` (one turn) and ``.close``.
 
 Only an exchange is answered; the start and the close mark the conversation's
-ends in the log. The turn logic itself lives in :mod:`bridge.core.exchange`.
+ends in the log. The turn logic itself lives in :mod:`bridge.core.decisions.exchange`.
 """
 
 from __future__ import annotations

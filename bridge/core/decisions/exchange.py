@@ -9,17 +9,17 @@ uses these when it replays.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bridge import spec
 from bridge.core import kinds
 from bridge.core.auth import Principal
-from bridge.core.clock import iso_ms
+from bridge.core.decisions.common import NewId, resolved_payload, settle
 from bridge.core.errors import (
     InterruptAlreadyResolvedError,
     ValidationError,
 )
-from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, Mutation
 from bridge.core.workflow import WorkflowDefinition
 
@@ -56,14 +56,8 @@ def make_turn(
 
 
 def resolved_event_payload(record: InterruptRecord, now: int, value: Any, by: str) -> dict[str, Any]:
-    return {
-        "nodeId": record.node_id,
-        "interruptId": record.interrupt_id,
-        "kind": record.kind,
-        "resumeValue": value,
-        "resolvedAt": iso_ms(now),
-        "resolvedBy": by,
-    }
+    """The ``interrupt.resolved`` payload of an exchange settled by the node itself."""
+    return resolved_payload(record, now, by, value)
 
 
 def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any, str | None]:
@@ -109,30 +103,85 @@ def _earlier_turn(cid: str, message_id: str, index: int) -> int | None:
     return int(number)
 
 
-def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, now: int, new_id: Any) -> Mutation:
-    """The decision for an answer to a ``conversation.exchange`` (or a retry of one).
+@dataclass(frozen=True, slots=True)
+class PreparedExchange:
+    """An answer to an exchange checked against what never changes: the exchange's payload.
 
-    Validates against ``outcomeSchema`` (400 leaves the exchange open), builds the
-    user turn, and emits ``conversation.exchanged`` — or, for ``close``,
-    ``conversation.closed`` with the person's outcome.
+    The errors are kept, not raised, so the decision raises each where its check stands:
+    ``shape_error`` first, then the retry rules on the current row, then ``error``
+    (the ``outcomeSchema`` and the ConversationTurn checks).
     """
+
+    index: int
+    now: int
+    shape_error: Exception | None = None
+    operation: str = "exchange"
+    content: Any = None
+    outcome: Any = None
+    reason: str | None = None
+    expected_id: str = ""
+    supplied_id: str | None = None
+    by: str = ""
+    turn: dict[str, Any] | None = None
+    error: Exception | None = None
+
+
+def exchange_index(record: InterruptRecord) -> int:
+    """The turn index an exchange interrupt waits for."""
+    data = record.payload["data"]
+    return int(data.get("turnIndex") or record.state.get("promptTurn", {}).get("turnIndex", 1))
+
+
+def prepare_exchange(record: InterruptRecord, value: Any, principal: Principal, now: int) -> PreparedExchange:
+    """Normalise and check an answer to a ``conversation.exchange`` without looking at its state."""
     data = record.payload["data"]
     cid = data["conversationId"]
-    index = int(data.get("turnIndex") or record.state.get("promptTurn", {}).get("turnIndex", 1))
-    operation, turn_in, content, outcome, reason = _normalize_answer(value)
+    index = exchange_index(record)
+    try:
+        operation, turn_in, content, outcome, reason = _normalize_answer(value)
+    except Exception as exc:  # raised by the decision, in its place
+        return PreparedExchange(index=index, now=now, shape_error=exc)
     procedural = operation == "close" and turn_in is None and content is None
     if procedural:
         # A close without words is not something the person said: a system turn records it.
         content = f"{principal.id} closed the conversation"
     expected_id = f"{cid}:{index}:{'system' if procedural else 'user'}"
     supplied_id = turn_in.get("messageId") if turn_in else None
-    retry = _retry(record, cid, index, expected_id, supplied_id)
+    turn: dict[str, Any] | None = None
+    error: Exception | None = None
+    try:
+        if operation == "exchange":
+            kinds.validate_against(data.get("outcomeSchema"), content, "answer")
+        turn = _answer_turn(turn_in, supplied_id or expected_id, content, procedural, principal, now, index)
+    except Exception as exc:  # raised by the decision, after the retry rules
+        error = exc
+    return PreparedExchange(
+        index, now, None, operation, content, outcome, reason, expected_id, supplied_id, principal.id, turn, error
+    )
+
+
+def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, now: int, new_id: NewId) -> Mutation:
+    """The decision for an answer to a ``conversation.exchange`` (or a retry of one).
+
+    Validates against ``outcomeSchema`` (400 leaves the exchange open), builds the
+    user turn, and emits ``conversation.exchanged`` — or, for ``close``,
+    ``conversation.closed`` with the person's outcome.
+    """
+    return decide_exchange(record, prepare_exchange(record, value, principal, now), new_id)
+
+
+def decide_exchange(record: InterruptRecord, prepared: PreparedExchange, new_id: NewId) -> Mutation:
+    """:func:`answer_exchange` on an answer already prepared for this exchange."""
+    if prepared.shape_error is not None:
+        raise prepared.shape_error
+    cid = record.payload["data"]["conversationId"]
+    retry = _retry(record, cid, prepared.index, prepared.expected_id, prepared.supplied_id)
     if retry is not None:
         return retry
-    if operation == "exchange":
-        kinds.validate_against(data.get("outcomeSchema"), content, "answer")
-    turn = _answer_turn(turn_in, supplied_id or expected_id, content, procedural, principal, now, index)
-    return _exchanged(record, operation, turn, content, outcome, reason, principal, now, new_id)
+    if prepared.error is not None:
+        raise prepared.error
+    assert prepared.turn is not None
+    return _exchanged(record, prepared, prepared.turn, new_id)
 
 
 def _retry(record: InterruptRecord, cid: str, index: int, expected_id: str, supplied_id: str | None) -> Mutation | None:
@@ -193,62 +242,44 @@ def _answer_turn(
     return turn
 
 
-def _exchanged(
-    record: InterruptRecord,
-    operation: str,
-    turn: dict[str, Any],
-    content: Any,
-    outcome: Any,
-    reason: str | None,
-    principal: Principal,
-    now: int,
-    new_id: Any,
-) -> Mutation:
+def _exchanged(record: InterruptRecord, prepared: PreparedExchange, turn: dict[str, Any], new_id: NewId) -> Mutation:
     """Resolve the exchange with ``turn``: ``conversation.exchanged``, or ``conversation.closed`` for a close."""
-    cid, index = record.payload["data"]["conversationId"], turn["turnIndex"]
-    resolved_at = iso_ms(now)
+    cid, index, operation, now = (
+        record.payload["data"]["conversationId"],
+        turn["turnIndex"],
+        prepared.operation,
+        prepared.now,
+    )
     if operation == "close":
-        resume_value: Any = {"operation": "close", "outcome": outcome}
-        closed = {"conversationId": cid, "turnIndex": index, "finalTurn": turn, "outcome": outcome}
+        resume_value: Any = {"operation": "close", "outcome": prepared.outcome}
+        closed = {"conversationId": cid, "turnIndex": index, "finalTurn": turn, "outcome": prepared.outcome}
         said = {"type": "conversation.closed", "payload": closed, "nodeId": record.node_id}
     else:
-        resume_value = content
+        resume_value = prepared.content
         exchanged = {"conversationId": cid, "turnIndex": index, "turn": turn}
         said = {"type": "conversation.exchanged", "payload": exchanged, "nodeId": record.node_id}
-    resolved = {
-        "nodeId": record.node_id,
-        "interruptId": record.interrupt_id,
-        "kind": record.kind,
-        "resumeValue": resume_value,
-        "resolvedAt": resolved_at,
-        "resolvedBy": principal.id,
-    }
+    resolved = resolved_payload(record, now, prepared.by, resume_value)
     emitted: list[dict[str, Any]] = [
         {"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id},
         said,
     ]
-    resolution: dict[str, Any] = {
-        "resumeValue": content if operation == "exchange" else None,
-        "resolvedBy": principal.id,
-        "resolvedAt": resolved_at,
-        "turn": turn,
-        "operation": operation,
-        "emitted": emitted,
-    }
+    extra: dict[str, Any] = {"turn": turn, "operation": operation}
     if operation == "close":
-        resolution.update({"closed": True, "outcome": outcome, "reason": reason or "closed-by-user"})
-    events = [EventDraft(new_id("evt"), e["type"], e["payload"], now, node_id=e["nodeId"]) for e in emitted]
-    return Mutation(
-        interrupt_status="resolved",
-        resolution=resolution,
-        resolved_at_ms=now,
-        events=events,
-        wake=True,
+        extra.update({"closed": True, "outcome": prepared.outcome, "reason": prepared.reason or "closed-by-user"})
+    return settle(
+        record,
+        now,
+        new_id,
+        status="resolved",
+        by=prepared.by,
+        value=prepared.content if operation == "exchange" else None,
+        emitted=emitted,
+        extra=extra,
         result={"status": "resolved", "turnIndex": index, "closed": operation == "close"},
     )
 
 
-def timeout_close_events(record: InterruptRecord, now: int, new_id: Any) -> list[dict[str, Any]]:
+def timeout_close_events(record: InterruptRecord, now: int, new_id: NewId) -> list[dict[str, Any]]:
     """When a pending exchange hits the conversation deadline: close with a system turn."""
     cid = record.payload["data"]["conversationId"]
     index = int(record.payload["data"].get("turnIndex") or 1)

@@ -6,7 +6,7 @@ raises ``InterruptCancelledError`` in its node. Cancelling a run invalidates its
 open interrupts and leaves the rest (nodes, children) to its executor; an
 interrupt the executor opens after the cancel committed is written closed by the
 store (see :func:`bridge.core.records.cancel_committed`), and an answer to one still
-pending on such a run is refused (:func:`bridge.core.resolution.answer_decision`).
+pending on such a run is refused (:func:`bridge.core.decisions.answer.answer_decision`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
 from bridge.core.decisions.approval import gate_denial, settle_approval
-from bridge.core.decisions.common import NewId, closed_error, event_draft, resolved_payload
+from bridge.core.decisions.common import NewId, closed_error, resolved_payload, settle
 from bridge.core.errors import InterruptNotFoundError, RunNotFoundError
 from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 
@@ -54,18 +54,15 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
             return settle_approval(intr, now, new_id, final, state, [], audit, "rejected")
         resolved = resolved_payload(intr, now, principal.id, None, reason=reason, cancelled=True)
         emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
-        return Mutation(
-            interrupt_status="cancelled",
-            resolution={
-                "resumeValue": None,
-                "resolvedBy": principal.id,
-                "resolvedAt": iso_ms(now),
-                "reason": reason,
-                "emitted": emitted,
-            },
-            resolved_at_ms=now,
-            events=[event_draft(new_id, now, "interrupt.resolved", resolved, intr.node_id)],
-            wake=True,
+        return settle(
+            intr,
+            now,
+            new_id,
+            status="cancelled",
+            by=principal.id,
+            value=None,
+            emitted=emitted,
+            extra={"reason": reason},
             result={"status": "cancelled"},
         )
 

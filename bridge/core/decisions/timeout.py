@@ -1,0 +1,68 @@
+"""What the timer does when an interrupt's deadline passes.
+
+An approval fails closed (rejected with reason ``timeout``, never auto-approved); any other
+kind resumes its node with no value. A conversation's exchange also closes the conversation
+with a system turn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.core import approvals, kinds
+from bridge.core.clock import iso_ms
+from bridge.core.decisions.common import NewId, resolved_payload, settle
+from bridge.core.decisions.exchange import timeout_close_events
+from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+
+SYSTEM_TIMEOUT = "system:timeout"
+
+
+def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
+    """The decision for an interrupt whose deadline may have passed (nothing happens if it has not)."""
+
+    def decide(intr: InterruptRecord, run: RunRecord) -> Mutation:
+        if not intr.open or intr.deadline_ms is None or intr.deadline_ms > now:
+            return Mutation(result={"status": intr.status, "fired": False})
+        kind = kinds.kind_of(intr.kind)
+        final, emitted = _fail_closed(intr, now) if kind.fails_closed else (None, [])
+        if final is not None:
+            resolved = resolved_payload(
+                intr,
+                now,
+                SYSTEM_TIMEOUT,
+                final,
+                action="timeout",
+                decision="rejected",
+                outcome="rejected",
+                reason="timeout",
+            )
+        else:
+            resolved = resolved_payload(intr, now, SYSTEM_TIMEOUT, None, reason="timeout")
+        emitted.append({"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id})
+        if kind.turn:
+            emitted += timeout_close_events(intr, now, new_id)
+        extra: dict[str, Any] = {"reason": "timeout"}
+        if final is not None:
+            extra.update({"action": "timeout", "decision": "rejected"})
+        return settle(
+            intr,
+            now,
+            new_id,
+            status="expired",
+            by=SYSTEM_TIMEOUT,
+            value=final,
+            emitted=emitted,
+            extra=extra,
+            result={"status": "expired", "fired": True},
+        )
+
+    return decide
+
+
+def _fail_closed(intr: InterruptRecord, now: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An approval's timeout value and its ``approval.received`` event."""
+    received = {"nodeId": intr.node_id, "action": "timeout", "decidedBy": SYSTEM_TIMEOUT, "decidedAt": iso_ms(now)}
+    return approvals.timeout_value(iso_ms(now)), [
+        {"type": "approval.received", "payload": received, "nodeId": intr.node_id}
+    ]
