@@ -272,6 +272,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "100,000 suspended runs",
     ),
     Scenario("conversation", {"conversation_turn_ratio": "x"}, "bench.conversation", "long conversation"),
+    Scenario("mcp", {"mcp_roundtrip": "ms"}, "bench.mcp_roundtrip", "MCP round trip (2026-07-28)"),
 )
 
 FAMILY_OF = {name: s for s in SCENARIOS for name in s.names}

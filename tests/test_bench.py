@@ -27,6 +27,7 @@ FIGURES = {
     "resolve_at_scale_ratio": "x",
     "restart_s": "s",
     "conversation_turn_ratio": "x",
+    "mcp_roundtrip": "ms",
 }
 
 

@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from adapters.mcp import McpMount
-from bridge import Engine, KeyRing
+from bridge import Engine, KeyRing, Workflow
 from bridge.host.http import create_app
 from tests.conftest import KEYS, TOKENS, auth
 from tests.helpers import settle
@@ -240,3 +240,80 @@ async def test_progress_is_sent_when_asked(served: tuple[str, httpx.AsyncClient]
         result = await client.call_tool("conformance-delay", {"delayMs": 50}, progress_callback=on_progress)
     assert result.is_error is False
     assert got and "run.completed" in [m for _, m in got]
+
+
+async def test_a_replayed_request_state_is_refused_and_runs_nothing(served: tuple[str, httpx.AsyncClient]) -> None:
+    url, rest = served
+    accept = types.ElicitResult(action="accept", content={"feedback": "once"})
+    async with _client(url, elicit=_answers()) as client:
+        first = await client.session.call_tool("conformance-approval", {}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.request_state and first.input_requests
+        (gate_id,) = first.input_requests
+        retry = {"input_responses": {gate_id: accept}, "request_state": first.request_state}
+        done = await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+        assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+        with pytest.raises(MCPError) as err:
+            await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+    assert err.value.error.code == types.INVALID_PARAMS and "already used" in err.value.error.message
+    (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    audit = (await rest.get(f"/v1/runs/{run['runId']}/audit", headers=auth("admin"))).json()
+    assert [e["action"] for e in audit["entries"]] == ["approval.vote.accept"]
+
+
+def _gates(engine: Engine, workflow_id: str, gates: list[str], **config: Any) -> None:
+    wf = Workflow(workflow_id)
+    for gate in gates:
+        wf.node(
+            gate,
+            type_id="core.approvalGate",
+            config={"title": f"Gate {gate}", "actions": ["accept", "reject"], **config},
+        )
+    wf.node("after", type_id="core.noop", after=gates)
+    wf.register(engine)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_wrong_role_is_refused_as_over_rest_and_the_gate_stays_open(
+    served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str
+) -> None:
+    url, rest = served
+    _gates(engine, "role-gated", ["gate"], requiredRole="operator")
+    accept = types.ElicitResult(action="accept", content={})
+    async with _client(url, "bob", mode=mode, elicit=_answers(accept)) as client:
+        result = await client.call_tool("role-gated", {})
+    assert result.is_error is True and isinstance(result.structured_content, dict)
+    assert result.structured_content["error"] == "forbidden" and "operator" in result.structured_content["message"]
+    (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    snap = (await rest.get(f"/v1/runs/{run['runId']}", headers=auth("admin"))).json()
+    assert snap["status"] == "waiting-approval" and [i["status"] for i in snap["interrupts"]] == ["pending"]
+    r = await rest.post(
+        f"/v1/runs/{run['runId']}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=auth("bob")
+    )
+    assert r.status_code == 403 and r.json()["error"] == "forbidden"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_several_open_interrupts_are_all_asked(
+    served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str
+) -> None:
+    url, rest = served
+    _gates(engine, "two-gates", ["left", "right"])
+    seen: list[types.ElicitRequestParams] = []
+    accept = types.ElicitResult(action="accept", content={"feedback": "yes"})
+    async with _client(url, mode=mode, elicit=_answers(accept, accept, seen=seen)) as client:
+        if mode == "auto":
+            first = await client.session.call_tool("two-gates", {}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and first.input_requests
+            assert len(first.input_requests) == 2
+        result = await client.call_tool("two-gates", {})
+    assert result.is_error is False, result
+    assert sorted(p.message for p in seen[-2:]) == ["Gate left", "Gate right"]
+    runs = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    done = [r for r in runs if r["status"] == "completed"]
+    assert len(done) == 1
+    audit = (await rest.get(f"/v1/runs/{done[0]['runId']}/audit", headers=auth("admin"))).json()
+    assert (
+        sorted(e["resource"] for e in audit["entries"])
+        == sorted(e["resource"] for e in audit["entries"] if e["action"] == "approval.vote.accept")
+        and len(audit["entries"]) == 2
+    )

@@ -758,6 +758,10 @@ async def test_kv_and_audit(store: Store) -> None:
     with pytest.raises(ValidationError, match="U\\+0000"):
         await store.kv_put("ns", "k\x00", "nul", 4_000)
     assert await store.kv_get("ns", "k\x00") is None and await store.kv_get("ns", "k") == "replaced"
+    await store.kv_put("other-ns", "old", 1, 1_000)
+    assert await store.kv_forget_before("ns", 3_000) == 0
+    assert await store.kv_forget_before("ns", 3_001) == 2
+    assert await store.kv_get("ns", "k") is None and await store.kv_get("other-ns", "old") == 1
     run, (gate,) = await with_interrupts(store, {"node_id": "gate"})
     for who in ("amy", "ben", "cal"):
         entry = {"principal": who, "action": "vote", "resource": gate.interrupt_id}

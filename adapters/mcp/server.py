@@ -7,9 +7,10 @@ request. Tools are the workflows ``GET /v1/workflows`` lists for the same key.
 A run that waits on people becomes, on MCP 2026-07-28, an ``InputRequiredResult``
 whose ``inputRequests`` hold one form ``elicitation/create`` per open interrupt,
 keyed by the interrupt id; ``requestState`` names the run and the interrupts, and
-the SDK's :class:`RequestStateBoundary` seals it (AES-GCM) and refuses a forged
-or expired one. The bridge binds it to the caller's tenant and principal, and the
-engine's one-winner rule makes a replayed state resolve nothing twice. On the
+the SDK's :class:`RequestStateBoundary` seals it (AES-GCM, under the key shared
+through the store, :mod:`adapters.mcp.state`) and refuses a forged or expired
+one. The bridge binds it to the caller's tenant and principal, and each state
+answers once: a replay is refused before anything runs. On the
 handshake era (2025-06-18, 2025-11-25) the same wait is an ``elicitation/create``
 request sent during the call.
 """
@@ -34,6 +35,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from adapters.mcp.calls import answerable, apply, elicitation, finished, settle, waiting
+from adapters.mcp.state import STATE_TTL_S, StoredKeyCodec, claim, new_nonce
 from adapters.mcp.tools import tools_of
 from bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
 from bridge.host import JSONResponse
@@ -114,7 +116,13 @@ class McpService:
         self, principal: Principal, run: RunRecord, opened: list[InterruptRecord]
     ) -> types.InputRequiredResult:
         requests: types.InputRequests = {r.interrupt_id: types.ElicitRequest(params=elicitation(r)) for r in opened}
-        state = {"tenant": run.tenant, "principal": principal.id, "run": run.run_id, "ids": sorted(requests)}
+        state = {
+            "tenant": run.tenant,
+            "principal": principal.id,
+            "run": run.run_id,
+            "ids": sorted(requests),
+            "nonce": new_nonce(),
+        }
         return types.InputRequiredResult(input_requests=requests, request_state=json.dumps(state))
 
     async def _answer_round(
@@ -134,6 +142,12 @@ class McpService:
         run = await self.engine.visible_run(str(state.get("run")), principal)
         if run.workflow_id != params.name:
             raise MCPError(types.INVALID_PARAMS, "requestState belongs to another tool")
+        if not isinstance(state.get("nonce"), str) or not await claim(self.engine, state["nonce"]):
+            raise MCPError(
+                types.INVALID_PARAMS,
+                "requestState was already used: each one answers once; call the tool again to start anew",
+                {"reason": "request_state_used", "runId": run.run_id},
+            )
         for interrupt_id, response in (params.input_responses or {}).items():
             if interrupt_id not in state.get("ids", ()) or not isinstance(response, types.ElicitResult):
                 continue
@@ -221,6 +235,7 @@ class McpMount:
     """The server, its session manager and the route, with start and stop hooks for the host."""
 
     def __init__(self, engine: Engine, *, path: str = "/mcp") -> None:
+        self.engine = engine
         service = McpService(engine)
         self.server: Server[Any] = Server(
             NAME,
@@ -230,7 +245,9 @@ class McpMount:
             on_list_tools=service.list_tools,
             on_call_tool=service.call_tool,
         )
-        self.server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=NAME))
+        self.codec = StoredKeyCodec()
+        security = RequestStateSecurity(codec=self.codec, ttl=STATE_TTL_S)
+        self.server.middleware.append(RequestStateBoundary(security, default_audience=NAME))
         # The host checks Host headers itself (TrustedHosts); the SDK's own check would refuse a public URL.
         self.manager = StreamableHTTPSessionManager(
             app=self.server, security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -239,7 +256,8 @@ class McpMount:
         self._stack = contextlib.AsyncExitStack()
 
     async def start(self) -> None:
-        """Start the session manager (its task group lives until :meth:`stop`)."""
+        """Load the shared sealing key and start the session manager (its task group lives until :meth:`stop`)."""
+        await self.codec.load(self.engine)
         await self._stack.enter_async_context(self.manager.run())
 
     async def stop(self) -> None:

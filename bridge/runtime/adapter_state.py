@@ -29,3 +29,7 @@ class AdapterState:
     async def put(self, key: str, value: Any, *, only_if_absent: bool = False) -> bool:
         """Store a JSON value; with ``only_if_absent`` it returns False (and stores nothing) when the key exists."""
         return await self._store.kv_put(self.namespace, key, value, self._clock.now_ms(), only_if_absent=only_if_absent)
+
+    async def forget_older_than(self, age_ms: int) -> int:
+        """Delete the values last written more than ``age_ms`` ago; returns how many."""
+        return await self._store.kv_forget_before(self.namespace, self._clock.now_ms() - age_ms)

@@ -298,6 +298,9 @@ class Store(Protocol):
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         """Store a JSON value; with ``only_if_absent`` returns False when the key exists."""
 
+    async def kv_forget_before(self, namespace: str, before_ms: int) -> int:
+        """Delete an adapter's values last written before ``before_ms`` (expiry); returns how many."""
+
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         """Audit entries of a run, oldest first."""
 

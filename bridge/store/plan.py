@@ -309,6 +309,12 @@ def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bo
     return bool(rows) or not only_if_absent
 
 
+def kv_forget_before(namespace: str, before_ms: int) -> Plan[int]:
+    """Delete a namespace's values last written before ``before_ms``; returns how many."""
+    rows = yield Sql("DELETE FROM kv WHERE namespace=%s AND updated_at<%s RETURNING 1", (namespace, before_ms))
+    return len(rows)
+
+
 def idempotency_finish(key_id: str, owner: str, status: int, headers: dict[str, str], body: str) -> Plan[bool]:
     """Record the final response of the request ``owner`` handled; False if it no longer holds the key."""
     rows = yield Sql(

@@ -66,6 +66,9 @@ class Writes:
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         return await self._plan(lambda: plan.kv_put(namespace, key, value, now_ms, only_if_absent))
 
+    async def kv_forget_before(self, namespace: str, before_ms: int) -> int:
+        return await self._plan(lambda: plan.kv_forget_before(namespace, before_ms))
+
     async def idempotency_finish(
         self, key_id: str, owner: str, status: int, headers: dict[str, str], body: str
     ) -> bool:

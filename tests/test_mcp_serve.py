@@ -1,0 +1,114 @@
+"""MCP through ``openwop-bridge serve``: the entry point mounts ``/mcp``; the wire carries what 2026-07-28 asks;
+a ``requestState`` sealed before a restart still answers after it, once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.slow
+FIXTURES = Path(__file__).resolve().parents[1] / "bridge" / "spec" / "fixtures"
+KEY = "mcp-serve-key-123"
+MODERN = "2026-07-28"
+
+
+def _serve(db: Path) -> ServerProcess:
+    return ServerProcess(db, ["--workflows", str(FIXTURES), "--api-key", f"tester={KEY}+admin"]).start()
+
+
+def _rpc(
+    url: str, method: str, params: dict[str, Any] | None = None, caps: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One 2026-07-28 request on the wire, as a client sends it (no session, per-request metadata)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "wire-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": caps or {},
+    }
+    headers = {
+        "Authorization": f"Bearer {KEY}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": method,
+    }
+    if params and "name" in params:
+        headers["Mcp-Name"] = params["name"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**(params or {}), "_meta": meta}}
+    r = httpx.post(f"{url}/mcp", json=body, headers=headers, timeout=10)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json"), r.text
+    reply: dict[str, Any] = r.json()
+    assert "result" in reply, reply
+    return dict(reply["result"])
+
+
+def test_serve_mounts_mcp_and_the_wire_carries_ttl_cache_scope_and_result_type(tmp_path: Path) -> None:
+    server = _serve(tmp_path / "mcp.db")
+    try:
+        assert httpx.post(f"{server.url}/mcp", json={}, timeout=10).status_code == 401
+        discover = _rpc(server.url, "server/discover")
+        assert MODERN in discover["supportedVersions"] and discover["resultType"] == "complete"
+        assert isinstance(discover["ttlMs"], int) and discover["cacheScope"] in ("public", "private")
+        listed = _rpc(server.url, "tools/list")
+        assert listed["resultType"] == "complete" and listed["ttlMs"] > 0 and listed["cacheScope"] == "private"
+        names = [t["name"] for t in listed["tools"]]
+        assert names == sorted(names) and "conformance-approval" in names
+        done = _rpc(server.url, "tools/call", {"name": "conformance-noop", "arguments": {}})
+        assert done["resultType"] == "complete" and done["isError"] is False
+        waiting = _rpc(server.url, "tools/call", {"name": "conformance-approval", "arguments": {}})
+        assert waiting["resultType"] == "complete" and waiting["structuredContent"]["status"] == "waiting"
+        forms = {"elicitation": {"form": {}}}
+        asked = _rpc(server.url, "tools/call", {"name": "conformance-approval", "arguments": {}}, forms)
+        assert asked["resultType"] == "input_required" and asked["requestState"].startswith("v1.")
+        (request,) = asked["inputRequests"].values()
+        assert request["method"] == "elicitation/create" and request["params"]["mode"] == "form"
+    finally:
+        server.stop()
+
+
+async def _never(_ctx: Any, _params: types.ElicitRequestParams) -> types.ElicitResult:
+    raise AssertionError("the test answers through requestState, not the callback")
+
+
+def _client(url: str) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
+    return Client(streamable_http_client(f"{url}/mcp", http_client=http), elicitation_callback=_never)
+
+
+async def test_a_request_state_sealed_before_a_restart_answers_after_it_once(tmp_path: Path) -> None:
+    db = tmp_path / "mcp.db"
+    first = _serve(db)
+    try:
+        async with _client(first.url) as client:
+            asked = await client.session.call_tool("conformance-approval", {}, allow_input_required=True)
+    finally:
+        first.stop()
+    assert isinstance(asked, types.InputRequiredResult) and asked.request_state and asked.input_requests
+    (gate_id,) = asked.input_requests
+    assert asked.result_type == "input_required"
+    accept = types.ElicitResult(action="accept", content={"feedback": "after restart"})
+    retry: dict[str, Any] = {"input_responses": {gate_id: accept}, "request_state": asked.request_state}
+    second = _serve(db)
+    try:
+        async with _client(second.url) as client:
+            done = await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+            assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+            with pytest.raises(MCPError) as err:
+                await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+        assert "already used" in err.value.error.message
+        headers = {"Authorization": f"Bearer {KEY}"}
+        (run,) = httpx.get(f"{second.url}/v1/runs", headers=headers).json()["runs"]
+        assert run["status"] == "completed"
+        audit = httpx.get(f"{second.url}/v1/runs/{run['runId']}/audit", headers=headers).json()
+        assert [e["action"] for e in audit["entries"]] == ["approval.vote.accept"]
+    finally:
+        second.stop()
