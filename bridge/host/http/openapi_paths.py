@@ -294,7 +294,11 @@ def inbox_and_link_paths(link_page: bool) -> dict[str, Any]:
                 {"200": json_response(any_obj), **error_responses(400, 401, 403)},
                 params=[
                     query_param("kind", "Filter by kind"),
-                    query_param("status", "pending (default)"),
+                    query_param(
+                        "status",
+                        "pending (default)",
+                        {"type": "string", "enum": ["pending", "resolved", "expired", "cancelled"]},
+                    ),
                     query_param("limit", "Page size (default 50)", bounded(PAGE_LIMIT)),
                     query_param("cursor", "Next page (opaque, from nextCursor); a malformed cursor is 400"),
                 ],
