@@ -16,12 +16,17 @@ TERMINAL = ("completed", "failed", "cancelled")
 async def settle(
     engine: Engine, run_id: str, *, statuses: tuple[str, ...] = WAITING + TERMINAL, timeout: float = 10.0
 ) -> Any:
-    """Wait until a run reaches one of ``statuses`` and its executor is idle; return the run record."""
+    """Wait until a run reaches one of ``statuses`` with nothing left to do; return the run record.
+
+    "Nothing left to do": no executor of this engine drives it, and the store no longer flags
+    work for it (an answer that just committed wakes the run before any executor has picked it
+    up, so the run still shows the status it had while it waited).
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
         run = await engine.store.load_run(run_id)
-        if run is not None and run.status in statuses and run_id not in engine._executors:
+        if run is not None and run.status in statuses and not run.needs_work and run_id not in engine._executors:
             return run
         if loop.time() > deadline:
             raise AssertionError(f"run {run_id} is {run.status if run else 'missing'}, wanted one of {statuses}")
