@@ -31,6 +31,7 @@ from bridge.host.http.openapi import openapi_document
 from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
 from bridge.host.v2 import VersionNegotiation
 from bridge.host.v2 import discovery as v2_discovery
+from bridge.host.v2 import openapi as v2_openapi
 from bridge.host.v2 import routes as v2_routes
 from bridge.runtime.engine import Engine
 
@@ -199,7 +200,7 @@ def create_app(
         routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
     )
     app.state.openapi = orjson.dumps(openapi_document(openapi, link_page=link_page is not None))
-    app.state.openapi_v2 = orjson.dumps(v2_discovery.openapi_document())
+    app.state.openapi_v2 = orjson.dumps(v2_openapi.openapi_document())
     app.state.engine = engine
     app.state.keyring = keyring
     app.state.public_url = public_url

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
+from starlette.convertors import StringConvertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -34,6 +35,15 @@ AFTER_SEQUENCE = {"low": 0, "high": 2**62}
 POLL_TIMEOUT_S = {"low": 1, "high": 60}
 #: Run dedup by ``(tenantId, scopeId)`` (runs.md §Create), which this host does not offer.
 DEDUP_HEADER = "openwop-dedup"
+
+
+class RunIdConvertor(StringConvertor):
+    """A run id segment that does not end in ``:fork``, so ``GET /runs/{runId}:fork`` is 405, not a run lookup."""
+
+    regex = "[^/]+(?<!:fork)"
+
+
+register_url_convertor("v2run", RunIdConvertor())
 
 
 async def _run(request: Request, who: Principal) -> tuple[str, str]:
@@ -294,7 +304,7 @@ routes = [
     Route("/runs", create_run, methods=["POST"]),
     Route("/runs", list_runs, methods=["GET"]),
     Route("/runs/{run_id}:fork", fork_run, methods=["POST"]),
-    Route("/runs/{run_id}", get_run, methods=["GET"]),
+    Route("/runs/{run_id:v2run}", get_run, methods=["GET"]),
     Route("/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
     Route("/runs/{run_id}/events", run_events, methods=["GET"]),
     Route("/runs/{run_id}/events/poll", poll_events, methods=["GET"]),
