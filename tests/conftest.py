@@ -54,7 +54,7 @@ def db_path(tmp_path: Path) -> Path:
 
 STORE = os.environ.get("BRIDGE_TEST_STORE", "sqlite")
 # Tests about SQLite itself (its query plans): they keep their SQLite engine under
-# BRIDGE_TEST_STORE=postgres; tests/test_store_contract.py covers PostgreSQL's plans.
+# BRIDGE_TEST_STORE=postgres; tests/store/test_store_contract.py covers PostgreSQL's plans.
 SQLITE_ONLY = {"test_inbox_queries_use_their_index"}
 
 

@@ -49,7 +49,7 @@ class Mapped:
     """An OpenWOP interrupt payload for a LangGraph interrupt, and how to answer the graph."""
 
     payload: dict[str, Any]
-    family: str  # "helper" | "per_call" | "batched" | "custom"
+    family: str  # "helper" | "per_call" | "batched" | "value" (any other value, as a custom payload)
     tool_call: dict[str, Any] | None = None
 
 
@@ -158,7 +158,7 @@ def map_interrupt(value: Any, response_schema: Any) -> Mapped:
     schema = _jsonable_schema(response_schema)
     if schema is not None:
         payload["resumeSchema"] = schema
-    return Mapped(payload, "custom")
+    return Mapped(payload, "value")
 
 
 def _feedback(answer: Mapping[str, Any]) -> str | None:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge import TOOL_CALL_ARTIFACT, ValidationError
+from bridge import TOOL_CALL_ARTIFACT, ValidationError, kinds
 
 _INBOX = {"accept", "edit", "response", "ignore"}
 _HITL = {"approve", "edit", "reject", "respond"}
@@ -39,6 +39,11 @@ _INTERRUPT_ID = re.compile(r"^int_[0-9A-Za-z]{26}$")
 
 def _data(view: Mapping[str, Any]) -> dict[str, Any]:
     return dict(view.get("payload", {}).get("data") or {})
+
+
+def _kind(view: Mapping[str, Any]) -> kinds.Kind:
+    """The kind object of an interrupt view."""
+    return kinds.kind_of(view["kind"])
 
 
 def _openwop(view: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,18 +62,18 @@ def _openwop(view: Mapping[str, Any]) -> dict[str, Any]:
 def present(view: Mapping[str, Any]) -> Any:
     """The value a LangGraph client sees for an open OpenWOP interrupt."""
     data = _data(view)
-    kind = view["kind"]
-    if kind == "custom" and data.get("customKind") == _CUSTOM_GRAPH:
+    kind = _kind(view)
+    if kind is kinds.CUSTOM and data.get("customKind") == _CUSTOM_GRAPH:
         return data.get("payload")
-    if kind != "approval":
-        return {"kind": kind, **data, "openwop": _openwop(view)}
+    if kind is not kinds.APPROVAL:
+        return {"kind": kind.name, **data, "openwop": _openwop(view)}
     actions = list(data.get("actions") or ["accept", "reject"])
     artifact = data.get("artifactData")
     if data.get("artifactType") == TOOL_CALL_ARTIFACT and isinstance(artifact, Mapping):
         request = {"action": str(artifact.get("name", data.get("title", ""))), "args": dict(artifact.get("args") or {})}
     else:
         args = dict(artifact) if isinstance(artifact, Mapping) else {"artifact": artifact}
-        request = {"action": str(data.get("title") or view.get("title") or "approval"), "args": args}
+        request = {"action": str(data.get("title") or view.get("title") or kind.name), "args": args}
     return {
         "action_request": request,
         "config": {
@@ -155,10 +160,10 @@ def _approval_answer(data: Mapping[str, Any], value: Any) -> Any:
 def answer_for(view: Mapping[str, Any], value: Any) -> Any:
     """The OpenWOP answer for a LangGraph resume value given to one interrupt."""
     data = _data(view)
-    kind = view["kind"]
-    if kind == "approval":
+    kind = _kind(view)
+    if kind is kinds.APPROVAL:
         return _approval_answer(data, value)
-    if kind == "clarification":
+    if kind is kinds.CLARIFICATION:
         questions = [q.get("id") for q in data.get("questions", []) if isinstance(q, Mapping)]
         if isinstance(value, Mapping) and "answers" in value:
             return value
@@ -172,7 +177,7 @@ def answer_for(view: Mapping[str, Any], value: Any) -> Any:
 def _split_decisions(resume: Mapping[str, Any], views: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any]] | None:
     """``{"decisions": [...]}`` spread over several open tool-call approvals, one each, in order."""
     decisions = resume.get("decisions")
-    calls = [v for v in views if v["kind"] == "approval" and _data(v).get("artifactType") == TOOL_CALL_ARTIFACT]
+    calls = [v for v in views if _kind(v) is kinds.APPROVAL and _data(v).get("artifactType") == TOOL_CALL_ARTIFACT]
     if not isinstance(decisions, list) or len(views) < 2 or len(calls) != len(views):
         return None
     if len(decisions) != len(calls):

@@ -90,6 +90,79 @@ class ApprovalAnswer:
         return vote
 
 
+def _legacy_decision(value: Mapping[str, Any], feedback: str | None, refine: Any) -> tuple[Any, Any]:
+    """The action and refine feedback of a legacy ``{decision: …}`` answer."""
+    legacy = value["decision"]
+    action = legacy_action(legacy)
+    if action is None:
+        raise ValidationError(
+            "'decision' must be one of approved, granted, rejected, timeout, cancelled",
+            details={"decision": legacy},
+        )
+    if legacy == "rejected" and feedback:
+        return "refine", refine or {"scope": "whole", "text": feedback}
+    return action, refine
+
+
+def _check_action(action: Any, allowed: list[Any]) -> None:
+    """Refuse an action that is not an approval action, or not one this interrupt allows."""
+    if action not in EXIT_ACTIONS and action != "ask":
+        raise ValidationError(
+            "'action' must be one of accept, reject, refine, edit-accept, ask",
+            details={"action": action, "allowedActions": allowed},
+        )
+    if action not in allowed:
+        raise ValidationError(
+            f"action {action!r} is not allowed on this approval",
+            details={"action": action, "allowedActions": allowed},
+        )
+
+
+def _refine_feedback(action: str, refine: Any, feedback: str | None) -> Any:
+    """The refine feedback: required (from ``feedback`` when absent) for ``refine``, an object when given."""
+    if action == "refine":
+        if refine is None and feedback:
+            refine = {"scope": "whole", "text": feedback}
+        if not isinstance(refine, Mapping) or refine.get("scope") not in ("whole", "section", "items"):
+            raise ValidationError("'refine' needs refineFeedback {scope: whole|section|items, text?, tags?}")
+    elif refine is not None and not isinstance(refine, Mapping):
+        raise ValidationError("'refineFeedback' must be an object")
+    return refine
+
+
+def _question(action: str, value: Mapping[str, Any], feedback: str | None) -> Any:
+    """The question of an ``ask`` (``feedback`` when no ``question`` is given)."""
+    question = value.get("question")
+    if action == "ask":
+        question = question if isinstance(question, str) and question.strip() else feedback
+        if not question:
+            raise ValidationError("'ask' needs a 'question'")
+    return question
+
+
+def _voter(value: Mapping[str, Any]) -> Any:
+    """Who decided (``decidedBy`` or ``voter``), when named."""
+    voter = value.get("decidedBy") or value.get("voter")
+    if voter is not None and (not isinstance(voter, str) or not voter):
+        raise ValidationError("'decidedBy' / 'voter' must be a non-empty string")
+    return voter
+
+
+def _override(value: Mapping[str, Any], action: str) -> tuple[bool, Any]:
+    """Whether the answer overrides the quorum, and its reason; an override needs a reason and accepts."""
+    override = value.get("override", False)
+    if not isinstance(override, bool):
+        raise ValidationError("'override' must be a boolean")
+    reason = value.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise ValidationError("'reason' must be a string")
+    if override and not (reason and reason.strip()):
+        raise ValidationError("an override needs a non-empty 'reason'")
+    if override and action not in ACCEPTING:
+        raise ValidationError("an override can only accept")
+    return override, reason
+
+
 def normalize_answer(data: Mapping[str, Any], value: Any) -> ApprovalAnswer:
     """Turn a submitted resume value into an :class:`ApprovalAnswer`.
 
@@ -108,56 +181,16 @@ def normalize_answer(data: Mapping[str, Any], value: Any) -> ApprovalAnswer:
         raise ValidationError("'feedback' must be a string")
     refine = value.get("refineFeedback")
     if action is None and "decision" in value:
-        legacy = value["decision"]
-        if legacy_action(legacy) is None:
-            raise ValidationError(
-                "'decision' must be one of approved, granted, rejected, timeout, cancelled",
-                details={"decision": legacy},
-            )
-        action = legacy_action(legacy)
-        if legacy == "rejected" and feedback:
-            action = "refine"
-            refine = refine or {"scope": "whole", "text": feedback}
+        action, refine = _legacy_decision(value, feedback, refine)
     action = canonical_action(action)
-    allowed = list(data.get("actions", []))
-    if action not in EXIT_ACTIONS and action != "ask":
-        raise ValidationError(
-            "'action' must be one of accept, reject, refine, edit-accept, ask",
-            details={"action": action, "allowedActions": allowed},
-        )
-    if action not in allowed:
-        raise ValidationError(
-            f"action {action!r} is not allowed on this approval",
-            details={"action": action, "allowedActions": allowed},
-        )
-    if action == "refine":
-        if refine is None and feedback:
-            refine = {"scope": "whole", "text": feedback}
-        if not isinstance(refine, Mapping) or refine.get("scope") not in ("whole", "section", "items"):
-            raise ValidationError("'refine' needs refineFeedback {scope: whole|section|items, text?, tags?}")
-    elif refine is not None and not isinstance(refine, Mapping):
-        raise ValidationError("'refineFeedback' must be an object")
+    _check_action(action, list(data.get("actions", [])))
+    refine = _refine_feedback(action, refine, feedback)
     has_edit = "editedArtifactData" in value
     if action == "edit-accept" and not has_edit:
         raise ValidationError("'edit-accept' needs 'editedArtifactData'")
-    question = value.get("question")
-    if action == "ask":
-        question = question if isinstance(question, str) and question.strip() else feedback
-        if not question:
-            raise ValidationError("'ask' needs a 'question'")
-    voter = value.get("decidedBy") or value.get("voter")
-    if voter is not None and (not isinstance(voter, str) or not voter):
-        raise ValidationError("'decidedBy' / 'voter' must be a non-empty string")
-    override = value.get("override", False)
-    if not isinstance(override, bool):
-        raise ValidationError("'override' must be a boolean")
-    reason = value.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        raise ValidationError("'reason' must be a string")
-    if override and not (reason and reason.strip()):
-        raise ValidationError("an override needs a non-empty 'reason'")
-    if override and action not in ACCEPTING:
-        raise ValidationError("an override can only accept")
+    question = _question(action, value, feedback)
+    voter = _voter(value)
+    override, reason = _override(value, action)
     return ApprovalAnswer(
         action=action,
         feedback=feedback,

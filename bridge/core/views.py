@@ -116,26 +116,14 @@ def inbox_item(record: InterruptRecord, now_ms: int, inspect_url: str | None) ->
     return item
 
 
-def run_snapshot(
-    run: RunRecord,
-    *,
-    open_views: Sequence[Mapping[str, Any]],
-    channels: Mapping[str, Any] | None,
-    children: Sequence[RunRecord],
-    status: str | None = None,
-) -> dict[str, Any]:
-    """The ``RunSnapshot`` document (``run-snapshot.schema.json``) of a run.
-
-    ``status`` overrides the stored one: a run that only waits on a suspended
-    child reports the child's waiting status.
-    """
+def _snapshot_head(run: RunRecord, status: str | None) -> dict[str, Any]:
+    """The fields every snapshot has: ids, status, owner, start, versions, variables and node states."""
     state = run.state
-    spec = run.spec
-    snap: dict[str, Any] = {
+    return {
         "runId": run.run_id,
         "workflowId": run.workflow_id,
         "status": status or run.status,
-        "owner": {"tenant": run.tenant, "principal": spec.get("principal") or "anonymous"},
+        "owner": {"tenant": run.tenant, "principal": run.spec.get("principal") or "anonymous"},
         "startedAt": iso_ms(run.created_at_ms),
         "engineVersion": ENGINE_VERSION,
         "eventLogSchemaVersion": 1,
@@ -145,6 +133,11 @@ def run_snapshot(
             for node_id, ns in state.get("nodes", {}).items()
         },
     }
+
+
+def _add_run_details(snap: dict[str, Any], run: RunRecord) -> None:
+    """Add what the run has when it has it: completion, labels, lineage, its error or its outputs."""
+    state, spec = run.state, run.spec
     if run.completed_at_ms is not None:
         snap["completedAt"] = iso_ms(run.completed_at_ms)
     for name in ("tags", "metadata", "configurable"):
@@ -160,8 +153,10 @@ def run_snapshot(
         snap["error"] = {k: err[k] for k in ("code", "message", "details") if k in err}
     if run.status == "completed":
         snap["outputs"] = state.get("outputs", {})
-    if children:
-        snap["childRuns"] = [{"runId": c.run_id, "status": c.status, "workflowId": c.workflow_id} for c in children]
+
+
+def _add_open_interrupts(snap: dict[str, Any], run: RunRecord, open_views: Sequence[Mapping[str, Any]]) -> None:
+    """Add the open interrupts (the first one also as ``interrupt``) and the current node."""
     if open_views:
         first = open_views[0]
         snap["currentNodeId"] = first["nodeId"]
@@ -177,8 +172,28 @@ def run_snapshot(
             },
         }
         snap["interrupts"] = list(open_views)
-    elif state.get("currentNodeId"):
-        snap["currentNodeId"] = state["currentNodeId"]
+    elif run.state.get("currentNodeId"):
+        snap["currentNodeId"] = run.state["currentNodeId"]
+
+
+def run_snapshot(
+    run: RunRecord,
+    *,
+    open_views: Sequence[Mapping[str, Any]],
+    channels: Mapping[str, Any] | None,
+    children: Sequence[RunRecord],
+    status: str | None = None,
+) -> dict[str, Any]:
+    """The ``RunSnapshot`` document (``run-snapshot.schema.json``) of a run.
+
+    ``status`` overrides the stored one: a run that only waits on a suspended
+    child reports the child's waiting status.
+    """
+    snap = _snapshot_head(run, status)
+    _add_run_details(snap, run)
+    if children:
+        snap["childRuns"] = [{"runId": c.run_id, "status": c.status, "workflowId": c.workflow_id} for c in children]
+    _add_open_interrupts(snap, run, open_views)
     if channels:
         snap["channels"] = dict(channels)
     return snap

@@ -117,12 +117,8 @@ def thaw(value: Any) -> Any:
     return value
 
 
-def load_workflow(document: Mapping[str, Any]) -> WorkflowDefinition:
-    """Validate an OpenWOP workflow document and index it.
-
-    Raises :class:`~bridge.core.errors.ValidationError` listing every problem found.
-    """
-    raw = dict(document)
+def _check_schema(raw: dict[str, Any]) -> None:
+    """Refuse a document the workflow-definition schema refuses, listing its first problems."""
     problems = [
         f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
         for e in spec.validator("workflow-definition.schema.json").iter_errors(raw)
@@ -133,6 +129,10 @@ def load_workflow(document: Mapping[str, Any]) -> WorkflowDefinition:
             f"workflow {wid!r} is not a valid OpenWOP workflow definition",
             details={"problems": problems[:20]},
         )
+
+
+def _nodes(raw: Mapping[str, Any], problems: list[str]) -> dict[str, NodeSpec]:
+    """The nodes by id; a duplicate id is added to ``problems``."""
     nodes: dict[str, NodeSpec] = {}
     for n in raw["nodes"]:
         if n["id"] in nodes:
@@ -146,6 +146,11 @@ def load_workflow(document: Mapping[str, Any]) -> WorkflowDefinition:
             agent=_freeze(n["agent"]) if n.get("agent") else None,
             disabled=bool(n.get("disabled", False)),
         )
+    return nodes
+
+
+def _edges(raw: Mapping[str, Any], nodes: Mapping[str, NodeSpec], problems: list[str]) -> list[EdgeSpec]:
+    """The edges in order; duplicate ids, unknown ends and expression conditions are added to ``problems``."""
     edges: list[EdgeSpec] = []
     seen_edges: set[str] = set()
     for e in raw["edges"]:
@@ -167,9 +172,12 @@ def load_workflow(document: Mapping[str, Any]) -> WorkflowDefinition:
                 condition=_freeze(cond) if cond else None,
             )
         )
-    if problems:
-        raise ValidationError(f"workflow {raw['id']!r} is inconsistent", details={"problems": problems})
-    variables = tuple(
+    return edges
+
+
+def _variables(raw: Mapping[str, Any]) -> tuple[VariableSpec, ...]:
+    """The declared variables, in order."""
+    return tuple(
         VariableSpec(
             name=v["name"],
             type=v["type"],
@@ -180,23 +188,48 @@ def load_workflow(document: Mapping[str, Any]) -> WorkflowDefinition:
         )
         for v in raw["variables"]
     )
+
+
+def _adjacency(
+    nodes: Mapping[str, NodeSpec], edges: list[EdgeSpec]
+) -> tuple[Mapping[str, tuple[EdgeSpec, ...]], Mapping[str, tuple[EdgeSpec, ...]]]:
+    """The incoming and the outgoing edges of every node."""
     incoming: dict[str, list[EdgeSpec]] = {n: [] for n in nodes}
     outgoing: dict[str, list[EdgeSpec]] = {n: [] for n in nodes}
     for edge in edges:
         incoming[edge.target].append(edge)
         outgoing[edge.source].append(edge)
+    return (
+        MappingProxyType({k: tuple(v) for k, v in incoming.items()}),
+        MappingProxyType({k: tuple(v) for k, v in outgoing.items()}),
+    )
+
+
+def load_workflow(document: Mapping[str, Any]) -> WorkflowDefinition:
+    """Validate an OpenWOP workflow document and index it.
+
+    Raises :class:`~bridge.core.errors.ValidationError` listing every problem found.
+    """
+    raw = dict(document)
+    _check_schema(raw)
+    problems: list[str] = []
+    nodes = _nodes(raw, problems)
+    edges = _edges(raw, nodes, problems)
+    if problems:
+        raise ValidationError(f"workflow {raw['id']!r} is inconsistent", details={"problems": problems})
+    incoming, outgoing = _adjacency(nodes, edges)
     return WorkflowDefinition(
         id=raw["id"],
         name=raw["name"],
         version=raw["version"],
         nodes=MappingProxyType(nodes),
         edges=tuple(edges),
-        variables=variables,
+        variables=_variables(raw),
         channels=_freeze(raw.get("channels", {})),
         settings=_freeze(raw.get("settings", {})),
         raw=_freeze(raw),
-        incoming=MappingProxyType({k: tuple(v) for k, v in incoming.items()}),
-        outgoing=MappingProxyType({k: tuple(v) for k, v in outgoing.items()}),
+        incoming=incoming,
+        outgoing=outgoing,
     )
 
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bridge.core.kinds import REGISTRY
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.store.base import InboxPage
 from bridge.store.codec import INT_COLS, RUN_COLS, Dialect
 from bridge.store.cursor import encode_cursor, page_cursor
+
+#: The kinds an inbox leaves out when no kind is asked for: those not listed among open interrupts.
+UNLISTED_KINDS: tuple[str, ...] = tuple(name for name, k in REGISTRY.items() if not k.listed)
 
 
 class Reads:
@@ -139,7 +143,8 @@ class Reads:
             where.append("kind=%s")
             args.append(kind)
         else:
-            where.append("kind NOT IN ('conversation.start','conversation.close')")
+            where.append(f"kind NOT IN ({','.join(['%s'] * len(UNLISTED_KINDS))})")
+            args += UNLISTED_KINDS
         if cursor:
             at, iid = page_cursor(cursor)
             where.append("(requested_at > %s OR (requested_at = %s AND interrupt_id > %s))")

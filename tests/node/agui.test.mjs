@@ -1,5 +1,5 @@
 // The bridge's AG-UI endpoint driven by the real @ag-ui/client HttpAgent.
-// Run by tests/test_agui_client.py, which starts a server and sets BRIDGE_URL and BRIDGE_KEY.
+// Run by tests/adapters/agui/test_agui_client.py, which starts a server and sets BRIDGE_URL and BRIDGE_KEY.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";

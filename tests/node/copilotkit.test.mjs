@@ -1,6 +1,6 @@
 // The bridge's AG-UI endpoint behind CopilotKit: @copilotkit/runtime (v2, headless in Node) holds an
 // HttpAgent per workflow, and @copilotkit/core drives it as a chat frontend does, answering interrupts
-// the way its useInterrupt hook does. Run by tests/test_agui_client.py, which starts a server and sets
+// the way its useInterrupt hook does. Run by tests/adapters/agui/test_agui_client.py, which starts a server and sets
 // BRIDGE_URL and BRIDGE_KEY (and turns CopilotKit's telemetry off).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

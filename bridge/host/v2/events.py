@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from bridge.core.kinds import APPROVAL, REGISTRY
 from bridge.host.v2 import ids
 from bridge.host.v2.subjects import subject
 from bridge.spec import v2 as spec
@@ -62,7 +63,7 @@ def _extend(out: dict[str, Any], named: set[str]) -> dict[str, Any]:
 def requested(p: dict[str, Any]) -> dict[str, Any]:
     """The ``InterruptPayload`` of an ``interrupt.requested`` event."""
     out = {k: p[k] for k in INTERRUPT_PAYLOAD_KEYS if k in p}
-    if p.get("kind") == "approval" and isinstance(out.get("data"), dict):
+    if REGISTRY.get(str(p.get("kind"))) is APPROVAL and isinstance(out.get("data"), dict):
         out["data"] = {k: v for k, v in out["data"].items() if k != "gateId"}
     out.setdefault("data", {})
     return out

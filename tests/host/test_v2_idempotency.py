@@ -12,7 +12,7 @@ import httpx
 from bridge import Engine
 from bridge.host.v2 import ids
 from tests.helpers import settle
-from tests.test_v2_schemas import _h, assert_envelope, assert_run_id, create
+from tests.host.test_v2_schemas import _h, assert_envelope, assert_run_id, create
 
 REPLAY = "OpenWOP-Idempotent-Replay"
 

@@ -36,7 +36,7 @@ FLAGS = (
     "--disable-component-update",
     "--disable-sync",
 )
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 # Live updates travel through real sockets on a 2-core machine: give them a moment.
 expect.set_options(timeout=10_000)

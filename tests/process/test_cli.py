@@ -37,7 +37,7 @@ def test_serve_defaults_print_a_dev_key_and_serve_the_demo(tmp_path: Path) -> No
 
 
 def test_configured_keys_replace_the_dev_key(tmp_path: Path) -> None:
-    shared = Path(__file__).resolve().parents[1] / "bridge" / "spec" / "fixtures"
+    shared = Path(__file__).resolve().parents[2] / "bridge" / "spec" / "fixtures"
     server = ServerProcess(
         tmp_path / "k.db", ["--no-demo", "--workflows", str(shared), "--api-key", "ops=ops-key-123456:runs:read@acme"]
     ).start()

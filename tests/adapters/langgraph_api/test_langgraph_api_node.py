@@ -12,7 +12,7 @@ import pytest
 from tests.server import ServerProcess
 
 pytestmark = [pytest.mark.node, pytest.mark.slow]
-NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_DIR = Path(__file__).resolve().parents[2] / "node"
 KEY = "langgraph-key-123"
 
 
@@ -22,7 +22,7 @@ def test_langgraph_js_sdk_suite(tmp_path: Path) -> None:
     assert (NODE_DIR / "node_modules" / "@langchain" / "langgraph-sdk").is_dir(), (
         "run `npm ci` in tests/node (scripts/test does) to install @langchain/langgraph-sdk"
     )
-    fixtures = Path(__file__).resolve().parents[1] / "bridge" / "spec" / "fixtures"
+    fixtures = Path(__file__).resolve().parents[3] / "bridge" / "spec" / "fixtures"
     server = ServerProcess(
         tmp_path / "lg.db",
         [

@@ -14,7 +14,7 @@ import pytest
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.slow
-NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_DIR = Path(__file__).resolve().parents[2] / "node"
 KEY = "graph-key-12345"
 H = {"Authorization": f"Bearer {KEY}"}
 GRAPHS = [

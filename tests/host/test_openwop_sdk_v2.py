@@ -22,8 +22,8 @@ from bridge import Engine
 from tests.conftest import TOKENS
 from tests.helpers import settle
 
-SDK_DIR = Path(__file__).resolve().parents[1] / ".venv" / "openwop-client-v2"
-DRIVER = Path(__file__).with_name("sdk_v2_driver.py")
+SDK_DIR = Path(__file__).resolve().parents[2] / ".venv" / "openwop-client-v2"
+DRIVER = Path(__file__).resolve().parents[1] / "sdk_v2_driver.py"
 
 
 class SdkV2:

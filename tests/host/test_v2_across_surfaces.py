@@ -13,7 +13,7 @@ from bridge import Engine
 from bridge.host.v2 import ids
 from tests.conftest import auth
 from tests.helpers import settle
-from tests.test_v2_schemas import _h, assert_event, check_snapshot, create, poll_all
+from tests.host.test_v2_schemas import _h, assert_event, check_snapshot, create, poll_all
 
 
 async def test_a_quorum_started_over_v2_is_answered_by_three_keys_over_both_majors(

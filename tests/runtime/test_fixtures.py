@@ -13,7 +13,7 @@ from bridge.core.workflow import load_workflow
 from bridge.spec import v2 as spec_v2
 from tests.helpers import ADMIN, event_types, events, settle
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "openwop"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "openwop"
 
 
 def test_vendored_spec_files_match_their_manifest() -> None:

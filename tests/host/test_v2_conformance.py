@@ -15,7 +15,7 @@ import httpx
 from bridge import Engine
 from bridge.host.v2 import ids
 from tests.helpers import settle
-from tests.test_v2_schemas import V2, _h, assert_envelope, assert_event, create, poll_all
+from tests.host.test_v2_schemas import V2, _h, assert_envelope, assert_event, create, poll_all
 
 TERMINAL = ("run.completed", "run.failed", "run.cancelled")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SDKS = frozenset(
     {"ag_ui", "ag_ui_langgraph", "langgraph", "langchain", "langchain_core", "fastapi", "openwop_client"}
     | {"langgraph_sdk", "a2a", "mcp"}

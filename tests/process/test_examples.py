@@ -16,7 +16,7 @@ import pytest
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_python_api_example() -> None:

@@ -12,7 +12,7 @@ import pytest
 from tests.server import ServerProcess
 
 pytestmark = [pytest.mark.node, pytest.mark.slow]
-NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_DIR = Path(__file__).resolve().parents[2] / "node"
 KEY = "interop-key-123"
 
 
@@ -22,7 +22,7 @@ def test_real_agui_client_suite(tmp_path: Path) -> None:
     assert (NODE_DIR / "node_modules" / "@ag-ui" / "client").is_dir(), (
         "run `npm ci` in tests/node (scripts/test does) to install @ag-ui/client"
     )
-    fixtures = Path(__file__).resolve().parents[1] / "bridge" / "spec" / "fixtures"
+    fixtures = Path(__file__).resolve().parents[3] / "bridge" / "spec" / "fixtures"
     server = ServerProcess(
         tmp_path / "agui.db",
         ["--workflows", str(NODE_DIR / "workflows"), "--workflows", str(fixtures), "--api-key", f"tester={KEY}+admin"],
@@ -51,7 +51,7 @@ def test_copilotkit_runtime_in_front_of_the_bridge(tmp_path: Path) -> None:
     assert (NODE_DIR / "node_modules" / "@copilotkit" / "runtime").is_dir(), (
         "run `npm ci` in tests/node (scripts/test does) to install @copilotkit/runtime"
     )
-    fixtures = Path(__file__).resolve().parents[1] / "bridge" / "spec" / "fixtures"
+    fixtures = Path(__file__).resolve().parents[3] / "bridge" / "spec" / "fixtures"
     server = ServerProcess(
         tmp_path / "copilotkit.db",
         ["--workflows", str(NODE_DIR / "workflows"), "--workflows", str(fixtures), "--api-key", f"tester={KEY}+admin"],

@@ -34,7 +34,7 @@ from tests.browser import assert_keyboard_basics, browser_page, screenshot, tab_
 from tests.conftest import KEYS, TOKENS, auth
 from tests.server import free_port, uvicorn_server
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAT = ROOT / "examples" / "chat"
 
 

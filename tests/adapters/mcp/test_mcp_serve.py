@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.slow
-FIXTURES = Path(__file__).resolve().parents[1] / "bridge" / "spec" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "bridge" / "spec" / "fixtures"
 KEY = "mcp-serve-key-123"
 MODERN = "2026-07-28"
 
