@@ -44,25 +44,22 @@ class RunFollower:
         """Batches of event documents with ``sequence > after``, in order, ending after the terminal one."""
         last = after
         with self._hub.subscribe(run_id) as sub:
-            async for docs in self._read(run_id, last, page):
-                docs, last, ended = take_after(docs, last)
-                if docs:
-                    yield docs
-                if ended:
-                    return
-            run = await self._store.load_run(run_id)
-            if run is None:
-                return
-            if run.terminal:
-                # It ended after (or while) the backlog was read: its last events, up to the
-                # terminal one, are in the store now.
+            reread = False
+            while True:
                 async for docs in self._read(run_id, last, page):
                     docs, last, ended = take_after(docs, last)
                     if docs:
                         yield docs
                     if ended:
                         return
-                return
+                run = await self._store.load_run(run_id)
+                if run is None or (run.terminal and reread):
+                    return
+                if not run.terminal:
+                    break
+                # It ended after (or while) the backlog was read: its last events, up to the
+                # terminal one, are in the store now; read them once more.
+                reread = True
             yield []
             async for docs in self._live(run_id, sub, last, idle_s, page):
                 if not docs:

@@ -8,6 +8,7 @@ database's own features (partial indexes, arrays, row locks) stay in the store.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,18 +22,18 @@ from bridge.store.cursor import encode_cursor, page_cursor
 UNLISTED_KINDS: tuple[str, ...] = tuple(name for name, k in REGISTRY.items() if not k.listed)
 
 
-class Reads:
+class Reads(ABC):
     """Queries of the :class:`~bridge.store.base.Store` contract written once for both dialects."""
 
     _dialect: Dialect
 
+    @abstractmethod
     async def _one(self, sql: str, args: Sequence[Any] = ()) -> Sequence[Any] | None:
-        """The first row of a statement in the dialect's own text."""
-        raise NotImplementedError
+        """The first row of a statement in the dialect's own text (each store runs it its own way)."""
 
+    @abstractmethod
     async def _all(self, sql: str, args: Sequence[Any] = ()) -> Sequence[Sequence[Any]]:
-        """Every row of a statement in the dialect's own text."""
-        raise NotImplementedError
+        """Every row of a statement in the dialect's own text (each store runs it its own way)."""
 
     async def _rows(self, neutral: str, args: Sequence[Any] = ()) -> Sequence[Sequence[Any]]:
         return await self._all(self._dialect.sql(neutral), args)

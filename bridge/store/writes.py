@@ -6,6 +6,7 @@ transactions; what the transactions decide is written once, in the plans.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -19,14 +20,14 @@ from bridge.store.plan import Plan
 T = TypeVar("T")
 
 
-class Writes:
+class Writes(ABC):
     """Writes of the :class:`~bridge.store.base.Store` contract written once for both dialects."""
 
     _dialect: Dialect
 
+    @abstractmethod
     async def _plan(self, make: Callable[[], Plan[T]]) -> T:
         """Run the plan ``make()`` returns in one transaction (called again if the transaction is retried)."""
-        raise NotImplementedError
 
     async def retire_signing_key(self, kid: str, now_ms: int) -> None:
         await self._plan(lambda: plan.retire_signing_key(kid, now_ms))
