@@ -37,6 +37,19 @@ def test_bad_payloads_are_refused(payload: dict) -> None:
         kinds.normalize_payload(payload, "k")
 
 
+def test_a_quorum_its_approvers_cannot_reach_is_refused_when_the_gate_opens() -> None:
+    data = {"artifactId": "a", "artifactType": "t", "title": "x", "actions": ["accept", "reject"]}
+    gate = {**data, "requiredApprovals": 3, "approversList": ["alice", "bob"]}
+    with pytest.raises(ValidationError) as caught:
+        kinds.normalize_payload({"kind": "approval", "data": gate}, "k")
+    assert caught.value.details == {
+        "problems": ["data.requiredApprovals: 3 approvals cannot be reached by the 2 principals in approversList"]
+    }
+    reachable = {**data, "requiredApprovals": 2, "approversList": ["alice", "bob"]}
+    assert kinds.normalize_payload({"kind": "approval", "data": reachable}, "k")["data"] == reachable
+    assert kinds.normalize_payload({"kind": "approval", "data": {**data, "requiredApprovals": 3}}, "k")
+
+
 def test_builders_produce_valid_payloads() -> None:
     for payload in (
         kinds.approval("Ship?", actions=["accept", "edit"], required_approvals=2),

@@ -41,6 +41,17 @@ class ApprovalKind(Kind):
     votes = True
     fails_closed = True
 
+    def data_problems(self, data: Mapping[str, Any]) -> list[str]:
+        """A quorum the listed approvers cannot reach would settle rejected on the first vote: refused instead."""
+        required = data.get("requiredApprovals") or 1
+        approvers = data.get("approversList") or []
+        if approvers and required > len(approvers):
+            return [
+                f"data.requiredApprovals: {required} approvals cannot be reached"
+                f" by the {len(approvers)} principals in approversList"
+            ]
+        return []
+
     def title(self, data: Mapping[str, Any]) -> str:
         return str(data.get("title", "Approval"))
 

@@ -61,6 +61,10 @@ class Kind:
             out["resumeSchema"] = dict(resume_schema)
         return out
 
+    def data_problems(self, data: Mapping[str, Any]) -> list[str]:
+        """What the schema cannot say is wrong with a schema-valid ``data`` (``data.<field>: why`` lines)."""
+        return []
+
     def title(self, data: Mapping[str, Any]) -> str:
         """A one-line human description of what an interrupt of this kind asks."""
         return self.name

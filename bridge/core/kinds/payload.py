@@ -51,6 +51,8 @@ def normalize_payload(payload: Mapping[str, Any], default_key: str) -> dict[str,
     if "resumeSchema" in out and not isinstance(out["resumeSchema"], dict):
         problems.append("resumeSchema: must be a JSON Schema object")
     problems += schema_errors(spec.validator("suspend-request.schema.json", kind.data_def), out["data"], "data")
+    if not problems:
+        problems += kind.data_problems(out["data"])
     if problems:
         raise ValidationError(f"invalid {kind.name} interrupt payload", details={"problems": problems})
     if "resumeSchema" in out:
