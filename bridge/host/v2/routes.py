@@ -100,7 +100,7 @@ async def list_runs(request: Request) -> Response:
     for run in page:
         snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who))
         snaps.append(documents.snapshot(snap, run.tenant, snap["owner"]["principal"], url))
-    return JSONResponse({"runs": snaps, "nextCursor": cursor})
+    return JSONResponse({"runs": snaps, **({"nextCursor": cursor} if cursor else {})})
 
 
 @v2_route
