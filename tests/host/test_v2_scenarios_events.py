@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import httpx
 
+from bridge.spec import v2 as spec
 from tests.host.test_v2_schemas import assert_envelope
 from tests.host.v2_scenario import (
     FORWARD,
@@ -141,3 +142,14 @@ async def test_v2_stream_mode_refusal_updates_and_buffer(live: tuple[str, httpx.
     batches = [data for event, _, data in buffered.frames if event == "batch"]
     assert batches and all(data.startswith("[") for data in batches)
     assert [d["sequence"] for d in buffered.docs()] == [d["sequence"] for d in plain.docs()]
+
+
+async def test_v2_stream_sse_projection(live: tuple[str, httpx.AsyncClient]) -> None:
+    """v2-stream-sse-projection: every frame names the run by its bound id and validates, batch frames included."""
+    _, http = live
+    run_id = await created_settled(http)
+    for query in ("", "?bufferMs=200"):
+        stream = await subscribe(http, f"/runs/{enc(run_id)}/events{query}")
+        assert stream.status == 200 and stream.docs()
+        for doc in stream.docs():
+            assert doc["runId"] == run_id and spec.validate_event(doc) == [], doc

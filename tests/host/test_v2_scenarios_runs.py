@@ -168,3 +168,36 @@ async def test_v2_idempotency_in_flight(live: tuple[str, httpx.AsyncClient]) -> 
         assert (r.status_code, code_of(r)) == (409, "idempotency_in_flight")
         assert not [k for k in r.json().get("details", {}) if k.lower().startswith("retryafter")]
         assert r.headers.get("retry-after", "1").isdigit()
+
+
+async def test_v2_era_key(live: tuple[str, httpx.AsyncClient]) -> None:
+    """v2-era-key: a run created now reads back with eventLogSchemaVersion 3, the value discovery advertises."""
+    _, http = live
+    advertised = (await http.get("/.well-known/openwop", headers=V2)).json()["eventLogSchemaVersion"]
+    run_id = await create(http, "conformance-noop")
+    snap = (await http.get(f"/runs/{enc(run_id)}", headers=h())).json()
+    assert advertised == snap["eventLogSchemaVersion"] == 3
+
+
+async def test_v2_run_completed_outputs(live: tuple[str, httpx.AsyncClient]) -> None:
+    """v2-run-completed-outputs: run.completed carries an ``outputs`` object and validates."""
+    _, http = live
+    run_id = await created_settled(http)
+    [completed] = [e for e in await events(http, run_id) if e["type"] == "run.completed"]
+    assert isinstance(completed["payload"]["outputs"], dict) and spec.validate_event(completed) == []
+
+
+async def test_v2_run_options_limits(live: tuple[str, httpx.AsyncClient]) -> None:
+    """v2-run-options-limits: over-limit tags and an unknown root key are 400; odd tags and metadata round-trip."""
+    _, http = live
+    for body in (
+        {"workflowId": "conformance-noop", "tags": [f"t{i}" for i in range(101)]},
+        {"workflowId": "conformance-noop", "tags": ["y" * 257]},
+        {"workflowId": "conformance-noop", "conformanceUnknownRootKey": 1},
+    ):
+        assert_envelope(await http.post("/runs", json=body, headers=h()), 400, "validation_error")
+    tags = ["has space", "emoji \U0001f680", "slash/colon:pipe|", "UPPER-and_under", "x" * 256]
+    metadata = {"nested": {"a": 1, "b": [1, "2", None, True]}, "s": "unicode \u221e ok", "n": 0}
+    run_id = await create(http, "conformance-noop", tags=tags, metadata=metadata)
+    snap = (await http.get(f"/runs/{enc(run_id)}", headers=h())).json()
+    assert (snap["tags"], snap["metadata"]) == (tags, metadata)
