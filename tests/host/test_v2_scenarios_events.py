@@ -12,6 +12,7 @@ from tests.host.test_v2_schemas import assert_envelope
 from tests.host.v2_scenario import (
     FORWARD,
     TERMINAL,
+    V2,
     code_of,
     create,
     created_settled,
@@ -20,6 +21,7 @@ from tests.host.v2_scenario import (
     h,
     poll,
     subscribe,
+    suspended,
     wait_status,
 )
 
@@ -153,3 +155,23 @@ async def test_v2_stream_sse_projection(live: tuple[str, httpx.AsyncClient]) -> 
         assert stream.status == 200 and stream.docs()
         for doc in stream.docs():
             assert doc["runId"] == run_id and spec.validate_event(doc) == [], doc
+
+
+async def test_v2_event_type_closed(live: tuple[str, httpx.AsyncClient]) -> None:
+    """v2-event-type-closed: every type is in the closed enum (no vendor org is advertised); events validate,
+    sequences strictly increase. Run on the noop fixture, an answered gate and a sub-workflow."""
+    _, http = live
+    registered = {
+        t
+        for branch in spec.schema("run-event.schema.json")["properties"]["type"]["oneOf"]
+        for t in branch.get("enum", [])
+    }
+    assert "extensions" not in (await http.get("/.well-known/openwop", headers=V2)).json()
+    gate = await suspended(http)
+    await http.post(f"/runs/{enc(gate)}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=h())
+    await wait_status(http, gate, TERMINAL)
+    for run_id in (await created_settled(http), gate, await created_settled(http, "conformance-subworkflow-parent")):
+        log = await events(http, run_id)
+        assert [e["type"] for e in log if e["type"] not in registered] == []
+        assert all(spec.validate_event(e) == [] for e in log)
+        assert [e["sequence"] for e in log] == sorted({e["sequence"] for e in log})
