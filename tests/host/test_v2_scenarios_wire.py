@@ -185,3 +185,12 @@ async def test_v2_created_run_readable(live: tuple[str, httpx.AsyncClient]) -> N
         same = (httpx.URL(link).scheme, httpx.URL(link).netloc) == (httpx.URL(url).scheme, httpx.URL(url).netloc)
         assert link.startswith("/") or same, link
     await created_settled(http)
+
+
+async def test_v2_cors_preflight(live: tuple[str, httpx.AsyncClient]) -> None:
+    """v2-cors-preflight is self-gated on a granted origin: this host grants none, so no preflight admits one."""
+    _, http = live
+    asked = {"Origin": "https://conformance.invalid", "Access-Control-Request-Method": "POST"}
+    asked["Access-Control-Request-Headers"] = "authorization,content-type,idempotency-key,openwop-version"
+    for path in ("/runs", "/runs/x/cancel", "/interrupts/x"):
+        assert "access-control-allow-origin" not in (await http.options(path, headers=asked)).headers
