@@ -9,6 +9,7 @@ from bridge import spec
 from bridge.core import kinds
 from bridge.core.clock import iso_ms
 from bridge.core.events import ENGINE_VERSION
+from bridge.host.v2.negotiation import PREFERRED, PROTOCOL_VERSIONS
 
 if TYPE_CHECKING:
     from bridge.runtime.engine import Engine
@@ -24,6 +25,8 @@ def discovery_document(engine: Engine) -> dict[str, Any]:
     ]
     doc: dict[str, Any] = {
         "protocolVersion": "1.1",
+        "protocolVersions": PROTOCOL_VERSIONS,  # additive (RFC 0165 §A): one fetch names the other major
+        "preferredVersion": PREFERRED,
         "supportedEnvelopes": [],
         "schemaVersions": {},
         "limits": {

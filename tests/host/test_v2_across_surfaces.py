@@ -46,7 +46,7 @@ async def test_a_sub_workflow_started_over_v2(live: tuple[str, httpx.AsyncClient
     assert done.status == "completed"
     snap = (await http.get(f"/runs/{wire}", headers=_h())).json()
     check_snapshot(snap)
-    [child] = snap["childRuns"]
+    [child] = snap["extensions"]["openwop-bridge.run"]["childRuns"]
     assert child["runId"].startswith("default/run-")
     child_snap = await http.get(f"/runs/{ids.project(child['runId'])}", headers=_h())
     assert child_snap.status_code == 200 and child_snap.json()["status"] == "completed"

@@ -1,9 +1,10 @@
 """Everything served over OpenWOP v2 validates against the vendored official v2 schemas.
 
-The run snapshot, poll response and token inspection have no file of their own
-under ``schemas/v2`` (the v2 OpenAPI document defines their envelopes); their
-parts that the schemas do define are checked: tenant-bound ids, the owner's
-Subject, the events inside, the interrupt payloads.
+The poll response and token inspection have no file of their own under
+``schemas/v2``; their parts that the schemas do define are checked: tenant-bound
+ids, the owner's Subject, the events inside, the interrupt payloads. Whole
+snapshots are checked against ``run-snapshot.schema.json`` in
+``test_v2_scenarios_runs`` and against the OpenAPI document in ``test_v2_openapi_bodies``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,7 +37,7 @@ class CreateRunBody(ClosedModel):
     inputs: dict[str, Any] | None = None
     tenantId: str | None = None
     configurable: dict[str, Any] | None = None
-    tags: list[str] | None = Field(default=None, max_length=100)
+    tags: list[Annotated[str, Field(max_length=256)]] | None = Field(default=None, max_length=100)
     metadata: dict[str, Any] | None = None
 
 

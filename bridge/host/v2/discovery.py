@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bridge.core.events import ENGINE_VERSION
-from bridge.host.v2 import tokens
+from bridge.host.http.deps import PAGE_LIMIT
+from bridge.host.v2 import snapshots, tokens
 from bridge.host.v2.negotiation import PREFERRED, PROTOCOL_VERSIONS, V2
 
 if TYPE_CHECKING:
@@ -22,8 +23,15 @@ def discovery_document(engine: Engine) -> dict[str, Any]:
             "version": ENGINE_VERSION.split("/")[1],
             "vendor": "openwop-bridge",
         },
-        "eventLogSchemaVersion": 3,  # the era key a v2 host writes (RFC 0176 §A.2); v2 events are spelled for it
+        "eventLogSchemaVersion": snapshots.ERA,
         "fixtures": [wf.id for wf in engine.workflows()],
+        "runList": {
+            "status": "stable",
+            "since": V2,
+            "witness": "witnessable-gated",
+            "maxPageSize": PAGE_LIMIT["high"],
+            "filters": ["workflowId", "status"],
+        },
         "interrupt": {
             "status": "stable",
             "since": V2,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.host.v2 import events, ids, tokens
+from bridge.host.v2 import events, ids, snapshots, tokens
 from bridge.host.v2.subjects import API_KEY_ISSUER, subject
 
 __all__ = ["API_KEY_ISSUER", "event", "interrupt", "link", "poll", "snapshot", "subject"]
@@ -50,7 +50,7 @@ def interrupt(view: dict[str, Any], tenant: str, base_url: str) -> dict[str, Any
 
 
 def snapshot(snap: dict[str, Any], tenant: str, principal_id: str, base_url: str) -> dict[str, Any]:
-    """A ``RunSnapshot`` under v2."""
+    """A ``RunSnapshot`` under v2, closed (:mod:`.snapshots`)."""
     out = {k: v for k, v in snap.items() if k != "engineVersion"}
     out["runId"] = ids.bind(tenant, snap["runId"])
     out["owner"] = {"tenant": tenant, "subject": subject(tenant, principal_id)}
@@ -64,7 +64,7 @@ def snapshot(snap: dict[str, Any], tenant: str, principal_id: str, base_url: str
         out["childRuns"] = [{**c, "runId": ids.bind(tenant, c["runId"])} for c in snap["childRuns"]]
     if snap.get("replayOf"):
         out["replayOf"] = ids.bind(tenant, snap["replayOf"])
-    return out
+    return snapshots.close(out)
 
 
 def poll(

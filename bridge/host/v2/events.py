@@ -9,6 +9,8 @@ The engine writes one log; v1 reads it as written. Over v2 each payload is re-sp
   types share v2's ``interruptResolved`` shape: ``action``, ``decision`` (the engine's
   ``approved`` is v2's ``granted``), ``reason``, and ``resolvedBy`` as a Subject.
 - Ids are tenant-bound; ``run.started`` names its owner as ``{tenant, subject}``.
+- ``node.failed`` says ``error.retryable: false``: the engine records it once, when the
+  node has failed for good (interrupt.md §Rejection asks it of ``approval_rejected``).
 - A field the v2 definition does not name moves under ``x-<name>`` (v2 admits
   ``x-`` extensions on every closed payload), so nothing the engine recorded is lost.
 """
@@ -116,6 +118,8 @@ def payload(doc: dict[str, Any], tenant: str, interrupt_of: InterruptOf | None =
     if type_ == "run.started" and isinstance(p.get("owner"), dict):
         who = str(p["owner"].get("principal") or "")
         out["owner"] = {"tenant": tenant, "subject": subject(tenant, who)}
+    if type_ == "node.failed" and isinstance(p.get("error"), dict):
+        out["error"] = {"retryable": False, **p["error"]}  # the engine records node.failed once, never retried
     if type_ == "run.started" and "engineVersion" in out and not isinstance(out["engineVersion"], int):
         out["x-engineVersion"] = out.pop("engineVersion")  # v2's is an integer; the engine's names a build
     definition = spec.event_payload_def(type_)

@@ -19,6 +19,7 @@ from bridge.core.errors import BridgeError, ValidationError
 
 _PASSTHROUGH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _ESCAPE = re.compile(r"[~%]([0-9A-Fa-f]{2})")
+_MALFORMED_TILDE = re.compile(r"~(?![0-9A-Fa-f]{2})")
 _ENGINE_ID = re.compile(r"([a-z]+)_([0-9A-Za-z]{26})")
 _V2_OPAQUE = re.compile(r"([a-z]+)-([0-9A-Za-z]{26})")
 _TENANT = re.compile(r"(anon:)?[A-Za-z0-9._~-]{1,128}")
@@ -56,7 +57,12 @@ def project(bound: str) -> str:
 
 
 def unproject(wire: str) -> str:
-    """Decode ``~XX`` and ``%XX`` escapes (either spelling) back to the bound form."""
+    """Decode ``~XX`` and ``%XX`` escapes (either spelling) back to the bound form.
+
+    The projection escapes ``~`` itself, so a ``~`` not followed by two hex digits is malformed (400).
+    """
+    if _MALFORMED_TILDE.search(wire):
+        raise ValidationError("a '~' in a path id must introduce two hex digits", details={"id": wire[:300]})
     out = bytearray()
     pos = 0
     for m in _ESCAPE.finditer(wire):

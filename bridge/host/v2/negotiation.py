@@ -5,6 +5,8 @@
 - Root paths (v2): a header naming a major this host does not serve is ``406
   protocol_version_unsupported`` with ``details.protocolVersions``; major 1 on a
   root path is served by the ``/v1`` twin; responses carry ``OpenWOP-Version``.
+- Any other path asked for major 2 (a surface this host does not serve over v2, such as
+  ``/webhooks``) answers as the host does, naming ``OpenWOP-Version: 2.0``.
 - ``/.well-known/openwop`` is one resource: the header selects its
   representation (absent selects ``preferredVersion``, 1.1, through the overlap).
 - A tenant-bound id sent percent-encoded (``acme%2Fr-…``) is routed like its
@@ -62,7 +64,7 @@ class VersionNegotiation:
             await self.app(scope, receive, _with_version(send, V1))
             return
         if not _is_v2(path):
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, _with_version(send, V2) if major == 2 else send)
             return
         if major is not None and major not in (1, 2):
             unsupported: dict[str, object] = {

@@ -4,7 +4,8 @@ Every operation lists its parameters (path, query, ``OpenWOP-Version``,
 ``Idempotency-Key``, ``Last-Event-ID``), its request body (the same pydantic
 models the routes validate with) and the statuses the route really answers;
 every error is the v2 error envelope, the vendored ``error-envelope.schema.json``
-embedded as ``ErrorEnvelope``. A run's events stream as ``text/event-stream``.
+embedded as ``ErrorEnvelope``; the 200 bodies are real schemas (:mod:`.openapi_schemas`).
+A run's events stream as ``text/event-stream``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, ResolveBo
 from bridge.host.http.deps import PAGE_LIMIT
 from bridge.host.http.openapi_ops import SEQUENCE, SSE, bounded, json_response, path_param, query_param, schema_ref
 from bridge.host.http.openapi_ops import request_body as body_of
+from bridge.host.v2.batching import BUFFER_MS
+from bridge.host.v2.openapi_schemas import component_schemas
 from bridge.host.v2.routes import AFTER_SEQUENCE, POLL_TIMEOUT_S
 from bridge.spec import v2 as spec_v2
 
@@ -136,7 +139,7 @@ def _run_paths() -> dict[str, Any]:
             "get": _op(
                 "listRuns",
                 "The caller's runs, newest first",
-                {"200": json_response(_OBJECT), **_errors(400, 401, 403)},
+                {"200": json_response(schema_ref("RunListResponse")), **_errors(400, 401, 403)},
                 [
                     query_param("workflowId", "Filter"),
                     query_param("status", "Filter"),
@@ -146,13 +149,18 @@ def _run_paths() -> dict[str, Any]:
             ),
         },
         "/runs/{runId}": {
-            "get": _op("getRun", "Run snapshot", {"200": json_response(_OBJECT), **_errors(400, 401, 403, 404)}, [_RUN])
+            "get": _op(
+                "getRun",
+                "Run snapshot",
+                {"200": json_response(schema_ref("RunSnapshot")), **_errors(400, 401, 403, 404)},
+                [_RUN],
+            )
         },
         "/runs/{runId}/cancel": {
             "post": _op(
                 "cancelRun",
                 "Cancel a run; one that already ended is 409 run_terminal. The body is optional.",
-                {"200": json_response(_OBJECT), **_errors(400, 401, 403, 404, 409, 413, 415)},
+                {"200": json_response(schema_ref("CancelResponse")), **_errors(400, 401, 403, 404, 409, 413, 415)},
                 [_RUN, _IDEMPOTENCY],
                 body_of(CancelBody, False),
             )
@@ -190,7 +198,12 @@ def _event_paths() -> dict[str, Any]:
                     _RUN,
                     last_event_id,
                     query_param("lastEventId", "Same as Last-Event-ID (for EventSource)", SEQUENCE),
-                    query_param("streamMode", "updates, debug or both", {"enum": ["updates", "debug"]}),
+                    query_param(
+                        "streamMode",
+                        "updates, debug or both (another mode is 400 unsupported_stream_mode)",
+                        {"enum": ["updates", "debug", "updates,debug", "debug,updates"]},
+                    ),
+                    query_param("bufferMs", "Gather events into batch frames for up to this long", bounded(BUFFER_MS)),
                 ],
             )
         },
@@ -211,7 +224,10 @@ def _event_paths() -> dict[str, Any]:
 
 def _interrupt_paths() -> dict[str, Any]:
     token = path_param("token", "A signed link token (ow2.<alg>.<kid>.<payload>.<mac>, or a v1 token)")
-    answered = {"200": json_response(_OBJECT), **_errors(400, 401, 403, 404, 409, 410, 413, 415, 422)}
+    answered = {
+        "200": json_response(schema_ref("ResolveResponse")),
+        **_errors(400, 401, 403, 404, 409, 410, 413, 415, 422),
+    }
     return {
         "/runs/{runId}/interrupts/{nodeId}": {
             "post": _op(
@@ -243,7 +259,7 @@ def _interrupt_paths() -> dict[str, Any]:
             "get": _op(
                 "inspectInterruptByToken",
                 "The interrupt a signed link points at",
-                {"200": json_response(_OBJECT), **_errors(401, 404, 410)},
+                {"200": json_response(schema_ref("InterruptInspection")), **_errors(401, 404, 410)},
                 [token],
                 auth=False,
             ),
@@ -278,7 +294,7 @@ def _error_envelope() -> dict[str, Any]:
 
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the v2 surface this host serves."""
-    schemas: dict[str, Any] = {"ErrorEnvelope": _error_envelope()}
+    schemas: dict[str, Any] = {"ErrorEnvelope": _error_envelope(), **component_schemas()}
     schemas["EventId"] = spec_v2.schema("ids.schema.json")["$defs"]["eventId"]
     for model in (CreateRunBody, ResolveBody, CancelBody, ForkBody):
         body_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")

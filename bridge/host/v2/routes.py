@@ -25,7 +25,7 @@ from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, ResolveBo
 from bridge.host.http.deps import PAGE_LIMIT, base_url, engine, int_param, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
-from bridge.host.v2 import documents, events, ids, tokens
+from bridge.host.v2 import batching, documents, events, ids, tokens
 from bridge.host.v2.errors import DedupUnsupportedError, RunTerminalError, v2_route
 from bridge.host.v2.idempotency import RULES
 from bridge.runtime.engine import Engine
@@ -100,7 +100,7 @@ async def list_runs(request: Request) -> Response:
     for run in page:
         snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who))
         snaps.append(documents.snapshot(snap, run.tenant, snap["owner"]["principal"], url))
-    return JSONResponse({"runs": snaps, "nextCursor": cursor})
+    return JSONResponse({"runs": snaps, **({"nextCursor": cursor} if cursor else {})})
 
 
 @v2_route
@@ -182,8 +182,14 @@ async def run_events(request: Request) -> Response:
         return JSONResponse(body, status_code=status)
     after = v1_runs._last_event_id(request)
     keepalive = float(request.app.state.keepalive_s)
+    buffer_ms = int_param(request, "bufferMs", 0, **batching.BUFFER_MS)
+    frames = (
+        batching.batched_frames(engine(request), run_id, tenant, after, keepalive, buffer_ms, _interrupts_of)
+        if buffer_ms
+        else _frames(engine(request), run_id, tenant, after, keepalive)
+    )
     return StreamingResponse(
-        _frames(engine(request), run_id, tenant, after, keepalive),
+        frames,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

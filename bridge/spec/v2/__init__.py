@@ -3,8 +3,8 @@
 ``SOURCES.md`` names each file's repository, path and commit; ``../MANIFEST.sha256``
 holds their digests (checked by a test, like the v1 files). Documents the host
 serves over v2 are validated against these: events (envelope and per-type
-payload), the discovery document, error envelopes, and the pieces of a run
-snapshot the schemas define (ids, the owner's Subject, interrupt payloads).
+payload), the discovery document, error envelopes, run snapshots and run-list pages
+(``run-snapshot`` and ``run-list-response``, taken from openwop/openwop-sdks).
 """
 
 from __future__ import annotations
