@@ -29,7 +29,8 @@ COLUMNS: tuple[tuple[str, str, Callable[[Point], float | None]], ...] = (
     ("restart_s", "s", lambda p: median(p.restarts)),
     ("resolve_at_scale_ratio", "x", lambda p: p.resolve_ratio),
     ("disk_bytes_per_pending_run", "B", lambda p: p.disk_bytes / p.pending),
-    ("populate_runs_per_s", "runs/s", lambda p: p.pending / p.populate_s),
+    ("populate_runs_per_s", "runs/s", lambda p: p.pending / p.filled.wall_s),
+    ("populate_cpu_ms_per_run", "ms", lambda p: p.filled.cpu_s * 1000 / p.pending),
 )
 PLOTTED = 4
 PANEL_W, PANEL_H, MARGIN = 260, 170, 44

@@ -113,14 +113,16 @@ def test_unknown_names_and_unshareable_stores_are_refused(tmp_path: Path) -> Non
 
 
 def test_sweep_writes_a_table_its_rows_and_a_plot(tmp_path: Path) -> None:
+    from bench.populate import Filled
     from bench.scale import Point
     from bench.sweep import write
 
     def point(runs: int, rss: float) -> Point:
-        return Point(runs, runs / 500, runs * 3_000, rss, rss, [0.002], [0.001], [0.004, 0.006], [0.005], [0.5, 0.7])
+        latencies = ([0.002], [0.001], [0.004, 0.006], [0.005], [0.5, 0.7], [0.5])
+        return Point(runs, Filled(runs / 500, runs / 250), runs * 3_000, rss, rss, *latencies)
 
     md, rows, plot = write(tmp_path / "sweep", [point(100_000, 90.0), point(10_000, 80.0)])
-    assert md.read_text().splitlines()[2].startswith("| 10,000 | 80 | 2 | 5 | 0.6 | 1 | 3,000 | 500 |")
+    assert md.read_text().splitlines()[2].startswith("| 10,000 | 80 | 2 | 5 | 0.6 | 1 | 3,000 | 500 | 4 |")
     assert [r["pending_runs"] for r in json.loads(rows.read_text())] == [10_000, 100_000]
     text = plot.read_text()
     assert text.startswith("<svg") and text.count("<polyline") == 4 and ">100k<" in text
