@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from bridge.runtime.engine import Engine
 from bridge.store import sqlite as sqlite_module
 from bridge.store import sqlite_writer
 from bridge.store.base import RunCommit
+from bridge.store.cursor import encode_cursor
 from bridge.store.sqlite import SqliteStore
 from tests.store.test_store_contract import claimed, make_interrupt, make_run, started
 
@@ -138,3 +140,31 @@ async def test_start_up_scans_no_table_that_grows_with_the_runs(tmp_path: Path, 
         for query in queries:
             plan = " / ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + query))
             assert not FULL_SCAN.search(plan), f"{query}\n  -> {plan}"
+
+
+@pytest.mark.postgres
+async def test_postgres_pages_seek_with_their_cursor(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bridge.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    await store.open()
+    sent: list[tuple[str, Sequence[Any]]] = []
+
+    async def record(sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        sent.append((sql, args))
+        return []
+
+    monkeypatch.setattr(store, "_all", record)
+    try:
+        await store.inbox("t", kind="approval", status="pending", limit=50, cursor=encode_cursor(5, "x"))
+        await store.list_runs("t", workflow_id=None, status=None, limit=50, cursor=encode_cursor(5, "x"))
+    finally:
+        await store.close()
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")
+        inbox, runs = ("\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, args).fetchall()) for sql, args in sent)
+    # Before: the cursor was a filter on rows read from the start of the (tenant, status, kind) range.
+    assert "Index Cond" in inbox and "ROW(requested_at, interrupt_id) > ROW" in inbox and "Sort" not in inbox, inbox
+    assert "Index Cond" in runs and "ROW(created_at, run_id) < ROW" in runs and "Sort" not in runs, runs
