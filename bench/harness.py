@@ -94,6 +94,8 @@ class Result:
     target: Target | None = None
     error: str | None = None
     note: str | None = None
+    #: How many suspended runs the server held (the scale figures).
+    pending_runs: int | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -103,7 +105,8 @@ class Result:
         return self.bridge / self.peer
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON entry: ``{bridge, peer, unit, ratio, n}`` (plus ``error`` when it failed)."""
+        """The JSON entry: ``{bridge, peer, unit, ratio, n}`` (plus ``error`` when it failed, ``pending_runs``
+        for the scale figures)."""
         doc: dict[str, Any] = {
             "bridge": _rounded(self.bridge),
             "peer": _rounded(self.peer),
@@ -113,6 +116,8 @@ class Result:
         }
         if self.error is not None:
             doc["error"] = self.error
+        if self.pending_runs is not None:
+            doc["pending_runs"] = self.pending_runs
         return doc
 
 
@@ -163,6 +168,10 @@ class Bench:
     progress: Progress
     db: str | None = None
     instances: int = 1
+    #: The scale scenario's size (``--pending``); None for its default.
+    pending: int | None = None
+    #: With ``--sweep DIR``: the scale scenario also runs at 10,000 and 100,000 and writes its table there.
+    sweep: Path | None = None
     profiler: Profiler = field(default_factory=lambda: _profiler(None))
     tenant: str = field(default_factory=lambda: f"bench-{secrets.token_hex(4)}")
     api_key: str = field(default_factory=lambda: f"owb_bench_{secrets.token_hex(16)}")
@@ -267,9 +276,15 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("a2a", {"a2a_roundtrip": "ms"}, "bench.a2a", "A2A round trip"),
     Scenario(
         "scale",
-        {"pending_rss_mb": "MiB", "inbox_page_ms": "ms", "resolve_at_scale_ratio": "x", "restart_s": "s"},
+        {
+            "pending_rss_mb": "MiB",
+            "inbox_page_ms": "ms",
+            "resolve_at_scale_ratio": "x",
+            "restart_s": "s",
+            "disk_bytes_per_pending_run": "B",
+        },
         "bench.scale",
-        "100,000 suspended runs",
+        "suspended runs (--pending, 100,000 by default)",
     ),
     Scenario("conversation", {"conversation_turn_ratio": "x"}, "bench.conversation", "long conversation"),
     Scenario("mcp", {"mcp_roundtrip": "ms"}, "bench.mcp_roundtrip", "MCP round trip (2026-07-28)"),
@@ -374,6 +389,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="also run each bridge workload under py-spy (unmeasured); speedscope files and a summary go to DIR",
     )
+    parser.add_argument(
+        "--pending",
+        type=int,
+        default=None,
+        metavar="N",
+        help="suspended runs in the scale scenario (default 100,000; 2,000 with --quick)",
+    )
+    parser.add_argument(
+        "--sweep",
+        metavar="DIR",
+        type=Path,
+        help="also run the scale scenario at 10,000 and 100,000 runs; its figures against the size go to DIR "
+        "(scale-sweep.md, .json, .svg)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work folder (databases, server logs)")
 
 
@@ -416,6 +445,9 @@ def run(args: argparse.Namespace) -> int:
     if args.instances < 1:
         print("openwop-bridge bench: --instances must be at least 1", file=sys.stderr)
         return 2
+    if args.pending is not None and args.pending < 200:
+        print("openwop-bridge bench: --pending must be at least 200", file=sys.stderr)
+        return 2
     try:
         profiler = _profiler(args.profile)
     except RuntimeError as exc:
@@ -428,6 +460,8 @@ def run(args: argparse.Namespace) -> int:
         progress=Progress(),
         db=args.db,
         instances=args.instances,
+        pending=args.pending,
+        sweep=args.sweep,
         profiler=profiler,
     )
     mode = "quick" if args.quick else "full"

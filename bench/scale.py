@@ -1,13 +1,14 @@
-"""Scenario 4: a server holding 100,000 suspended runs.
+"""Scenario 4: a server holding ``--pending`` suspended runs (100,000 unless told).
 
 The runs are created in process, through the engine, against the database file
-the server then opens: real runs, each suspended on a real interrupt (nine in
-ten wait on an approval, one in ten on a clarification), committed exactly as
-over HTTP but without a thousand HTTP round trips per second to wait for.
-Meanwhile a second database gets 100 of the same runs. Then a server is
-started on each and measured side by side:
+the server then opens (:mod:`bench.populate`): real runs, each suspended on a
+real interrupt, committed as over HTTP but without thousands of HTTP round
+trips per second to wait for. Meanwhile a second database gets 100 of the same
+runs. Then a server is started on each and measured side by side:
 
-- ``pending_rss_mb``: ``VmRSS`` of the server holding 100,000 pending runs,
+- ``disk_bytes_per_pending_run``: the database's size (file and WAL) after
+  populating, over the runs it holds;
+- ``pending_rss_mb``: ``VmRSS`` of the server holding the pending runs,
   read from ``/proc/<pid>/status`` after the inbox and resolve work below;
 - ``inbox_page_ms``: ``GET /v1/interrupts?kind=clarification&limit=50``, the
   first page of the rarer kind (so a missing index would show);
@@ -16,75 +17,35 @@ started on each and measured side by side:
   over the same on the small one, the two alternating, each answered run left
   to complete before the next answer;
 - ``restart_s``: SIGTERM, then spawn to the first 200 from ``/healthz``
-  (the engine has recovered by then: it starts before the port opens).
+  (the engine has recovered by then: it starts before the port opens), the
+  two servers alternating (the small one's in the note: the fixed cost).
+
+With ``--sweep DIR`` the whole scenario runs again at 10,000 and 100,000 runs
+(fresh files each time) and :mod:`bench.sweep` writes how each figure grows.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
+from dataclasses import dataclass
 
-from bench import workflows
+from bench import populate, sweep, workflows
 from bench.client import Connection
 from bench.harness import Bench, Result, Target, alternate, median, median_ms
 from bench.http import bridge_servers
 from bench.servers import Server
-from bridge.core.auth import Principal
-from bridge.runtime.engine import Engine
-from bridge.store.sqlite import SqliteStore
 
 RSS = "pending_rss_mb"
 INBOX = "inbox_page_ms"
 RESOLVE = "resolve_at_scale_ratio"
 RESTART = "restart_s"
+DISK = "disk_bytes_per_pending_run"
 SMALL = 100
-IN_FLIGHT = 256
-CLARIFICATION_EVERY = 10
+#: The sizes ``--sweep`` adds to the ``--pending`` one (full run, ``--quick``).
+SWEEP = (10_000, 100_000)
+QUICK_SWEEP = (500, 1_000)
 LABELS = ("large", "small")
 INBOX_PATH = "/v1/interrupts?kind=clarification&limit=50"
-
-
-async def populate(bench: Bench, db: str, runs: int, label: str) -> list[str]:
-    """Create ``runs`` runs in the benchmark tenant and wait until every one is suspended.
-
-    Returns the ids of the approval runs (the ones the scenario answers).
-    """
-    engine = Engine(SqliteStore(db), workflows=workflows.definitions())
-    await engine.start()
-    principal = Principal("bench", tenant=bench.tenant)
-    window = asyncio.Semaphore(IN_FLIGHT)
-    suspended = 0
-    all_suspended = asyncio.Event()
-    failures: list[str] = []
-
-    def on_events(run_id: str, docs: list[dict[str, object]]) -> None:
-        nonlocal suspended
-        for doc in docs:
-            if doc["type"] == "node.suspended":
-                suspended += 1
-                window.release()
-                if suspended == runs:
-                    all_suspended.set()
-            elif doc["type"] in ("run.failed", "run.cancelled"):
-                failures.append(f"run {run_id} ended with {doc['type']} while populating")
-                all_suspended.set()
-
-    engine.hub.add_listener(on_events)
-    approvals: list[str] = []
-    try:
-        for i in range(runs):
-            await window.acquire()
-            clarify = i % CLARIFICATION_EVERY == CLARIFICATION_EVERY - 1
-            run = await engine.create_run(principal, workflows.CLARIFICATION if clarify else workflows.APPROVAL)
-            if not clarify:
-                approvals.append(run.run_id)
-            bench.progress.tick("scale", i + 1, runs, f"runs created in {label}")
-        await asyncio.wait_for(all_suspended.wait(), 120)
-        if failures:
-            raise RuntimeError(failures[0])
-    finally:
-        await engine.stop()
-    return approvals
 
 
 class Resolver:
@@ -130,19 +91,104 @@ class Resolver:
         await self.connection.close()
 
 
+@dataclass
+class Point:
+    """The scale figures measured at one size."""
+
+    pending: int
+    filled: populate.Filled
+    disk_bytes: int
+    rss: float
+    peak: float
+    inbox_large: list[float]
+    inbox_small: list[float]
+    resolve_large: list[float]
+    resolve_small: list[float]
+    restarts: list[float]
+    restarts_small: list[float]
+
+    @property
+    def resolve_ratio(self) -> float | None:
+        """Median answer latency at this size over the same at :data:`SMALL`."""
+        large, small = median(self.resolve_large), median(self.resolve_small)
+        return None if large is None or not small else large / small
+
+    def results(self) -> list[Result]:
+        """The scenario's figures at this size."""
+        at = f"{self.pending:,} pending"
+        return [
+            Result(RSS, "MiB", self.rss, n=1, target=Target("<=", 300), note=f"{at}; peak (VmHWM) {self.peak:.0f} MiB"),
+            Result(
+                INBOX,
+                "ms",
+                median_ms(self.inbox_large),
+                n=len(self.inbox_large),
+                target=Target("<=", 20),
+                note=f"{at}; {_fmt_ms(median_ms(self.inbox_small))} ms at {SMALL}",
+            ),
+            Result(
+                RESOLVE,
+                "x",
+                self.resolve_ratio,
+                n=len(self.resolve_large),
+                target=Target("<=", 1.2),
+                note=f"{_fmt_ms(median_ms(self.resolve_large))} ms at {at} / "
+                f"{_fmt_ms(median_ms(self.resolve_small))} ms at {SMALL}",
+            ),
+            Result(
+                RESTART,
+                "s",
+                median(self.restarts),
+                n=len(self.restarts),
+                target=Target("<=", 5),
+                note=f"{at}; {median(self.restarts_small) or 0:.2f} s at {SMALL}",
+            ),
+            Result(
+                DISK,
+                "B",
+                self.disk_bytes / self.pending,
+                n=1,
+                note=f"{self.disk_bytes / 2**20:,.0f} MiB for {at}; populated in {self.filled.wall_s:.0f} s "
+                f"({self.pending / self.filled.wall_s:,.0f} runs/s, {self.filled.cpu_s * 1000 / self.pending:.2f} "
+                "CPU ms a run)",
+            ),
+        ]
+
+
 async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
+    """Measure at ``--pending`` runs (and, with ``--sweep``, at the sweep's sizes too)."""
+    size = bench.pending or bench.scale(100_000, 2_000)
+    sizes = [size] if bench.sweep is None else sorted({*(QUICK_SWEEP if bench.quick else SWEEP), size})
+    points = [await measure(bench, n) for n in sizes]
+    if bench.sweep is not None:
+        written = sweep.write(bench.sweep, points)
+        bench.progress.say("scale", f"sweep table and plot in {', '.join(str(p) for p in written)}")
+    chosen = next(p for p in points if p.pending == size)
+    results = chosen.results()
+    for result in results:
+        result.pending_runs = size
+    return results
+
+
+async def measure(bench: Bench, large_runs: int) -> Point:
     """Populate both databases, then measure memory, inbox, resolve and restart."""
-    large_runs = bench.scale(100_000, 2_000)
     resolves = bench.scale(60, 10)
     inbox_pages = bench.scale(100, 20)
     restarts = bench.scale(5, 2)
+    small_db, large_db = str(bench.path(f"scale-small-{large_runs}.db")), str(bench.path(f"scale-{large_runs}.db"))
     bench.progress.say("scale", f"creating {SMALL:,} + {large_runs:,} suspended runs in process")
-    small_ids = await populate(bench, str(bench.path("scale-small.db")), SMALL + resolves, "small db")
-    started = time.perf_counter()
-    large_ids = await populate(bench, str(bench.path("scale-large.db")), large_runs + resolves, "large db")
-    bench.progress.say("scale", f"{large_runs + resolves:,} runs suspended in {time.perf_counter() - started:.0f} s")
-    small = bridge_servers(bench, str(bench.path("scale-small.db")), "scale-small")[0]
-    large = bridge_servers(bench, str(bench.path("scale-large.db")), "scale-large")[0]
+    await populate.populate(bench, small_db, SMALL + resolves, "small db")
+    filled = await populate.populate(bench, large_db, large_runs, "large db")
+    disk = populate.disk_bytes(large_db)
+    bench.progress.say(
+        "scale",
+        f"{large_runs:,} runs suspended in {filled.wall_s:.0f} s ({filled.cpu_s:.0f} CPU s); "
+        f"{disk / large_runs:,.0f} bytes a run on disk",
+    )
+    answered = resolves * (6 if bench.profiling else 1)
+    small_ids, large_ids = populate.approval_runs(small_db, resolves), populate.approval_runs(large_db, answered)
+    small = bridge_servers(bench, small_db, "scale-small")[0]
+    large = bridge_servers(bench, large_db, "scale-large")[0]
     started_servers: list[Server] = []
     resolvers: list[Resolver] = []
     try:
@@ -171,45 +217,45 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
         for resolver in resolvers:
             await resolver.close()
         resolvers = []
-        await small.stop()
-        started_servers.remove(small)
-        bench.progress.say("scale", f"restart: {restarts} restarts of the server holding {large_runs:,} runs")
-        restart_times: list[float] = []
-        for i in range(restarts):
-            await large.stop()
-            started_servers.remove(large)
-            restart_times.append(await large.start())
-            started_servers.append(large)
-            bench.progress.tick("scale", i + 1, restarts, f"restarts, median {median(restart_times):.2f} s")
+        bench.progress.say("scale", f"restart: {restarts} restarts of each server, alternating")
+        restart_large, restart_small = await alternate(
+            bench,
+            "scale",
+            lambda: restart(large, started_servers),
+            lambda: restart(small, started_servers),
+            n=restarts,
+            warmup=0,
+            labels=LABELS,
+        )
     finally:
         for resolver in resolvers:
             await resolver.close()
         for server in reversed(started_servers):
             await server.stop()
-    ratio_large, ratio_small = median(resolve_large), median(resolve_small)
-    ratio = None if ratio_large is None or not ratio_small else ratio_large / ratio_small
-    scale_note = f"{large_runs:,} pending"
-    return [
-        Result(RSS, "MiB", rss, n=1, target=Target("<=", 300), note=f"{scale_note}; peak (VmHWM) {peak:.0f} MiB"),
-        Result(
-            INBOX,
-            "ms",
-            median_ms(inbox_large),
-            n=len(inbox_large),
-            target=Target("<=", 20),
-            note=f"{scale_note}; {_fmt_ms(median_ms(inbox_small))} ms at {SMALL}",
-        ),
-        Result(
-            RESOLVE,
-            "x",
-            ratio,
-            n=len(resolve_large),
-            target=Target("<=", 1.5),
-            note=f"{_fmt_ms(median_ms(resolve_large))} ms at {scale_note} / "
-            f"{_fmt_ms(median_ms(resolve_small))} ms at {SMALL}",
-        ),
-        Result(RESTART, "s", median(restart_times), n=len(restart_times), target=Target("<=", 5), note=scale_note),
-    ]
+    if bench.sweep is not None:  # the next size needs the disk space
+        populate.remove(small_db, large_db)
+    return Point(
+        large_runs,
+        filled,
+        disk,
+        rss,
+        peak,
+        inbox_large,
+        inbox_small,
+        resolve_large,
+        resolve_small,
+        restart_large,
+        restart_small,
+    )
+
+
+async def restart(server: Server, running: list[Server]) -> float:
+    """SIGTERM, then spawn to the first 200 from ``/healthz``: the seconds from the spawn."""
+    await server.stop()
+    running.remove(server)
+    took = await server.start()
+    running.append(server)
+    return took
 
 
 def _fmt_ms(value: float | None) -> str:

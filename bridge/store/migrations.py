@@ -58,6 +58,13 @@ SQLITE_MIGRATIONS: list[list[str]] = [
             headers TEXT, body TEXT, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL)""",
         "CREATE INDEX idempotency_expiry ON idempotency(expires_at)",
     ],
+    # 3: start-up forgets stale leases through an index, not a scan of every run; the run list's keyset
+    # (created_at, run_id) is one index range.
+    [
+        "CREATE INDEX runs_owner ON runs(owner) WHERE owner IS NOT NULL",
+        "DROP INDEX runs_tenant",
+        "CREATE INDEX runs_tenant ON runs(tenant, created_at, run_id)",
+    ],
 ]
 
 
@@ -119,6 +126,11 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
             key_id TEXT PRIMARY KEY, digest TEXT NOT NULL, owner TEXT, lease_until BIGINT, status INTEGER,
             headers TEXT, body TEXT, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL)""",
         "CREATE INDEX idempotency_expiry ON idempotency(expires_at)",
+    ],
+    # 3: the run list's keyset (created_at, run_id) is one index range.
+    [
+        "DROP INDEX runs_tenant",
+        "CREATE INDEX runs_tenant ON runs(tenant, created_at, run_id)",
     ],
 ]
 

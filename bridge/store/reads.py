@@ -85,8 +85,9 @@ class Reads(ABC):
             args.append(status)
         if cursor:
             created, rid = page_cursor(cursor)
-            where.append("(created_at < %s OR (created_at = %s AND run_id < %s))")
-            args += [created, created, rid]
+            # A row-value comparison, so that the page seeks into ``runs_tenant`` instead of walking to it.
+            where.append("(created_at, run_id) < (%s, %s)")
+            args += [created, rid]
         rows = await self._rows(
             f"SELECT {RUN_COLS} FROM runs WHERE {' AND '.join(where)} ORDER BY created_at DESC, run_id DESC LIMIT %s",
             (*args, limit + 1),
@@ -148,8 +149,9 @@ class Reads(ABC):
             args += UNLISTED_KINDS
         if cursor:
             at, iid = page_cursor(cursor)
-            where.append("(requested_at > %s OR (requested_at = %s AND interrupt_id > %s))")
-            args += [at, at, iid]
+            # A row-value comparison, so that the page seeks into the inbox index instead of walking to it.
+            where.append("(requested_at, interrupt_id) > (%s, %s)")
+            args += [at, iid]
         rows = await self._rows(
             f"SELECT {INT_COLS} FROM interrupts WHERE {' AND '.join(where)} "
             "ORDER BY requested_at, interrupt_id LIMIT %s",

@@ -26,6 +26,7 @@ FIGURES = {
     "inbox_page_ms": "ms",
     "resolve_at_scale_ratio": "x",
     "restart_s": "s",
+    "disk_bytes_per_pending_run": "B",
     "conversation_turn_ratio": "x",
     "mcp_roundtrip": "ms",
 }
@@ -58,8 +59,11 @@ def test_quick_run_reports_every_figure(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     report = json.loads(out.read_text())
     assert set(report) == set(FIGURES)
+    scale = {n for s in SCENARIOS if s.family == "scale" for n in s.names}
     for name, entry in report.items():
-        assert set(entry) == {"bridge", "peer", "unit", "ratio", "n"}, name
+        keys = {"bridge", "peer", "unit", "ratio", "n"}
+        assert set(entry) == (keys | {"pending_runs"} if name in scale else keys), name
+        assert name not in scale or entry["pending_runs"] == 2_000, name
         assert entry["unit"] == FIGURES[name]
         assert isinstance(entry["bridge"], int | float), name
         assert isinstance(entry["n"], int) and entry["n"] >= 1, name
@@ -78,7 +82,13 @@ def test_only_takes_families_figures_and_comma_lists() -> None:
     assert {s.family: set(w) for s, w in chosen.items()} == {
         "engine": {"engine_roundtrip"},
         "http": {"http_roundtrip"},
-        "scale": {"pending_rss_mb", "inbox_page_ms", "resolve_at_scale_ratio", "restart_s"},
+        "scale": {
+            "pending_rss_mb",
+            "inbox_page_ms",
+            "resolve_at_scale_ratio",
+            "restart_s",
+            "disk_bytes_per_pending_run",
+        },
     }
     assert {n for s in SCENARIOS for n in s.names} == set(FIGURES)
     with pytest.raises(ValueError, match="unknown scenario 'nope'"):
@@ -100,3 +110,24 @@ def test_unknown_names_and_unshareable_stores_are_refused(tmp_path: Path) -> Non
     proc = _bench("--quick", "--only", "http_roundtrip", "--instances", "2", "--json", str(out), timeout=60)
     assert proc.returncode == 1
     assert "needs a store several servers can share" in json.loads(out.read_text())["http_roundtrip"]["error"]
+
+
+def test_sweep_writes_a_table_its_rows_and_a_plot(tmp_path: Path) -> None:
+    from bench.populate import Filled
+    from bench.scale import Point
+    from bench.sweep import write
+
+    def point(runs: int, rss: float) -> Point:
+        latencies = ([0.002], [0.001], [0.004, 0.006], [0.005], [0.5, 0.7], [0.5])
+        return Point(runs, Filled(runs / 500, runs / 250), runs * 3_000, rss, rss, *latencies)
+
+    md, rows, plot = write(tmp_path / "sweep", [point(100_000, 90.0), point(10_000, 80.0)])
+    assert md.read_text().splitlines()[2].startswith("| 10,000 | 80 | 2 | 5 | 0.6 | 1 | 3,000 | 500 | 4 |")
+    assert [r["pending_runs"] for r in json.loads(rows.read_text())] == [10_000, 100_000]
+    text = plot.read_text()
+    assert text.startswith("<svg") and text.count("<polyline") == 4 and ">100k<" in text
+
+
+def test_pending_below_the_scenario_minimum_is_refused() -> None:
+    proc = _bench("--only", "scale", "--pending", "10", timeout=60)
+    assert proc.returncode == 2 and "--pending must be at least 200" in proc.stderr
