@@ -20,6 +20,7 @@ from bridge.host.http.deps import (
 )
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
+from bridge.runtime.engine import Engine
 
 
 def _run_created(request: Request, run_id: str, status: str, **extra: object) -> JSONResponse:
@@ -92,13 +93,19 @@ async def run_events(request: Request) -> Response:
     return operations.event_stream(sse.follow(eng, run_id, after, keepalive_s=keepalive))
 
 
-async def poll_events(request: Request) -> Response:
-    """``GET /v1/runs/{runId}/events/poll?lastSequence=&timeout=`` (long poll; ``timeout`` in seconds)."""
+async def _readable(request: Request) -> tuple[Engine, str]:
+    """The engine and the path's run id, once the caller may read runs and sees this one (else 403/404)."""
     who = principal(request)
     who.require("runs:read")
     run_id = request.path_params["run_id"]
     eng = engine(request)
     await eng.visible_run(run_id, who)
+    return eng, run_id
+
+
+async def poll_events(request: Request) -> Response:
+    """``GET /v1/runs/{runId}/events/poll?lastSequence=&timeout=`` (long poll; ``timeout`` in seconds)."""
+    eng, run_id = await _readable(request)
     after = int_param(request, "lastSequence", -1, **LAST_SEQUENCE)
     timeout_s = int_param(request, "timeout", 0, **POLL_TIMEOUT_S)
     return JSONResponse(await sse.poll(eng, run_id, after, timeout_s * 1000))
@@ -106,11 +113,7 @@ async def poll_events(request: Request) -> Response:
 
 async def run_audit(request: Request) -> Response:
     """``GET /v1/runs/{runId}/audit``: votes, overrides and denials recorded for a run."""
-    who = principal(request)
-    who.require("runs:read")
-    run_id = request.path_params["run_id"]
-    eng = engine(request)
-    await eng.visible_run(run_id, who)
+    eng, run_id = await _readable(request)
     return JSONResponse({"entries": await eng.audit(run_id)})
 
 
