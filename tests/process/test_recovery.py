@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from bridge.spec import load_fixture
+from tests.helpers import gate_then_wait
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -23,35 +24,7 @@ def workflows(tmp_path: Path) -> Path:
     folder.mkdir()
     for name in ("conformance-approval", "conformance-approval-timeout"):
         (folder / f"{name}.json").write_text(json.dumps(load_fixture(name)))
-    slow_after = {
-        "id": "gate-then-wait",
-        "name": "gate then wait",
-        "version": "1",
-        "triggers": [],
-        "variables": [],
-        "metadata": {},
-        "settings": {},
-        "nodes": [
-            {
-                "id": "gate",
-                "typeId": "core.approvalGate",
-                "name": "g",
-                "position": {"x": 0, "y": 0},
-                "config": {"title": "Go?", "actions": ["accept", "reject"]},
-                "inputs": {},
-            },
-            {
-                "id": "wait",
-                "typeId": "core.delay",
-                "name": "w",
-                "position": {"x": 1, "y": 0},
-                "config": {"delayMs": 1500},
-                "inputs": {},
-            },
-        ],
-        "edges": [{"id": "e", "sourceNodeId": "gate", "targetNodeId": "wait"}],
-    }
-    (folder / "gate-then-wait.json").write_text(json.dumps(slow_after))
+    (folder / "gate-then-wait.json").write_text(json.dumps(gate_then_wait(1500)))
     return folder
 
 
