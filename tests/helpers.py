@@ -42,3 +42,39 @@ async def events(engine: Engine, run_id: str, type_: str | None = None) -> list[
     """A run's committed events (optionally of one type)."""
     docs = await engine.store.read_events(run_id)
     return [d for d in docs if type_ is None or d["type"] == type_]
+
+
+def workflow_doc(workflow_id: str, nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> dict[str, Any]:
+    """A workflow document: the given nodes and edges, no triggers, variables, metadata or settings."""
+    return {
+        "id": workflow_id,
+        "name": workflow_id.replace("-", " "),
+        "version": "1",
+        "triggers": [],
+        "variables": [],
+        "metadata": {},
+        "settings": {},
+        "nodes": nodes,
+        "edges": edges,
+    }
+
+
+def gate_then_wait(delay_ms: int) -> dict[str, Any]:
+    """``gate-then-wait``: an approval gate, then a ``core.delay`` of ``delay_ms`` (mid-run for a while)."""
+    gate = {
+        "id": "gate",
+        "typeId": "core.approvalGate",
+        "name": "g",
+        "position": {"x": 0, "y": 0},
+        "config": {"title": "Go?", "actions": ["accept", "reject"]},
+        "inputs": {},
+    }
+    wait = {
+        "id": "wait",
+        "typeId": "core.delay",
+        "name": "w",
+        "position": {"x": 1, "y": 0},
+        "config": {"delayMs": delay_ms},
+        "inputs": {},
+    }
+    return workflow_doc("gate-then-wait", [gate, wait], [{"id": "e", "sourceNodeId": "gate", "targetNodeId": "wait"}])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -15,14 +13,12 @@ from a2a.types import (
     SecurityScheme,
     StringList,
 )
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
+from adapters.a2a.discovery import RPC_PATH
 from bridge import Engine, WorkflowDefinition
 
-#: The A2A protocol version served, and the path of the JSON-RPC endpoint.
+#: The A2A protocol version served.
 PROTOCOL_VERSION = "1.0"
-RPC_PATH = "/a2a"
-CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 SCHEME = "bearer"
 
 
@@ -56,22 +52,3 @@ def agent_card(engine: Engine, base_url: str, version: str) -> AgentCard:
         default_output_modes=["application/json"],
         skills=[skill(wf) for wf in engine.workflows()],
     )
-
-
-def a2a_facet(base_url: str) -> dict[str, Any]:
-    """The ``a2a`` block of ``/.well-known/openwop``.
-
-    The document is a v1.1 one, so the block has the v1 capabilities schema's shape
-    (``supported``, ``agentCardUrl`` and the flags); ``streaming`` and
-    ``pushNotifications`` match the card, and ``durableTasks`` is true because a task
-    is its run, read back from the store after any disconnect.
-    """
-    return {
-        "a2a": {
-            "supported": True,
-            "agentCardUrl": base_url + CARD_PATH,
-            "streaming": True,
-            "pushNotifications": False,
-            "durableTasks": True,
-        }
-    }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.a2a.card import CARD_PATH, RPC_PATH
+from adapters.a2a.discovery import CARD_PATH, RPC_PATH
 from bridge.host import error_responses
 
 

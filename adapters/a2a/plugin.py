@@ -1,8 +1,11 @@
-"""``openwop-bridge serve`` plugin: serve every workflow as an A2A skill when ``a2a-sdk`` is installed."""
+"""``openwop-bridge serve`` plugin: serve every workflow as an A2A skill when ``a2a-sdk`` is installed.
+
+The SDK loads on the first request to the A2A routes; discovery and the OpenAPI document need none of it.
+"""
 
 from __future__ import annotations
 
-from adapters.a2a.card import a2a_facet
+from adapters.a2a.discovery import a2a_facet
 from adapters.a2a.openapi import a2a_openapi
 from adapters.a2a.routes import a2a_routes
 from bridge.host import ServerBuild

@@ -1,8 +1,8 @@
-"""``openwop-bridge serve`` plugin: mount the MCP server at ``POST /mcp``."""
+"""``openwop-bridge serve`` plugin: mount the MCP server at ``POST /mcp`` (the SDK loads on the first call)."""
 
 from __future__ import annotations
 
-from adapters.mcp.server import McpMount
+from adapters.mcp.mount import McpMount
 from bridge.host import ServerBuild
 
 
@@ -10,5 +10,4 @@ def install(build: ServerBuild) -> None:
     """Serve every workflow the server loads as an MCP tool at ``/mcp``."""
     mount = McpMount(build.engine)
     build.routes.append(mount.route)
-    build.startup.append(mount.start)
     build.shutdown.append(mount.stop)

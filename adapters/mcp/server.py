@@ -1,8 +1,9 @@
 """The MCP server: the official SDK's low-level ``Server`` on its streamable HTTP transport.
 
 Every request carries the bridge's API key (``Authorization: Bearer``); the gate
-refuses a missing or wrong key with the 401 envelope before the SDK sees the
-request. Tools are the workflows ``GET /v1/workflows`` lists for the same key.
+(:mod:`adapters.mcp.mount`) refuses a missing or wrong key with the 401 envelope
+before the SDK sees the request, and imports this module, with the SDK, on the
+first request it lets through. Tools are the workflows ``GET /v1/workflows`` lists for the same key.
 
 A run that waits on people becomes, on MCP 2026-07-28, an ``InputRequiredResult``
 whose ``inputRequests`` hold one form ``elicitation/create`` per open interrupt,
@@ -17,7 +18,7 @@ request sent during the call.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import json
 from typing import Any
 
@@ -31,14 +32,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from adapters.mcp.calls import answerable, apply, elicitation, finished, settle, waiting
 from adapters.mcp.state import STATE_TTL_S, StoredKeyCodec, claim, new_nonce
 from adapters.mcp.tools import tools_of
 from bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
-from bridge.host import JSONResponse
 
 NAME = "openwop-bridge"
 
@@ -214,27 +213,10 @@ def cancelled(record: InterruptRecord) -> types.CallToolResult:
     )
 
 
-class Gate:
-    """The ``/mcp`` endpoint: the API key first (401 envelope), then the SDK's transport."""
+class McpTransport:
+    """The SDK's server over one engine: its low-level ``Server``, sealing codec, session manager and ASGI app."""
 
-    def __init__(self, transport: StreamableHTTPASGIApp) -> None:
-        self.transport = transport
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope)
-        try:
-            principal = request.app.state.keyring.authenticate(request.headers.get("authorization"))
-        except BridgeError as exc:
-            await JSONResponse(exc.envelope(), status_code=exc.status)(scope, receive, send)
-            return
-        scope["openwop_principal"] = principal
-        await self.transport(scope, receive, send)
-
-
-class McpMount:
-    """The server, its session manager and the route, with start and stop hooks for the host."""
-
-    def __init__(self, engine: Engine, *, path: str = "/mcp") -> None:
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
         service = McpService(engine)
         self.server: Server[Any] = Server(
@@ -252,14 +234,11 @@ class McpMount:
         self.manager = StreamableHTTPSessionManager(
             app=self.server, security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False)
         )
-        self.route = Route(path, Gate(StreamableHTTPASGIApp(self.manager)), methods=["GET", "POST", "DELETE"])
-        self._stack = contextlib.AsyncExitStack()
+        self.app: ASGIApp = StreamableHTTPASGIApp(self.manager)
 
-    async def start(self) -> None:
-        """Load the shared sealing key and start the session manager (its task group lives until :meth:`stop`)."""
+    async def run(self, ready: asyncio.Event, stopping: asyncio.Event) -> None:
+        """Load the shared sealing key, then keep the session manager running until ``stopping`` is set."""
         await self.codec.load(self.engine)
-        await self._stack.enter_async_context(self.manager.run())
-
-    async def stop(self) -> None:
-        """Close every session."""
-        await self._stack.aclose()
+        async with self.manager.run():
+            ready.set()
+            await stopping.wait()

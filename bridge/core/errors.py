@@ -1,7 +1,9 @@
 """The one exception tree of the bridge.
 
 Every error knows its OpenWOP ``error`` code, the HTTP status it maps to and
-whether retrying the same request can help. Surfaces translate errors in one
+whether retrying the same request can help; a subclass names them in its class
+line (``class ConflictError(BridgeError, code="conflict", status=409)``), and
+inherits what it does not name. Surfaces translate errors in one
 place each: the HTTP host turns them into the OpenWOP error envelope, the AG-UI
 adapter into ``RUN_ERROR`` once a stream has started.
 
@@ -23,6 +25,18 @@ class BridgeError(Exception):
     status: ClassVar[int] = 500
     retryable: ClassVar[bool] = False
 
+    def __init_subclass__(
+        cls, *, code: str | None = None, status: int | None = None, retryable: bool | None = None, **kw: Any
+    ) -> None:
+        """A subclass names what differs from its base: ``class X(BridgeError, code="x", status=409)``."""
+        super().__init_subclass__(**kw)
+        if code is not None:
+            cls.code = code
+        if status is not None:
+            cls.status = status
+        if retryable is not None:
+            cls.retryable = retryable
+
     def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -36,127 +50,76 @@ class BridgeError(Exception):
         return body
 
 
-class ValidationError(BridgeError):
+class ValidationError(BridgeError, code="validation_error", status=400):
     """The request or resume value does not satisfy its schema or contract."""
 
-    code = "validation_error"
-    status = 400
 
-
-class UnauthenticatedError(BridgeError):
+class UnauthenticatedError(BridgeError, code="unauthenticated", status=401):
     """No credentials, or credentials the host does not recognise."""
 
-    code = "unauthenticated"
-    status = 401
 
-
-class ForbiddenError(BridgeError):
+class ForbiddenError(BridgeError, code="forbidden", status=403):
     """Authenticated, but not allowed to do this."""
 
-    code = "forbidden"
-    status = 403
 
-
-class NotFoundError(BridgeError):
+class NotFoundError(BridgeError, code="not_found", status=404):
     """Generic unknown resource."""
 
-    code = "not_found"
-    status = 404
 
-
-class RunNotFoundError(NotFoundError):
+class RunNotFoundError(NotFoundError, code="run_not_found"):
     """No run with this id is visible to the caller's tenant."""
 
-    code = "run_not_found"
 
-
-class WorkflowNotFoundError(NotFoundError):
+class WorkflowNotFoundError(NotFoundError, code="workflow_not_found"):
     """No workflow with this id is loaded."""
 
-    code = "workflow_not_found"
 
-
-class InterruptNotFoundError(NotFoundError):
+class InterruptNotFoundError(NotFoundError, code="interrupt_not_found"):
     """No open interrupt answers to this address or token."""
 
-    code = "interrupt_not_found"
 
-
-class InterruptAlreadyResolvedError(BridgeError):
+class InterruptAlreadyResolvedError(BridgeError, code="interrupt_already_resolved", status=409):
     """Somebody else resolved it first, or the token was invalidated."""
 
-    code = "interrupt_already_resolved"
-    status = 409
 
-
-class ConflictError(BridgeError):
+class ConflictError(BridgeError, code="conflict", status=409):
     """The resource is in a state that does not allow this request."""
 
-    code = "conflict"
-    status = 409
 
-
-class IdempotencyKeyMismatchError(BridgeError):
+class IdempotencyKeyMismatchError(BridgeError, code="idempotency_key_mismatch", status=409):
     """An ``Idempotency-Key`` already used for a different request (another body, another target)."""
 
-    code = "idempotency_key_mismatch"
-    status = 409
 
-
-class IdempotencyInFlightError(BridgeError):
+class IdempotencyInFlightError(BridgeError, code="idempotency_in_flight", status=409, retryable=True):
     """The first request holding this ``Idempotency-Key`` is still being handled."""
 
-    code = "idempotency_in_flight"
-    status = 409
-    retryable = True
 
-
-class InterruptExpiredError(BridgeError):
+class InterruptExpiredError(BridgeError, code="interrupt_expired", status=410):
     """The signed token is past its expiry."""
 
-    code = "interrupt_expired"
-    status = 410
 
-
-class InterruptGoneError(BridgeError):
+class InterruptGoneError(BridgeError, code="interrupt_gone", status=410):
     """The interrupt was invalidated by a parent-cancel cascade."""
 
-    code = "interrupt_gone"
-    status = 410
 
-
-class InterruptCancelledStateError(BridgeError):
+class InterruptCancelledStateError(BridgeError, code="interrupt_cancelled", status=422):
     """The run was cancelled while the interrupt was pending (run-scoped surface)."""
 
-    code = "interrupt_cancelled"
-    status = 422
 
-
-class InterruptCancelledConflictError(InterruptCancelledStateError):
+class InterruptCancelledConflictError(InterruptCancelledStateError, status=409):
     """The same, on the legacy approvals route, whose callers expect 409 when a cancel won the race."""
 
-    status = 409
 
-
-class CorrelationMismatchError(BridgeError):
+class CorrelationMismatchError(BridgeError, code="correlation_mismatch", status=422):
     """An external event does not match the interrupt's correlation."""
 
-    code = "correlation_mismatch"
-    status = 422
 
-
-class PayloadTooLargeError(BridgeError):
+class PayloadTooLargeError(BridgeError, code="payload_too_large", status=413):
     """The request body is larger than the host accepts."""
 
-    code = "payload_too_large"
-    status = 413
 
-
-class UnsupportedMediaTypeError(BridgeError):
+class UnsupportedMediaTypeError(BridgeError, code="unsupported_media_type", status=415):
     """The request body is not JSON."""
-
-    code = "unsupported_media_type"
-    status = 415
 
 
 class CapabilityRefusedError(ValidationError):
@@ -166,27 +129,16 @@ class CapabilityRefusedError(ValidationError):
         super().__init__(message, details={"requiredCapability": capability})
 
 
-class InternalError(BridgeError):
+class InternalError(BridgeError, code="internal_error", status=500, retryable=True):
     """A defect or an unexpected condition on our side."""
 
-    code = "internal_error"
-    status = 500
-    retryable = True
 
-
-class StaleOwnerError(InternalError):
+class StaleOwnerError(InternalError, code="stale_owner", status=409):
     """A write was fenced off: another executor owns the run now."""
 
-    code = "stale_owner"
-    status = 409
 
-
-class ReplayDivergedError(InternalError):
+class ReplayDivergedError(InternalError, code="replay_diverged", status=500, retryable=False):
     """Re-executing a node produced different commands than its history."""
-
-    code = "replay_diverged"
-    status = 500
-    retryable = False
 
 
 # --- errors raised into node code -----------------------------------------------
@@ -197,6 +149,12 @@ class NodeError(Exception):
 
     code: str = "node_failed"
 
+    def __init_subclass__(cls, *, code: str | None = None, **kw: Any) -> None:
+        """A subclass names its code: ``class X(NodeError, code="x")``."""
+        super().__init_subclass__(**kw)
+        if code is not None:
+            cls.code = code
+
     def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -205,29 +163,21 @@ class NodeError(Exception):
         self.details = details or None
 
 
-class InterruptCancelledError(NodeError):
+class InterruptCancelledError(NodeError, code="interrupt_cancelled"):
     """Raised from ``ctx.interrupt`` when the interrupt or its run was cancelled."""
-
-    code = "interrupt_cancelled"
 
     def __init__(self, message: str = "the interrupt was cancelled", *, reason: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
 
 
-class InterruptTimeoutError(NodeError):
+class InterruptTimeoutError(NodeError, code="interrupt_timeout"):
     """Raised from ``ctx.interrupt`` when the interrupt's ``timeoutMs`` elapsed."""
 
-    code = "interrupt_timeout"
 
-
-class ApprovalRejectedError(NodeError):
+class ApprovalRejectedError(NodeError, code="approval_rejected"):
     """An approval gate was rejected (by a person, a quorum or a timeout)."""
 
-    code = "approval_rejected"
 
-
-class ConversationClosedError(NodeError):
+class ConversationClosedError(NodeError, code="validation_error"):
     """An exchange was attempted on a conversation that is already closed."""
-
-    code = "validation_error"

@@ -15,6 +15,7 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.async_api import Locator, Page, async_playwright, expect
 
@@ -23,7 +24,8 @@ from bridge.core.auth import KeyRing
 from bridge.host.cli import demo_workflows
 from bridge.host.http import create_app
 from bridge.host.web import link_page, web_routes
-from tests.conftest import KEYS
+from tests.conftest import KEYS, auth
+from tests.helpers import settle
 from tests.server import uvicorn_server
 
 CHROMIUM = Path(os.environ.get("BRIDGE_TEST_CHROMIUM", "/usr/bin/chromium"))
@@ -193,3 +195,12 @@ async def tab_to(page: Page, target: Locator, *, limit: int = 80) -> int:
         if await target.evaluate("(el) => el === document.activeElement"):
             return presses
     raise AssertionError(f"{target} was not reached with {limit} presses of Tab")
+
+
+async def start(api: httpx.AsyncClient, engine: Engine, workflow: str, who: str = "admin") -> str:
+    """Start a run of ``workflow`` as ``who`` over REST and let it settle; its id."""
+    r = await api.post("/v1/runs", json={"workflowId": workflow}, headers=auth(who))
+    assert r.status_code == 201, r.text
+    run_id: str = r.json()["runId"]
+    await settle(engine, run_id)
+    return run_id

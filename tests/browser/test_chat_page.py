@@ -30,7 +30,7 @@ from bridge.core.auth import KeyRing
 from bridge.host.cli import demo_workflows
 from bridge.host.http import create_app
 from bridge.host.web.pages import CONTENT_SECURITY_POLICY
-from tests.browser import assert_keyboard_basics, browser_page, screenshot, tab_to
+from tests.browser import assert_keyboard_basics, screenshot, tab_to
 from tests.conftest import KEYS, TOKENS, auth
 from tests.server import free_port, uvicorn_server
 
@@ -79,12 +79,6 @@ async def site(engine: Engine) -> AsyncIterator[str]:
 async def api(site: str) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=site, timeout=10, headers=auth("admin")) as client:
         yield client
-
-
-@pytest.fixture
-async def page(site: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
-    async with browser_page(tmp_path / "chromium-profile", request.node.name) as opened:
-        yield opened
 
 
 async def sign_in(page: Page, site: str, who: str = "admin") -> None:

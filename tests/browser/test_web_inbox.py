@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,36 +20,10 @@ from playwright.async_api import Locator, Page, expect
 from bridge import Engine, NodeContext, Workflow, custom
 from bridge.host.web import pages
 from bridge.host.web.feed import inbox_changes
-from tests.browser import assert_keyboard_basics, browser_page, screenshot, tab_to, ui_server
+from tests.browser import assert_keyboard_basics, screenshot, start, tab_to
 from tests.conftest import KEYS, TOKENS, auth
 from tests.helpers import ADMIN, events, settle
 from tests.server import ServerProcess
-
-
-@pytest.fixture
-async def site(engine: Engine) -> AsyncIterator[str]:
-    async with ui_server(engine) as url:
-        yield url
-
-
-@pytest.fixture
-async def api(site: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=site, timeout=10) as client:
-        yield client
-
-
-@pytest.fixture
-async def page(site: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
-    async with browser_page(tmp_path / "chromium-profile", request.node.name) as opened:
-        yield opened
-
-
-async def start(api: httpx.AsyncClient, engine: Engine, workflow: str, who: str = "admin") -> str:
-    r = await api.post("/v1/runs", json={"workflowId": workflow}, headers=auth(who))
-    assert r.status_code == 201, r.text
-    run_id: str = r.json()["runId"]
-    await settle(engine, run_id)
-    return run_id
 
 
 async def sign_in(page: Page, site: str, who: str = "bob") -> None:

@@ -7,8 +7,6 @@ answer without signing in, and a link that cannot be used any more says why
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,37 +14,11 @@ import pytest
 from playwright.async_api import Locator, Page, expect
 
 from bridge import Engine, Workflow
-from tests.browser import assert_keyboard_basics, browser_page, screenshot, tab_to, ui_server
+from tests.browser import assert_keyboard_basics, screenshot, start, tab_to
 from tests.conftest import TOKENS, auth
 from tests.helpers import settle
 
 HOSTILE = '<img src=x onerror="document.title=\'pwned\'"> & "friends"'
-
-
-@pytest.fixture
-async def site(engine: Engine) -> AsyncIterator[str]:
-    async with ui_server(engine) as url:
-        yield url
-
-
-@pytest.fixture
-async def api(site: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=site, timeout=10) as client:
-        yield client
-
-
-@pytest.fixture
-async def page(site: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
-    async with browser_page(tmp_path / "chromium-profile", request.node.name) as opened:
-        yield opened
-
-
-async def start(api: httpx.AsyncClient, engine: Engine, workflow: str) -> str:
-    r = await api.post("/v1/runs", json={"workflowId": workflow}, headers=auth("admin"))
-    assert r.status_code == 201, r.text
-    run_id: str = r.json()["runId"]
-    await settle(engine, run_id)
-    return run_id
 
 
 async def mint(api: httpx.AsyncClient, run_id: str, node: str, intent: str, subject: str | None = None) -> str:

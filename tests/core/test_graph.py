@@ -8,25 +8,20 @@ from bridge.core import graph
 from bridge.core.graph import Verdict
 from bridge.core.workflow import load_workflow
 from bridge.spec import load_fixture
+from tests.helpers import workflow_doc
 
 
 def _wf(edges: list[tuple[str, str, str]]) -> graph.WorkflowDefinition:  # type: ignore[name-defined]
     nodes = sorted({n for e in edges for n in e[:2]})
     return load_workflow(
-        {
-            "id": "g",
-            "name": "g",
-            "version": "1",
-            "triggers": [],
-            "variables": [],
-            "metadata": {},
-            "settings": {},
-            "nodes": [
+        workflow_doc(
+            "g",
+            [
                 {"id": n, "typeId": "core.noop", "name": n, "position": {"x": 0, "y": 0}, "config": {}, "inputs": {}}
                 for n in nodes
             ],
-            "edges": [{"id": f"{s}-{t}", "sourceNodeId": s, "targetNodeId": t, "triggerRule": r} for s, t, r in edges],
-        }
+            [{"id": f"{s}-{t}", "sourceNodeId": s, "targetNodeId": t, "triggerRule": r} for s, t, r in edges],
+        )
     )
 
 

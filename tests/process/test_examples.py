@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,126 +21,90 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@contextmanager
+def _demo(db: Path, args: Sequence[str] = ()) -> Iterator[tuple[ServerProcess, str]]:
+    """A served bridge and its dev key (printed at start-up), stopped afterwards."""
+    server = ServerProcess(db, args).start()
+    try:
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
+        assert key
+        yield server, key.group(1)
+    finally:
+        server.stop()
+
+
+def _example(args: Sequence[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+    """Run an example from the repository root, its output captured as text."""
+    return subprocess.run(list(args), cwd=ROOT, capture_output=True, text=True, timeout=60, **kw)
+
+
+def _script(name: str, server: ServerProcess, key: str) -> subprocess.CompletedProcess[str]:
+    """Run ``examples/<name>`` with bash against ``server``."""
+    return _example(["bash", f"examples/{name}"], env={**os.environ, "BRIDGE_URL": server.url, "BRIDGE_KEY": key})
+
+
 def test_python_api_example() -> None:
-    out = subprocess.run(
-        [sys.executable, "examples/python_api.py"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+    out = _example([sys.executable, "examples/python_api.py"], check=True).stdout
     assert "published: Hello early adopters: 2.0 is out! | approved by alice" in out
 
 
 def test_curl_approval_example(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "demo.db").start()
-    try:
-        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
-        assert key
-        result = subprocess.run(
-            ["bash", "examples/approval_curl.sh"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "BRIDGE_URL": server.url, "BRIDGE_KEY": key.group(1)},
-        )
-        assert result.returncode == 0, result.stderr
-        assert "status: completed" in result.stdout and "interrupt.resolved" in result.stdout
-    finally:
-        server.stop()
+    with _demo(tmp_path / "demo.db") as (server, key):
+        result = _script("approval_curl.sh", server, key)
+    assert result.returncode == 0, result.stderr
+    assert "status: completed" in result.stdout and "interrupt.resolved" in result.stdout
 
 
 def test_curl_conversation_example(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "demo.db").start()
-    try:
-        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
-        assert key
-        result = subprocess.run(
-            ["bash", "examples/conversation_curl.sh"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "BRIDGE_URL": server.url, "BRIDGE_KEY": key.group(1)},
-        )
-        assert result.returncode == 0, result.stderr
-        out = result.stdout
-        prompts = ["Where are you travelling, and why?", "When, and for how long?", "How many travellers?"]
-        assert [line[7:] for line in out.splitlines() if line.startswith("agent: ")] == [
-            *prompts,
-            "(conversation over)",
-        ]
-        assert "3   user: Two people, one room" in out
-        assert "4  agent: Thanks! I have everything I need to book your trip." in out
-    finally:
-        server.stop()
+    with _demo(tmp_path / "demo.db") as (server, key):
+        result = _script("conversation_curl.sh", server, key)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    prompts = ["Where are you travelling, and why?", "When, and for how long?", "How many travellers?"]
+    assert [line[7:] for line in out.splitlines() if line.startswith("agent: ")] == [
+        *prompts,
+        "(conversation over)",
+    ]
+    assert "3   user: Two people, one room" in out
+    assert "4  agent: Thanks! I have everything I need to book your trip." in out
 
 
 def test_governed_release_example(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "demo.db").start()
-    try:
-        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
-        assert key
-        result = subprocess.run(
-            ["bash", "examples/governed_release.sh"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "BRIDGE_URL": server.url, "BRIDGE_KEY": key.group(1)},
-        )
-        assert result.returncode == 0, result.stderr
-        assert "bob   voted -> pending (2/3 accepted)" in result.stdout
-        assert "status: completed | decided by carol | quorum:3-of-3" in result.stdout
-    finally:
-        server.stop()
+    with _demo(tmp_path / "demo.db") as (server, key):
+        result = _script("governed_release.sh", server, key)
+    assert result.returncode == 0, result.stderr
+    assert "bob   voted -> pending (2/3 accepted)" in result.stdout
+    assert "status: completed | decided by carol | quorum:3-of-3" in result.stdout
 
 
 def test_agui_terminal_client(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "demo.db").start()
-    try:
-        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
-        assert key
-        base = [sys.executable, "examples/agui_terminal.py", "--url", server.url, "--key", key.group(1)]
-        approval = subprocess.run(
+    with _demo(tmp_path / "demo.db") as (server, key):
+        base = [sys.executable, "examples/agui_terminal.py", "--url", server.url, "--key", key]
+        approval = _example(
             [*base, "--workflow", "demo-expense-approval"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
             input="5\nWho approved the budget?\n1\nlooks fine\n",
         )
         assert approval.returncode == 0, approval.stderr
         assert "assistant: Your question is recorded" in approval.stdout and "done (success)" in approval.stdout
-        chat = subprocess.run(
+        chat = _example(
             [*base, "--workflow", "demo-conversation"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
             input="Lisbon\nMay\nTwo\n",
         )
         assert chat.returncode == 0, chat.stderr
         assert "assistant: How many travellers?" in chat.stdout
         assert '"replies": ["Lisbon", "May", "Two"]' in chat.stdout
-    finally:
-        server.stop()
 
 
 def test_langgraph_examples_through_the_terminal_client(tmp_path: Path) -> None:
-    server = ServerProcess(
+    with _demo(
         tmp_path / "g.db",
         ["--graph", "support=examples.supervisor_graph:build", "--graph", "mailer=examples.tool_agent:build"],
-    ).start()
-    try:
-        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
-        assert key
-        base = [sys.executable, "examples/agui_terminal.py", "--url", server.url, "--key", key.group(1)]
+    ) as (server, key):
+        base = [sys.executable, "examples/agui_terminal.py", "--url", server.url, "--key", key]
         # The supervisor is unsure (0.45): the person first names a route that does not
         # exist, is refused and asked again, then corrects the route to "tech".
-        support = subprocess.run(
+        support = _example(
             [*base, "--workflow", "support", "--message", "My order is late"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
             input="sales\ntech\n",
         )
         assert support.returncode == 0, support.stderr + server.output()[-2000:]
@@ -147,12 +113,8 @@ def test_langgraph_examples_through_the_terminal_client(tmp_path: Path) -> None:
         assert "refused (400 validation_error)" in support.stdout
         assert "assistant: Support engineering here" in support.stdout
         # The mailer's call is approved with an edited recipient.
-        mailer = subprocess.run(
+        mailer = _example(
             [*base, "--workflow", "mailer"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
             input="y\n\n" + '{"to": "beta@example.com", "subject": "Version 2.0", '
             '"body": "Version 2.0 ships today."}\n',
         )
@@ -160,8 +122,6 @@ def test_langgraph_examples_through_the_terminal_client(tmp_path: Path) -> None:
         assert "(the agent wants to call send_email)" in mailer.stdout
         assert "sent 'Version 2.0' to beta@example.com" in mailer.stdout
         assert "assistant: The announcement is on its way." in mailer.stdout
-    finally:
-        server.stop()
 
 
 def _wait_status(client: httpx.Client, run_id: str, wanted: str) -> dict[str, Any]:
@@ -175,11 +135,8 @@ def _wait_status(client: httpx.Client, run_id: str, wanted: str) -> dict[str, An
 
 
 def test_supervisor_graph_refuses_a_malformed_ratification(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "s.db", ["--graph", "support=examples.supervisor_graph:build"]).start()
-    try:
-        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
-        assert key
-        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key.group(1)}"}) as client:
+    with _demo(tmp_path / "s.db", ["--graph", "support=examples.supervisor_graph:build"]) as (server, key):
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}) as client:
             created = client.post(
                 "/v1/runs",
                 json={"workflowId": "support", "inputs": {"messages": [{"role": "user", "content": "Late order"}]}},
@@ -199,5 +156,3 @@ def test_supervisor_graph_refuses_a_malformed_ratification(tmp_path: Path) -> No
             assert accepted.status_code == 200, accepted.text
             done = _wait_status(client, run_id, "completed")
             assert done["outputs"]["graph"]["state"]["route"] == "tech", done
-    finally:
-        server.stop()

@@ -24,6 +24,7 @@ import pytest
 from bridge.core.clock import parse_iso_ms
 from bridge.spec import load_fixture
 from tests import pg
+from tests.helpers import gate_then_wait
 from tests.server import ServerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -62,35 +63,7 @@ def workflows(tmp_path: Path) -> Path:
     folder.mkdir()
     for name in ("conformance-approval", "conformance-approval-timeout", "conformance-cancellable"):
         (folder / f"{name}.json").write_text(json.dumps(load_fixture(name)))
-    gate_then_wait = {
-        "id": "gate-then-wait",
-        "name": "gate then wait",
-        "version": "1",
-        "triggers": [],
-        "variables": [],
-        "metadata": {},
-        "settings": {},
-        "nodes": [
-            {
-                "id": "gate",
-                "typeId": "core.approvalGate",
-                "name": "g",
-                "position": {"x": 0, "y": 0},
-                "config": {"title": "Go?", "actions": ["accept", "reject"]},
-                "inputs": {},
-            },
-            {
-                "id": "wait",
-                "typeId": "core.delay",
-                "name": "w",
-                "position": {"x": 1, "y": 0},
-                "config": {"delayMs": DELAY_MS},
-                "inputs": {},
-            },
-        ],
-        "edges": [{"id": "e", "sourceNodeId": "gate", "targetNodeId": "wait"}],
-    }
-    (folder / "gate-then-wait.json").write_text(json.dumps(gate_then_wait))
+    (folder / "gate-then-wait.json").write_text(json.dumps(gate_then_wait(DELAY_MS)))
     return folder
 
 

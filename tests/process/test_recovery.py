@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from bridge.spec import load_fixture
+from tests.helpers import gate_then_wait
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -23,35 +24,7 @@ def workflows(tmp_path: Path) -> Path:
     folder.mkdir()
     for name in ("conformance-approval", "conformance-approval-timeout"):
         (folder / f"{name}.json").write_text(json.dumps(load_fixture(name)))
-    slow_after = {
-        "id": "gate-then-wait",
-        "name": "gate then wait",
-        "version": "1",
-        "triggers": [],
-        "variables": [],
-        "metadata": {},
-        "settings": {},
-        "nodes": [
-            {
-                "id": "gate",
-                "typeId": "core.approvalGate",
-                "name": "g",
-                "position": {"x": 0, "y": 0},
-                "config": {"title": "Go?", "actions": ["accept", "reject"]},
-                "inputs": {},
-            },
-            {
-                "id": "wait",
-                "typeId": "core.delay",
-                "name": "w",
-                "position": {"x": 1, "y": 0},
-                "config": {"delayMs": 1500},
-                "inputs": {},
-            },
-        ],
-        "edges": [{"id": "e", "sourceNodeId": "gate", "targetNodeId": "wait"}],
-    }
-    (folder / "gate-then-wait.json").write_text(json.dumps(slow_after))
+    (folder / "gate-then-wait.json").write_text(json.dumps(gate_then_wait(1500)))
     return folder
 
 
@@ -73,22 +46,29 @@ def _events(url: str, run_id: str) -> list[dict]:
     return httpx.get(f"{url}/v1/runs/{run_id}/events", headers={**H, "Accept": "application/json"}).json()["events"]
 
 
+def _waiting_run(url: str, workflow_id: str) -> str:
+    """Start a run of ``workflow_id`` and return its id once it waits on its approval."""
+    run_id: str = httpx.post(f"{url}/v1/runs", json={"workflowId": workflow_id}, headers=H).json()["runId"]
+    _wait(url, run_id, ("waiting-approval",))
+    return run_id
+
+
+def _accept_gate(url: str, run_id: str) -> None:
+    """Accept the run's ``gate`` (200: the answer is acknowledged)."""
+    r = httpx.post(f"{url}/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=H)
+    assert r.status_code == 200
+
+
 def test_suspended_run_survives_kill_9(tmp_path: Path, workflows: Path) -> None:
     db = tmp_path / "b.db"
     server = _server(db, workflows).start()
     try:
-        run_id = httpx.post(f"{server.url}/v1/runs", json={"workflowId": "conformance-approval"}, headers=H).json()[
-            "runId"
-        ]
-        _wait(server.url, run_id, ("waiting-approval",))
+        run_id = _waiting_run(server.url, "conformance-approval")
         server.kill9()
         server = _server(db, workflows).start()
         snap = _wait(server.url, run_id, ("waiting-approval",))
         assert snap["interrupt"]["nodeId"] == "gate"
-        r = httpx.post(
-            f"{server.url}/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=H
-        )
-        assert r.status_code == 200
+        _accept_gate(server.url, run_id)
         _wait(server.url, run_id, ("completed",))
         types = [e["type"] for e in _events(server.url, run_id)]
         assert types.count("interrupt.requested") == 1 and types[-1] == "run.completed"
@@ -100,12 +80,8 @@ def test_acknowledged_resolution_survives_kill_9_and_the_run_finishes(tmp_path: 
     db = tmp_path / "b.db"
     server = _server(db, workflows).start()
     try:
-        run_id = httpx.post(f"{server.url}/v1/runs", json={"workflowId": "gate-then-wait"}, headers=H).json()["runId"]
-        _wait(server.url, run_id, ("waiting-approval",))
-        r = httpx.post(
-            f"{server.url}/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=H
-        )
-        assert r.status_code == 200
+        run_id = _waiting_run(server.url, "gate-then-wait")
+        _accept_gate(server.url, run_id)
         server.kill9()  # the 200 was sent: the answer must survive; the delay node was mid-wait
         server = _server(db, workflows).start()
         snap = _wait(server.url, run_id, ("completed",))
@@ -122,12 +98,8 @@ def test_the_node_running_at_the_kill_runs_again_after_restart(tmp_path: Path, w
     db = tmp_path / "r.db"
     server = _server(db, workflows).start()
     try:
-        run_id = httpx.post(f"{server.url}/v1/runs", json={"workflowId": "gate-then-wait"}, headers=H).json()["runId"]
-        _wait(server.url, run_id, ("waiting-approval",))
-        r = httpx.post(
-            f"{server.url}/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=H
-        )
-        assert r.status_code == 200
+        run_id = _waiting_run(server.url, "gate-then-wait")
+        _accept_gate(server.url, run_id)
         deadline = time.monotonic() + 10
         while not any(
             e["type"] == "node.started" and e["payload"]["nodeId"] == "wait" for e in _events(server.url, run_id)
@@ -151,10 +123,7 @@ def test_deadline_fires_after_restart_without_any_request(tmp_path: Path, workfl
     db = tmp_path / "b.db"
     server = _server(db, workflows).start()
     try:
-        run_id = httpx.post(
-            f"{server.url}/v1/runs", json={"workflowId": "conformance-approval-timeout"}, headers=H
-        ).json()["runId"]
-        _wait(server.url, run_id, ("waiting-approval",))
+        run_id = _waiting_run(server.url, "conformance-approval-timeout")
         server.kill9()
         time.sleep(1.6)  # the 1500 ms deadline passes while no server is running
         server = _server(db, workflows).start()
@@ -183,10 +152,7 @@ def test_conversation_refolds_after_kill_9_without_reprompting(tmp_path: Path, w
     args = ["--workflows", str(workflows), "--api-key", f"alice={KEY}+admin"]
     server = ServerProcess(db, args).start()
     try:
-        run_id = httpx.post(f"{server.url}/v1/runs", json={"workflowId": "demo-conversation"}, headers=H).json()[
-            "runId"
-        ]
-        _wait(server.url, run_id, ("waiting-approval",))
+        run_id = _waiting_run(server.url, "demo-conversation")
         r = httpx.post(f"{server.url}/v1/runs/{run_id}/interrupts/chat", json={"resumeValue": "Lisbon"}, headers=H)
         assert r.status_code == 200
         snap = _wait(server.url, run_id, ("waiting-approval",))

@@ -44,10 +44,9 @@ from bridge.core.errors import (
     BridgeError,
     IdempotencyInFlightError,
     IdempotencyKeyMismatchError,
-    PayloadTooLargeError,
     ValidationError,
 )
-from bridge.host.http.body import MAX_BODY
+from bridge.host.http.body import read_bytes
 from bridge.host.http.deps import engine, optional_principal, principal
 from bridge.host.http.responses import JSONResponse
 from bridge.runtime.idempotency import IdempotencyRecord
@@ -107,7 +106,7 @@ def idempotent(endpoint: str, *, anonymous: bool = False, rules: Rules = V1_RULE
             who = optional_principal(request) if anonymous else principal(request)
             if not rules.pattern.fullmatch(key):
                 raise rules.invalid()
-            raw = await _read_body(request)
+            raw = await read_bytes(request)
             request = _with_body(request, raw)
             key_id = _key_id(who, endpoint, key, request, per_principal=rules.per_principal)
             return await _handle(request, handler, key_id, _digest(request, raw), rules.final_refusals)
@@ -190,20 +189,6 @@ def _digest(request: Request, raw: bytes) -> str:
         canonical = b"raw:" + raw  # not JSON (the route refuses it): compared as sent
     digest.update(canonical)
     return digest.hexdigest()
-
-
-async def _read_body(request: Request) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-        raise PayloadTooLargeError(f"the request body is larger than {MAX_BODY} bytes", details={"limit": MAX_BODY})
-    chunks = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise PayloadTooLargeError(f"the request body is larger than {MAX_BODY} bytes", details={"limit": MAX_BODY})
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _with_body(request: Request, raw: bytes) -> Request:

@@ -14,8 +14,9 @@ from bridge.core.errors import (
     InterruptCancelledStateError,
     ValidationError,
 )
+from bridge.host.http import operations
 from bridge.host.http.body import CancelBody, LinkBody, ResolveBody, parse, read_json
-from bridge.host.http.deps import PAGE_LIMIT, base_url, engine, int_param, optional_principal, principal
+from bridge.host.http.deps import base_url, engine, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
 
@@ -25,14 +26,7 @@ async def resolve(request: Request) -> Response:
     """``POST /v1/runs/{runId}/interrupts/{nodeId} {resumeValue}`` (scope approvals:respond)."""
     who = principal(request)
     body = parse(ResolveBody, await read_json(request))
-    result = await engine(request).resolve(
-        who,
-        body.resumeValue,
-        run_id=request.path_params["run_id"],
-        node_id=request.path_params["node_id"],
-        idempotency_key=request.headers.get("idempotency-key"),
-    )
-    return JSONResponse(result)
+    return JSONResponse(await operations.resolve(request, who, body, request.path_params["run_id"]))
 
 
 @idempotent("POST /v1/runs/{runId}/approvals/{nodeId}")
@@ -56,7 +50,7 @@ async def legacy_approval(request: Request) -> Response:
 async def cancel_interrupt(request: Request) -> Response:
     """``POST /v1/runs/{runId}/interrupts/{nodeId}/cancel``: abandon one interrupt."""
     who = principal(request)
-    body = parse(CancelBody, await read_json(request, required=False, absent={}))
+    body = await operations.optional_body(request, CancelBody)
     reason = body.reason or "cancelled"
     eng = engine(request)
     record = await eng.interrupt_at(request.path_params["run_id"], request.path_params["node_id"], who)
@@ -71,7 +65,7 @@ async def mint_link(request: Request) -> Response:
     """
     who = principal(request)
     who.require("approvals:respond")
-    body = parse(LinkBody, await read_json(request, required=False, absent={}))
+    body = await operations.optional_body(request, LinkBody)
     if body.intent not in ("resolve", "inspect"):
         raise ValidationError("intent must be 'resolve' or 'inspect'")
     if body.subject and body.subject != who.id and not who.can_act_as:
@@ -109,25 +103,12 @@ async def resolve_token(request: Request) -> Response:
     eng = engine(request)
     token = request.path_params["token"]
     verified = await eng.verify_token(token)  # an unknown or malformed link is 404 whatever the body
-    body = parse(ResolveBody, await read_json(request))
-    result = await eng.resolve_token(
-        token, body.resumeValue, who, idempotency_key=request.headers.get("idempotency-key"), verified=verified
-    )
-    return JSONResponse(result)
+    return JSONResponse(await operations.resolve_token(request, who, token, verified))
 
 
 async def inbox(request: Request) -> Response:
     """``GET /v1/interrupts?kind=&status=pending&limit=&cursor=``."""
-    who = principal(request)
-    page = await engine(request).inbox(
-        who,
-        kind=request.query_params.get("kind") or None,
-        status=request.query_params.get("status") or "pending",
-        limit=int_param(request, "limit", 50, **PAGE_LIMIT),
-        cursor=request.query_params.get("cursor") or None,
-        base_url=base_url(request),
-    )
-    return JSONResponse(page)
+    return JSONResponse(await operations.inbox(request, principal(request), base_url(request)))
 
 
 async def interrupt_detail(request: Request) -> Response:

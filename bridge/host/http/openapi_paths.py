@@ -193,6 +193,16 @@ def history_paths() -> dict[str, Any]:
     }
 
 
+def answer_responses(
+    *, on_409: str = ANSWER_409, on_422: str = "interrupt_cancelled / correlation_mismatch"
+) -> dict[str, Any]:
+    """The responses of an answer (by address, legacy approval or link): 200, and each refusal it can meet."""
+    return {
+        "200": json_response({"type": "object"}),
+        **error_responses(400, 401, 403, 404, 409, 410, 413, 415, 422, text={409: on_409, 422: on_422}),
+    }
+
+
 def interrupt_paths() -> dict[str, Any]:
     """A run's interrupts by address: answer, read, cancel, mint links, and the legacy approval endpoint."""
     run_id = path_param("runId", "The run id")
@@ -202,21 +212,7 @@ def interrupt_paths() -> dict[str, Any]:
         "/v1/runs/{runId}/interrupts/{nodeId}": {
             "post": operation(
                 "Resolve an interrupt (scope approvals:respond)",
-                {
-                    "200": json_response(any_obj),
-                    **error_responses(
-                        400,
-                        401,
-                        403,
-                        404,
-                        409,
-                        410,
-                        413,
-                        415,
-                        422,
-                        text={409: ANSWER_409, 422: "interrupt_cancelled / correlation_mismatch"},
-                    ),
-                },
+                answer_responses(),
                 body=request_body(ResolveBody),
                 params=[run_id, node_id, idempotency_key_header()],
                 tag="interrupts",
@@ -249,24 +245,9 @@ def interrupt_paths() -> dict[str, Any]:
         "/v1/runs/{runId}/approvals/{nodeId}": {
             "post": operation(
                 "Legacy approval endpoint: bare {action} or {decision} body",
-                {
-                    "200": json_response(any_obj),
-                    **error_responses(
-                        400,
-                        401,
-                        403,
-                        404,
-                        409,
-                        410,
-                        413,
-                        415,
-                        422,
-                        text={
-                            409: "interrupt_cancelled (the run was cancelled) / " + ANSWER_409,
-                            422: "correlation_mismatch",
-                        },
-                    ),
-                },
+                answer_responses(
+                    on_409="interrupt_cancelled (the run was cancelled) / " + ANSWER_409, on_422="correlation_mismatch"
+                ),
                 body={"required": True, "content": {"application/json": {"schema": any_obj}}},
                 params=[run_id, node_id, idempotency_key_header()],
                 tag="interrupts",
@@ -315,21 +296,7 @@ def inbox_and_link_paths(link_page: bool) -> dict[str, Any]:
             ),
             "post": operation(
                 "Resolve through a signed link",
-                {
-                    "200": json_response(any_obj),
-                    **error_responses(
-                        400,
-                        401,
-                        403,
-                        404,
-                        409,
-                        410,
-                        413,
-                        415,
-                        422,
-                        text={409: ANSWER_409, 422: "interrupt_cancelled / correlation_mismatch"},
-                    ),
-                },
+                answer_responses(),
                 body=request_body(ResolveBody),
                 params=[token, idempotency_key_header()],
                 auth=False,

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
-from bridge.core.errors import ValidationError
 from bridge.core.workflow import thaw
-from bridge.host.http import sse
-from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, parse, read_json
+from bridge.host.http import operations, sse
+from bridge.host.http.body import CancelBody, ForkBody
 from bridge.host.http.deps import (
     EVENTS_LIMIT,
     LAST_SEQUENCE,
-    PAGE_LIMIT,
     POLL_TIMEOUT_S,
     base_url,
     engine,
@@ -22,6 +20,7 @@ from bridge.host.http.deps import (
 )
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
+from bridge.runtime.engine import Engine
 
 
 def _run_created(request: Request, run_id: str, status: str, **extra: object) -> JSONResponse:
@@ -36,30 +35,13 @@ def _run_created(request: Request, run_id: str, status: str, **extra: object) ->
 @idempotent("POST /v1/runs")
 async def create_run(request: Request) -> Response:
     """``POST /v1/runs``."""
-    who = principal(request)
-    body = parse(CreateRunBody, await read_json(request))
-    run = await engine(request).create_run(
-        who,
-        body.workflowId,
-        inputs=body.inputs,
-        configurable=body.configurable,
-        tags=body.tags,
-        metadata=body.metadata,
-        tenant=body.tenantId,
-    )
+    run = await operations.create_run(request, principal(request))
     return _run_created(request, run.run_id, run.status)
 
 
 async def list_runs(request: Request) -> Response:
     """``GET /v1/runs?workflowId=&status=&limit=&cursor=``."""
-    who = principal(request)
-    runs, cursor = await engine(request).list_runs(
-        who,
-        workflow_id=request.query_params.get("workflowId"),
-        status=request.query_params.get("status"),
-        limit=int_param(request, "limit", 50, **PAGE_LIMIT),
-        cursor=request.query_params.get("cursor"),
-    )
+    runs, cursor = await operations.list_runs(request, principal(request))
     return JSONResponse(
         {
             "runs": [
@@ -81,7 +63,7 @@ async def get_run(request: Request) -> Response:
 async def cancel_run(request: Request) -> Response:
     """``POST /v1/runs/{runId}/cancel``: 200 ``{runId, status}``, also on a terminal run."""
     who = principal(request)
-    body = parse(CancelBody, await read_json(request, required=False, absent={}))
+    body = await operations.optional_body(request, CancelBody)
     result = await engine(request).cancel_run(request.path_params["run_id"], who, body.reason)
     return JSONResponse(result)
 
@@ -89,23 +71,10 @@ async def cancel_run(request: Request) -> Response:
 async def fork_run(request: Request) -> Response:
     """``POST /v1/runs/{runId}:fork {"mode": "replay"}``."""
     who = principal(request)
-    body = parse(ForkBody, await read_json(request, required=False, absent={}))
+    body = await operations.optional_body(request, ForkBody)
     source = request.path_params["run_id"]
     run = await engine(request).fork_run(source, who, body.mode, body.fromSeq)
     return _run_created(request, run.run_id, run.status, sourceRunId=source, mode=body.mode, fromSeq=0)
-
-
-def _last_event_id(request: Request) -> int:
-    raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
-    if raw is None or raw == "":
-        return -1
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ValidationError("Last-Event-ID must be an event sequence number") from exc
-    if not -1 <= value < 2**53:
-        raise ValidationError("Last-Event-ID must be an event sequence number")
-    return value
 
 
 async def run_events(request: Request) -> Response:
@@ -113,7 +82,7 @@ async def run_events(request: Request) -> Response:
     who = principal(request)
     run_id = request.path_params["run_id"]
     eng = engine(request)
-    after = _last_event_id(request)
+    after = operations.last_event_id(request)
     accept = request.headers.get("accept", "")
     if "application/json" in accept and "text/event-stream" not in accept:
         events = await eng.events(run_id, who, after, int_param(request, "limit", 10_000, **EVENTS_LIMIT))
@@ -121,20 +90,22 @@ async def run_events(request: Request) -> Response:
     who.require("runs:read")
     await eng.visible_run(run_id, who)
     keepalive = float(request.app.state.keepalive_s)
-    return StreamingResponse(
-        sse.follow(eng, run_id, after, keepalive_s=keepalive),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return operations.event_stream(sse.follow(eng, run_id, after, keepalive_s=keepalive))
 
 
-async def poll_events(request: Request) -> Response:
-    """``GET /v1/runs/{runId}/events/poll?lastSequence=&timeout=`` (long poll; ``timeout`` in seconds)."""
+async def _readable(request: Request) -> tuple[Engine, str]:
+    """The engine and the path's run id, once the caller may read runs and sees this one (else 403/404)."""
     who = principal(request)
     who.require("runs:read")
     run_id = request.path_params["run_id"]
     eng = engine(request)
     await eng.visible_run(run_id, who)
+    return eng, run_id
+
+
+async def poll_events(request: Request) -> Response:
+    """``GET /v1/runs/{runId}/events/poll?lastSequence=&timeout=`` (long poll; ``timeout`` in seconds)."""
+    eng, run_id = await _readable(request)
     after = int_param(request, "lastSequence", -1, **LAST_SEQUENCE)
     timeout_s = int_param(request, "timeout", 0, **POLL_TIMEOUT_S)
     return JSONResponse(await sse.poll(eng, run_id, after, timeout_s * 1000))
@@ -142,11 +113,7 @@ async def poll_events(request: Request) -> Response:
 
 async def run_audit(request: Request) -> Response:
     """``GET /v1/runs/{runId}/audit``: votes, overrides and denials recorded for a run."""
-    who = principal(request)
-    who.require("runs:read")
-    run_id = request.path_params["run_id"]
-    eng = engine(request)
-    await eng.visible_run(run_id, who)
+    eng, run_id = await _readable(request)
     return JSONResponse({"entries": await eng.audit(run_id)})
 
 

@@ -1,7 +1,7 @@
 """The v2 routes at root paths: the same engine calls as ``/v1``, re-spelled for v2.
 
 Every handler resolves the v2 path id to the engine's id (:mod:`.ids`), calls the
-engine exactly as the ``/v1`` route does, and re-spells the result
+engine exactly as the ``/v1`` route does (the shared :mod:`bridge.host.http.operations`), and re-spells the result
 (:mod:`.documents`); errors follow the v2 registry (:mod:`.errors`).
 """
 
@@ -13,16 +13,15 @@ from typing import Any
 
 from starlette.convertors import StringConvertor, register_url_convertor
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
 from bridge.core.errors import InterruptNotFoundError
-from bridge.host.http import runs as v1_runs
-from bridge.host.http import sse
-from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, ResolveBody, parse, read_json
-from bridge.host.http.deps import PAGE_LIMIT, base_url, engine, int_param, optional_principal, principal
+from bridge.host.http import operations, sse
+from bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read_json
+from bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
 from bridge.host.v2 import batching, documents, events, ids, tokens
@@ -70,16 +69,7 @@ async def create_run(request: Request) -> Response:
             "this host does not deduplicate runs by scopeId; send the request without OpenWOP-Dedup",
             details={"header": "OpenWOP-Dedup", "capability": "dedup"},
         )
-    body = parse(CreateRunBody, await read_json(request))
-    run = await engine(request).create_run(
-        who,
-        body.workflowId,
-        inputs=body.inputs,
-        configurable=body.configurable,
-        tags=body.tags,
-        metadata=body.metadata,
-        tenant=body.tenantId,
-    )
+    run = await operations.create_run(request, who)
     return _created(request, run.run_id, run.tenant, run.status)
 
 
@@ -88,13 +78,7 @@ async def list_runs(request: Request) -> Response:
     """``GET /runs``: the caller's runs, newest first, each a v2 snapshot."""
     who = principal(request)
     eng = engine(request)
-    page, cursor = await eng.list_runs(
-        who,
-        workflow_id=request.query_params.get("workflowId"),
-        status=request.query_params.get("status"),
-        limit=int_param(request, "limit", 50, **PAGE_LIMIT),
-        cursor=request.query_params.get("cursor"),
-    )
+    page, cursor = await operations.list_runs(request, who)
     url = base_url(request)
     snaps = []
     for run in page:
@@ -118,7 +102,7 @@ async def get_run(request: Request) -> Response:
 async def cancel_run(request: Request) -> Response:
     """``POST /runs/{runId}/cancel``."""
     who = principal(request)
-    body = parse(CancelBody, await read_json(request, required=False, absent={}))
+    body = await operations.optional_body(request, CancelBody)
     run_id, tenant = await _run(request, who)
     record = await engine(request).run_record(run_id)
     if record is not None and record.terminal:
@@ -132,7 +116,7 @@ async def cancel_run(request: Request) -> Response:
 async def fork_run(request: Request) -> Response:
     """``POST /runs/{runId}:fork``."""
     who = principal(request)
-    body = parse(ForkBody, await read_json(request, required=False, absent={}))
+    body = await operations.optional_body(request, ForkBody)
     source, tenant = await _run(request, who)
     run = await engine(request).fork_run(source, who, body.mode, body.fromSeq)
     return _created(
@@ -180,7 +164,7 @@ async def run_events(request: Request) -> Response:
             "unsupported_stream_mode", "this host streams updates and debug", {"supported": ["updates", "debug"]}, 400
         )
         return JSONResponse(body, status_code=status)
-    after = v1_runs._last_event_id(request)
+    after = operations.last_event_id(request)
     keepalive = float(request.app.state.keepalive_s)
     buffer_ms = int_param(request, "bufferMs", 0, **batching.BUFFER_MS)
     frames = (
@@ -188,11 +172,7 @@ async def run_events(request: Request) -> Response:
         if buffer_ms
         else _frames(engine(request), run_id, tenant, after, keepalive)
     )
-    return StreamingResponse(
-        frames,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return operations.event_stream(frames)
 
 
 @v2_route
@@ -220,14 +200,7 @@ async def resolve(request: Request) -> Response:
     who = principal(request)
     body = parse(ResolveBody, await read_json(request))
     run_id, tenant = await _run(request, who)
-    result = await engine(request).resolve(
-        who,
-        body.resumeValue,
-        run_id=run_id,
-        node_id=request.path_params["node_id"],
-        idempotency_key=request.headers.get("idempotency-key"),
-    )
-    return JSONResponse(_answer(result, tenant))
+    return JSONResponse(_answer(await operations.resolve(request, who, body, run_id), tenant))
 
 
 def _answer(result: dict[str, Any], tenant: str) -> dict[str, Any]:
@@ -272,10 +245,7 @@ async def resolve_token(request: Request) -> Response:
         verified = await eng.verify_token(token)
     except InterruptNotFoundError as exc:
         raise tokens.InterruptTokenInvalidError("this host does not accept the token") from exc
-    body = parse(ResolveBody, await read_json(request))
-    result = await eng.resolve_token(
-        token, body.resumeValue, who, idempotency_key=request.headers.get("idempotency-key"), verified=verified
-    )
+    result = await operations.resolve_token(request, who, token, verified)
     return JSONResponse(_answer(result, verified[1].tenant))
 
 
@@ -284,14 +254,7 @@ async def inbox(request: Request) -> Response:
     """``GET /interrupts?kind=&status=pending``: the pending-interrupts list."""
     who = principal(request)
     url = base_url(request)
-    page = await engine(request).inbox(
-        who,
-        kind=request.query_params.get("kind") or None,
-        status=request.query_params.get("status") or "pending",
-        limit=int_param(request, "limit", 50, **PAGE_LIMIT),
-        cursor=request.query_params.get("cursor") or None,
-        base_url=url,
-    )
+    page = await operations.inbox(request, who, url)
     tenant = who.tenant
     items = page.get("interrupts", page.get("items", []))
     key = "interrupts" if "interrupts" in page else "items"

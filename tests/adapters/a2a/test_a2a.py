@@ -41,7 +41,7 @@ from google.protobuf import json_format, struct_pb2
 from openapi_spec_validator import validate as validate_spec
 
 from adapters.a2a import a2a_routes
-from adapters.a2a.card import a2a_facet
+from adapters.a2a.discovery import a2a_facet
 from bridge import Engine, KeyRing, load_workflow
 from bridge.host import build_parser, build_server
 from bridge.host.discovery import validate_discovery
@@ -417,3 +417,11 @@ async def test_an_a2a_subscriber_sees_an_answer_given_over_rest(agent: Agent) ->
     # A finished task has nothing to follow.
     with pytest.raises(UnsupportedOperationError):
         await collect(watcher.subscribe(SubscribeToTaskRequest(id=task.id)))
+
+
+def test_the_card_path_known_without_the_sdk_is_the_sdks() -> None:
+    from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+
+    from adapters.a2a.discovery import CARD_PATH
+
+    assert CARD_PATH == AGENT_CARD_WELL_KNOWN_PATH

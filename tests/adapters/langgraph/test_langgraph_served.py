@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.nodejs import node_binary, run_suite
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.slow
-NODE_DIR = Path(__file__).resolve().parents[2] / "node"
 KEY = "graph-key-12345"
 H = {"Authorization": f"Bearer {KEY}"}
 GRAPHS = [
@@ -44,18 +42,10 @@ def _wait(url: str, run_id: str, statuses: tuple[str, ...]) -> dict:
 
 
 def test_graphs_through_the_real_agui_client(tmp_path: Path) -> None:
-    node = shutil.which("node")
-    assert node, "Node.js is required for the AG-UI interop tests"
+    node = node_binary("AG-UI interop")
     server = _server(tmp_path / "g.db").start()
     try:
-        result = subprocess.run(
-            [node, "--test", "--test-reporter=spec", "langgraph.test.mjs"],
-            cwd=NODE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={"PATH": "/usr/bin:/bin:/usr/local/bin", "BRIDGE_URL": server.url, "BRIDGE_KEY": KEY},
-        )
+        result = run_suite(node, "langgraph.test.mjs", server, KEY)
         assert result.returncode == 0, result.stdout + result.stderr + server.output()[-3000:]
         assert re.search(r"^\S* ?pass 4$", result.stdout, re.M), result.stdout
     finally:
