@@ -81,7 +81,7 @@ class LangGraphRoutes:
         """``POST /threads/{id}/state``."""
         principal, thread = await self._thread(request)
         await self.service.update_state(principal, thread, await _body(request))
-        run, _ = await self.service.current(thread)
+        run, _, _ = await self.service.current(thread)
         return JSONResponse({"checkpoint": shapes.checkpoint(thread, run)})
 
     async def history(self, request: Request) -> Response:
@@ -93,7 +93,8 @@ class LangGraphRoutes:
         states = []
         for run_id in reversed(thread.runs[-limit:]):
             run = await self.engine.run_record(run_id)
-            states.append(shapes.state_json(thread, run, await self.service.open_views(run)))
+            views, turns = await self.service.open_views(run), await self.service.turns(run)
+            states.append(shapes.state_json(thread, run, views, turns))
         return JSONResponse(states)
 
     async def _segment(self, request: Request) -> tuple[Segment, dict[str, Any]]:

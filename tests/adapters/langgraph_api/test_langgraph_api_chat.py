@@ -97,6 +97,6 @@ async def test_batched_tool_calls_answered_with_hitl_decisions(lg: str) -> None:
     decisions = [{"type": "approve"}, {"type": "reject", "message": "keep the draft"}]
     done = await c.runs.wait(thread["thread_id"], "batch", command=Command(resume={"decisions": decisions}))
     assert "__interrupt__" not in done
-    tools = {m["toolCallId"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
+    tools = {m["tool_call_id"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
     assert tools["call_mail"].startswith("sent") and "keep the draft" in tools["call_rm"]
     assert review["id"] not in str((await c.threads.get(thread["thread_id"]))["interrupts"])
