@@ -119,27 +119,39 @@ async def run_stream(service: LangGraphService, segment: Segment, modes: set[str
         shown = shapes.shown_values(segment.thread, run, await service.turns(run))
         if "values" in modes:
             yield frame("values", shown)
+        cursor = segment.cursor
         async for docs in engine.follow(run.run_id, segment.cursor, idle_s=0.5):
-            parts: list[Part] = []
-            for doc in docs:
-                if "updates" in modes and doc["type"] == "node.completed":
-                    parts.append(("updates", {doc["payload"]["nodeId"]: doc["payload"].get("outputs", {})}))
-                if talk is not None:
-                    parts += talk.parts(doc)
             fresh = await engine.run_record(run.run_id)
             assert fresh is not None
             run = fresh
+            settled = await service.settled(run)
+            if settled:
+                # The run may have settled with events this batch does not hold yet: take them too.
+                docs = [*docs, *await engine.run_events(run.run_id, docs[-1]["sequence"] if docs else cursor)]
+            parts = _event_parts(docs, modes, talk)
             values = shapes.shown_values(segment.thread, run, await service.turns(run))
             if "values" in modes and values != shown:
                 parts.append(("values", values))
             shown = values
-            yield frames(parts, docs[-1]["sequence"] if docs else None) if parts else ": keep-alive\n\n"
-            if await service.settled(run):
+            cursor = docs[-1]["sequence"] if docs else cursor
+            yield frames(parts, cursor if docs else None) if parts else ": keep-alive\n\n"
+            if settled:
                 break
         yield "".join([chunk async for chunk in _ending(service, segment, modes)])
     except Exception:
         log.exception("LangGraph stream of run %s failed", run.run_id)
         yield frame("error", {"error": "internal_error", "message": "the stream failed on the server; see its log"})
+
+
+def _event_parts(docs: list[dict[str, Any]], modes: set[str], talk: MessageParts | None) -> list[Part]:
+    """The ``updates`` and message parts of a batch of committed events."""
+    parts: list[Part] = []
+    for doc in docs:
+        if "updates" in modes and doc["type"] == "node.completed":
+            parts.append(("updates", {doc["payload"]["nodeId"]: doc["payload"].get("outputs", {})}))
+        if talk is not None:
+            parts += talk.parts(doc)
+    return parts
 
 
 async def _ending(service: LangGraphService, segment: Segment, modes: set[str]) -> AsyncIterator[str]:
