@@ -100,3 +100,54 @@ async def test_batched_tool_calls_answered_with_hitl_decisions(lg: str) -> None:
     tools = {m["tool_call_id"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
     assert tools["call_mail"].startswith("sent") and "keep the draft" in tools["call_rm"]
     assert review["id"] not in str((await c.threads.get(thread["thread_id"]))["interrupts"])
+
+
+async def test_batched_review_in_the_middlewares_own_shape(lg: str, engine: Engine) -> None:
+    c = client(lg)
+    thread = await c.threads.create()
+    waiting = await c.runs.wait(
+        thread["thread_id"], "batch", input={"messages": [{"role": "user", "content": "launch it"}]}
+    )
+    [review] = waiting["__interrupt__"]
+    value = review["value"]
+    assert [(r["name"], r["args"]) for r in value["action_requests"]] == [
+        ("send_email", {"to": "all@acme.test", "subject": "Launch"}),
+        ("delete_file", {"path": "/tmp/draft.txt"}),
+    ]
+    assert all(isinstance(r["description"], str) for r in value["action_requests"])
+    assert value["review_configs"] == [
+        {"action_name": "send_email", "allowed_decisions": ["approve", "edit", "reject", "respond"]},
+        {"action_name": "delete_file", "allowed_decisions": ["approve", "reject"]},
+    ]
+    assert value["openwop"]["interruptId"] == review["id"]
+    state = await c.threads.get_state(thread["thread_id"])
+    assert state["tasks"][0]["interrupts"][0]["value"]["review_configs"] == value["review_configs"]
+
+    # Approving every call is an OpenWOP accept.
+    done = await c.runs.wait(
+        thread["thread_id"], "batch", command=Command(resume={"decisions": [{"type": "approve"}] * 2})
+    )
+    assert "__interrupt__" not in done
+    record = await engine.store.get_interrupt(review["id"])
+    assert record is not None and record.resolution is not None
+    answer = record.resolution["resumeValue"]
+    assert answer["action"] == "accept" and "editedArtifactData" not in answer
+    tools = [m["content"] for m in done["messages"] if m["type"] == "tool"]
+    assert [t.startswith(p) for t, p in zip(tools, ("sent", "deleted"), strict=True)] == [True, True]
+
+
+async def test_batched_review_rejected_whole(lg: str, engine: Engine) -> None:
+    c = client(lg)
+    thread = await c.threads.create()
+    waiting = await c.runs.wait(
+        thread["thread_id"], "batch", input={"messages": [{"role": "user", "content": "launch it"}]}
+    )
+    [review] = waiting["__interrupt__"]
+    decisions = [{"type": "reject", "message": "not today"}] * 2
+    done = await c.runs.wait(thread["thread_id"], "batch", command=Command(resume={"decisions": decisions}))
+    record = await engine.store.get_interrupt(review["id"])
+    assert record is not None and record.resolution is not None
+    answer = record.resolution["resumeValue"]
+    assert (answer["action"], answer["feedback"]) == ("reject", "not today") and "editedArtifactData" not in answer
+    tools = {m["tool_call_id"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
+    assert "not today" in tools["call_mail"] and "not today" in tools["call_rm"]
