@@ -70,7 +70,8 @@ def _review(view: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
     """A batch of tool calls as the HITL middleware asks it: ``{action_requests, review_configs}``."""
     calls = [c for c in (data.get("artifactData") or {}).get("actions") or [] if isinstance(c, Mapping)]
     allowed = list(data.get("allowedDecisions") or [])
-    requests, configs = [], {}
+    requests: list[dict[str, Any]] = []
+    configs: dict[str, dict[str, Any]] = {}
     for i, call in enumerate(calls):
         name = str(call.get("name", ""))
         requests.append(
