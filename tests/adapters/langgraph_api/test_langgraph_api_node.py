@@ -47,6 +47,6 @@ def test_langgraph_js_sdk_suite(tmp_path: Path) -> None:
         )
         assert result.returncode == 0, result.stdout + result.stderr + server.output()[-3000:]
         assert re.search(r"^\S* ?fail 0$", result.stdout, re.M), result.stdout
-        assert re.search(r"^\S* ?pass 5$", result.stdout, re.M), result.stdout
+        assert re.search(r"^\S* ?pass 7$", result.stdout, re.M), result.stdout
     finally:
         server.stop()
