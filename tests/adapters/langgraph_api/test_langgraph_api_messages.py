@@ -6,37 +6,13 @@ as a LangGraph frontend would turn it into a message object.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_messages
 from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
 
-from adapters.langgraph_api import langgraph_routes
-from bridge import Engine, KeyRing
-from bridge.host.cli import demo_workflows
-from bridge.host.http import create_app
-from tests.conftest import KEYS, TOKENS
-from tests.server import uvicorn_server
-
-
-@pytest.fixture
-async def lg(engine: Engine) -> AsyncIterator[str]:
-    """The demo workflows and a served tool-calling agent behind the LangGraph API; yields its base URL."""
-    from adapters.langgraph import GraphWorkflows
-    from tests import graphs
-
-    for workflow in demo_workflows():
-        engine.add_workflow(workflow)
-    async with GraphWorkflows(engine) as workflows:
-        workflows.add("batch", graphs.hitl_batched())
-        app = create_app(
-            engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=0.2, extra_routes=langgraph_routes(engine)
-        )
-        async with uvicorn_server(app) as url:
-            yield f"{url}/langgraph"
+from tests.conftest import TOKENS
 
 
 def client(url: str) -> Any:
@@ -56,8 +32,8 @@ def _tuples(parts: list[Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
-async def test_conversation_turns_are_messages(lg: str) -> None:
-    c = client(lg)
+async def test_conversation_turns_are_messages(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     tid = thread["thread_id"]
     first = await _parts(c, tid, "demo-conversation", ["values", "messages-tuple"], input={})
@@ -85,8 +61,8 @@ async def test_conversation_turns_are_messages(lg: str) -> None:
     assert [m.id for m in shown][-2:] == [m["id"] for m, _ in sent_now]
 
 
-async def test_served_agent_messages_in_langgraph_shape(lg: str) -> None:
-    c = client(lg)
+async def test_served_agent_messages_in_langgraph_shape(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     tid = thread["thread_id"]
     asked = await _parts(
@@ -113,8 +89,8 @@ async def test_served_agent_messages_in_langgraph_shape(lg: str) -> None:
     assert len({m.id for m in messages}) == 5 and all(m.id for m in messages)
 
 
-async def test_messages_mode_sends_metadata_then_complete_messages(lg: str) -> None:
-    c = client(lg)
+async def test_messages_mode_sends_metadata_then_complete_messages(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     parts = await _parts(c, thread["thread_id"], "demo-conversation", ["messages"], input={})
     events = [p.event for p in parts if p.event.startswith("messages")]

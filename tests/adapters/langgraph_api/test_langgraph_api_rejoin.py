@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from adapters.langgraph_api import langgraph_routes
-from bridge import Engine, KeyRing
-from bridge.host.cli import demo_workflows
-from bridge.host.http import create_app
-from tests.conftest import KEYS, TOKENS, auth
-from tests.server import uvicorn_server
-
-
-@pytest.fixture
-async def lg(engine: Engine) -> AsyncIterator[str]:
-    """The fixtures and demo workflows behind the LangGraph API; yields its base URL."""
-    for workflow in demo_workflows():
-        engine.add_workflow(workflow)
-    app = create_app(
-        engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=0.2, extra_routes=langgraph_routes(engine)
-    )
-    async with uvicorn_server(app) as url:
-        yield f"{url}/langgraph"
+from tests.conftest import TOKENS, auth
 
 
 def client(url: str, who: str = "admin") -> Any:
@@ -49,18 +31,18 @@ async def _status_after_disconnect(c: Any, tid: str, rid: str, **kw: Any) -> str
     return status
 
 
-async def test_cancel_on_disconnect_cancels_the_run(lg: str) -> None:
-    c = client(lg)
+async def test_cancel_on_disconnect_cancels_the_run(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     tid = thread["thread_id"]
     run = await c.runs.create(tid, "conformance-cancellable", input={"delayMs": 60_000})
     assert await _status_after_disconnect(c, tid, run["run_id"], cancel_on_disconnect=True) == "interrupted"
-    async with httpx.AsyncClient(base_url=lg.removesuffix("/langgraph"), headers=auth("admin")) as h:
+    async with httpx.AsyncClient(base_url=served.removesuffix("/langgraph"), headers=auth("admin")) as h:
         assert (await h.get(f"/v1/runs/{run['run_id']}")).json()["status"] == "cancelled"
 
 
-async def test_a_stream_started_with_on_disconnect_cancel_cancels_its_run(lg: str) -> None:
-    c = client(lg)
+async def test_a_stream_started_with_on_disconnect_cancel_cancels_its_run(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     tid = thread["thread_id"]
     stream = c.runs.stream(tid, "conformance-cancellable", input={"delayMs": 60_000}, on_disconnect="cancel")
@@ -75,8 +57,8 @@ async def test_a_stream_started_with_on_disconnect_cancel_cancels_its_run(lg: st
     assert status == "interrupted"
 
 
-async def test_a_plain_disconnect_leaves_the_run_going(lg: str) -> None:
-    c = client(lg)
+async def test_a_plain_disconnect_leaves_the_run_going(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     tid = thread["thread_id"]
     run = await c.runs.create(tid, "conformance-cancellable", input={"delayMs": 60_000})
@@ -84,11 +66,11 @@ async def test_a_plain_disconnect_leaves_the_run_going(lg: str) -> None:
     await c.runs.cancel(tid, run["run_id"], wait=True)
 
 
-async def test_cancel_on_disconnect_needs_the_right_to_cancel(lg: str) -> None:
-    c = client(lg)
+async def test_cancel_on_disconnect_needs_the_right_to_cancel(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     run = await c.runs.create(thread["thread_id"], "conformance-cancellable", input={"delayMs": 60_000})
-    reader = client(lg, "reader")
+    reader = client(served, "reader")
     with pytest.raises(httpx.HTTPStatusError) as refused:
         async for _ in reader.runs.join_stream(thread["thread_id"], run["run_id"], cancel_on_disconnect=True):
             pass
@@ -101,8 +83,8 @@ def _messages(parts: list[Any]) -> list[str]:
     return [p.data[0]["content"] for p in parts if p.event == "messages"]
 
 
-async def test_rejoin_from_last_event_id_sends_what_came_after(lg: str) -> None:
-    c = client(lg)
+async def test_rejoin_from_last_event_id_sends_what_came_after(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     tid = thread["thread_id"]
     modes = ["messages-tuple", "updates"]
@@ -128,8 +110,8 @@ async def test_rejoin_from_last_event_id_sends_what_came_after(lg: str) -> None:
 
 
 @pytest.mark.parametrize("bad", ["soon", "999999", "-2"])
-async def test_a_last_event_id_the_run_never_sent_is_refused(lg: str, bad: str) -> None:
-    c = client(lg)
+async def test_a_last_event_id_the_run_never_sent_is_refused(served: str, bad: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     run = await c.runs.create(thread["thread_id"], "conformance-approval", input={})
     await c.runs.join(thread["thread_id"], run["run_id"])
