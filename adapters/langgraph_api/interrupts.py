@@ -2,10 +2,13 @@
 
 Presenting (``present``): an approval is an Agent Inbox ``HumanInterrupt``
 (``action_request``, ``config`` with ``allow_accept``/``allow_edit``/
-``allow_respond``/``allow_ignore``, ``description``); a raw ``interrupt()`` of
-a served graph is its own value; any other kind is its payload data with its
-``kind``. Every value carries an ``openwop`` block (interrupt id, kind, actions,
-votes, deadline).
+``allow_respond``/``allow_ignore``, ``description``), except a batch of tool
+calls (a served agent's batched ``HumanInTheLoopMiddleware`` review), shown as
+the middleware's own ``HITLRequest``: ``action_requests`` (``name``, ``args``,
+``description``) and ``review_configs`` (``action_name``, ``allowed_decisions``);
+a raw ``interrupt()`` of a served graph is its own value; any other kind is its
+payload data with its ``kind``. Every value carries an ``openwop`` block
+(interrupt id, kind, actions, votes, deadline).
 
 Answering (``resume_entries``): ``Command(resume=value)`` answers the one open
 interrupt; ``Command(resume={interruptId: value, …})`` answers several. A value
@@ -19,7 +22,11 @@ for an approval may be, besides OpenWOP's own ``{action, …}``:
 | HITL ``approve`` / ``edit`` / ``reject`` / ``respond`` | ``accept`` / ``edit-accept`` / ``reject`` / ``refine`` |
 
 ``{"decisions": [...]}`` gives one HITL decision per open tool-call approval, in
-the order they were asked.
+the order they were asked; for a batch, one per call of the batch. The same
+``approve``, ``reject`` or ``respond`` for every call of a batch (with one
+message) is the OpenWOP ``accept``, ``reject`` or ``refine``; any other mix is an
+``edit-accept`` carrying the decisions. An Agent Inbox response answers a
+batch whole (``accept`` approves every call).
 """
 
 from __future__ import annotations
@@ -59,6 +66,22 @@ def _openwop(view: Mapping[str, Any]) -> dict[str, Any]:
     return block
 
 
+def _review(view: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
+    """A batch of tool calls as the HITL middleware asks it: ``{action_requests, review_configs}``."""
+    calls = [c for c in (data.get("artifactData") or {}).get("actions") or [] if isinstance(c, Mapping)]
+    allowed = list(data.get("allowedDecisions") or [])
+    requests: list[dict[str, Any]] = []
+    configs: dict[str, dict[str, Any]] = {}
+    for i, call in enumerate(calls):
+        name = str(call.get("name", ""))
+        requests.append(
+            {"name": name, "args": dict(call.get("args") or {}), "description": str(call.get("description") or "")}
+        )
+        decisions = allowed[i] if i < len(allowed) and isinstance(allowed[i], list) else sorted(_HITL)
+        configs.setdefault(name, {"action_name": name, "allowed_decisions": list(decisions)})
+    return {"action_requests": requests, "review_configs": list(configs.values()), "openwop": _openwop(view)}
+
+
 def present(view: Mapping[str, Any]) -> Any:
     """The value a LangGraph client sees for an open OpenWOP interrupt."""
     data = _data(view)
@@ -67,6 +90,8 @@ def present(view: Mapping[str, Any]) -> Any:
         return data.get("payload")
     if kind is not kinds.APPROVAL:
         return {"kind": kind.name, **data, "openwop": _openwop(view)}
+    if data.get("artifactType") == _BATCHED:
+        return _review(view, data)
     actions = list(data.get("actions") or ["accept", "reject"])
     artifact = data.get("artifactData")
     if data.get("artifactType") == TOOL_CALL_ARTIFACT and isinstance(artifact, Mapping):
@@ -131,6 +156,23 @@ def _from_decision(data: Mapping[str, Any], decision: Mapping[str, Any]) -> dict
     return {"action": "edit-accept", "editedArtifactData": _edited(data, edited["args"])}
 
 
+def _batch_answer(decisions: list[Any]) -> dict[str, Any]:
+    """One decision per call of a batch: the same approve, reject or respond for every call (with one
+    message) is an OpenWOP ``accept``, ``reject`` or ``refine``; any other mix an ``edit-accept`` of the decisions."""
+    kinds_ = {d.get("type") if isinstance(d, Mapping) else None for d in decisions}
+    messages = {d.get("message") for d in decisions if isinstance(d, Mapping)}
+    if decisions and len(kinds_) == 1 and len(messages) == 1:
+        kind, message = next(iter(kinds_)), next(iter(messages))
+        feedback = {"feedback": str(message)} if message else {}
+        if kind == "approve":
+            return {"action": "accept"}
+        if kind == "reject":
+            return {"action": "reject", **feedback}
+        if kind == "respond" and feedback:
+            return {"action": "refine", **feedback}
+    return {"action": "edit-accept", "editedArtifactData": {"decisions": decisions}}
+
+
 def _approval_answer(data: Mapping[str, Any], value: Any) -> Any:
     if isinstance(value, list):
         if len(value) != 1 or not isinstance(value[0], Mapping):
@@ -145,7 +187,10 @@ def _approval_answer(data: Mapping[str, Any], value: Any) -> Any:
     if isinstance(value.get("decisions"), list):
         decisions = value["decisions"]
         if data.get("artifactType") == _BATCHED:
-            return {"action": "edit-accept", "editedArtifactData": {"decisions": decisions}}
+            calls = (data.get("artifactData") or {}).get("actions") or []
+            if len(decisions) != len(calls):
+                raise ValidationError(f"{len(calls)} tool calls are waiting; send {len(calls)} decisions")
+            return _batch_answer(decisions)
         if len(decisions) != 1 or not isinstance(decisions[0], Mapping):
             raise ValidationError("one tool call needs exactly one decision")
         value = decisions[0]

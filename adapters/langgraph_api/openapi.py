@@ -14,7 +14,7 @@ from bridge.host import error_responses
 
 _OBJECT = {"type": "object"}
 _ARRAY = {"type": "array", "items": _OBJECT}
-_SSE = "LangGraph stream parts (SSE): metadata, values / updates, then __interrupt__ or error"
+_SSE = "LangGraph stream parts (SSE): metadata, values / updates / messages, then __interrupt__ or error"
 #: (path under the prefix, method, summary, request body?, answer schema or None for SSE, error codes)
 _ROUTES: list[tuple[str, str, str, bool, dict[str, Any] | None, tuple[int, ...]]] = [
     ("/info", "get", "What this server is", False, _OBJECT, ()),
@@ -35,7 +35,14 @@ _ROUTES: list[tuple[str, str, str, bool, dict[str, Any] | None, tuple[int, ...]]
         (400, 404, 409),
     ),
     ("/threads/{thread_id}/runs", "get", "The thread's runs, newest first", False, _ARRAY, (404,)),
-    ("/threads/{thread_id}/runs/stream", "post", "Start or resume a run and stream it", True, None, (400, 404, 409)),
+    (
+        "/threads/{thread_id}/runs/stream",
+        "post",
+        "Start or resume a run and stream it ({stream_mode?, on_disconnect?})",
+        True,
+        None,
+        (400, 404, 409),
+    ),
     (
         "/threads/{thread_id}/runs/wait",
         "post",
@@ -57,7 +64,7 @@ _ROUTES: list[tuple[str, str, str, bool, dict[str, Any] | None, tuple[int, ...]]
     (
         "/threads/{thread_id}/runs/{run_id}/stream",
         "get",
-        "Rejoin the run's stream (?stream_mode=)",
+        "Rejoin the run's stream (?stream_mode=, ?cancel_on_disconnect=; Last-Event-ID replays what came after it)",
         False,
         None,
         (400, 404),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -12,10 +14,12 @@ from starlette.routing import Route
 from adapters.langgraph_api import shapes, threads
 from adapters.langgraph_api.service import LangGraphService, Segment
 from adapters.langgraph_api.stream import run_stream, stream_modes
-from bridge import Engine, ValidationError
+from bridge import BridgeError, Engine, Principal, RunRecord, ValidationError
 from bridge.host import JSONResponse, read_json
 
 Handler = Callable[[Request], Awaitable[Response]]
+log = logging.getLogger("adapters.langgraph_api")
+_TRUE = ("1", "true", "True")
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -34,6 +38,7 @@ class LangGraphRoutes:
         self.service = LangGraphService(engine)
         self.engine = engine
         self.prefix = prefix
+        self._cancels: set[asyncio.Task[None]] = set()
 
     async def info(self, request: Request) -> Response:
         """``GET /info``: what this server is."""
@@ -81,7 +86,7 @@ class LangGraphRoutes:
         """``POST /threads/{id}/state``."""
         principal, thread = await self._thread(request)
         await self.service.update_state(principal, thread, await _body(request))
-        run, _ = await self.service.current(thread)
+        run, _, _ = await self.service.current(thread)
         return JSONResponse({"checkpoint": shapes.checkpoint(thread, run)})
 
     async def history(self, request: Request) -> Response:
@@ -93,7 +98,8 @@ class LangGraphRoutes:
         states = []
         for run_id in reversed(thread.runs[-limit:]):
             run = await self.engine.run_record(run_id)
-            states.append(shapes.state_json(thread, run, await self.service.open_views(run)))
+            views, turns = await self.service.open_views(run), await self.service.turns(run)
+            states.append(shapes.state_json(thread, run, views, turns))
         return JSONResponse(states)
 
     async def _segment(self, request: Request) -> tuple[Segment, dict[str, Any]]:
@@ -120,15 +126,45 @@ class LangGraphRoutes:
         return JSONResponse(shapes.run_json(segment.thread, run, views), headers=self._location(segment))
 
     async def stream_run(self, request: Request) -> Response:
-        """``POST /threads/{id}/runs/stream``."""
+        """``POST /threads/{id}/runs/stream`` (``on_disconnect: "cancel"`` cancels the run if the client hangs up)."""
+        cancel = (await _body(request)).get("on_disconnect") == "cancel"
+        canceller = self._canceller(request, cancel)
         segment, body = await self._segment(request)
-        return self._sse(segment, stream_modes(body.get("stream_mode")))
+        return self._sse(segment, stream_modes(body.get("stream_mode")), canceller)
 
-    def _sse(self, segment: Segment, modes: set[str]) -> Response:
+    def _canceller(self, request: Request, wanted: bool) -> Principal | None:
+        """Who cancels the run when the client hangs up, if asked (the right to cancel is checked now)."""
+        if not wanted:
+            return None
+        principal = self.service.principal(request)
+        principal.require("runs:cancel")
+        return principal
+
+    def _sse(self, segment: Segment, modes: set[str], canceller: Principal | None = None) -> Response:
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **self._location(segment)}
-        return StreamingResponse(
-            run_stream(self.service, segment, modes), media_type="text/event-stream", headers=headers
-        )
+        body = run_stream(self.service, segment, modes)
+        if canceller is not None:
+            body = self._cancelling(body, segment.run.run_id, canceller)
+        return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+
+    async def _cancelling(self, parts: AsyncIterator[str], run_id: str, principal: Principal) -> AsyncIterator[str]:
+        """``parts``; if the client hangs up before they end, the run is cancelled."""
+        ended = False
+        try:
+            async for part in parts:
+                yield part
+            ended = True
+        finally:
+            if not ended:
+                task = asyncio.get_running_loop().create_task(self._cancel(run_id, principal))
+                self._cancels.add(task)
+                task.add_done_callback(self._cancels.discard)
+
+    async def _cancel(self, run_id: str, principal: Principal) -> None:
+        try:
+            await self.engine.cancel_run(run_id, principal, "the LangGraph client hung up (cancel_on_disconnect)")
+        except BridgeError:
+            log.warning("could not cancel run %s when its LangGraph client hung up", run_id, exc_info=True)
 
     async def wait_run(self, request: Request) -> Response:
         """``POST /threads/{id}/runs/wait``: the values once the run ends or waits on a person."""
@@ -171,13 +207,15 @@ class LangGraphRoutes:
         return JSONResponse(await self.service.final_values(segment, await self.service.wait(segment)))
 
     async def join_stream(self, request: Request) -> Response:
-        """``GET /threads/{id}/runs/{runId}/stream``: rejoin a run's stream from now.
+        """``GET /threads/{id}/runs/{runId}/stream``: rejoin a run's stream from now, or after ``Last-Event-ID``.
 
         A client that names no mode sends ``stream_mode=`` empty; that is ``values``.
+        ``cancel_on_disconnect=true`` cancels the run if the client hangs up before the stream ends.
         """
         _, thread, run = await self._run(request)
         modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
-        return self._sse(Segment(thread, run, run.next_seq - 1), modes)
+        canceller = self._canceller(request, request.query_params.get("cancel_on_disconnect") in _TRUE)
+        return self._sse(Segment(thread, run, _resume_from(request, run)), modes, canceller)
 
     def routes(self) -> list[Route]:
         """Every route, under the prefix."""
@@ -205,6 +243,23 @@ class LangGraphRoutes:
         for path, handler, method in table:
             merged.setdefault(path, {})[method] = handler
         return [Route(path, _dispatch(handlers), methods=list(handlers)) for path, handlers in merged.items()]
+
+
+def _resume_from(request: Request, run: RunRecord) -> int:
+    """The event sequence a rejoined stream follows after: ``Last-Event-ID`` (one the run sent), else now."""
+    given = request.headers.get("last-event-id")
+    if not given:
+        return run.next_seq - 1
+    try:
+        cursor = int(given)
+    except ValueError:
+        cursor = -2
+    if not -1 <= cursor < run.next_seq:
+        raise ValidationError(
+            f"Last-Event-ID {given[:40]!r} is not an event of run {run.run_id}",
+            details={"lastEventId": given[:40], "lastSequence": run.next_seq - 1},
+        )
+    return cursor
 
 
 def _dispatch(handlers: dict[str, Handler]) -> Handler:

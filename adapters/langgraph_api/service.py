@@ -58,10 +58,25 @@ class LangGraphService:
             raise NotFoundError(f"no thread {thread_id!r}")
         return thread
 
-    async def current(self, thread: threads.Thread) -> tuple[RunRecord | None, list[dict[str, Any]]]:
-        """The thread's current run and its open interrupts (as views)."""
+    async def current(
+        self, thread: threads.Thread
+    ) -> tuple[RunRecord | None, list[dict[str, Any]], list[dict[str, Any]]]:
+        """The thread's current run, its open interrupts (as views) and its conversation's turns."""
         run = await self.engine.run_record(thread.run_id) if thread.run_id else None
-        return run, await self.open_views(run)
+        return run, await self.open_views(run), await self.turns(run)
+
+    async def turns(self, run: RunRecord | None) -> list[dict[str, Any]]:
+        """The turns of a run's conversations (``ConversationTurn`` documents), in order."""
+        if run is None or not run.state.get("hasConversation"):
+            return []
+        channels = await self.engine.channels(run)
+        return [
+            turn
+            for value in channels.values()
+            if isinstance(value, list)
+            for turn in value
+            if isinstance(turn, dict) and "messageId" in turn
+        ]
 
     async def open_views(self, run: RunRecord | None) -> list[dict[str, Any]]:
         """The open, answerable interrupts of a run that waits for them."""
@@ -99,8 +114,7 @@ class LangGraphService:
             thread = await threads.load(self.engine, principal.tenant, thread_id)
             if thread is None or any(thread.metadata.get(k) != v for k, v in wanted.items()):
                 continue
-            run, views = await self.current(thread)
-            shown = shapes.thread_json(thread, run, views)
+            shown = shapes.thread_json(thread, *await self.current(thread))
             if status is not None and shown["status"] != status:
                 continue
             found.append(shown)
@@ -111,7 +125,7 @@ class LangGraphService:
     async def update_state(self, principal: Principal, thread: threads.Thread, body: Mapping[str, Any]) -> None:
         """``POST /threads/{id}/state``: set the values the thread's next run starts with."""
         principal.require("runs:create")
-        run, _ = await self.current(thread)
+        run, _, _ = await self.current(thread)
         if run is not None and not run.terminal:
             raise ConflictError("the thread's run is still going; its state changes only through its nodes")
         values = body.get("values")
@@ -136,7 +150,7 @@ class LangGraphService:
         assistant = body.get("assistant_id")
         if not isinstance(assistant, str):
             raise ValidationError("assistant_id is required")
-        run, _ = await self.current(thread)
+        run, _, _ = await self.current(thread)
         if run is not None and not run.terminal:
             raise ConflictError(
                 f"thread {thread.thread_id!r} has a run going ({run.run_id}); resume or cancel it first",
@@ -154,7 +168,7 @@ class LangGraphService:
         return Segment(thread, new, -1)
 
     async def _resume(self, principal: Principal, thread: threads.Thread, resume: Any) -> Segment:
-        run, views = await self.current(thread)
+        run, views, _ = await self.current(thread)
         if run is None:
             raise ConflictError("the thread has no run to resume")
         by_id = {v["interruptId"]: v for v in views}
@@ -191,7 +205,7 @@ class LangGraphService:
 
     async def final_values(self, segment: Segment, run: RunRecord) -> dict[str, Any]:
         """What ``runs.wait`` returns: the values, with ``__interrupt__`` or ``__error__`` when so."""
-        values = shapes.values_of(segment.thread, run)
+        values = shapes.shown_values(segment.thread, run, await self.turns(run))
         views = await self.open_views(run)
         if views:
             values["__interrupt__"] = [i for items in shapes.interrupts_by_task(views).values() for i in items]

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from adapters.langgraph_api.interrupts import as_interrupt
+from adapters.langgraph_api.messages import with_messages
 from adapters.langgraph_api.threads import Thread
 from bridge import RunRecord, WorkflowDefinition
 
@@ -34,6 +35,12 @@ def values_of(thread: Thread, run: RunRecord | None) -> dict[str, Any]:
     return values
 
 
+def shown_values(thread: Thread, run: RunRecord | None, turns: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a client sees: :func:`values_of`, with ``messages`` as LangChain dicts and the conversation's turns."""
+    prefix = f"{run.run_id}:input" if run else f"{thread.thread_id}:values"
+    return with_messages(values_of(thread, run), turns, prefix)
+
+
 def thread_status(run: RunRecord | None, views: list[dict[str, Any]]) -> str:
     """``idle``, ``busy``, ``interrupted`` or ``error``."""
     if run is None or run.status in ("completed", "cancelled"):
@@ -60,7 +67,9 @@ def interrupts_by_task(views: list[dict[str, Any]]) -> dict[str, list[dict[str, 
     return out
 
 
-def thread_json(thread: Thread, run: RunRecord | None, views: list[dict[str, Any]]) -> dict[str, Any]:
+def thread_json(
+    thread: Thread, run: RunRecord | None, views: list[dict[str, Any]], turns: list[dict[str, Any]]
+) -> dict[str, Any]:
     """A LangGraph ``Thread``."""
     return {
         "thread_id": thread.thread_id,
@@ -70,7 +79,7 @@ def thread_json(thread: Thread, run: RunRecord | None, views: list[dict[str, Any
         "metadata": thread.metadata,
         "status": thread_status(run, views),
         "config": {},
-        "values": values_of(thread, run),
+        "values": shown_values(thread, run, turns),
         "interrupts": interrupts_by_task(views),
     }
 
@@ -81,7 +90,9 @@ def checkpoint(thread: Thread, run: RunRecord | None) -> dict[str, Any]:
     return {"thread_id": thread.thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
 
 
-def state_json(thread: Thread, run: RunRecord | None, views: list[dict[str, Any]]) -> dict[str, Any]:
+def state_json(
+    thread: Thread, run: RunRecord | None, views: list[dict[str, Any]], turns: list[dict[str, Any]]
+) -> dict[str, Any]:
     """A LangGraph ``ThreadState``: values, the waiting tasks with their interrupts, a checkpoint."""
     by_task = interrupts_by_task(views)
     tasks: list[dict[str, Any]] = [
@@ -101,7 +112,7 @@ def state_json(thread: Thread, run: RunRecord | None, views: list[dict[str, Any]
     if run is not None:
         metadata.update(run_id=run.run_id, graph_id=run.workflow_id, openwop_status=run.status)
     return {
-        "values": values_of(thread, run),
+        "values": shown_values(thread, run, turns),
         "next": [t["name"] for t in tasks],
         "tasks": tasks,
         "metadata": metadata,

@@ -96,3 +96,57 @@ test("a key the host does not know is refused", async () => {
   const thread = await client().threads.create();
   await assert.rejects(client("not-a-key").threads.get(thread.thread_id), (err) => err.status === 401);
 });
+
+test("messages-tuple parts and values.messages for an OpenWOP conversation, as useStream reads them", async () => {
+  const c = client();
+  const thread = await c.threads.create();
+  const modes = ["values", "messages-tuple"];
+  const first = await streamed(c, thread.thread_id, "demo-conversation", { input: {}, streamMode: modes });
+  const said = first.filter((p) => p.event === "messages").map((p) => p.data);
+  assert.deepEqual(
+    said.map(([m]) => [m.type, m.content]),
+    [
+      ["ai", "Hi! I will ask you three short questions about your trip."],
+      ["ai", "Where are you travelling, and why?"],
+    ],
+  );
+  assert.ok(said.every(([m, meta]) => m.id && meta.thread_id === thread.thread_id && typeof meta.langgraph_node === "string"));
+
+  const next = await streamed(c, thread.thread_id, "demo-conversation", { command: { resume: "Lisbon" }, streamMode: modes });
+  const added = next.filter((p) => p.event === "messages").map((p) => p.data[0]);
+  assert.deepEqual(added.map((m) => [m.type, m.content]), [["human", "Lisbon"], ["ai", "When, and for how long?"]]);
+  const values = next.filter((p) => p.event === "values").at(-1).data;
+  assert.deepEqual(values.messages.slice(-2).map((m) => m.id), added.map((m) => m.id));
+  const state = await c.threads.getState(thread.thread_id);
+  assert.deepEqual(state.values.messages.map((m) => m.type), ["ai", "ai", "human", "ai"]);
+});
+
+test("joinStream replays from lastEventId, and cancelOnDisconnect cancels the run when the client aborts", async () => {
+  const c = client();
+  const thread = await c.threads.create();
+  const parts = await streamed(c, thread.thread_id, "demo-conversation", { input: {}, streamMode: "messages-tuple" });
+  const runId = parts[0].data.run_id;
+  const replay = [];
+  for await (const part of c.runs.joinStream(thread.thread_id, runId, { lastEventId: "-1", streamMode: "messages-tuple" })) {
+    replay.push(part);
+  }
+  assert.deepEqual(
+    replay.filter((p) => p.event === "messages").map((p) => p.data[0].id),
+    parts.filter((p) => p.event === "messages").map((p) => p.data[0].id),
+  );
+
+  const other = await c.threads.create();
+  const run = await c.runs.create(other.thread_id, "conformance-cancellable", { input: { delayMs: 60000 } });
+  const controller = new AbortController();
+  const joined = c.runs.joinStream(other.thread_id, run.run_id, { cancelOnDisconnect: true, signal: controller.signal });
+  const head = await joined.next();
+  assert.equal(head.value.event, "metadata");
+  controller.abort();
+  await joined.return?.().catch(() => {});
+  let status = "";
+  for (let i = 0; i < 60 && !["interrupted", "success", "error"].includes(status); i++) {
+    status = (await c.runs.get(other.thread_id, run.run_id)).status;
+    if (status === "pending" || status === "running") await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(status, "interrupted");
+});

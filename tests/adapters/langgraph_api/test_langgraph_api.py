@@ -130,23 +130,6 @@ async def test_resume_without_an_open_interrupt_is_refused(lg: str) -> None:
     assert caught.value.response.status_code == 409
 
 
-@pytest.fixture
-async def served(engine: Engine) -> AsyncIterator[str]:
-    """Served LangGraph graphs beside the fixtures, behind the LangGraph API."""
-    from adapters.langgraph import GraphWorkflows
-    from tests import graphs
-
-    async with GraphWorkflows(engine) as workflows:
-        workflows.add("publish", graphs.approve_graph())
-        workflows.add("fan", graphs.fan_out_graph())
-        workflows.add("agent", graphs.hitl_per_call())
-        app = create_app(
-            engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=0.2, extra_routes=langgraph_routes(engine)
-        )
-        async with uvicorn_server(app) as url:
-            yield f"{url}/langgraph"
-
-
 async def test_served_graph_one_interrupt_edited_from_agent_inbox(served: str) -> None:
     c = client(served)
     thread = await c.threads.create()

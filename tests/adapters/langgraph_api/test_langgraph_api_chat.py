@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -10,38 +9,16 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
 
-from adapters.langgraph_api import langgraph_routes
-from bridge import Engine, KeyRing
-from bridge.host.cli import demo_workflows
-from bridge.host.http import create_app
-from tests.conftest import KEYS, TOKENS
-from tests.server import uvicorn_server
-
-
-@pytest.fixture
-async def lg(engine: Engine) -> AsyncIterator[str]:
-    """The demo workflows and served graphs behind the LangGraph API; yields its base URL."""
-    from adapters.langgraph import GraphWorkflows
-    from tests import graphs
-
-    for workflow in demo_workflows():
-        engine.add_workflow(workflow)
-    async with GraphWorkflows(engine) as workflows:
-        workflows.add("batch", graphs.hitl_batched())
-        workflows.add("trip", graphs.conversation_graph())
-        app = create_app(
-            engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=0.2, extra_routes=langgraph_routes(engine)
-        )
-        async with uvicorn_server(app) as url:
-            yield f"{url}/langgraph"
+from bridge import Engine
+from tests.conftest import TOKENS
 
 
 def client(url: str) -> Any:
     return get_client(url=url, api_key=TOKENS["admin"])
 
 
-async def test_demo_conversation_turn_by_turn(lg: str) -> None:
-    c = client(lg)
+async def test_demo_conversation_turn_by_turn(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     first = await c.runs.wait(thread["thread_id"], "demo-conversation", input={})
     [turn] = first["__interrupt__"]
@@ -57,8 +34,8 @@ async def test_demo_conversation_turn_by_turn(lg: str) -> None:
     assert (await c.threads.get(thread["thread_id"]))["status"] == "idle"
 
 
-async def test_conversation_closed_early_and_a_bad_turn_refused(lg: str) -> None:
-    c = client(lg)
+async def test_conversation_closed_early_and_a_bad_turn_refused(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     [turn] = (await c.runs.wait(thread["thread_id"], "demo-conversation", input={}))["__interrupt__"]
     with pytest.raises(httpx.HTTPStatusError) as bad:
@@ -71,8 +48,8 @@ async def test_conversation_closed_early_and_a_bad_turn_refused(lg: str) -> None
     assert (await c.threads.get(thread["thread_id"]))["status"] == "idle"
 
 
-async def test_served_conversation_graph(lg: str) -> None:
-    c = client(lg)
+async def test_served_conversation_graph(served: str) -> None:
+    c = client(served)
     thread = await c.threads.create()
     waiting = await c.runs.wait(thread["thread_id"], "trip", input={})
     for reply in ("Lisbon", "May", "Two"):
@@ -82,13 +59,19 @@ async def test_served_conversation_graph(lg: str) -> None:
     assert waiting["replies"] == ["Lisbon", "May", "Two"]
 
 
-async def test_batched_tool_calls_answered_with_hitl_decisions(lg: str) -> None:
-    c = client(lg)
+async def _batch_review(c: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A new thread whose ``batch`` agent waits on its review of two tool calls; the thread and the interrupt."""
     thread = await c.threads.create()
     waiting = await c.runs.wait(
         thread["thread_id"], "batch", input={"messages": [{"role": "user", "content": "launch it"}]}
     )
     [review] = waiting["__interrupt__"]
+    return thread, review
+
+
+async def test_batched_tool_calls_answered_with_hitl_decisions(served: str) -> None:
+    c = client(served)
+    thread, review = await _batch_review(c)
     # Too few decisions for two calls: refused, still open.
     with pytest.raises(httpx.HTTPStatusError) as short:
         await c.runs.wait(thread["thread_id"], "batch", command=Command(resume={"decisions": [{"type": "approve"}]}))
@@ -97,6 +80,49 @@ async def test_batched_tool_calls_answered_with_hitl_decisions(lg: str) -> None:
     decisions = [{"type": "approve"}, {"type": "reject", "message": "keep the draft"}]
     done = await c.runs.wait(thread["thread_id"], "batch", command=Command(resume={"decisions": decisions}))
     assert "__interrupt__" not in done
-    tools = {m["toolCallId"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
+    tools = {m["tool_call_id"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
     assert tools["call_mail"].startswith("sent") and "keep the draft" in tools["call_rm"]
     assert review["id"] not in str((await c.threads.get(thread["thread_id"]))["interrupts"])
+
+
+async def test_batched_review_in_the_middlewares_own_shape(served: str, engine: Engine) -> None:
+    c = client(served)
+    thread, review = await _batch_review(c)
+    value = review["value"]
+    assert [(r["name"], r["args"]) for r in value["action_requests"]] == [
+        ("send_email", {"to": "all@acme.test", "subject": "Launch"}),
+        ("delete_file", {"path": "/tmp/draft.txt"}),
+    ]
+    assert all(isinstance(r["description"], str) for r in value["action_requests"])
+    assert value["review_configs"] == [
+        {"action_name": "send_email", "allowed_decisions": ["approve", "edit", "reject", "respond"]},
+        {"action_name": "delete_file", "allowed_decisions": ["approve", "reject"]},
+    ]
+    assert value["openwop"]["interruptId"] == review["id"]
+    state = await c.threads.get_state(thread["thread_id"])
+    assert state["tasks"][0]["interrupts"][0]["value"]["review_configs"] == value["review_configs"]
+
+    # Approving every call is an OpenWOP accept.
+    done = await c.runs.wait(
+        thread["thread_id"], "batch", command=Command(resume={"decisions": [{"type": "approve"}] * 2})
+    )
+    assert "__interrupt__" not in done
+    record = await engine.store.get_interrupt(review["id"])
+    assert record is not None and record.resolution is not None
+    answer = record.resolution["resumeValue"]
+    assert answer["action"] == "accept" and "editedArtifactData" not in answer
+    tools = [m["content"] for m in done["messages"] if m["type"] == "tool"]
+    assert [t.startswith(p) for t, p in zip(tools, ("sent", "deleted"), strict=True)] == [True, True]
+
+
+async def test_batched_review_rejected_whole(served: str, engine: Engine) -> None:
+    c = client(served)
+    thread, review = await _batch_review(c)
+    decisions = [{"type": "reject", "message": "not today"}] * 2
+    done = await c.runs.wait(thread["thread_id"], "batch", command=Command(resume={"decisions": decisions}))
+    record = await engine.store.get_interrupt(review["id"])
+    assert record is not None and record.resolution is not None
+    answer = record.resolution["resumeValue"]
+    assert (answer["action"], answer["feedback"]) == ("reject", "not today") and "editedArtifactData" not in answer
+    tools = {m["tool_call_id"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
+    assert "not today" in tools["call_mail"] and "not today" in tools["call_rm"]
