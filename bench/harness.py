@@ -273,6 +273,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario("conversation", {"conversation_turn_ratio": "x"}, "bench.conversation", "long conversation"),
     Scenario("mcp", {"mcp_roundtrip": "ms"}, "bench.mcp_roundtrip", "MCP round trip (2026-07-28)"),
+    Scenario(
+        "langgraph_client",
+        {"langgraph_client_roundtrip": "ms"},
+        "bench.langgraph_client",
+        "LangGraph client round trip (langgraph_sdk)",
+    ),
 )
 
 FAMILY_OF = {name: s for s in SCENARIOS for name in s.names}
