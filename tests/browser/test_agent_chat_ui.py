@@ -1,0 +1,129 @@
+"""agent-chat-ui, LangChain's chat frontend for LangGraph servers, in headless Chromium against ``/langgraph``.
+
+The app is the one ``create-agent-chat-app`` publishes on npm (its Vite
+template, unchanged; ``tests/browser/agent-chat-ui`` builds it, and
+``scripts/test`` runs that build). It talks to the bridge only through
+``@langchain/langgraph-sdk``'s ``useStream``, as it talks to any LangGraph
+server: the person signs in with the deployment URL, the assistant id and an
+API key, writes a message, sees the workflow's approval in the Agent Inbox view
+the app draws for ``HumanInterrupt`` values, and accepts it. What the run did
+is checked through the REST API, not through the page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import pytest
+from playwright.async_api import Page, expect
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+
+from adapters.langgraph_api import langgraph_routes
+from bridge import Engine
+from bridge.core.auth import KeyRing
+from bridge.host.cli import demo_workflows
+from bridge.host.http import create_app
+from tests.browser import browser_page, screenshot
+from tests.conftest import KEYS, TOKENS, auth
+from tests.server import uvicorn_server
+
+APP = Path(__file__).resolve().parent / "agent-chat-ui"
+DIST = APP / "dist"
+WORKFLOW = "demo-expense-approval"
+
+
+def require_build() -> None:
+    """Fail (never skip) when the app has not been built."""
+    if not (DIST / "index.html").is_file():
+        pytest.fail(
+            f"agent-chat-ui is not built at {DIST}: build it with "
+            "`cd tests/browser/agent-chat-ui && npm ci && npm run build` (scripts/test does)",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+async def site(engine: Engine) -> AsyncIterator[str]:
+    """The host with ``/langgraph`` and the built app under ``/agent-chat-ui`` on loopback."""
+    require_build()
+    for workflow in demo_workflows():
+        engine.add_workflow(workflow)
+    static = Mount("/agent-chat-ui", app=StaticFiles(directory=DIST, html=True))
+    app = create_app(
+        engine,
+        KeyRing(KEYS.values()),
+        extra_routes=[*langgraph_routes(engine), static],
+        manage_engine=False,
+        keepalive_s=0.5,
+    )
+    async with uvicorn_server(app) as url:
+        yield url
+
+
+@pytest.fixture
+async def page(site: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
+    async with browser_page(tmp_path / "chromium-profile", request.node.name) as opened:
+        yield opened
+
+
+async def connect(page: Page, site: str, who: str = "admin") -> None:
+    """The app's own sign-in form: deployment URL, assistant id, API key."""
+    await page.goto(f"{site}/agent-chat-ui/")
+    await page.get_by_label("Deployment URL").fill(f"{site}/langgraph")
+    await page.get_by_label("Assistant / Graph ID").fill(WORKFLOW)
+    await page.get_by_label("LangSmith API Key").fill(TOKENS[who])
+    await page.get_by_role("button", name="Continue").click()
+
+
+async def run_of_thread(api: httpx.AsyncClient, thread_id: str, status: str) -> dict[str, Any]:
+    """The OpenWOP run behind a LangGraph thread, once it has ``status`` (read over REST)."""
+    for _ in range(100):
+        runs = (await api.get("/v1/runs", params={"limit": 100})).json()["runs"]
+        for listed in runs:
+            run: dict[str, Any] = (await api.get(f"/v1/runs/{listed['runId']}")).json()
+            if run.get("metadata", {}).get("langgraph", {}).get("threadId") == thread_id and run["status"] == status:
+                return run
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no run of thread {thread_id} reached {status}")
+
+
+def thread_of(page: Page) -> str:
+    """The thread the app shows: it keeps its id in the page's URL (``?threadId=…``)."""
+    [thread_id] = parse_qs(urlparse(page.url).query)["threadId"]
+    return thread_id
+
+
+@pytest.mark.browser
+async def test_agent_chat_ui_shows_an_approval_and_accepts_it(site: str, page: Page) -> None:
+    await connect(page, site)
+    await page.get_by_placeholder("Type your message...").fill("Please file my offsite expenses.")
+    await page.get_by_role("button", name="Send").click()
+
+    # The approval arrives as a HumanInterrupt: the Agent Inbox view shows its title, the artifact as
+    # editable fields (the gate allows edit-accept), a response box and the buttons the gate's actions allow.
+    await expect(page.get_by_text("Approve expense report EXP-1042").first).to_be_visible()
+    await expect(page.get_by_text("Currency", exact=True)).to_be_visible()
+    await expect(page.get_by_text("Respond to assistant")).to_be_visible()  # refine: Agent Inbox's "response"
+    await expect(page.get_by_role("button", name="Ignore")).to_be_visible()
+    accept = page.get_by_role("button", name="Accept", exact=True)
+    await expect(accept).to_be_visible()
+    await screenshot(page, "interrupt")
+
+    async with httpx.AsyncClient(base_url=site, headers=auth("admin"), timeout=10) as api:
+        thread_id = thread_of(page)
+        await run_of_thread(api, thread_id, "waiting-approval")
+        await accept.click()
+        await expect(page.get_by_text("Response submitted successfully.")).to_be_visible()
+        await expect(accept).to_have_count(0)
+        run = await run_of_thread(api, thread_id, "completed")
+    await screenshot(page, "accepted")
+    review = run["nodeStates"]["review"]["outputs"]
+    assert (review["action"], review["approved"], review["decidedBy"]) == ("accept", True, "alice")
+    assert run["nodeStates"]["pay"]["status"] == "completed" and run["nodeStates"]["revise"]["status"] == "skipped"
+    assert run["variables"]["messages"][0]["content"] == "Please file my offsite expenses."
