@@ -13,6 +13,7 @@ is checked through the REST API, not through the page.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 from adapters.langgraph_api import langgraph_routes
 from bridge import Engine
 from bridge.core.auth import KeyRing
+from bridge.core.workflow import load_workflow
 from bridge.host.cli import demo_workflows
 from bridge.host.http import create_app
 from tests.browser import browser_page, screenshot
@@ -36,6 +38,8 @@ from tests.server import uvicorn_server
 APP = Path(__file__).resolve().parent / "agent-chat-ui"
 DIST = APP / "dist"
 WORKFLOW = "demo-expense-approval"
+QUORUM = "release-quorum"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def require_build() -> None:
@@ -72,11 +76,11 @@ async def page(site: str, tmp_path: Path, request: pytest.FixtureRequest) -> Asy
         yield opened
 
 
-async def connect(page: Page, site: str, who: str = "admin") -> None:
+async def connect(page: Page, site: str, who: str = "admin", *, workflow: str = WORKFLOW) -> None:
     """The app's own sign-in form: deployment URL, assistant id, API key."""
     await page.goto(f"{site}/agent-chat-ui/")
     await page.get_by_label("Deployment URL").fill(f"{site}/langgraph")
-    await page.get_by_label("Assistant / Graph ID").fill(WORKFLOW)
+    await page.get_by_label("Assistant / Graph ID").fill(workflow)
     await page.get_by_label("LangSmith API Key").fill(TOKENS[who])
     await page.get_by_role("button", name="Continue").click()
 
@@ -127,3 +131,49 @@ async def test_agent_chat_ui_shows_an_approval_and_accepts_it(site: str, page: P
     assert (review["action"], review["approved"], review["decidedBy"]) == ("accept", True, "alice")
     assert run["nodeStates"]["pay"]["status"] == "completed" and run["nodeStates"]["revise"]["status"] == "skipped"
     assert run["variables"]["messages"][0]["content"] == "Please file my offsite expenses."
+
+
+def quorum_workflow() -> dict[str, Any]:
+    """The demo release gate, for two approvers (alice, the admin key, and bob) who must both accept."""
+    doc: dict[str, Any] = json.loads((ROOT / "bridge" / "demo" / "demo-governed-release.json").read_text())
+    doc["id"] = QUORUM
+    [gate] = [n for n in doc["nodes"] if n["typeId"] == "core.approvalGate"]
+    gate["config"] |= {"requiredApprovals": 2, "approversList": ["alice", "bob"]}
+    return doc
+
+
+@pytest.mark.browser
+async def test_agent_chat_ui_two_people_accept_a_quorum_approval(
+    engine: Engine, site: str, page: Page, tmp_path: Path
+) -> None:
+    engine.add_workflow(load_workflow(quorum_workflow()))
+    await connect(page, site, workflow=QUORUM)
+    await page.get_by_placeholder("Type your message...").fill("Ship the build.")
+    await page.get_by_role("button", name="Send").click()
+    await expect(page.get_by_text("Promote build 2026.11.21-3 to production").first).to_be_visible()
+    await page.get_by_role("button", name="Accept", exact=True).click()
+    await expect(page.get_by_text("Response submitted successfully.")).to_be_visible()
+
+    async with httpx.AsyncClient(base_url=site, headers=auth("admin"), timeout=10) as api:
+        thread_id = thread_of(page)
+        # One vote of two: the interrupt stays open, and the app shows it again.
+        run = await run_of_thread(api, thread_id, "waiting-approval")
+        detail = (await api.get(f"/v1/runs/{run['runId']}/interrupts/release-gate")).json()
+        assert detail["status"] == "pending" and (detail["votes"]["accept"], detail["votes"]["required"]) == (1, 2)
+        await expect(page.get_by_role("button", name="Accept", exact=True)).to_be_visible()
+        await screenshot(page, "one-vote")
+
+        # Bob opens the same thread in his own browser, with his own key, and accepts.
+        async with browser_page(tmp_path / "bob-profile", "test_agent_chat_ui_quorum_bob") as bob:
+            await connect(bob, site, "bob", workflow=QUORUM)
+            await bob.goto(f"{bob.url}&threadId={thread_id}")
+            await expect(bob.get_by_text("Promote build 2026.11.21-3 to production").first).to_be_visible()
+            await bob.get_by_role("button", name="Accept", exact=True).click()
+            await expect(bob.get_by_text("Response submitted successfully.")).to_be_visible()
+            done = await run_of_thread(api, thread_id, "completed")
+            await screenshot(bob, "bob-accepted")
+    assert done["runId"] == run["runId"]
+    gate = done["nodeStates"]["release-gate"]["outputs"]
+    assert (gate["approved"], gate["action"], gate["quorum"]) == (True, "accept", "quorum:2-of-2")
+    assert [(v["voter"], v["action"]) for v in gate["votes"]] == [("alice", "accept"), ("bob", "accept")]
+    assert done["nodeStates"]["deploy"]["status"] == "completed"
