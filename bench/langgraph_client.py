@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
@@ -72,6 +73,12 @@ class LangGraphClientCycle:
 
     async def cycle(self) -> float:
         """Create a thread, run to the interrupt, resume, read the state; returns the seconds it took."""
+        try:
+            return await self._cycle()
+        except httpx.HTTPStatusError as exc:
+            raise RuntimeError(f"{self.url}: {exc.response.status_code} on {exc.request.url.path}") from exc
+
+    async def _cycle(self) -> float:
         started = time.perf_counter()
         thread_id = (await self.client.threads.create())["thread_id"]
         paused = await self.client.runs.wait(thread_id, self.assistant, input={})
