@@ -227,6 +227,28 @@ async def alternate(
     return bridge_samples, peer_samples
 
 
+async def measure_cycles(
+    bench: Bench,
+    scope: str,
+    name: str,
+    bridge_pid: int,
+    bridge: Sampler,
+    peer: Sampler | None,
+    *,
+    n: int,
+    warmup: int,
+) -> tuple[list[float], list[float]]:
+    """:func:`alternate` the two samplers; with ``--profile``, then repeat the bridge's ``n`` cycles under py-spy."""
+    bench.progress.say(scope, f"{warmup} warm-up + {n} cycles each, alternating")
+    samples = await alternate(bench, scope, bridge, peer, n=n, warmup=warmup)
+    if bench.profiling:
+        bench.progress.say(scope, f"profiling {n} bridge cycles")
+        async with bench.profiler.record(name, bridge_pid):
+            for _ in range(n):
+                await bridge()
+    return samples
+
+
 def _profiler(folder: Path | None) -> Profiler:
     # Imported here so that ``python -m bench.profiles`` does not find itself half-imported.
     from bench.profiles import Profiler

@@ -22,6 +22,7 @@ its traffic stays on loopback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -33,7 +34,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from bench import workflows
-from bench.harness import Bench, Result, Target, alternate, median_ms
+from bench.harness import Bench, Result, Target, measure_cycles, median_ms
 from bench.http import bridge_servers
 from bench.servers import Server
 
@@ -130,49 +131,26 @@ def peer_server(bench: Bench, executable: Path) -> Server:
 
 async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
     """Measure ``langgraph_client_roundtrip`` against ``langgraph dev``, alternating."""
-    n = bench.scale(50, 5)
-    warmup = bench.scale(3, 1)
+    n, warmup = bench.scale(50, 5), bench.scale(3, 1)
     bridge = bridge_servers(bench, str(bench.path("langgraph-client.db")), "langgraph")[0]
     executable = peer_executable()
     missing = peer_missing()
     if missing:
         bench.progress.say("langgraph", f"WARNING: {missing}; measuring the bridge alone")
-    peer = peer_server(bench, executable) if executable is not None else None
-    started: list[Server] = []
-    clients: list[LangGraphClientCycle] = []
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(bridge.stop)  # also stops a server that started but never answered
         await bridge.start()
-        started.append(bridge)
         ours = LangGraphClientCycle(f"http://127.0.0.1:{bridge.port}/langgraph", workflows.APPROVAL, bench.api_key)
-        clients.append(ours)
+        stack.push_async_callback(ours.close)
         theirs = None
-        if peer is not None:
+        if executable is not None:
+            peer = peer_server(bench, executable)
+            stack.push_async_callback(peer.stop)
             await peer.start("/ok", timeout=120)
-            started.append(peer)
             theirs = LangGraphClientCycle(f"http://127.0.0.1:{peer.port}", PEER_GRAPH, None)
-            clients.append(theirs)
-        bench.progress.say("langgraph", f"{warmup} warm-up + {n} cycles each, alternating")
-        bridge_samples, peer_samples = await alternate(
-            bench, "langgraph", ours.cycle, theirs.cycle if theirs else None, n=n, warmup=warmup
+            stack.push_async_callback(theirs.close)
+        bridge_samples, peer_samples = await measure_cycles(
+            bench, "langgraph", NAME, bridge.pid, ours.cycle, theirs.cycle if theirs else None, n=n, warmup=warmup
         )
-        if bench.profiling:
-            bench.progress.say("langgraph", f"profiling {n} bridge cycles")
-            async with bench.profiler.record(NAME, bridge.pid):
-                for _ in range(n):
-                    await ours.cycle()
-    finally:
-        for client in clients:
-            await client.close()
-        for server in reversed(started):
-            await server.stop()
-    return [
-        Result(
-            NAME,
-            "ms",
-            median_ms(bridge_samples),
-            median_ms(peer_samples),
-            n=len(bridge_samples),
-            target=TARGET,
-            note=missing or PEER_NOTE,
-        )
-    ]
+    bridge_ms, peer_ms = median_ms(bridge_samples), median_ms(peer_samples)
+    return [Result(NAME, "ms", bridge_ms, peer_ms, n=len(bridge_samples), target=TARGET, note=missing or PEER_NOTE)]
