@@ -72,8 +72,12 @@ async def site(engine: Engine) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def page(site: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
+    """The app's page; every request it made must have gone to the host on loopback."""
+    elsewhere: list[str] = []
     async with browser_page(tmp_path / "chromium-profile", request.node.name) as opened:
+        opened.on("request", lambda r: None if r.url.startswith(f"{site}/") else elsewhere.append(r.url))
         yield opened
+    assert not elsewhere, f"the app reached beyond the host: {elsewhere}"
 
 
 async def connect(page: Page, site: str, who: str = "admin", *, workflow: str = WORKFLOW) -> None:
