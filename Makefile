@@ -1,4 +1,4 @@
-.PHONY: serve test lint types unit bench clean
+.PHONY: serve test lint types unit bench bench-peer clean
 serve:            ## start the host (SQLite, demo workflows, dev key)
 	./scripts/serve
 test:             ## the whole suite: ruff, mypy, pytest
@@ -13,5 +13,8 @@ bench:            ## benchmarks with peers (installs the bench extra): table on 
 	.venv/bin/python -m pip install -q -e '.[bench]'
 	mkdir -p bench-results
 	.venv/bin/openwop-bridge bench --json bench-results/bench.json $(BENCH_ARGS)
+bench-peer:       ## LangGraph's `langgraph dev` in a venv of its own (.venv-langgraph-dev) for langgraph_client_roundtrip
+	[ -x .venv-langgraph-dev/bin/python ] || python3 -m venv .venv-langgraph-dev
+	.venv-langgraph-dev/bin/python -m pip install -q 'langgraph-cli[inmem]>=0.4,<0.5' "langgraph==$$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("langgraph"))')"
 clean:
-	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache artifacts bench-results
+	rm -rf .venv .venv-langgraph-dev .mypy_cache .ruff_cache .pytest_cache artifacts bench-results

@@ -24,7 +24,7 @@ from typing import Any
 
 from bench import agui_peer, workflows
 from bench.client import Connection, HttpError
-from bench.harness import Bench, Result, Target, alternate, median_ms
+from bench.harness import Bench, Result, Target, measure_cycles, median_ms
 from bench.http import bridge_servers
 from bench.servers import Server
 
@@ -155,15 +155,9 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
             started.append(peer)
             theirs = AguiClient(peer.port, agui_peer.PATH)
             clients.append(theirs)
-        bench.progress.say("agui", f"{warmup} warm-up + {n} cycles each, alternating")
-        bridge_samples, peer_samples = await alternate(
-            bench, "agui", ours.cycle, theirs.cycle if theirs else None, n=n, warmup=warmup
+        bridge_samples, peer_samples = await measure_cycles(
+            bench, "agui", NAME, bridge.pid, ours.cycle, theirs.cycle if theirs else None, n=n, warmup=warmup
         )
-        if bench.profiling:
-            bench.progress.say("agui", f"profiling {n} bridge cycles")
-            async with bench.profiler.record(NAME, bridge.pid):
-                for _ in range(n):
-                    await ours.cycle()
     finally:
         for client in clients:
             await client.close()

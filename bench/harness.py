@@ -236,6 +236,28 @@ async def alternate(
     return bridge_samples, peer_samples
 
 
+async def measure_cycles(
+    bench: Bench,
+    scope: str,
+    name: str,
+    bridge_pid: int,
+    bridge: Sampler,
+    peer: Sampler | None,
+    *,
+    n: int,
+    warmup: int,
+) -> tuple[list[float], list[float]]:
+    """:func:`alternate` the two samplers; with ``--profile``, then repeat the bridge's ``n`` cycles under py-spy."""
+    bench.progress.say(scope, f"{warmup} warm-up + {n} cycles each, alternating")
+    samples = await alternate(bench, scope, bridge, peer, n=n, warmup=warmup)
+    if bench.profiling:
+        bench.progress.say(scope, f"profiling {n} bridge cycles")
+        async with bench.profiler.record(name, bridge_pid):
+            for _ in range(n):
+                await bridge()
+    return samples
+
+
 def _profiler(folder: Path | None) -> Profiler:
     # Imported here so that ``python -m bench.profiles`` does not find itself half-imported.
     from bench.profiles import Profiler
@@ -288,6 +310,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario("conversation", {"conversation_turn_ratio": "x"}, "bench.conversation", "long conversation"),
     Scenario("mcp", {"mcp_roundtrip": "ms"}, "bench.mcp_roundtrip", "MCP round trip (2026-07-28)"),
+    Scenario(
+        "langgraph_client",
+        {"langgraph_client_roundtrip": "ms"},
+        "bench.langgraph_client",
+        "LangGraph client round trip (langgraph_sdk)",
+    ),
 )
 
 FAMILY_OF = {name: s for s in SCENARIOS for name in s.names}

@@ -41,3 +41,8 @@ def build_graph(checkpointer: Any) -> Any:
     builder.add_edge(START, "review")
     builder.add_edge("review", END)
     return builder.compile(checkpointer=checkpointer)
+
+
+#: The graph ``langgraph dev`` serves (``langgraph_client_roundtrip``): compiled without a
+#: checkpointer, since the server attaches its own.
+graph = build_graph(None)

@@ -14,7 +14,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench.client import Connection
@@ -32,13 +32,27 @@ class ServerError(RuntimeError):
 
 
 class Server:
-    """One server process listening on loopback; ``command`` is run with ``--port`` appended."""
+    """One server process listening on loopback; ``command`` is run with ``--port`` appended.
 
-    def __init__(self, name: str, command: Sequence[str], log: Path, *, port: int | None = None) -> None:
+    ``env`` replaces the inherited environment and ``cwd`` the working folder when given.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        command: Sequence[str],
+        log: Path,
+        *,
+        port: int | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         self.name = name
         self.command = list(command)
         self.port = port or free_port()
         self.log = log
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
         self.proc: asyncio.subprocess.Process | None = None
 
     @property
@@ -62,6 +76,8 @@ class Server:
                 stdout=out,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
+                env=self.env,
+                cwd=self.cwd,
             )
         deadline = started + timeout
         probe = Connection("127.0.0.1", self.port)

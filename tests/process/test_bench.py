@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from bench import langgraph_client
 from bench.harness import SCENARIOS, Result, Target, select, table
 
 FIGURES = {
@@ -29,6 +31,7 @@ FIGURES = {
     "disk_bytes_per_pending_run": "B",
     "conversation_turn_ratio": "x",
     "mcp_roundtrip": "ms",
+    "langgraph_client_roundtrip": "ms",
 }
 
 
@@ -39,15 +42,18 @@ def _installed(*modules: str) -> bool:
         return False
 
 
-#: Figures measured against a peer; the peers come with the ``bench`` extra, which scripts/test installs.
-PEERED = {"engine_roundtrip", "agui_roundtrip"}
+#: Figures measured against a peer; the peers come with the ``bench`` extra, which scripts/test installs,
+#: except ``langgraph dev``, which has a venv of its own (``make bench-peer``) and is peered only where it is.
+PEERED = {"engine_roundtrip", "agui_roundtrip"} | (
+    set() if langgraph_client.peer_missing() else {"langgraph_client_roundtrip"}
+)
 PEER_MODULES = ("langgraph.checkpoint.sqlite", "ag_ui_langgraph", "fastapi", "aiosqlite")
 
 
-def _bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def _bench(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).with_name("openwop-bridge")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "bridge"]
-    return subprocess.run([*command, "bench", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*command, "bench", *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 @pytest.mark.slow
@@ -131,3 +137,34 @@ def test_sweep_writes_a_table_its_rows_and_a_plot(tmp_path: Path) -> None:
 def test_pending_below_the_scenario_minimum_is_refused() -> None:
     proc = _bench("--only", "scale", "--pending", "10", timeout=60)
     assert proc.returncode == 2 and "--pending must be at least 200" in proc.stderr
+
+
+def test_langgraph_client_figure_is_the_bridge_alone_without_langgraph_dev(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    env = os.environ | {langgraph_client.PEER_ENV_VAR: str(tmp_path / "no-such" / "langgraph")}
+    proc = _bench("--quick", "--only", "langgraph_client", "--json", str(out), timeout=120, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+    entry = json.loads(out.read_text())["langgraph_client_roundtrip"]
+    assert isinstance(entry["bridge"], int | float) and entry["bridge"] > 0
+    assert entry["peer"] is None and entry["ratio"] is None and entry["n"] >= 1
+    assert f"peer not installed (no langgraph dev at {tmp_path}/no-such/langgraph)" in proc.stdout
+
+
+def test_langgraph_dev_runs_with_tracing_analytics_and_version_check_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.harness import Bench, Progress
+
+    for name in langgraph_client.DROPPED_ENV:
+        monkeypatch.setenv(name, "set-by-the-caller")
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")
+
+    bench = Bench(quick=True, workdir=tmp_path, progress=Progress())
+    server = langgraph_client.peer_server(bench, tmp_path / "langgraph")
+    assert server.env is not None and server.cwd == tmp_path / "langgraph-dev"
+    assert server.env["LANGGRAPH_CLI_NO_ANALYTICS"] == "1" and server.env["LANGGRAPH_NO_VERSION_CHECK"] == "true"
+    assert server.env["LANGSMITH_TRACING"] == "false" and server.env["LANGCHAIN_TRACING_V2"] == "false"
+    assert not set(langgraph_client.DROPPED_ENV) & set(server.env)
+    assert server.command[server.command.index("--host") + 1] == "127.0.0.1"
+    config = json.loads((tmp_path / "langgraph-dev" / "langgraph.json").read_text())
+    assert config["graphs"]["bench"].endswith("bench/langgraph_peer.py:graph")
