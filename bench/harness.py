@@ -273,6 +273,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario("conversation", {"conversation_turn_ratio": "x"}, "bench.conversation", "long conversation"),
     Scenario("mcp", {"mcp_roundtrip": "ms"}, "bench.mcp_roundtrip", "MCP round trip (2026-07-28)"),
+    Scenario(
+        "commits",
+        {"commits_per_cycle": "commits", "commits_per_cycle_at_16": "commits"},
+        "bench.commits",
+        "durable commits per cycle",
+    ),
 )
 
 FAMILY_OF = {name: s for s in SCENARIOS for name in s.names}

@@ -28,6 +28,8 @@ FIGURES = {
     "restart_s": "s",
     "conversation_turn_ratio": "x",
     "mcp_roundtrip": "ms",
+    "commits_per_cycle": "commits",
+    "commits_per_cycle_at_16": "commits",
 }
 
 
