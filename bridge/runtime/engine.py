@@ -280,7 +280,7 @@ class Engine:
         The executor's first commit is handed to the answer (:mod:`bridge.runtime.joint`); None
         when an executor is registered for the run here already, or the engine is stopping.
         """
-        if self._stopping or run.run_id in self._executors or run.run_id in self._joints:
+        if self._stopping or run.run_id in self._executors:
             return None
         loop = asyncio.get_running_loop()
         handoff = Handoff(loop.create_future(), loop.create_future(), loop.create_future())
@@ -298,12 +298,17 @@ class Engine:
 
         handoff.drop.append(drop)
         self._joints[run.run_id] = handoff
-        handoff.answered.add_done_callback(lambda _: self._joints.pop(run.run_id, None))
+
+        def forget(_: asyncio.Future[None]) -> None:
+            if self._joints.get(run.run_id) is handoff:
+                del self._joints[run.run_id]
+
+        handoff.answered.add_done_callback(forget)
         return handoff
 
     async def joint_settled(self, run_id: str) -> None:
         """Wait until no answer to ``run_id`` is in flight with the step it woke here."""
-        while (handoff := self._joints.get(run_id)) is not None:
+        while (handoff := self._joints.get(run_id)) is not None and not handoff.answered.done():
             await asyncio.shield(handoff.answered)
 
     async def _own(self, executor: RunExecutor, claimed: RunRecord | None = None) -> None:
