@@ -316,6 +316,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         "bench.langgraph_client",
         "LangGraph client round trip (langgraph_sdk)",
     ),
+    Scenario(
+        "commits",
+        {"commits_per_cycle": "commits", "commits_per_cycle_at_16": "commits"},
+        "bench.commits",
+        "durable commits per cycle",
+    ),
 )
 
 FAMILY_OF = {name: s for s in SCENARIOS for name in s.names}

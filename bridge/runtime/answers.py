@@ -22,6 +22,7 @@ from bridge.core.records import InterruptDecision, InterruptRecord
 from bridge.core.tokens import TokenClaims
 from bridge.core.views import inbox_item
 from bridge.runtime.ask import AskService, RecordingAskService
+from bridge.runtime.joint import answer_with_step
 from bridge.runtime.kernel import Kernel
 from bridge.runtime.links import LinkService
 from bridge.runtime.runs import RunService
@@ -156,12 +157,18 @@ class AnswerService:
         run_id: str | None,
         node_id: str | None,
     ) -> dict[str, Any]:
+        # One answer to a run at a time while one is in flight with the step it woke.
+        await self._k.joint_settled(current.run_id)
         now = self._k.clock.now_ms()
         # Everything that depends only on the payload runs here, not in the transaction; the
         # decision prepares again only if it finds another interrupt at the address.
         decide = answer_decision(answer, now, self._k.clock.new_id, prepare_answer(current, answer, now))
         with interrupt_resolving("resolve", **{"openwop.interrupt_id": interrupt_id, "openwop.node_id": node_id}):
-            if interrupt_id is not None:
+            # Where it can, the answer and the step it wakes are one transaction.
+            joint = await answer_with_step(self._k, decide, current, now)
+            if joint is not None:
+                result = joint
+            elif interrupt_id is not None:
                 result = await self._k.store.mutate_interrupt(
                     decide, now, interrupt_id=interrupt_id, claim=self._k.claim
                 )
@@ -169,7 +176,8 @@ class AnswerService:
                 result = await self._k.store.mutate_interrupt(
                     decide, now, run_id=run_id, node_id=node_id, claim=self._k.claim
                 )
-        self._k.after_mutation(result)
+        if joint is None:
+            self._k.after_mutation(result)
         record = result.interrupt
         assert record is not None
         body: dict[str, Any] = {
@@ -214,6 +222,9 @@ class AnswerService:
     ) -> dict[str, Any]:
         """Cancel one interrupt: approvals fail closed, other kinds raise InterruptCancelledError."""
         principal.require("approvals:respond")
+        record = await self._k.store.get_interrupt(interrupt_id)
+        if record is not None:
+            await self._k.joint_settled(record.run_id)
         now = self._k.clock.now_ms()
         result = await self._k.store.mutate_interrupt(
             cancel_decision(principal, now, self._k.clock.new_id, reason),

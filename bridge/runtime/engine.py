@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import secrets
 from collections.abc import AsyncGenerator, Iterable
+from dataclasses import replace
 from typing import Any
 
 from bridge.core.clock import Clock, SystemClock
@@ -25,6 +27,7 @@ from bridge.core.errors import (
     ValidationError,
     WorkflowNotFoundError,
 )
+from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.tokens import (
     TokenSigner,
@@ -38,6 +41,7 @@ from bridge.runtime.executor import RunExecutor
 from bridge.runtime.follow import RunFollower
 from bridge.runtime.hub import EventHub
 from bridge.runtime.idempotency import IdempotencyLedger
+from bridge.runtime.joint import Handoff
 from bridge.runtime.kernel import Delegate
 from bridge.runtime.links import LinkService
 from bridge.runtime.nodes import default_registry
@@ -93,6 +97,7 @@ class Engine:
         self.answers = AnswerService(self, self.runs, self.links)
         self._workflows: dict[str, WorkflowDefinition] = {}
         self._executors: dict[str, RunExecutor] = {}
+        self._joints: dict[str, Handoff] = {}  # answers in flight with the step they woke
         self._tasks: set[asyncio.Task[Any]] = set()
         self._timers = TimerService(self.store.next_deadline, self._fire_due, self.clock.now_ms)
         self._heartbeat: asyncio.Task[None] | None = None
@@ -251,6 +256,60 @@ class Engine:
         task = asyncio.create_task(self._own(executor, claimed), name=f"run:{run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def start_new_run(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None] | None:
+        """Execute a run not yet stored: its executor's first commit inserts it with ``events``.
+
+        The future resolves once that commit is durable; None while the engine is stopping.
+        """
+        if self._stopping:
+            return None
+        executor = RunExecutor(self, run.run_id)
+        created = executor.prime(run, events)
+        self._executors[run.run_id] = executor
+        task = asyncio.create_task(
+            self._own(executor, replace(run, state=copy.deepcopy(run.state))), name=f"run:{run.run_id}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return created
+
+    def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:
+        """Resume ``run`` (leased here by an answer not yet committed) on the interrupt ``settled``.
+
+        The executor's first commit is handed to the answer (:mod:`bridge.runtime.joint`); None
+        when an executor is registered for the run here already, or the engine is stopping.
+        """
+        if self._stopping or run.run_id in self._executors:
+            return None
+        loop = asyncio.get_running_loop()
+        handoff = Handoff(loop.create_future(), loop.create_future(), loop.create_future())
+        executor = RunExecutor(self, run.run_id)
+        executor.handoff, executor.settled = handoff, settled
+        self._executors[run.run_id] = executor
+        task = asyncio.create_task(self._own(executor, run), name=f"run:{run.run_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+        def drop() -> None:
+            task.cancel()
+            if self._executors.get(run.run_id) is executor:
+                del self._executors[run.run_id]
+
+        handoff.drop.append(drop)
+        self._joints[run.run_id] = handoff
+
+        def forget(_: asyncio.Future[None]) -> None:
+            if self._joints.get(run.run_id) is handoff:
+                del self._joints[run.run_id]
+
+        handoff.answered.add_done_callback(forget)
+        return handoff
+
+    async def joint_settled(self, run_id: str) -> None:
+        """Wait until no answer to ``run_id`` is in flight with the step it woke here."""
+        while (handoff := self._joints.get(run_id)) is not None and not handoff.answered.done():
+            await asyncio.shield(handoff.answered)
 
     async def _own(self, executor: RunExecutor, claimed: RunRecord | None = None) -> None:
         try:

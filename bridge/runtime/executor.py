@@ -6,6 +6,12 @@ new state, and commits that as one transaction fenced by its ``epoch``. When
 every live branch is suspended it releases the run — only if nothing woke it
 meanwhile — and exits: a suspended run holds no coroutine, no task, no memory.
 
+A new run is primed (:meth:`RunExecutor.prime`) with its record and first events: its
+first commit inserts it, so creating a run and running it until its first
+suspension (or its end) is one transaction. A node still busy after
+``FLUSH_AFTER_S`` does not hold that up: what is done is committed then, and
+the node goes on.
+
 Outcomes are applied by the executor's :class:`~bridge.runtime.step.Step`, the
 only place the run's state changes after a node settles; a node activation is
 started with the helpers of :mod:`bridge.runtime.launch`.
@@ -32,6 +38,7 @@ from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime import launch
 from bridge.runtime.activation import Suspend
 from bridge.runtime.context import NodeContext
+from bridge.runtime.joint import Handoff
 from bridge.runtime.nodes.base import NodeRegistry
 from bridge.runtime.outcome import Outcome, run_node
 from bridge.runtime.step import Step
@@ -104,6 +111,15 @@ class RunExecutor:
         self.default_threshold = engine.default_threshold
         self.conversation_enabled = engine.conversation_enabled
         self._transient: tuple[type[BaseException], ...] = engine.store.transient_errors
+        #: The new run and its first events, until the commit that inserts them.
+        self._create: ChildStart | None = None
+        #: Resolved once the new run is durable (with its first step); see :meth:`prime`.
+        self.created: asyncio.Future[None] | None = None
+        self._uncreated = False
+        #: Resumed for an answer not yet committed: the first commit goes to it (see joint.py) ...
+        self.handoff: Handoff | None = None
+        #: ... and until then, the interrupt that answer settles, as it will be stored.
+        self.settled: InterruptRecord | None = None
 
     # --- ContextHost ---------------------------------------------------------------
 
@@ -162,6 +178,23 @@ class RunExecutor:
 
     # --- lifecycle -----------------------------------------------------------------
 
+    def prime(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None]:
+        """Make this executor's first commit insert the new run ``run``; the future resolves once it is durable."""
+        self._create = ChildStart(run, events)
+        self.created = asyncio.get_running_loop().create_future()
+        return self.created
+
+    def _created(self, outcome: asyncio.Future[CommitResult]) -> None:
+        """The commit that inserts the run settled (even if this executor was cancelled meanwhile)."""
+        if self.created is None or self.created.done():
+            return
+        if outcome.cancelled():
+            self.created.cancel()
+        elif (error := outcome.exception()) is not None:
+            self.created.set_exception(error)
+        else:
+            self.created.set_result(None)
+
     def notify(self) -> None:
         """Something changed for this run (a resolution, a cancel, a child ended)."""
         self._wake.set()
@@ -190,6 +223,10 @@ class RunExecutor:
             await self._stop_tasks()
             raise
         except Exception as exc:
+            if self._uncreated:
+                # The run was never created: its caller hears why, and there is nothing to fail.
+                await self._stop_tasks()
+                return
             if isinstance(exc, self._transient):
                 # The store is unreachable, not the run broken: stop here; the lease runs
                 # out unrenewed and recovery resumes the run from its last commit.
@@ -199,6 +236,9 @@ class RunExecutor:
             log.exception("executor for run %s crashed", self.run_id)
             await self._stop_tasks()
             await self._fail_internally()
+        finally:
+            if self._create is not None and self.created is not None and not self.created.done():
+                self.created.cancel()  # stopped before the run's first commit was sent
 
     async def _drive(self) -> None:
         while True:
@@ -257,6 +297,12 @@ class RunExecutor:
     # --- inputs from outside ----------------------------------------------------------
 
     async def _absorb(self) -> None:
+        if self.handoff is not None and self._claimed is None:
+            # Woken again before the answer that leased the run here committed: read after it.
+            await self.handoff.answered
+        if self._create is not None:
+            # Not inserted yet: nothing outside can have changed it.
+            self._claimed = self._claimed or self.run
         run, self._claimed = self._claimed or await self.store.load_run(self.run_id), None
         if run is None:
             raise StaleOwnerError(f"run {self.run_id} disappeared")
@@ -271,7 +317,7 @@ class RunExecutor:
         # An answer (or a child's end) for a node that is running right now is not seen by
         # that activation, which may suspend on it again: look once more when it settles.
         self._recheck = bool(running)
-        for rec in await self.store.unconsumed(self.run_id):
+        for rec in self._overlaid(await self.store.unconsumed(self.run_id)):
             ns = nodes.get(rec.exec_node)
             if ns is None or rec.exec_node in running:
                 continue
@@ -289,6 +335,13 @@ class RunExecutor:
                     if child is None or child.terminal:
                         self._rerun[node_id] = []
                         break
+
+    def _overlaid(self, records: list[InterruptRecord]) -> list[InterruptRecord]:
+        """``records`` with the interrupt an uncommitted answer settles, as that answer leaves it."""
+        settled = self.settled
+        if settled is None:
+            return records
+        return [r for r in records if r.interrupt_id != settled.interrupt_id] + [settled]
 
     # --- starting nodes ---------------------------------------------------------------
 
@@ -315,6 +368,8 @@ class RunExecutor:
         known = []
         if not fresh or ns.get("ints", 0) > ns.get("intBase", 0):
             known = await launch.known_interrupts(self.store, self.run_id, node_id, self.step.consume)
+            if self.settled is not None and self.settled.exec_node == node_id:
+                known = [self.settled if r.interrupt_id == self.settled.interrupt_id else r for r in known]
         history, once = await launch.recorded_history(self.store, self.run_id, node_id, ns, self._source_run)
         ctx = launch.node_context(
             self,
@@ -347,6 +402,7 @@ class RunExecutor:
         self._check_limit()
         self.state["currentNodeId"] = None if terminal else run_state.current_node(self.state)
         events, new_interrupts, consume, close, children = self.step.drain()
+        create, self._create = self._create, None
         commit = RunCommit(
             run_id=self.run_id,
             owner=self.engine.instance_id,
@@ -362,13 +418,34 @@ class RunExecutor:
             wake_run=wake_run,
             release_if_wake=self._wake_seen if release else None,
             terminal=terminal,
+            create=create,
         )
-        result = await self.store.commit(commit)
+        handoff, self.handoff = self.handoff, None
+        if handoff is not None and not handoff.closed:
+            handoff.offered.set_result(commit)
+            result = await handoff.result
+        else:
+            if handoff is not None:
+                await handoff.answered  # the answer that leased the run here commits first
+            result = await (self.store.commit(commit) if commit.create is None else self._first_commit(commit))
+        self.settled = None
         self.run.status = commit.status or self.run.status
         self.engine.after_commit(self.run, commit, result)
         if release and not result.released:
             self._wake.set()
         return result.released
+
+    async def _first_commit(self, commit: RunCommit) -> CommitResult:
+        """The commit that inserts the run: it settles :attr:`created` even if this executor is cancelled."""
+        task = asyncio.ensure_future(self.store.commit(commit))
+        task.add_done_callback(self._created)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            self._uncreated = True
+            raise
 
     def _check_limit(self) -> None:
         assert self.run is not None

@@ -9,16 +9,19 @@ concept each (:mod:`~bridge.runtime.runs`, :mod:`~bridge.runtime.run_views`,
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from bridge.core.clock import Clock
 from bridge.core.decisions.common import AnswerCheck
-from bridge.core.records import RunRecord
+from bridge.core.events import EventDraft
+from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime.ask import AskService
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.hub import EventHub
+from bridge.runtime.joint import Handoff
 from bridge.runtime.nodes.base import NodeRegistry
 from bridge.store.base import Claim, MutationResult, Store
 
@@ -51,6 +54,18 @@ class Kernel(Protocol):
 
     def start_executor(self, run_id: str, claimed: RunRecord | None = None) -> None:
         """Execute a run here (``claimed``: this instance already leased it)."""
+
+    def start_new_run(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None] | None:
+        """Execute a run not yet stored, whose first commit inserts it (None while stopping)."""
+
+    def dispatch(self, run_id: str) -> None:
+        """Make sure the run's work gets done: wake its executor here or start one."""
+
+    async def joint_settled(self, run_id: str) -> None:
+        """Wait until no answer to the run is in flight with the step it woke here."""
+
+    def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:
+        """Resume a run an answer not yet committed leases here (see :mod:`bridge.runtime.joint`)."""
 
     def after_mutation(self, result: MutationResult) -> None:
         """Publish a guarded mutation's events and wake or start the run's executor."""

@@ -9,9 +9,8 @@ cascades to the children that propagate cancellation.
 
 from __future__ import annotations
 
-import copy
+import asyncio
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from bridge.core import kinds
@@ -126,9 +125,20 @@ class RunService:
             lease_until_ms=now + self._k.config.lease_ms,
             epoch=1,
         )
-        docs = await self._k.store.create_run(run, [self.run_started(run)])
+        events = [self.run_started(run)]
+        created = self._k.start_new_run(run, events)
+        if created is not None:
+            # One transaction inserts the run and its steps up to its first suspension (or its end).
+            try:
+                await asyncio.shield(created)
+                return run
+            except asyncio.CancelledError:
+                if not created.cancelled():
+                    raise
+        # The engine is stopping (or stopped the executor before its first commit): store the run
+        # alone; the next start runs it.
+        docs = await self._k.store.create_run(run, events)
         self._k.hub.publish(run.run_id, docs)
-        self._k.start_executor(run.run_id, replace(run, state=copy.deepcopy(run.state)))
         return run
 
     def run_started(self, run: RunRecord) -> EventDraft:
@@ -163,6 +173,7 @@ class RunService:
         """Cancel a run (idempotent on terminal runs); cascades to its active children."""
         if parent_run_id is None:
             principal.require("runs:cancel")
+        await self._k.joint_settled(run_id)
         now = self._k.clock.now_ms()
         result = await self._k.store.mutate_run(
             run_id, run_cancel_decision(principal, now, reason, parent_run_id=parent_run_id), now, claim=self._k.claim

@@ -22,10 +22,12 @@ from typing import Any, Protocol
 
 import orjson
 
+from bridge.core.errors import BridgeError
 from bridge.core.events import EventDraft
 from bridge.core.records import (
     InterruptDecision,
     InterruptRecord,
+    Mutation,
     RunDecision,
     RunRecord,
 )
@@ -80,6 +82,7 @@ class RunCommit:
     wake_run: str | None = None  # e.g. the parent, when this run ends
     release_if_wake: int | None = None  # release ownership if wake is still this value
     terminal: bool = False
+    create: ChildStart | None = None  # the run itself, inserted by its first step's transaction
 
 
 @dataclass(slots=True)
@@ -168,6 +171,10 @@ class Store(Protocol):
     #: that an adapter can keep its own state beside it (LangGraph checkpoints).
     location: str
 
+    @property
+    def commits(self) -> int:
+        """Durable transactions committed so far (several writes may share one): a cheap counter."""
+
     async def open(self) -> None:
         """Connect and migrate."""
 
@@ -215,6 +222,23 @@ class Store(Protocol):
 
     async def commit(self, commit: RunCommit) -> CommitResult:
         """Apply an executor step; raises :class:`~bridge.core.errors.StaleOwnerError` when fenced."""
+
+    async def answer_and_step(
+        self,
+        seen: tuple[RunRecord, InterruptRecord],
+        decided: Mutation,
+        decide: InterruptDecision,
+        now_ms: int,
+        claim: Claim,
+        step: RunCommit | None,
+    ) -> tuple[MutationResult, BridgeError | None, CommitResult | None, bool]:
+        """Apply an answer ``decided`` on the rows ``seen`` and the step it woke, in one transaction.
+
+        If either row changed since, ``decide`` runs again under the lock and ``step`` is left out;
+        ``step`` is also left out unless the answer leased the run to its epoch. Returns the
+        mutation, the decision's error (not raised), the step's result (None when left out) and
+        whether the rows were still those seen.
+        """
 
     async def mutate_run(
         self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None

@@ -109,7 +109,11 @@ def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]], closed_as: str | N
 
 
 def commit(d: Dialect, c: RunCommit) -> Plan[CommitResult]:
-    """An executor's step, fenced by its owner and epoch, under the run's row lock."""
+    """An executor's step, fenced by its owner and epoch, under the run's row lock.
+
+    With ``c.create``, the run is inserted first: a new run and its first step are one transaction.
+    """
+    created = [] if c.create is None else (yield from insert_run(c.create.run, c.create.events))
     found = yield Sql(
         f"SELECT owner, epoch, next_seq, wake, status, control FROM runs WHERE run_id=%s{d.lock}", (c.run_id,)
     )
@@ -121,9 +125,10 @@ def commit(d: Dialect, c: RunCommit) -> Plan[CommitResult]:
         raise StaleOwnerError(f"run {c.run_id} is owned by another executor")
     # Under the run's lock, so a cancel is either committed here or waits for this commit.
     closed_as = cancel_committed(status, d.json_in(control))
-    docs, rows = codec.event_rows(c.run_id, start, c.events)
+    step_docs, rows = codec.event_rows(c.run_id, start, c.events)
     if rows:
         yield Sql(codec.INSERT_EVENT, rows, many=True)
+    docs = created + step_docs
     yield from _new_interrupts(c, docs, closed_as)
     if c.consume:
         yield Sql("UPDATE interrupts SET consumed=TRUE WHERE interrupt_id=%s", [(i,) for i in c.consume], many=True)
@@ -333,3 +338,39 @@ def idempotency_release(key_id: str, owner: str) -> Plan[None]:
 def retire_signing_key(kid: str, now_ms: int) -> Plan[None]:
     """Stop a key from verifying."""
     yield Sql("UPDATE signing_keys SET retired_at=%s, active=FALSE WHERE kid=%s", (now_ms, kid))
+
+
+def run_version(run: RunRecord) -> tuple[Any, ...]:
+    """What changes whenever a transaction touches a run's row (its lease renewals aside)."""
+    return (run.status, run.owner, run.epoch, run.wake, run.needs_work, run.next_seq, run.updated_at_ms, run.control)
+
+
+def answer_and_step(
+    d: Dialect,
+    seen: tuple[RunRecord, InterruptRecord],
+    decided: Mutation,
+    decide: InterruptDecision,
+    now_ms: int,
+    claim: Claim,
+    step: RunCommit | None,
+) -> Plan[tuple[Decided, CommitResult | None, bool]]:
+    """An answer ``decided`` on the rows ``seen``, then the step it woke, in one transaction.
+
+    The decision applies only if neither row changed since; otherwise it is taken again under
+    the lock and the step, resumed on what no longer holds, is left out. The step is also left
+    out unless the answer leased the run to the step's epoch. The last value says whether the rows
+    were still those seen.
+    """
+    run_seen, intr_seen = seen
+    run = yield from _locked_run(d, run_seen.run_id)
+    rows = yield Sql(f"SELECT {INT_COLS} FROM interrupts WHERE interrupt_id=%s{d.lock}", (intr_seen.interrupt_id,))
+    if run is None or not rows:
+        raise InterruptNotFoundError("no interrupt at this address")
+    intr = d.interrupt(rows[0])
+    if run_version(run) != run_version(run_seen) or intr != intr_seen:
+        again = decide(intr, run)
+        return ((yield from apply(d, run, intr, again, now_ms, claim)), again.error), None, False
+    result = yield from apply(d, run, intr, decided, now_ms, claim)
+    if step is None or not result.claimed or result.run is None or result.run.epoch != step.epoch:
+        return (result, decided.error), None, True
+    return (result, decided.error), (yield from commit(d, step)), True

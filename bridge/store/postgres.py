@@ -99,6 +99,12 @@ class PostgresStore(Writes, PostgresReads):
         self._instance = f"store_{secrets.token_hex(6)}"  # replaced by the engine's id in listen()
         self._listener: Listener | None = None
         self._order = ReturnOrder()
+        self._commits = 0
+
+    @property
+    def commits(self) -> int:
+        """Transactions this store object committed (each durable before it returns)."""
+        return self._commits
 
     @property
     def url(self) -> str:
@@ -193,6 +199,7 @@ class PostgresStore(Writes, PostgresReads):
                             "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p",
                             (q.CHANNEL, tx.outbox.payloads(self._instance)),
                         )
+                self._commits += 1
             except (errors.DeadlockDetected, errors.SerializationFailure):
                 tx.release()
                 attempt += 1

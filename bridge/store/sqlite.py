@@ -54,6 +54,12 @@ class SqliteStore(Writes, SqliteReads):
         self._writer: Writer | None = None
         self._reader: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
+        self._commits_before = 0
+
+    @property
+    def commits(self) -> int:
+        """Durable transactions (COMMITs, each fsynced) since the store was created."""
+        return self._commits_before + (self._writer.commits if self._writer is not None else 0)
 
     @property
     def url(self) -> str:
@@ -88,6 +94,7 @@ class SqliteStore(Writes, SqliteReads):
         if self._writer is not None:
             self._writer.stop()
             await asyncio.to_thread(self._writer.join, 10)
+            self._commits_before += self._writer.commits
             self._writer = None
         if self._reader is not None:
             self._reader.close()

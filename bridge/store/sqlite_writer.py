@@ -45,6 +45,8 @@ class Writer(threading.Thread):
         )
         self.ready = threading.Event()
         self.error: BaseException | None = None
+        #: COMMITs that reached the disk (one per group of queued transactions).
+        self.commits = 0
 
     def submit(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
         fut: asyncio.Future[T] = self._loop.create_future()
@@ -101,6 +103,7 @@ class Writer(threading.Thread):
                         conn.execute("RELEASE tx")
                         outcomes.append((fut, value, None))
                 conn.execute("COMMIT")
+                self.commits += 1
             except BaseException as exc:
                 try:
                     conn.execute("ROLLBACK")

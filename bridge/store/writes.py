@@ -10,8 +10,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from bridge.core.errors import BridgeError
 from bridge.core.events import EventDraft
-from bridge.core.records import InterruptDecision, RunDecision, RunRecord
+from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
 from bridge.store import plan
 from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit
 from bridge.store.codec import Dialect
@@ -55,6 +56,20 @@ class Writes(ABC):
         if error is not None:
             raise error
         return result
+
+    async def answer_and_step(
+        self,
+        seen: tuple[RunRecord, InterruptRecord],
+        decided: Mutation,
+        decide: InterruptDecision,
+        now_ms: int,
+        claim: Claim,
+        step: RunCommit | None,
+    ) -> tuple[MutationResult, BridgeError | None, CommitResult | None, bool]:
+        (result, error), committed, held = await self._plan(
+            lambda: plan.answer_and_step(self._dialect, seen, decided, decide, now_ms, claim, step)
+        )
+        return result, error, committed, held
 
     async def mutate_run(
         self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None

@@ -32,6 +32,8 @@ FIGURES = {
     "conversation_turn_ratio": "x",
     "mcp_roundtrip": "ms",
     "langgraph_client_roundtrip": "ms",
+    "commits_per_cycle": "commits",
+    "commits_per_cycle_at_16": "commits",
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -177,5 +179,50 @@ def test_conversation_refolds_after_kill_9_without_reprompting(tmp_path: Path, w
             e["payload"]["data"].get("turnIndex") for e in requested if e["payload"]["kind"] == "conversation.exchange"
         ]
         assert indexes == [1, 2, 3]  # no turn was asked twice
+    finally:
+        server.stop()
+
+
+async def test_a_kill_9_in_the_middle_of_a_group_commit_loses_no_acknowledged_answer(
+    tmp_path: Path, workflows: Path
+) -> None:
+    db = tmp_path / "g.db"
+    server = _server(db, workflows).start()
+    try:
+        async with httpx.AsyncClient(base_url=server.url, headers=H, timeout=10) as client:
+            run_ids = []
+            for _ in range(64):
+                created = await client.post("/v1/runs", json={"workflowId": "conformance-approval"})
+                run_ids.append(created.json()["runId"])
+            for run_id in run_ids:
+                _wait(server.url, run_id, ("waiting-approval",))
+            acknowledged: list[str] = []
+            enough = asyncio.Event()
+
+            async def answer(mine: list[str]) -> None:
+                # 16 clients answer at once, each in turn: the writer groups what arrives together.
+                with contextlib.suppress(httpx.HTTPError):
+                    for run_id in mine:
+                        r = await client.post(
+                            f"/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}
+                        )
+                        if r.status_code == 200:
+                            acknowledged.append(run_id)
+                        if len(acknowledged) >= 24:
+                            enough.set()
+
+            clients = [asyncio.ensure_future(answer(run_ids[i::16])) for i in range(16)]
+            await asyncio.wait_for(enough.wait(), 30)
+            server.kill9()  # later answers are in flight, grouped into commits not yet durable
+            await asyncio.gather(*clients)
+        assert len(acknowledged) < len(run_ids), "the kill landed after every answer"
+        server = _server(db, workflows).start()
+        for run_id in acknowledged:
+            assert _wait(server.url, run_id, ("completed",))["status"] == "completed"
+        for run_id in set(run_ids) - set(acknowledged):
+            # Unacknowledged: either committed whole (and then finished) or not at all (still open).
+            snap = _wait(server.url, run_id, ("completed", "waiting-approval"))
+            types = [e["type"] for e in _events(server.url, run_id)]
+            assert ("interrupt.resolved" in types) == (snap["status"] == "completed"), types
     finally:
         server.stop()

@@ -17,6 +17,7 @@ from bridge.core.decisions.answer import answer_decision
 from bridge.core.decisions.common import Answer
 from bridge.core.errors import InterruptAlreadyResolvedError, InterruptCancelledStateError
 from bridge.core.records import InterruptRecord, RunRecord
+from bridge.runtime import joint
 from bridge.store.base import CommitResult, RunCommit
 from tests.helpers import ADMIN, settle
 
@@ -52,6 +53,8 @@ async def test_an_interrupt_opened_after_the_cancel_committed_is_closed(
         return await real_commit(commit)
 
     monkeypatch.setattr(engine.store, "commit", cancel_first)
+    # The race needs g2's step in a transaction of its own, after the answer's: no joint commit.
+    monkeypatch.setattr(joint, "BUDGET_S", 0)
     await engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="g1")
     done = await settle(engine, run.run_id, statuses=("completed", "failed", "cancelled"))
     assert cancels == [{"runId": run.run_id, "status": "cancelling"}]

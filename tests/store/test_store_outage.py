@@ -6,10 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from bridge import Engine
 from bridge.core.auth import KeyRing
 from bridge.host.http import create_app
+from bridge.runtime import joint
 from bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth
 from tests.helpers import ADMIN, event_types, settle
@@ -32,7 +34,11 @@ def _outage(engine: Engine, method: str, times: int) -> list[int]:
     return raised
 
 
-async def test_an_outage_during_a_commit_leaves_the_run_to_recovery(make_engine: Any) -> None:
+async def test_an_outage_during_a_commit_leaves_the_run_to_recovery(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The step commits on its own, after the answer (not within the answer's transaction).
+    monkeypatch.setattr(joint, "BUDGET_S", 0)
     engine: Engine = make_engine(EngineConfig(lease_ms=600))
     async with engine:
         run = await engine.create_run(ADMIN, "conformance-approval")
@@ -54,7 +60,8 @@ async def test_an_outage_during_a_request_is_a_503_and_the_answer_can_be_retried
     async with engine, httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         run = await engine.create_run(ADMIN, "conformance-approval")
         await settle(engine, run.run_id)
-        _outage(engine, "mutate_interrupt", times=1)
+        # The transaction that applies the answer: with the step it wakes where the store allows it.
+        _outage(engine, "answer_and_step" if engine.store.single_instance else "mutate_interrupt", times=1)
         url = f"/v1/runs/{run.run_id}/interrupts/gate"
         r = await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=auth("admin"))
         assert r.status_code == 503 and r.headers["retry-after"] == "1", r.text

@@ -1,0 +1,191 @@
+"""An answer and the step it wakes, committed as one transaction.
+
+When an answer finds its run released (no executor anywhere, nothing else to
+do), the decision is taken on the rows as read, and the run is resumed here at
+once on what that decision makes of them: the interrupt settled, the run
+leased to this instance under its next epoch. The executor hands its first
+commit back (:class:`Handoff`) and the answer's transaction carries it
+(:meth:`~bridge.store.base.Store.answer_and_step`); the answer is acknowledged
+once that one transaction is durable.
+
+The store applies the decision only if neither row changed since it was read;
+otherwise it decides again under the lock, the resumed executor is dropped and
+the run goes on the ordinary way. Other answers and cancels of the run wait
+here until the answer in flight ended (:meth:`~bridge.runtime.kernel.Kernel.joint_settled`), and only
+a store no other instance writes to (SQLite) takes this path. A step still busy
+after ``BUDGET_S`` does not hold the answer: the answer commits alone and the
+step follows in its own transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from bridge.core.errors import BridgeError, StaleOwnerError
+from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from bridge.runtime.hub import EventHub
+from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
+
+#: How long an answer waits for the step it woke before committing alone.
+BUDGET_S = 0.05
+
+
+@dataclass(eq=False)
+class Handoff:
+    """Between an answer and the executor it resumed: the executor's first commit, and its outcome."""
+
+    offered: asyncio.Future[RunCommit]
+    result: asyncio.Future[CommitResult]
+    #: Resolved once the answer's transaction ended (committed or not).
+    answered: asyncio.Future[None]
+    #: Set when the answer commits alone: the executor then commits on its own, after it.
+    closed: bool = False
+    #: Stops the resumed executor and forgets it (the answer did not commit as foreseen).
+    drop: list[Callable[[], None]] = field(default_factory=list)
+
+
+class JointHost(Protocol):
+    """What an answer needs from the engine (a :class:`~bridge.runtime.kernel.Kernel` is one)."""
+
+    store: Store
+    hub: EventHub
+
+    @property
+    def claim(self) -> Claim:
+        """Lease a run a mutation wakes to this instance in that same transaction."""
+
+    def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:
+        """Resume a run an answer not yet committed leases here; None when that cannot be."""
+
+    def dispatch(self, run_id: str) -> None:
+        """Make sure the run's work gets done: wake its executor here or start one."""
+
+    def after_mutation(self, result: MutationResult) -> None:
+        """Publish a guarded mutation's events and wake or start the run's executor."""
+
+
+def _eligible(run: RunRecord | None, intr: InterruptRecord) -> bool:
+    """A released, waiting run whose open interrupt this answer may settle."""
+    return (
+        run is not None
+        and intr.open
+        and run.owner is None
+        and not run.needs_work
+        and not run.terminal
+        and run.status != "cancelling"
+        and not run.control
+    )
+
+
+def _speculate(
+    run: RunRecord, intr: InterruptRecord, m: Mutation, now: int, claim: Claim
+) -> tuple[RunRecord, InterruptRecord]:
+    """The run and interrupt rows as the store will leave them once ``m`` applied and leased the run here."""
+    settled = replace(
+        intr,
+        status=m.interrupt_status or intr.status,
+        state=m.interrupt_state if m.interrupt_state is not None else intr.state,
+        resolution=m.resolution if m.resolution is not None else intr.resolution,
+        resolved_at_ms=m.resolved_at_ms if m.resolved_at_ms is not None else intr.resolved_at_ms,
+    )
+    leased = replace(
+        run,
+        state=copy.deepcopy(run.state),
+        status=m.run_status or run.status,
+        wake=run.wake + 1,
+        needs_work=True,
+        next_seq=run.next_seq + len(m.events),
+        updated_at_ms=now,
+        owner=claim.owner,
+        lease_until_ms=now + claim.lease_ms,
+        epoch=run.epoch + 1,
+    )
+    return leased, settled
+
+
+async def answer_with_step(
+    host: JointHost, decide: InterruptDecision, current: InterruptRecord, now: int
+) -> MutationResult | None:
+    """Apply an answer together with the step it wakes; None when the ordinary path must take it."""
+    if not host.store.single_instance:
+        return None  # other instances write to the run too: the answer takes the ordinary path
+    run = await host.store.load_run(current.run_id)
+    if run is None or not _eligible(run, current):
+        return None
+    try:
+        decided = decide(current, run)
+    except BridgeError:
+        return None
+    if decided.error is not None or not decided.wake or decided.cancel_interrupts or decided.control is not None:
+        return None
+    claim = host.claim
+    leased, settled = _speculate(run, current, decided, now, claim)
+    handoff = host.start_joint(leased, settled)
+    if handoff is None:
+        return None
+    # Shielded: whatever becomes of the caller, the resumed executor learns how the answer ended.
+    joining = asyncio.ensure_future(_join(host, handoff, (run, current), decided, decide, now, claim))
+    joining.add_done_callback(_retrieve)
+    return await asyncio.shield(joining)
+
+
+async def _join(
+    host: JointHost,
+    handoff: Handoff,
+    seen: tuple[RunRecord, InterruptRecord],
+    decided: Mutation,
+    decide: InterruptDecision,
+    now: int,
+    claim: Claim,
+) -> MutationResult:
+    """Wait (within the budget) for the resumed step, commit it with the answer, and tell the executor."""
+    run_id = seen[0].run_id
+    try:
+        try:
+            step: RunCommit | None = await asyncio.wait_for(asyncio.shield(handoff.offered), BUDGET_S)
+        except TimeoutError:
+            step = handoff.offered.result() if handoff.offered.done() else None
+        handoff.closed = step is None
+        result, error, committed, held = await host.store.answer_and_step(seen, decided, decide, now, claim, step)
+    except BaseException as exc:
+        _stop(handoff, exc)
+        host.dispatch(run_id)  # whatever committed instead (a cancel, another answer) is seen to
+        raise
+    finally:
+        handoff.answered.set_result(None)
+    if held and result.claimed and result.run is not None and result.run.epoch == seen[0].epoch + 1:
+        host.hub.publish(run_id, result.events)
+        if step is not None and committed is None:
+            # Left out of the answer's transaction: it follows in its own.
+            try:
+                committed = await host.store.commit(step)
+            except BaseException as exc:
+                _stop(handoff, exc)
+                raise
+        if step is not None and committed is not None:
+            handoff.result.set_result(committed)
+    else:
+        _stop(handoff, StaleOwnerError(f"run {run_id} changed before the answer committed"))
+        host.after_mutation(result)
+    if error is not None:
+        raise error
+    return result
+
+
+def _retrieve(task: asyncio.Future[MutationResult]) -> None:
+    """Mark the outcome seen: a caller that went away no longer awaits it."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _stop(handoff: Handoff, error: BaseException) -> None:
+    """Drop the executor resumed for an answer that did not commit as foreseen."""
+    if not handoff.result.done():
+        handoff.result.set_exception(error)
+        handoff.result.exception()  # retrieved: nobody may be waiting on it
+    for drop in handoff.drop:
+        drop()
