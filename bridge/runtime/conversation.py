@@ -23,6 +23,7 @@ from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions.exchange import (
     answer_exchange,
+    exchange_index,
     make_turn,
     message_channel,
     resolved_event_payload,
@@ -64,8 +65,24 @@ class ConversationNode(Protocol):
     def now_ms(self) -> int:
         """The current time in epoch milliseconds."""
 
-    def peek_next(self) -> InterruptRecord | None:
+    @property
+    def requested(self) -> int:
+        """How many requests the earlier activations of the node's visit made."""
+
+    async def next_recorded(self) -> InterruptRecord | None:
         """The interrupt the node's next request returns, if it exists."""
+
+    async def recorded_request(self, ordinal: int) -> InterruptRecord | None:
+        """The interrupt the node's visit raised at request place ``ordinal``, if any."""
+
+    def skip_requests(self, ordinal: int) -> None:
+        """Go on at request place ``ordinal`` without making the earlier requests again."""
+
+    async def all_interrupts(self) -> list[InterruptRecord]:
+        """Every interrupt the node raised in the run, in order."""
+
+    def known_interrupts(self) -> list[InterruptRecord]:
+        """The interrupts this activation has loaded or raised."""
 
     def next_interrupt_number(self) -> int:
         """The counter the next automatic key uses."""
@@ -171,7 +188,7 @@ class Conversation:
         if key is not None:
             live = await ctx.lookup_key(key) is None
         else:
-            live = ctx.peek_next() is None and await ctx.source_for_next() is None
+            live = await ctx.next_recorded() is None and await ctx.source_for_next() is None
         if live and self.deadline_ms is not None:
             if now >= self.deadline_ms:
                 await self._close(None, "timeout", role="system", content="conversation timed out")
@@ -208,6 +225,41 @@ class Conversation:
                 self.outcome = resolution.get("outcome")
                 self.close_reason = resolution.get("reason") or "closed-by-user"
                 self.closed_by = "peer"
+
+    async def resume_at_last_turn(self) -> None:
+        """Go on from the last exchange the node's earlier activations asked, without asking the ones before again.
+
+        For node code that keeps nothing of the earlier turns but their number (a node type
+        declared with ``resumes_at_last_request``): a turn then reads only itself, however long
+        the conversation. The next :meth:`exchange` is that last exchange again: it returns its
+        answer, or waits for it. Afterwards :attr:`turns` holds the turns from there on, and
+        :meth:`answers` reads the earlier answers. Does nothing unless the last request was an
+        exchange of this conversation.
+        """
+        ctx = self._ctx
+        last = ctx.requested - 1
+        if self.turn_index or self.closed or last < 1:
+            return
+        record = await ctx.recorded_request(last)
+        data = record.payload.get("data", {}) if record is not None else {}
+        if record is None or record.kind != kinds.CONVERSATION_EXCHANGE.name or data.get("conversationId") != self.id:
+            return
+        ctx.skip_requests(last)
+        self.turn_index = exchange_index(record) - 1
+
+    async def answers(self) -> list[Any]:
+        """The answers of this conversation's exchanges so far, in order (read from the store)."""
+        by_key = {r.key: r for r in await self._ctx.all_interrupts()}
+        by_key.update((r.key, r) for r in self._ctx.known_interrupts())  # this activation's, committed or not
+        records = [
+            r
+            for r in sorted(by_key.values(), key=lambda r: (r.visit, r.ordinal))
+            if r.kind == kinds.CONVERSATION_EXCHANGE.name
+            and r.payload.get("data", {}).get("conversationId") == self.id
+            and r.status == "resolved"
+            and not (r.resolution or {}).get("closed")
+        ]
+        return [(r.resolution or {}).get("resumeValue") for r in records]
 
     async def close(
         self, outcome: Any = None, *, reason: str | None = None, message: str | None = None, key: str | None = None
@@ -285,7 +337,7 @@ async def open_conversation(
     """
     chan = message_channel(ctx.workflow, channel or ctx.config.get("channel"))
     speaker = speaker_id or ctx.agent_id
-    existing = await ctx.lookup_key(key) if key is not None else ctx.peek_next()
+    existing = await ctx.lookup_key(key) if key is not None else await ctx.next_recorded()
     source = await ctx.source_for_next() if key is None else None
     if existing is not None:
         conversation_id = existing.payload["data"]["conversationId"]

@@ -131,6 +131,9 @@ class RunExecutor:
         source = self._source_run
         return [] if source is None else await self.store.activation_events(source, exec_node, visit)
 
+    async def node_interrupts(self, exec_node: str) -> list[InterruptRecord]:
+        return await launch.known_interrupts(self.store, self.run_id, exec_node, self.step.consume)
+
     async def flush(self, ctx: NodeContext) -> None:
         async with self._lock:
             self.step.take(self.state, ctx)
@@ -313,7 +316,9 @@ class RunExecutor:
         )
         self.step.events.extend(drafts)
         known = []
-        if not fresh or ns.get("ints", 0) > ns.get("intBase", 0):
+        node_type = self.engine.node_types.get(self.workflow.nodes[node_id].type_id)
+        lazy = node_type is not None and node_type.resumes_at_last_request
+        if not lazy and (not fresh or ns.get("ints", 0) > ns.get("intBase", 0)):
             known = await launch.known_interrupts(self.store, self.run_id, node_id, self.step.consume)
         history, once = await launch.recorded_history(self.store, self.run_id, node_id, ns, self._source_run)
         ctx = launch.node_context(
@@ -328,6 +333,7 @@ class RunExecutor:
             once=once,
             cancelling=cancelling,
             replaying_fork=self._source_run is not None,
+            known_complete=not lazy,
         )
         if not cancelling:
             task = asyncio.create_task(self._execute(ctx), name=f"node:{self.run_id}:{node_id}")
