@@ -100,3 +100,17 @@ def test_unknown_names_and_unshareable_stores_are_refused(tmp_path: Path) -> Non
     proc = _bench("--quick", "--only", "http_roundtrip", "--instances", "2", "--json", str(out), timeout=60)
     assert proc.returncode == 1
     assert "needs a store several servers can share" in json.loads(out.read_text())["http_roundtrip"]["error"]
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_engine_round_trip_on_postgresql_runs_against_postgres_saver(pg_url: str, tmp_path: Path) -> None:
+    if not _installed("langgraph.checkpoint.postgres"):
+        pytest.fail("the PostgreSQL peer is missing: pip install -e '.[bench]'", pytrace=False)
+    out = tmp_path / "bench.json"
+    proc = _bench("--quick", "--only", "engine", "--db", pg_url, "--json", str(out), timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+    entry = json.loads(out.read_text())["engine_roundtrip"]
+    assert isinstance(entry["bridge"], int | float) and isinstance(entry["peer"], int | float), entry
+    assert isinstance(entry["ratio"], int | float) and entry["n"] >= 1, entry
+    assert "the peer on LangGraph's PostgresSaver" in proc.stdout
