@@ -61,8 +61,8 @@ class ContextHost(RequestHost, Protocol):
     async def child_status(self, run_id: str) -> tuple[str, dict[str, Any]]:
         """A child run's status and snapshot summary."""
 
-    async def node_interrupts(self, exec_node: str) -> list[InterruptRecord]:
-        """Every interrupt the node raised in this run, in order."""
+    async def resolutions(self, exec_node: str, kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """``(payload, resolution)`` of each resolved interrupt of ``kind`` the node raised in this run, in order."""
 
 
 class NodeContext:
@@ -341,9 +341,9 @@ class NodeContext:
         """
         self._requests.skip_to(ordinal)
 
-    async def all_interrupts(self) -> list[InterruptRecord]:
-        """Every interrupt this node raised in the run, read from the store, in order."""
-        return await self._host.node_interrupts(self.node_id)
+    async def resolutions(self, kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """``(payload, resolution)`` of each committed, resolved interrupt of ``kind`` this node raised, in order."""
+        return await self._host.resolutions(self.node_id, kind)
 
     async def source_for_next(self) -> InterruptRecord | None:
         """In a replay fork: the source run's interrupt at the next request's place."""

@@ -78,8 +78,8 @@ class ConversationNode(Protocol):
     def skip_requests(self, ordinal: int) -> None:
         """Go on at request place ``ordinal`` without making the earlier requests again."""
 
-    async def all_interrupts(self) -> list[InterruptRecord]:
-        """Every interrupt the node raised in the run, in order."""
+    async def resolutions(self, kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """``(payload, resolution)`` of each committed, resolved interrupt of ``kind`` the node raised, in order."""
 
     def known_interrupts(self) -> list[InterruptRecord]:
         """The interrupts this activation has loaded or raised."""
@@ -249,17 +249,20 @@ class Conversation:
 
     async def answers(self) -> list[Any]:
         """The answers of this conversation's exchanges so far, in order (read from the store)."""
-        by_key = {r.key: r for r in await self._ctx.all_interrupts()}
-        by_key.update((r.key, r) for r in self._ctx.known_interrupts())  # this activation's, committed or not
-        records = [
-            r
-            for r in sorted(by_key.values(), key=lambda r: (r.visit, r.ordinal))
-            if r.kind == kinds.CONVERSATION_EXCHANGE.name
-            and r.payload.get("data", {}).get("conversationId") == self.id
-            and r.status == "resolved"
-            and not (r.resolution or {}).get("closed")
+        exchange = kinds.CONVERSATION_EXCHANGE.name
+        found = [(p["key"], p, r) for p, r in await self._ctx.resolutions(exchange)]
+        # This activation's own, committed or not (a replay fork settles them as it goes).
+        found += [
+            (r.key, r.payload, r.resolution or {})
+            for r in self._ctx.known_interrupts()
+            if r.kind == exchange and r.status == "resolved"
         ]
-        return [(r.resolution or {}).get("resumeValue") for r in records]
+        answered: dict[str, tuple[int, Any]] = {}
+        for key, payload, resolution in found:
+            data = payload.get("data", {})
+            if data.get("conversationId") == self.id and not resolution.get("closed"):
+                answered[key] = (int(data.get("turnIndex") or 0), resolution.get("resumeValue"))
+        return [value for _, value in sorted(answered.values(), key=lambda a: a[0])]
 
     async def close(
         self, outcome: Any = None, *, reason: str | None = None, message: str | None = None, key: str | None = None

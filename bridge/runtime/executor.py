@@ -131,8 +131,8 @@ class RunExecutor:
         source = self._source_run
         return [] if source is None else await self.store.activation_events(source, exec_node, visit)
 
-    async def node_interrupts(self, exec_node: str) -> list[InterruptRecord]:
-        return await launch.known_interrupts(self.store, self.run_id, exec_node, self.step.consume)
+    async def resolutions(self, exec_node: str, kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        return await self.store.resolutions(self.run_id, exec_node, kind)
 
     async def flush(self, ctx: NodeContext) -> None:
         async with self._lock:
