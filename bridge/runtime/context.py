@@ -61,8 +61,8 @@ class ContextHost(RequestHost, Protocol):
     async def child_status(self, run_id: str) -> tuple[str, dict[str, Any]]:
         """A child run's status and snapshot summary."""
 
-    async def resolutions(self, exec_node: str, kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """``(payload, resolution)`` of each resolved interrupt of ``kind`` the node raised in this run, in order."""
+    async def exchange_answers(self, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
+        """``(key, answer)`` of each committed answer to the node's conversation, in turn order."""
 
 
 class NodeContext:
@@ -341,9 +341,9 @@ class NodeContext:
         """
         self._requests.skip_to(ordinal)
 
-    async def resolutions(self, kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """``(payload, resolution)`` of each committed, resolved interrupt of ``kind`` this node raised, in order."""
-        return await self._host.resolutions(self.node_id, kind)
+    async def exchange_answers(self, conversation_id: str) -> list[tuple[str, Any]]:
+        """``(key, answer)`` of each committed answer to this node's conversation, in turn order."""
+        return await self._host.exchange_answers(self.node_id, conversation_id)
 
     async def source_for_next(self) -> InterruptRecord | None:
         """In a replay fork: the source run's interrupt at the next request's place."""

@@ -78,8 +78,8 @@ class ConversationNode(Protocol):
     def skip_requests(self, ordinal: int) -> None:
         """Go on at request place ``ordinal`` without making the earlier requests again."""
 
-    async def resolutions(self, kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """``(payload, resolution)`` of each committed, resolved interrupt of ``kind`` the node raised, in order."""
+    async def exchange_answers(self, conversation_id: str) -> list[tuple[str, Any]]:
+        """``(key, answer)`` of each committed answer to the node's conversation, in turn order."""
 
     def known_interrupts(self) -> list[InterruptRecord]:
         """The interrupts this activation has loaded or raised."""
@@ -249,20 +249,15 @@ class Conversation:
 
     async def answers(self) -> list[Any]:
         """The answers of this conversation's exchanges so far, in order (read from the store)."""
-        exchange = kinds.CONVERSATION_EXCHANGE.name
-        found = [(p["key"], p, r) for p, r in await self._ctx.resolutions(exchange)]
+        answered = dict(await self._ctx.exchange_answers(self.id))
         # This activation's own, committed or not (a replay fork settles them as it goes).
-        found += [
-            (r.key, r.payload, r.resolution or {})
-            for r in self._ctx.known_interrupts()
-            if r.kind == exchange and r.status == "resolved"
-        ]
-        answered: dict[str, tuple[int, Any]] = {}
-        for key, payload, resolution in found:
-            data = payload.get("data", {})
-            if data.get("conversationId") == self.id and not resolution.get("closed"):
-                answered[key] = (int(data.get("turnIndex") or 0), resolution.get("resumeValue"))
-        return [value for _, value in sorted(answered.values(), key=lambda a: a[0])]
+        for r in self._ctx.known_interrupts():
+            data = r.payload.get("data", {})
+            resolution = r.resolution or {}
+            is_answer = r.kind == kinds.CONVERSATION_EXCHANGE.name and r.status == "resolved"
+            if is_answer and data.get("conversationId") == self.id and not resolution.get("closed"):
+                answered[r.key] = resolution.get("resumeValue")
+        return list(answered.values())
 
     async def close(
         self, outcome: Any = None, *, reason: str | None = None, message: str | None = None, key: str | None = None

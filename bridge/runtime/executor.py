@@ -131,8 +131,8 @@ class RunExecutor:
         source = self._source_run
         return [] if source is None else await self.store.activation_events(source, exec_node, visit)
 
-    async def resolutions(self, exec_node: str, kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        return await self.store.resolutions(self.run_id, exec_node, kind)
+    async def exchange_answers(self, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
+        return await self.store.exchange_answers(self.run_id, exec_node, conversation_id)
 
     async def flush(self, ctx: NodeContext) -> None:
         async with self._lock:

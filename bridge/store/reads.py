@@ -131,15 +131,6 @@ class Reads(ABC):
             (run_id, exec_node),
         )
 
-    async def resolutions(self, run_id: str, exec_node: str, kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        parse = self._dialect.json_in
-        rows = await self._rows(
-            "SELECT payload, resolution FROM interrupts WHERE run_id=%s AND exec_node=%s AND kind=%s "
-            "AND status='resolved' ORDER BY visit, ordinal",
-            (run_id, exec_node, kind),
-        )
-        return [(parse(payload), parse(resolution)) for payload, resolution in rows]
-
     async def run_interrupts(self, run_id: str, *, open_only: bool) -> list[InterruptRecord]:
         sql = f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s"
         if open_only:

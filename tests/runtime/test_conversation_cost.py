@@ -103,3 +103,19 @@ async def test_a_late_turn_reads_and_writes_no_more_than_an_early_one(engine: En
     assert done is not None and done.status == "completed"
     replies = done.state["outputs"]["talk"]["outcome"]["replies"]
     assert replies == [f"answer {t:03d}" for t in range(1, TURNS + 1)]
+
+
+async def test_the_closing_turn_reads_back_answers_of_every_json_type(engine: Engine) -> None:
+    answers: list[Any] = ["text", {"a": [1, None]}, [1, "two"], True, False, 7, 3.5]
+    wf = Workflow("typed-chat")
+    wf.node("talk", type_id="core.conversationGate", config={"turnCount": len(answers)})
+    wf.register(engine)
+    run = await engine.create_run(ADMIN, "typed-chat")
+    await settle(engine, run.run_id)
+    for value in answers:
+        await engine.resolve(ADMIN, {"content": value}, run_id=run.run_id, node_id="talk")
+        await settle(engine, run.run_id)
+    done = await engine.store.load_run(run.run_id)
+    assert done is not None and done.status == "completed"
+    assert done.state["outputs"]["talk"]["outcome"] == {"replies": answers}
+    assert done.state["outputs"]["talk"]["turns"] == len(answers)
