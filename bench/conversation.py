@@ -23,7 +23,7 @@ from bench.http import bridge_servers
 from bench.servers import Server
 
 NAME = "conversation_turn_ratio"
-TARGET = Target("<=", 2.0)
+TARGET = Target("<=", 1.2)
 SHOWN_TURNS = (1, 2, 10, 50, 90, 99, 100)
 
 

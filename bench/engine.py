@@ -11,11 +11,17 @@ Peer: a LangGraph graph whose one node calls ``interrupt()``, compiled with
 ``synchronous=FULL``): ``invoke`` until it pauses, then
 ``invoke(Command(resume={id: value}))`` until it ends. Each cycle uses a new
 run / thread.
+
+With ``--db postgresql://…`` both sides use that PostgreSQL server: the engine
+runs on :class:`~bridge.store.postgres.PostgresStore` and the peer graph is
+compiled with LangGraph's ``PostgresSaver`` (langgraph-checkpoint-postgres) on
+the same database.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import time
@@ -26,6 +32,7 @@ from bench import workflows
 from bench.harness import Bench, Result, Target, alternate, median_ms
 from bridge.core.auth import Principal
 from bridge.runtime.engine import Engine
+from bridge.store.base import Store
 from bridge.store.sqlite import SqliteStore
 
 NAME = "engine_roundtrip"
@@ -80,24 +87,41 @@ class EngineCycles:
         return time.perf_counter() - started
 
 
-def langgraph_peer(path: str) -> tuple[Callable[[], float], Callable[[], None]] | str:
-    """A synchronous LangGraph cycle and its cleanup, or why the peer is not available."""
+def _is_postgres(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def langgraph_peer(location: str) -> tuple[Callable[[], float], Callable[[], None]] | str:
+    """A synchronous LangGraph cycle and its cleanup, or why the peer is not available.
+
+    ``location`` is a SQLite file (``SqliteSaver``) or a ``postgresql://`` URL (``PostgresSaver``).
+    """
     try:
-        from langgraph.checkpoint.sqlite import SqliteSaver
         from langgraph.types import Command
 
         from bench.langgraph_peer import build_graph
+
+        if _is_postgres(location):
+            from langgraph.checkpoint.postgres import PostgresSaver
+        else:
+            from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError as exc:
-        return f"peer not installed ({exc.name}): pip install 'openwop-bridge[langgraph]'"
-    conn = sqlite3.connect(path, check_same_thread=False)
-    saver = SqliteSaver(conn)
+        return f"peer not installed ({exc.name}): pip install 'openwop-bridge[bench]'"
+    resources = contextlib.ExitStack()
+    saver: Any
+    if _is_postgres(location):
+        saver = resources.enter_context(PostgresSaver.from_conn_string(location))
+    else:
+        conn = resources.enter_context(contextlib.closing(sqlite3.connect(location, check_same_thread=False)))
+        saver = SqliteSaver(conn)
     saver.setup()
     graph = build_graph(saver)
     counter = iter(range(1 << 62))
     answer = workflows.ANSWERS[workflows.APPROVAL]
+    prefix = f"bench-{os.getpid()}-{time.time_ns()}"
 
     def cycle() -> float:
-        config: Any = {"configurable": {"thread_id": f"bench-{next(counter)}"}}
+        config: Any = {"configurable": {"thread_id": f"{prefix}-{next(counter)}"}}
         started = time.perf_counter()
         paused = graph.invoke({}, config)
         interrupt_id = paused["__interrupt__"][0].id
@@ -107,18 +131,29 @@ def langgraph_peer(path: str) -> tuple[Callable[[], float], Callable[[], None]] 
             raise RuntimeError(f"LangGraph peer did not complete with the answer: {done!r}")
         return elapsed
 
-    return cycle, conn.close
+    return cycle, resources.close
+
+
+def _stores(bench: Bench) -> tuple[Store, str, str | None]:
+    """The engine's store, the peer's location and a note naming the database when it is not SQLite."""
+    if bench.db and _is_postgres(bench.db):
+        from bridge.store.postgres import PostgresStore
+
+        note = "PostgreSQL: the engine on PostgresStore, the peer on LangGraph's PostgresSaver, same server"
+        return PostgresStore(bench.db), bench.db, note
+    return SqliteStore(bench.path("engine.db")), str(bench.path("langgraph-peer.db")), None
 
 
 async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
     """Measure ``engine_roundtrip`` against the LangGraph peer, alternating."""
     n = bench.scale(1000, 60)
     warmup = bench.scale(50, 10)
-    peer = langgraph_peer(str(bench.path("langgraph-peer.db")))
-    note = peer if isinstance(peer, str) else None
-    if note:
-        bench.progress.say("engine", f"WARNING: {note}; measuring the bridge alone")
-    engine = Engine(SqliteStore(bench.path("engine.db")), workflows=workflows.definitions())
+    store, peer_location, where = _stores(bench)
+    peer = langgraph_peer(peer_location)
+    note = peer if isinstance(peer, str) else where
+    if isinstance(peer, str):
+        bench.progress.say("engine", f"WARNING: {peer}; measuring the bridge alone")
+    engine = Engine(store, workflows=workflows.definitions())
     await engine.start()
     try:
         side = EngineCycles(engine)

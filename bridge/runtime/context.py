@@ -61,6 +61,9 @@ class ContextHost(RequestHost, Protocol):
     async def child_status(self, run_id: str) -> tuple[str, dict[str, Any]]:
         """A child run's status and snapshot summary."""
 
+    async def exchange_answers(self, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
+        """``(key, answer)`` of each committed answer to the node's conversation, in turn order."""
+
 
 class NodeContext:
     """The runtime handed to node code (``async def run(ctx) -> dict``)."""
@@ -86,6 +89,8 @@ class NodeContext:
         replaying_fork: bool,
         cancelling: bool = False,
         upstream: Mapping[str, Mapping[str, Any]] | None = None,
+        requested: int = 0,
+        known_complete: bool = True,
     ) -> None:
         self._host = host
         self.run_id = run_id
@@ -102,6 +107,8 @@ class NodeContext:
         self.cancelling = cancelling
         #: Status, outputs and error of the nodes feeding this one (by node id).
         self.upstream: dict[str, Mapping[str, Any]] = dict(upstream or {})
+        #: How many requests the earlier activations of this visit made (their places are 0 … requested - 1).
+        self.requested = requested
         self._child_base = child_base
         self._history = list(history)
         self._once_seen = {(d["type"], d.get("payload", {}).get("_once")) for d in once_history}
@@ -121,6 +128,7 @@ class NodeContext:
             known=known,
             replaying_fork=replaying_fork,
             cancelling=cancelling,
+            complete=known_complete,
         )
 
     # --- identity ----------------------------------------------------------------
@@ -314,8 +322,28 @@ class NodeContext:
         return await self._requests.request(payload, address=address, extra=extra, instant=instant)
 
     def peek_next(self) -> InterruptRecord | None:
-        """The interrupt the next :meth:`request` of this activation will return, if it exists."""
+        """The interrupt the next :meth:`request` of this activation will return, if it is loaded."""
         return self._requests.peek_next()
+
+    async def next_recorded(self) -> InterruptRecord | None:
+        """The interrupt the next :meth:`request` of this activation will return, if it exists."""
+        return await self._requests.next_recorded()
+
+    async def recorded_request(self, ordinal: int) -> InterruptRecord | None:
+        """The interrupt this visit raised at request place ``ordinal``, if any."""
+        return await self._requests.recorded_at(ordinal)
+
+    def skip_requests(self, ordinal: int) -> None:
+        """Go on at request place ``ordinal`` without making the earlier requests again.
+
+        For node code that continues from its last turn (node types declared with
+        ``resumes_at_last_request``); the answers of the skipped requests stay in the store.
+        """
+        self._requests.skip_to(ordinal)
+
+    async def exchange_answers(self, conversation_id: str) -> list[tuple[str, Any]]:
+        """``(key, answer)`` of each committed answer to this node's conversation, in turn order."""
+        return await self._host.exchange_answers(self.node_id, conversation_id)
 
     async def source_for_next(self) -> InterruptRecord | None:
         """In a replay fork: the source run's interrupt at the next request's place."""

@@ -23,6 +23,7 @@ from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions.exchange import (
     answer_exchange,
+    exchange_index,
     make_turn,
     message_channel,
     resolved_event_payload,
@@ -64,8 +65,24 @@ class ConversationNode(Protocol):
     def now_ms(self) -> int:
         """The current time in epoch milliseconds."""
 
-    def peek_next(self) -> InterruptRecord | None:
+    @property
+    def requested(self) -> int:
+        """How many requests the earlier activations of the node's visit made."""
+
+    async def next_recorded(self) -> InterruptRecord | None:
         """The interrupt the node's next request returns, if it exists."""
+
+    async def recorded_request(self, ordinal: int) -> InterruptRecord | None:
+        """The interrupt the node's visit raised at request place ``ordinal``, if any."""
+
+    def skip_requests(self, ordinal: int) -> None:
+        """Go on at request place ``ordinal`` without making the earlier requests again."""
+
+    async def exchange_answers(self, conversation_id: str) -> list[tuple[str, Any]]:
+        """``(key, answer)`` of each committed answer to the node's conversation, in turn order."""
+
+    def known_interrupts(self) -> list[InterruptRecord]:
+        """The interrupts this activation has loaded or raised."""
 
     def next_interrupt_number(self) -> int:
         """The counter the next automatic key uses."""
@@ -171,7 +188,7 @@ class Conversation:
         if key is not None:
             live = await ctx.lookup_key(key) is None
         else:
-            live = ctx.peek_next() is None and await ctx.source_for_next() is None
+            live = await ctx.next_recorded() is None and await ctx.source_for_next() is None
         if live and self.deadline_ms is not None:
             if now >= self.deadline_ms:
                 await self._close(None, "timeout", role="system", content="conversation timed out")
@@ -208,6 +225,39 @@ class Conversation:
                 self.outcome = resolution.get("outcome")
                 self.close_reason = resolution.get("reason") or "closed-by-user"
                 self.closed_by = "peer"
+
+    async def resume_at_last_turn(self) -> None:
+        """Go on from the last exchange the node's earlier activations asked, without asking the ones before again.
+
+        For node code that keeps nothing of the earlier turns but their number (a node type
+        declared with ``resumes_at_last_request``): a turn then reads only itself, however long
+        the conversation. The next :meth:`exchange` is that last exchange again: it returns its
+        answer, or waits for it. Afterwards :attr:`turns` holds the turns from there on, and
+        :meth:`answers` reads the earlier answers. Does nothing unless the last request was an
+        exchange of this conversation.
+        """
+        ctx = self._ctx
+        last = ctx.requested - 1
+        if self.turn_index or self.closed or last < 1:
+            return
+        record = await ctx.recorded_request(last)
+        data = record.payload.get("data", {}) if record is not None else {}
+        if record is None or record.kind != kinds.CONVERSATION_EXCHANGE.name or data.get("conversationId") != self.id:
+            return
+        ctx.skip_requests(last)
+        self.turn_index = exchange_index(record) - 1
+
+    async def answers(self) -> list[Any]:
+        """The answers of this conversation's exchanges so far, in order (read from the store)."""
+        answered = dict(await self._ctx.exchange_answers(self.id))
+        # This activation's own, committed or not (a replay fork settles them as it goes).
+        for r in self._ctx.known_interrupts():
+            data = r.payload.get("data", {})
+            resolution = r.resolution or {}
+            is_answer = r.kind == kinds.CONVERSATION_EXCHANGE.name and r.status == "resolved"
+            if is_answer and data.get("conversationId") == self.id and not resolution.get("closed"):
+                answered[r.key] = resolution.get("resumeValue")
+        return list(answered.values())
 
     async def close(
         self, outcome: Any = None, *, reason: str | None = None, message: str | None = None, key: str | None = None
@@ -285,7 +335,7 @@ async def open_conversation(
     """
     chan = message_channel(ctx.workflow, channel or ctx.config.get("channel"))
     speaker = speaker_id or ctx.agent_id
-    existing = await ctx.lookup_key(key) if key is not None else ctx.peek_next()
+    existing = await ctx.lookup_key(key) if key is not None else await ctx.next_recorded()
     source = await ctx.source_for_next() if key is None else None
     if existing is not None:
         conversation_id = existing.payload["data"]["conversationId"]

@@ -147,6 +147,9 @@ class RunExecutor:
         source = self._source_run
         return [] if source is None else await self.store.activation_events(source, exec_node, visit)
 
+    async def exchange_answers(self, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
+        return await self.store.exchange_answers(self.run_id, exec_node, conversation_id)
+
     async def flush(self, ctx: NodeContext) -> None:
         async with self._lock:
             self.step.take(self.state, ctx)
@@ -366,7 +369,9 @@ class RunExecutor:
         )
         self.step.events.extend(drafts)
         known = []
-        if not fresh or ns.get("ints", 0) > ns.get("intBase", 0):
+        node_type = self.engine.node_types.get(self.workflow.nodes[node_id].type_id)
+        lazy = node_type is not None and node_type.resumes_at_last_request
+        if not lazy and (not fresh or ns.get("ints", 0) > ns.get("intBase", 0)):
             known = await launch.known_interrupts(self.store, self.run_id, node_id, self.step.consume)
             if self.settled is not None and self.settled.exec_node == node_id:
                 known = [self.settled if r.interrupt_id == self.settled.interrupt_id else r for r in known]
@@ -383,6 +388,7 @@ class RunExecutor:
             once=once,
             cancelling=cancelling,
             replaying_fork=self._source_run is not None,
+            known_complete=not lazy,
         )
         if not cancelling:
             task = asyncio.create_task(self._execute(ctx), name=f"node:{self.run_id}:{node_id}")

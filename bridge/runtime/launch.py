@@ -99,6 +99,7 @@ def node_context(
     once: list[dict[str, Any]],
     cancelling: bool,
     replaying_fork: bool,
+    known_complete: bool = True,
 ) -> NodeContext:
     """The context a node activation runs in: its inputs, variables, upstream results and history."""
     workflow = host.workflow
@@ -129,4 +130,6 @@ def node_context(
         replaying_fork=replaying_fork,
         cancelling=cancelling,
         upstream=upstream,
+        requested=ns.get("ints", 0) - ns.get("intBase", 0),
+        known_complete=known_complete,
     )

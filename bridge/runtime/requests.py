@@ -5,6 +5,12 @@ the visit and the ordinal of the call), returns an interrupt the run already
 holds instead of raising it again, checks a re-execution against what was
 recorded, and in a replay fork takes the source run's answer instead of asking
 anyone. :class:`~bridge.runtime.context.NodeContext` exposes it as ``ctx.request``.
+
+Most activations start with every interrupt their node raised so far (``known``,
+complete). A node that continues from its last turn instead of making every
+earlier request again (``complete=False``) starts with none: a request then
+looks its place up by its automatic key, one indexed read, so an activation
+reads only the requests it makes.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ class InterruptRequests:
         known: Sequence[InterruptRecord],
         replaying_fork: bool,
         cancelling: bool,
+        complete: bool = True,
     ) -> None:
         self._host = host
         self.activation = activation
@@ -86,6 +93,8 @@ class InterruptRequests:
         self._by_key: dict[str, InterruptRecord] = {r.key: r for r in known}
         self._by_slot: dict[tuple[int, int], InterruptRecord] = {(r.visit, r.ordinal): r for r in known}
         self._replaying_fork = replaying_fork
+        #: False when ``known`` is not every interrupt of the node: places are then read when asked for.
+        self._complete = complete
 
     def known(self) -> list[InterruptRecord]:
         """Interrupts this node raised earlier in the run (as loaded for this execution)."""
@@ -120,7 +129,7 @@ class InterruptRequests:
         ordinal = self.activation.ordinals
         self.activation.ordinals += 1
         default_key = f"{self.run_id}:{self.node_id}:{self._int_base + ordinal}"
-        slot = self._by_slot.get((self.visit, ordinal))
+        slot = await self.recorded_at(ordinal)
         known_key = kinds.payload_key(payload, default_key)
         if slot is not None and slot.key == known_key and known_key in self._by_key:
             # Replaying a request this activation already made: the payload was checked
@@ -251,9 +260,32 @@ class InterruptRequests:
             causation = record.state.get("suspendedEventId") if event["type"] == "conversation.opened" else None
             self._draft(event["type"], payload, node_id=event.get("nodeId", record.node_id), causation=causation)
 
+    async def recorded_at(self, ordinal: int) -> InterruptRecord | None:
+        """The interrupt this visit raised at ``ordinal`` (read by its automatic key when not loaded)."""
+        record = self._by_slot.get((self.visit, ordinal))
+        if record is not None or self._complete:
+            return record
+        record = await self._host.find_key(f"{self.run_id}:{self.node_id}:{self._int_base + ordinal}")
+        if record is None or (record.exec_node, record.visit, record.ordinal) != (self.node_id, self.visit, ordinal):
+            return None
+        self._by_key[record.key] = record
+        self._by_slot[(self.visit, ordinal)] = record
+        return record
+
     def peek_next(self) -> InterruptRecord | None:
-        """The interrupt the next :meth:`request` of this activation will return, if it exists."""
+        """The interrupt the next :meth:`request` of this activation will return, if it is loaded."""
         return self._by_slot.get((self.visit, self.activation.ordinals))
+
+    async def next_recorded(self) -> InterruptRecord | None:
+        """The interrupt the next :meth:`request` of this activation will return, if it exists."""
+        return await self.recorded_at(self.activation.ordinals)
+
+    def skip_to(self, ordinal: int) -> None:
+        """Make ``ordinal`` the place of the next request: the node goes on from there without
+        making the requests before it again (their answers stay where they are)."""
+        if ordinal < self.activation.ordinals:
+            raise ValueError(f"request {ordinal} of node {self.node_id!r} was already made in this activation")
+        self.activation.ordinals = ordinal
 
     async def source_for_next(self) -> InterruptRecord | None:
         """In a replay fork: the source run's interrupt at the next request's place."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.core.records import InterruptRecord
-from bridge.store.codec import INT_COLS, SQLITE
+from bridge.store.codec import INT_COLS, SQLITE, loads
 from bridge.store.reads import Reads
 
 
@@ -54,6 +54,17 @@ class SqliteReads(Reads):
             f"SELECT doc FROM events WHERE run_id=%s AND type IN ({marks}) ORDER BY seq", (run_id, *types)
         )
 
+    async def exchange_answers(self, run_id: str, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
+        # Only the answer leaves the database: json_type tells a JSON string from JSON text.
+        rows = await self._all(
+            "SELECT key, json_type(resolution, '$.resumeValue'), json_extract(resolution, '$.resumeValue') "
+            "FROM interrupts WHERE run_id=? AND exec_node=? AND kind='conversation.exchange' AND status='resolved' "
+            "AND json_extract(payload, '$.data.conversationId')=? AND json_extract(resolution, '$.closed') IS NULL "
+            "ORDER BY visit, ordinal",
+            (run_id, exec_node, conversation_id),
+        )
+        return [(key, _json_value(kind, value)) for key, kind, value in rows]
+
     async def unconsumed(self, run_id: str) -> list[InterruptRecord]:
         # ``consumed=0`` matches the partial index ``interrupts_unconsumed``.
         return await self._interrupts(
@@ -61,3 +72,12 @@ class SqliteReads(Reads):
             "ORDER BY requested_at",
             (run_id,),
         )
+
+
+def _json_value(kind: str | None, value: Any) -> Any:
+    """A value ``json_extract`` returned, as JSON had it (``kind`` is its ``json_type``)."""
+    if kind in ("array", "object"):
+        return loads(value)
+    if kind in ("true", "false"):
+        return kind == "true"
+    return value

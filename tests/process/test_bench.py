@@ -170,3 +170,17 @@ def test_langgraph_dev_runs_with_tracing_analytics_and_version_check_off(
     assert server.command[server.command.index("--host") + 1] == "127.0.0.1"
     config = json.loads((tmp_path / "langgraph-dev" / "langgraph.json").read_text())
     assert config["graphs"]["bench"].endswith("bench/langgraph_peer.py:graph")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_engine_round_trip_on_postgresql_runs_against_postgres_saver(pg_url: str, tmp_path: Path) -> None:
+    if not _installed("langgraph.checkpoint.postgres"):
+        pytest.fail("the PostgreSQL peer is missing: pip install -e '.[bench]'", pytrace=False)
+    out = tmp_path / "bench.json"
+    proc = _bench("--quick", "--only", "engine", "--db", pg_url, "--json", str(out), timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+    entry = json.loads(out.read_text())["engine_roundtrip"]
+    assert isinstance(entry["bridge"], int | float) and isinstance(entry["peer"], int | float), entry
+    assert isinstance(entry["ratio"], int | float) and entry["n"] >= 1, entry
+    assert "the peer on LangGraph's PostgresSaver" in proc.stdout

@@ -32,6 +32,7 @@ def default_registry() -> NodeRegistry:
                 conversation_gate.check_conversation_gate,
                 uses_conversation=True,
                 description="Holds a multi-turn conversation.",
+                resumes_at_last_request=True,
             ),
             NodeType(
                 "core.subWorkflow",

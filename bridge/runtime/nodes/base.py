@@ -40,6 +40,10 @@ class NodeType:
     #: False when re-running the node cannot reproduce its history (it calls out to a
     #: model or a graph of its own): a replay fork of its workflow is refused.
     replayable: bool = True
+    #: True when the node's code, run again after an answer, goes on from its last request
+    #: (``ctx.skip_requests``) rather than making every earlier one again: its earlier
+    #: interrupts are then not loaded before it runs, but read when it asks for them.
+    resumes_at_last_request: bool = False
 
 
 class NodeRegistry:

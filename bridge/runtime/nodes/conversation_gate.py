@@ -6,6 +6,10 @@ itself. Without it the node opens with ``config.initialPrompt``, asks
 ``config.closingMessage`` at the end (validated against ``config.outcomeSchema`` when
 set), and closes when the person sends ``close`` or after ``config.turnCount``
 exchanges. The conversation's outcome is the node's output.
+
+Run again after an answer, the node goes on from its last exchange
+(:meth:`~bridge.runtime.conversation.Conversation.resume_at_last_turn`) instead
+of asking every earlier one again, so turn 100 costs what turn 1 costs.
 """
 
 from __future__ import annotations
@@ -54,25 +58,30 @@ async def conversation_gate(ctx: NodeContext) -> dict[str, Any]:
         timeout_ms=config.get("timeoutMs"),
         channel=config.get("channel"),
     )
-    replies: list[Any] = []
     if config.get("mockAutoResume"):
+        replies: list[Any] = []
         for i in range(1, int(turn_count or 1) + 1):
             replies.append(await conv.exchange(f"{prompt} (turn {i})", auto_answer=f"conformance reply {i}"))
         await conv.close({"replies": replies}, reason="max-turns", message=closing)
+        answered = len(replies)
     else:
+        # Each turn reads only itself: the node goes on from its last exchange and reads
+        # the earlier answers once, when it closes.
+        await conv.resume_at_last_turn()
+        answered = conv.turn_index
         while not conv.closed:
-            if turn_count and len(replies) >= turn_count:
-                await conv.close({"replies": replies}, reason="max-turns", message=closing)
+            if turn_count and answered >= turn_count:
+                await conv.close({"replies": await conv.answers()}, reason="max-turns", message=closing)
                 break
-            reply = await conv.exchange(prompt_for(len(replies) + 1), outcome_schema=config.get("outcomeSchema"))
+            await conv.exchange(prompt_for(answered + 1), outcome_schema=config.get("outcomeSchema"))
             if conv.closed:
                 break
-            replies.append(reply)
-    outcome = conv.outcome if conv.outcome is not None else {"replies": replies}
+            answered += 1
+    outcome = conv.outcome if conv.outcome is not None else {"replies": await conv.answers()}
     return {
         "conversationId": conv.id,
         "outcome": outcome,
-        "turns": len(replies),
+        "turns": answered,
         "closedBy": "user" if conv.closed_by == "peer" else conv.closed_by,
         "reason": conv.close_reason,
     }
