@@ -130,6 +130,9 @@ class RunExecutor:
         return self.engine.clock.new_id(prefix)
 
     async def find_key(self, key: str) -> InterruptRecord | None:
+        settled = self.settled
+        if settled is not None and settled.key == key:
+            return settled  # the answer in flight, not yet committed (see joint.py)
         return await self.store.interrupt_by_key(self.run_id, key)
 
     @property

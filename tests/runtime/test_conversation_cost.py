@@ -51,13 +51,25 @@ def _instrument(engine: Engine) -> list[Tally | None]:
             current[0].read(rows)
         return rows
 
-    async def counted_commit(c: RunCommit) -> CommitResult:
+    def carried(c: RunCommit) -> None:
         if current[0] is not None:
             events = sum(len(orjson.dumps(e.payload)) for e in c.events)
             current[0].commits.append((len(orjson.dumps(c.state)), events))
+
+    async def counted_commit(c: RunCommit) -> CommitResult:
+        carried(c)
         return await commit(c)
 
+    answer_and_step = store.answer_and_step
+
+    async def counted_answer_and_step(*args: Any) -> Any:
+        step: RunCommit | None = args[-1]
+        if step is not None:  # an answer and the step it woke, in one transaction
+            carried(step)
+        return await answer_and_step(*args)
+
     store._one, store._all, store.commit = counted_one, counted_all, counted_commit
+    store.answer_and_step = counted_answer_and_step
     return current
 
 
