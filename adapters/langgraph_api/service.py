@@ -162,6 +162,8 @@ class LangGraphService:
         inputs = {**shapes.values_of(thread, run), **(given or {})}
         metadata = {"langgraph": {"threadId": thread.thread_id, "metadata": _metadata(body.get("metadata"))}}
         new = await self.engine.create_run(principal, assistant, inputs=inputs, metadata=metadata)
+        # As LangGraph's server does: a thread names the assistant (graph) of its latest run.
+        thread.metadata = {**thread.metadata, "graph_id": new.workflow_id, "assistant_id": new.workflow_id}
         thread.runs.append(new.run_id)
         thread.values = {}
         await threads.save(self.engine, thread)
