@@ -2,7 +2,8 @@
 
 Presenting (``present``): an approval is an Agent Inbox ``HumanInterrupt``
 (``action_request``, ``config`` with ``allow_accept``/``allow_edit``/
-``allow_respond``/``allow_ignore``, ``description``), except a batch of tool
+``allow_respond``/``allow_ignore``, ``description``; its artifact, if any, as
+the request's ``args``), except a batch of tool
 calls (a served agent's batched ``HumanInTheLoopMiddleware`` review), shown as
 the middleware's own ``HITLRequest``: ``action_requests`` (``name``, ``args``,
 ``description``) and ``review_configs`` (``action_name``, ``allowed_decisions``);
@@ -97,7 +98,7 @@ def present(view: Mapping[str, Any]) -> Any:
     if data.get("artifactType") == TOOL_CALL_ARTIFACT and isinstance(artifact, Mapping):
         request = {"action": str(artifact.get("name", data.get("title", ""))), "args": dict(artifact.get("args") or {})}
     else:
-        args = dict(artifact) if isinstance(artifact, Mapping) else {"artifact": artifact}
+        args = dict(artifact) if isinstance(artifact, Mapping) else {} if artifact is None else {"artifact": artifact}
         request = {"action": str(data.get("title") or view.get("title") or kind.name), "args": args}
     return {
         "action_request": request,
