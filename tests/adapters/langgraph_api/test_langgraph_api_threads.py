@@ -1,0 +1,56 @@
+"""``langgraph_sdk`` against ``/langgraph``: threads know their assistant, and an approval reads well in an inbox.
+
+LangGraph's server puts ``graph_id`` and ``assistant_id`` in the metadata of a
+thread a run is made on; agent-chat-ui lists a person's threads by searching
+for them (``metadata: {graph_id}``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph_sdk import get_client
+
+from tests.conftest import TOKENS
+
+
+def client(url: str, who: str = "admin") -> Any:
+    return get_client(url=url, api_key=TOKENS[who])
+
+
+async def test_a_run_puts_its_assistant_in_the_threads_metadata(served: str) -> None:
+    c = client(served)
+    thread = await c.threads.create(metadata={"ticket": "T-7"})
+    assert thread["metadata"] == {"ticket": "T-7"}
+    await c.runs.wait(thread["thread_id"], "conformance-approval", input={})
+    shown = await c.threads.get(thread["thread_id"])
+    assert shown["metadata"] == {
+        "ticket": "T-7",
+        "graph_id": "conformance-approval",
+        "assistant_id": "conformance-approval",
+    }
+    other = await c.threads.create()
+    await c.runs.wait(other["thread_id"], "conformance-clarification", input={})
+
+    # agent-chat-ui's thread list: the threads of one assistant.
+    found = await c.threads.search(metadata={"graph_id": "conformance-approval"}, limit=100)
+    assert [t["thread_id"] for t in found] == [thread["thread_id"]]
+    found = await c.threads.search(metadata={"assistant_id": "conformance-clarification"}, limit=100)
+    assert [t["thread_id"] for t in found] == [other["thread_id"]]
+
+
+async def test_a_thread_made_by_its_first_run_carries_its_assistant(served: str) -> None:
+    c = client(served)
+    await c.runs.wait("t-made-by-run", "conformance-approval", input={}, if_not_exists="create")
+    shown = await c.threads.get("t-made-by-run")
+    assert shown["metadata"] == {"graph_id": "conformance-approval", "assistant_id": "conformance-approval"}
+
+
+async def test_an_approval_without_an_artifact_shows_no_null_artifact(served: str) -> None:
+    c = client(served)
+    thread = await c.threads.create()
+    result = await c.runs.wait(thread["thread_id"], "demo-governed-release", input={})
+    [interrupt] = result["__interrupt__"]
+    value = interrupt["value"]
+    assert value["action_request"] == {"action": "Promote build 2026.11.21-3 to production", "args": {}}
+    assert value["description"]
