@@ -115,8 +115,17 @@ class LangGraphRoutes:
         stream_modes(body.get("stream_mode"))
         return await self.service.start_or_resume(principal, thread, body), body
 
-    def _location(self, segment: Segment) -> dict[str, str]:
-        return {"Content-Location": f"{self.prefix}/threads/{segment.thread.thread_id}/runs/{segment.run.run_id}"}
+    def _location(self, segment: Segment, rejoin: str | None = None) -> dict[str, str]:
+        """``Content-Location``: the run; with ``rejoin`` (``stream`` or ``join``), ``Location`` too.
+
+        LangGraph's SDKs follow ``Location`` with ``GET`` (and the stream's ``Last-Event-ID``) when the
+        response is cut off; they resolve it under the API's base URL, so it leaves out the prefix.
+        """
+        run = f"/threads/{segment.thread.thread_id}/runs/{segment.run.run_id}"
+        headers = {"Content-Location": f"{self.prefix}{run}"}
+        if rejoin is not None:
+            headers["Location"] = f"{run}/{rejoin}"
+        return headers
 
     async def create_run(self, request: Request) -> Response:
         """``POST /threads/{id}/runs``: start or resume in the background."""
@@ -141,7 +150,7 @@ class LangGraphRoutes:
         return principal
 
     def _sse(self, segment: Segment, modes: set[str], canceller: Principal | None = None) -> Response:
-        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **self._location(segment)}
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **self._location(segment, "stream")}
         body = run_stream(self.service, segment, modes)
         if canceller is not None:
             body = self._cancelling(body, segment.run.run_id, canceller)
@@ -170,7 +179,8 @@ class LangGraphRoutes:
         """``POST /threads/{id}/runs/wait``: the values once the run ends or waits on a person."""
         segment, _ = await self._segment(request)
         run = await self.service.wait(segment)
-        return JSONResponse(await self.service.final_values(segment, run), headers=self._location(segment))
+        values = await self.service.final_values(segment, run)
+        return JSONResponse(values, headers=self._location(segment, "join"))
 
     async def list_runs(self, request: Request) -> Response:
         """``GET /threads/{id}/runs``: newest first."""
