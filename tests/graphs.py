@@ -140,8 +140,11 @@ def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
-def hitl_agent(mode: str = "per_call") -> Any:
-    """``create_agent`` with ``HumanInTheLoopMiddleware`` gating both tools; a scripted model calls them."""
+def hitl_agent(mode: str = "per_call", *, edits: bool = True) -> Any:
+    """``create_agent`` with ``HumanInTheLoopMiddleware`` gating both tools; a scripted model calls them.
+
+    ``send_email`` allows every decision, ``delete_file`` approve and reject; without ``edits``, both only those two.
+    """
     model = ScriptedChatModel(
         replies=[
             AIMessage(
@@ -159,7 +162,10 @@ def hitl_agent(mode: str = "per_call") -> Any:
         tools=[send_email, delete_file],
         middleware=[
             HumanInTheLoopMiddleware(
-                interrupt_on={"send_email": True, "delete_file": {"allowed_decisions": ["approve", "reject"]}},
+                interrupt_on={
+                    "send_email": True if edits else {"allowed_decisions": ["approve", "reject"]},
+                    "delete_file": {"allowed_decisions": ["approve", "reject"]},
+                },
                 interrupt_mode=mode,
             )
         ],

@@ -21,6 +21,11 @@ are translated into HITL decisions and checked by :func:`check_tool_review`
 | ``edit-accept`` | ``edit`` with the edited call |
 | ``reject`` | ``reject`` with the feedback as ``message`` |
 | ``refine`` | ``respond`` with the feedback as ``message`` |
+
+A batch of several calls always offers ``edit-accept``: it carries one decision
+per call (``editedArtifactData: {decisions}``), each checked against what its
+call allows, so calls that allow only approve and reject can still be decided
+one by one.
 """
 
 from __future__ import annotations
@@ -142,6 +147,10 @@ def map_interrupt(value: Any, response_schema: Any) -> Mapped:
         ]
         by_name = {c.get("action_name"): list(c.get("allowed_decisions") or []) for c in configs}
         every = list(_DECISION_TO_ACTION)
+        if len(calls) > 1 and allowed and "edit" not in allowed:
+            # Per-call decisions (approve one, reject another) come as edit-accept; check_tool_review
+            # still holds each call to the decisions it allows, so no call can be edited.
+            allowed.append("edit")
         data = {
             "artifactId": "tool-calls",
             "artifactType": TOOL_CALLS_ARTIFACT,

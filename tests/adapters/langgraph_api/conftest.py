@@ -27,6 +27,7 @@ async def served(engine: Engine) -> AsyncIterator[str]:
         workflows.add("fan", graphs.fan_out_graph())
         workflows.add("agent", graphs.hitl_per_call())
         workflows.add("batch", graphs.hitl_batched())
+        workflows.add("strict-batch", graphs.hitl_agent("batched", edits=False))
         workflows.add("trip", graphs.conversation_graph())
         app = create_app(
             engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=0.2, extra_routes=langgraph_routes(engine)

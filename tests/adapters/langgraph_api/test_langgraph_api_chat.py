@@ -126,3 +126,24 @@ async def test_batched_review_rejected_whole(served: str, engine: Engine) -> Non
     assert (answer["action"], answer["feedback"]) == ("reject", "not today") and "editedArtifactData" not in answer
     tools = {m["tool_call_id"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
     assert "not today" in tools["call_mail"] and "not today" in tools["call_rm"]
+
+
+async def test_mixed_decisions_on_a_batch_whose_calls_allow_no_edit(served: str) -> None:
+    c = client(served)
+    thread = await c.threads.create()
+    tid = thread["thread_id"]
+    waiting = await c.runs.wait(tid, "strict-batch", input={"messages": [{"role": "user", "content": "launch it"}]})
+    [review] = waiting["__interrupt__"]
+    assert {tuple(r["allowed_decisions"]) for r in review["value"]["review_configs"]} == {("approve", "reject")}
+    # A decision neither call allows is still refused, and the review stays open.
+    edit = {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "me@acme.test"}}}
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await c.runs.wait(tid, "strict-batch", command=Command(resume={"decisions": [edit, {"type": "approve"}]}))
+    assert refused.value.response.status_code == 400
+    assert (await c.threads.get(tid))["status"] == "interrupted"
+
+    decisions = [{"type": "approve"}, {"type": "reject", "message": "keep the draft"}]
+    done = await c.runs.wait(tid, "strict-batch", command=Command(resume={"decisions": decisions}))
+    assert "__interrupt__" not in done
+    tools = {m["tool_call_id"]: m["content"] for m in done["messages"] if m["type"] == "tool"}
+    assert tools["call_mail"].startswith("sent") and "keep the draft" in tools["call_rm"]
