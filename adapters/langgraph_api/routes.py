@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -116,10 +117,11 @@ class LangGraphRoutes:
         return await self.service.start_or_resume(principal, thread, body), body
 
     def _location(self, segment: Segment, rejoin: str | None = None) -> dict[str, str]:
-        """``Content-Location``: the run; with ``rejoin`` (``stream`` or ``join``), ``Location`` too.
+        """``Content-Location``: the run; with ``rejoin`` (``stream?stream_mode=…`` or ``join``), ``Location`` too.
 
         LangGraph's SDKs follow ``Location`` with ``GET`` (and the stream's ``Last-Event-ID``) when the
         response is cut off; they resolve it under the API's base URL, so it leaves out the prefix.
+        A stream's ``Location`` names its modes: the SDKs send none of their own when they reconnect.
         """
         run = f"/threads/{segment.thread.thread_id}/runs/{segment.run.run_id}"
         headers = {"Content-Location": f"{self.prefix}{run}"}
@@ -150,7 +152,8 @@ class LangGraphRoutes:
         return principal
 
     def _sse(self, segment: Segment, modes: set[str], canceller: Principal | None = None) -> Response:
-        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **self._location(segment, "stream")}
+        rejoin = "stream?" + urlencode([("stream_mode", m) for m in sorted(modes)])
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **self._location(segment, rejoin)}
         body = run_stream(self.service, segment, modes)
         if canceller is not None:
             body = self._cancelling(body, segment.run.run_id, canceller)

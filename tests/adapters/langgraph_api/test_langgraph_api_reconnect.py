@@ -69,8 +69,9 @@ async def test_a_dropped_run_stream_is_resumed_where_it_broke(served: str) -> No
     rid = parts[0].data["run_id"]
     assert run[1] == f"/langgraph/threads/{tid}/runs/stream"
     assert path == f"/langgraph/threads/{tid}/runs/{rid}/stream" and last_id is not None and int(last_id) >= 0
-    # The parts after the drop carry on to the run's interrupt.
+    # The parts after the drop carry on, in the modes asked for, to the run's interrupt.
     [last] = [p for p in parts if p.event == "values" and "__interrupt__" in p.data]
+    assert [p for p in parts if p.event == "updates" and "__interrupt__" in p.data]
     assert last.data["__interrupt__"][0]["value"]["action_request"]["action"] == "Approve expense report EXP-1042"
 
 
@@ -80,11 +81,12 @@ async def test_the_run_stream_names_where_to_rejoin(served: str) -> None:
         body = {"assistant_id": "conformance-approval", "input": {}}
         async with http.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
             rid = response.headers["content-location"].rsplit("/", 1)[1]
-            assert response.headers["location"] == f"/threads/{tid}/runs/{rid}/stream"
+            assert response.headers["location"] == f"/threads/{tid}/runs/{rid}/stream?stream_mode=values"
             assert response.headers["content-location"] == f"/langgraph/threads/{tid}/runs/{rid}"
             await response.aread()
-        async with http.stream("GET", f"/threads/{tid}/runs/{rid}/stream") as rejoined:
-            assert rejoined.headers["location"] == f"/threads/{tid}/runs/{rid}/stream"
+        modes = "stream_mode=messages-tuple&stream_mode=updates"
+        async with http.stream("GET", f"/threads/{tid}/runs/{rid}/stream?{modes}") as rejoined:
+            assert rejoined.headers["location"] == f"/threads/{tid}/runs/{rid}/stream?{modes}"
             await rejoined.aread()
         waited = await http.post(f"/threads/{tid}/runs/wait", json={"command": {"resume": {"action": "accept"}}})
         assert waited.headers["location"] == f"/threads/{tid}/runs/{rid}/join"
