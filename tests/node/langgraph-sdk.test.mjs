@@ -150,3 +150,46 @@ test("joinStream replays from lastEventId, and cancelOnDisconnect cancels the ru
   }
   assert.equal(status, "interrupted");
 });
+
+test("a dropped run stream is resumed from its Location, after the Last-Event-ID, in the same modes", async () => {
+  const seen = [];
+  let cut = false;
+  // The first run stream's connection drops right after the first part with an event id.
+  const dropping = async (url, init) => {
+    const res = await globalThis.fetch(url, init);
+    const path = new globalThis.URL(url).pathname;
+    seen.push([init?.method ?? "GET", path, new Headers(init?.headers).get("last-event-id")]);
+    if (cut || init?.method !== "POST" || !path.endsWith("/runs/stream")) return res;
+    cut = true;
+    const reader = res.body.getReader();
+    let drop = false;
+    const body = new ReadableStream({
+      async pull(ctrl) {
+        if (drop) {
+          await reader.cancel();
+          ctrl.error(new TypeError("terminated"));
+          return;
+        }
+        const { done, value } = await reader.read();
+        if (done) return ctrl.close();
+        ctrl.enqueue(value);
+        drop = new TextDecoder().decode(value).includes("id: ");
+      },
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  };
+  const c = new Client({ apiUrl: `${URL}/langgraph`, apiKey: KEY, callerOptions: { fetch: dropping } });
+  const thread = await c.threads.create();
+  const parts = await streamed(c, thread.thread_id, "interop-two-gates", {
+    input: {},
+    streamMode: ["values", "updates"],
+  });
+  assert.ok(cut);
+  const rejoined = seen.filter(([method, path]) => method === "GET" && path.endsWith("/stream"));
+  assert.equal(rejoined.length, 1);
+  const runId = parts[0].data.run_id;
+  assert.equal(rejoined[0][1], `/langgraph/threads/${thread.thread_id}/runs/${runId}/stream`);
+  assert.ok(Number(rejoined[0][2]) >= 0, `Last-Event-ID ${rejoined[0][2]}`);
+  const last = parts.filter((p) => p.event === "updates" && p.data.__interrupt__).at(-1);
+  assert.equal(last.data.__interrupt__.length, 2);
+});

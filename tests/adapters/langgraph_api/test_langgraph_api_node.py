@@ -30,6 +30,6 @@ def test_langgraph_js_sdk_suite(tmp_path: Path) -> None:
         result = run_suite(node, "langgraph-sdk.test.mjs", server, KEY)
         assert result.returncode == 0, result.stdout + result.stderr + server.output()[-3000:]
         assert re.search(r"^\S* ?fail 0$", result.stdout, re.M), result.stdout
-        assert re.search(r"^\S* ?pass 7$", result.stdout, re.M), result.stdout
+        assert re.search(r"^\S* ?pass 8$", result.stdout, re.M), result.stdout
     finally:
         server.stop()
