@@ -137,9 +137,14 @@ class LangGraphRoutes:
         return JSONResponse(shapes.run_json(segment.thread, run, views), headers=self._location(segment))
 
     async def stream_run(self, request: Request) -> Response:
-        """``POST /threads/{id}/runs/stream`` (``on_disconnect: "cancel"`` cancels the run if the client hangs up)."""
+        """``POST /threads/{id}/runs/stream``.
+
+        ``on_disconnect: "cancel"`` cancels the run if the client hangs up, when the caller may cancel
+        runs. useStream sends it with every request, so a caller who may not (an approver) is served
+        all the same, and hanging up leaves the run going.
+        """
         cancel = (await _body(request)).get("on_disconnect") == "cancel"
-        canceller = self._canceller(request, cancel)
+        canceller = self._canceller(request, cancel and self.service.principal(request).has_scope("runs:cancel"))
         segment, body = await self._segment(request)
         return self._sse(segment, stream_modes(body.get("stream_mode")), canceller)
 

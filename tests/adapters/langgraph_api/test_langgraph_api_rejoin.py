@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 from langgraph_sdk import get_client
+from langgraph_sdk.schema import Command
 
 from tests.conftest import TOKENS, auth
 
@@ -77,6 +78,29 @@ async def test_cancel_on_disconnect_needs_the_right_to_cancel(served: str) -> No
     assert refused.value.response.status_code == 403
     assert (await c.runs.get(thread["thread_id"], run["run_id"]))["status"] in ("pending", "running")
     await c.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
+
+
+async def test_on_disconnect_cancel_from_a_caller_who_may_not_cancel(served: str) -> None:
+    """useStream (agent-chat-ui) sends ``on_disconnect: "cancel"`` with every run request: an approver
+    without the right to cancel is still served, and hanging up leaves the run going."""
+    c, bob = client(served), client(served, "bob")
+    thread = await c.threads.create()
+    tid = thread["thread_id"]
+    await c.runs.wait(tid, "conformance-approval", input={})
+    parts = [
+        p
+        async for p in bob.runs.stream(
+            tid, "conformance-approval", command=Command(resume="accept"), on_disconnect="cancel"
+        )
+    ]
+    assert parts[0].event == "metadata" and (await c.threads.get(tid))["status"] == "idle"
+
+    stream = bob.runs.stream(tid, "conformance-cancellable", input={"delayMs": 60_000}, on_disconnect="cancel")
+    first = await anext(stream)
+    await stream.aclose()
+    await asyncio.sleep(0.5)
+    assert (await c.runs.get(tid, first.data["run_id"]))["status"] in ("pending", "running")
+    await c.runs.cancel(tid, first.data["run_id"], wait=True)
 
 
 def _messages(parts: list[Any]) -> list[str]:
