@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -167,10 +168,14 @@ async def test_agent_chat_ui_two_people_accept_a_quorum_approval(
         await expect(page.get_by_role("button", name="Accept", exact=True)).to_be_visible()
         await screenshot(page, "one-vote")
 
-        # Bob opens the same thread in his own browser, with his own key, and accepts.
+        # Bob finds the same thread in the app's thread history (its threads of this assistant, searched
+        # by metadata graph_id), opens it in his own browser, with his own key, and accepts.
         async with browser_page(tmp_path / "bob-profile", "test_agent_chat_ui_quorum_bob") as bob:
             await connect(bob, site, "bob", workflow=QUORUM)
-            await bob.goto(f"{bob.url}&threadId={thread_id}")
+            await bob.goto(f"{bob.url}&chatHistoryOpen=true")
+            await expect(bob.get_by_text("Thread History")).to_be_visible()
+            await bob.get_by_role("button", name="Ship the build.").click()
+            await expect(bob).to_have_url(re.compile(f"threadId={thread_id}"))
             await expect(bob.get_by_text("Promote build 2026.11.21-3 to production").first).to_be_visible()
             await bob.get_by_role("button", name="Accept", exact=True).click()
             await expect(bob.get_by_text("Response submitted successfully.")).to_be_visible()
