@@ -96,7 +96,11 @@ def _resolve_response() -> dict[str, Any]:
                 "description": "resolved: the interrupt settled; pending: a quorum vote or an ask left it open",
             },
             "action": {"type": "string"},
-            "decision": {"type": "string"},
+            "decision": {
+                "type": "string",
+                "enum": ["granted", "rejected", "overridden"],
+                "description": "The approval's outcome, in interrupt.resolved's words",
+            },
             "resumeValue": {"description": "The answer as recorded"},
             "votes": {"type": "object", "description": "Quorum progress"},
             "duplicate": {"type": "boolean", "description": "This principal had already voted"},

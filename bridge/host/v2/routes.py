@@ -204,10 +204,15 @@ async def resolve(request: Request) -> Response:
 
 
 def _answer(result: dict[str, Any], tenant: str) -> dict[str, Any]:
+    """A resolve result in v2 words: bound ids, and ``decision`` in ``interruptResolved``'s vocabulary."""
     out = dict(result)
     for key in ("runId", "interruptId"):
         if isinstance(out.get(key), str):
             out[key] = ids.bind(tenant, out[key])
+    if "decision" in out:
+        decision = events.DECISIONS.get(str(out.pop("decision")))
+        if decision:
+            out["decision"] = decision
     return out
 
 
