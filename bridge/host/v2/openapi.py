@@ -19,6 +19,7 @@ from bridge.host.http.deps import PAGE_LIMIT
 from bridge.host.http.openapi_ops import SEQUENCE, SSE, bounded, json_response, path_param, query_param, schema_ref
 from bridge.host.http.openapi_ops import request_body as body_of
 from bridge.host.v2.batching import BUFFER_MS
+from bridge.host.v2.bulk import MAX_RUN_IDS, BulkCancelBody
 from bridge.host.v2.openapi_schemas import component_schemas
 from bridge.host.v2.routes import AFTER_SEQUENCE, POLL_TIMEOUT_S
 from bridge.spec import v2 as spec_v2
@@ -163,6 +164,16 @@ def _run_paths() -> dict[str, Any]:
                 {"200": json_response(schema_ref("CancelResponse")), **_errors(400, 401, 403, 404, 409, 413, 415)},
                 [_RUN, _IDEMPOTENCY],
                 body_of(CancelBody, False),
+            )
+        },
+        "/runs:bulk-cancel": {
+            "post": _op(
+                "bulkCancelRuns",
+                f"Cancel up to {MAX_RUN_IDS} runs, each on its own: one result per id, in request order, even when "
+                "every id failed (over the cap: 400 validation_error with details.maxRunIds)",
+                {"200": json_response(schema_ref("BulkCancelResponse")), **_errors(400, 401, 403, 409, 413, 415)},
+                [_IDEMPOTENCY],
+                body_of(BulkCancelBody),
             )
         },
         "/runs/{runId}:fork": {

@@ -6,7 +6,8 @@
   ``Subject``). The snapshot also names the two root fields the v2 SDK reads
   (``interrupt``, ``parentNodeId``; :mod:`.snapshots`); ``agent`` and ``runOrchestrator``
   (``agent-ref.schema.json``, not vendored) are never served, so they are ``false``.
-- ``CancelResponse`` is runs.md §Cancel: ``{runId, status: cancelling | cancelled}``.
+- ``CancelResponse`` is runs.md §Cancel: ``{runId, status: cancelling | cancelled}``;
+  ``BulkCancelResponse`` is §Bulk cancel: ``{results[]}``, one ``{runId, ok, status | error}`` per id.
 - ``ResolveResponse`` and ``InterruptInspection`` have no v2 schema file (interrupt.md
   names the operations, not their bodies): they are written from what the routes
   answer, every field named and typed, nothing else admitted.
@@ -78,6 +79,35 @@ def _snapshot(used: set[str]) -> dict[str, Any]:
     snap["properties"]["parentNodeId"] = {**_ref("IdNodeId"), "description": "Read by the v2 SDK's RunSnapshot"}
     used.add("nodeId")
     return snap
+
+
+def _bulk_cancel_response() -> dict[str, Any]:
+    entry = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["runId", "ok"],
+        "properties": {
+            "runId": {"type": "string", "description": "The id as the request named it"},
+            "ok": {"type": "boolean"},
+            "status": {"type": "string", "enum": ["cancelling", "cancelled"]},
+            "error": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {"type": "string"},
+                    "message": {"type": "string"},
+                    "details": {"type": "object"},
+                },
+            },
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["results"],
+        "properties": {"results": {"type": "array", "items": entry}},
+    }
 
 
 def _resolve_response() -> dict[str, Any]:
@@ -153,8 +183,8 @@ def _inspection() -> dict[str, Any]:
 
 
 def component_schemas() -> dict[str, Any]:
-    """``RunSnapshot``, ``RunListResponse``, ``CancelResponse``, ``ResolveResponse``, ``InterruptInspection``
-    and the ``Id…`` and ``Subject`` components they refer to."""
+    """``RunSnapshot``, ``RunListResponse``, ``CancelResponse``, ``BulkCancelResponse``, ``ResolveResponse``,
+    ``InterruptInspection`` and the ``Id…`` and ``Subject`` components they refer to."""
     used = {"runId", "interruptId", "nodeId", "workflowId"}
     out: dict[str, Any] = {
         "RunSnapshot": _snapshot(used),
@@ -166,6 +196,7 @@ def component_schemas() -> dict[str, Any]:
             "required": ["runId", "status"],
             "properties": {"runId": _ref("IdRunId"), "status": {"type": "string", "enum": ["cancelling", "cancelled"]}},
         },
+        "BulkCancelResponse": _bulk_cancel_response(),
         "ResolveResponse": _resolve_response(),
         "InterruptInspection": _inspection(),
     }
