@@ -209,13 +209,13 @@ async def test_v2_run_bulk_cancel_cap(live: tuple[str, httpx.AsyncClient]) -> No
     run_ids = [f"openwop-conformance-bulk-cap/opaque{i:03d}0123456789abcdef" for i in range(101)]
     resp = await http.post("/runs:bulk-cancel", json={"runIds": run_ids}, headers=h())
     assert_envelope(resp, 400, "validation_error")
-    # The scenario reads ``error.details.maxRunIds``; the closed v2 envelope puts ``details`` at its root.
     assert resp.json()["details"]["maxRunIds"] == 100
 
 
 async def test_v2_run_bulk_cancel_entries(live: tuple[str, httpx.AsyncClient]) -> None:
     """v2-run-bulk-cancel, leg 2: ``[own, foreign, own]`` is 200 with results in request order; the foreign id
-    is refused in its entry; an own entry is cancelled, or ``run_terminal`` when it had already ended."""
+    is refused in its entry, whose ``error`` is the error envelope; an own entry is cancelled, or ``run_terminal``
+    when it had already ended."""
     _, http = live
     a, b = (
         await create(http, "conformance-noop"),
@@ -228,15 +228,16 @@ async def test_v2_run_bulk_cancel_entries(live: tuple[str, httpx.AsyncClient]) -
     entries = resp.json()["results"]
     assert [e["runId"] for e in entries] == run_ids
     foreign = entries[1]
-    assert foreign["ok"] is False and foreign["error"]["code"] in ("id_tenant_mismatch", "not_found")
+    assert foreign["ok"] is False and spec.problems("error-envelope.schema.json", foreign["error"]) == []
+    assert foreign["error"]["error"] in ("id_tenant_mismatch", "not_found")
     for own in (entries[0], entries[2]):
         assert (own["ok"] is True and own["status"] in ("cancelling", "cancelled")) or (
-            own["ok"] is False and own["error"]["code"] == "run_terminal"
+            own["ok"] is False and own["error"]["error"] == "run_terminal"
         ), own
     assert entries[2] == {"runId": b, "ok": True, "status": entries[2]["status"]}
     assert (await wait_status(http, b, ("cancelled",), 5))["status"] == "cancelled"
     again = await http.post("/runs:bulk-cancel", json={"runIds": [b]}, headers=h())
-    assert again.json()["results"][0]["error"]["code"] == "run_terminal"
+    assert again.json()["results"][0]["error"]["error"] == "run_terminal"
 
 
 async def test_v2_run_bulk_cancel_refuses_what_it_cannot_read(live: tuple[str, httpx.AsyncClient]) -> None:
@@ -246,4 +247,4 @@ async def test_v2_run_bulk_cancel_refuses_what_it_cannot_read(live: tuple[str, h
     for body in ({"runIds": []}, {"runIds": ["x/0123456789abcdef0"], "extra": 1}, {"runIds": "nope"}, {}):
         assert_envelope(await http.post("/runs:bulk-cancel", json=body, headers=h()), 400, "validation_error")
     resp = await http.post("/runs:bulk-cancel", json={"runIds": ["not/an id"]}, headers=h())
-    assert resp.status_code == 200 and resp.json()["results"][0]["error"]["code"] == "validation_error"
+    assert resp.status_code == 200 and resp.json()["results"][0]["error"]["error"] == "validation_error"

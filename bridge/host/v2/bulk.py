@@ -2,7 +2,8 @@
 
 An id is refused inside its entry, never at the top: a foreign tenant segment is
 ``id_tenant_mismatch``, a run the caller cannot see ``not_found``, an ended run
-``run_terminal``. Only a malformed body or one over :data:`MAX_RUN_IDS` ids is a 400.
+``run_terminal``, each as the error envelope in its entry. Only a malformed body or one over
+:data:`MAX_RUN_IDS` ids is a 400.
 """
 
 from __future__ import annotations
@@ -50,10 +51,7 @@ async def _entry(request: Request, who: Principal, wire: str, reason: str | None
         done = await cancel_one(request, who, ids.resolve_bound(wire, who), reason)
     except BridgeError as exc:
         _, envelope = v2_envelope(exc.code, exc.message, exc.details, exc.status)
-        error = {"code": envelope["error"], "message": envelope["message"]}
-        if "details" in envelope:
-            error["details"] = envelope["details"]
-        return {"runId": wire, "ok": False, "error": error}
+        return {"runId": wire, "ok": False, "error": envelope}
     return {"runId": wire, "ok": True, "status": done["status"]}
 
 

@@ -90,16 +90,7 @@ def _bulk_cancel_response() -> dict[str, Any]:
             "runId": {"type": "string", "description": "The id as the request named it"},
             "ok": {"type": "boolean"},
             "status": {"type": "string", "enum": ["cancelling", "cancelled"]},
-            "error": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["code", "message"],
-                "properties": {
-                    "code": {"type": "string"},
-                    "message": {"type": "string"},
-                    "details": {"type": "object"},
-                },
-            },
+            "error": {**_ref("ErrorEnvelope"), "description": "Why this id was not cancelled"},
         },
     }
     return {
