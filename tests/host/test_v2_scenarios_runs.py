@@ -16,6 +16,7 @@ import httpx
 from bridge.host.v2 import ids
 from bridge.host.v2.snapshots import SDK_FIELDS
 from bridge.spec import v2 as spec
+from tests.conftest import auth
 from tests.host.test_v2_schemas import assert_envelope
 from tests.host.v2_scenario import TERMINAL, V2, code_of, create, created_settled, enc, events, h, wait_status
 
@@ -248,3 +249,21 @@ async def test_v2_run_bulk_cancel_refuses_what_it_cannot_read(live: tuple[str, h
         assert_envelope(await http.post("/runs:bulk-cancel", json=body, headers=h()), 400, "validation_error")
     resp = await http.post("/runs:bulk-cancel", json={"runIds": ["not/an id"]}, headers=h())
     assert resp.status_code == 200 and resp.json()["results"][0]["error"]["error"] == "validation_error"
+
+
+async def test_v2_run_bulk_cancel_another_tenants_id(live: tuple[str, httpx.AsyncClient]) -> None:
+    """A tenant's key naming another tenant's run is refused in the entry with ``id_tenant_mismatch``, and the run
+    goes on; a key without ``runs:cancel`` is refused the operation (403)."""
+    _, http = live
+    run_id = await create(http, "conformance-cancellable", inputs={"delayMs": 15_000})
+    assert (await wait_status(http, run_id, ("running", *TERMINAL), 5))["status"] == "running"
+    other = {**auth("other"), **V2}
+    resp = await http.post("/runs:bulk-cancel", json={"runIds": [run_id]}, headers=other)
+    assert resp.status_code == 200, resp.text
+    [entry] = resp.json()["results"]
+    assert entry["ok"] is False and entry["error"]["error"] == "id_tenant_mismatch"
+    assert_envelope(
+        await http.post("/runs:bulk-cancel", json={"runIds": [run_id]}, headers={**auth("bob"), **V2}), 403, "forbidden"
+    )
+    assert (await http.get(f"/runs/{enc(run_id)}", headers=h())).json()["status"] == "running"
+    await http.post(f"/runs/{enc(run_id)}/cancel", json={}, headers=h())
