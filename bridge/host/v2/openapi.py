@@ -307,7 +307,7 @@ def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the v2 surface this host serves."""
     schemas: dict[str, Any] = {"ErrorEnvelope": _error_envelope(), **component_schemas()}
     schemas["EventId"] = spec_v2.schema("ids.schema.json")["$defs"]["eventId"]
-    for model in (CreateRunBody, ResolveBody, CancelBody, ForkBody):
+    for model in (CreateRunBody, ResolveBody, CancelBody, BulkCancelBody, ForkBody):
         body_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(body_schema.pop("$defs", {}))
         schemas[model.__name__] = body_schema
