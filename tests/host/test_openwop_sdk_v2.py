@@ -241,3 +241,18 @@ async def test_version_negotiation(live: tuple[str, Any]) -> None:
     assert v1_doc.headers["etag"] != v2_doc.headers["etag"]
     listed = await http.get("/v1/runs", headers=auth)
     assert listed.headers["openwop-version"] == "1.1"
+
+
+async def test_bulk_cancel(v2: SdkV2) -> None:
+    """``runs_bulk_cancel`` reads one typed result per id: the waiting run cancelled, a foreign id refused."""
+    run_id = await v2.waiting_run()
+    await settle(v2.engine, v2.engine_id(run_id))
+    foreign = "openwop-conformance-foreign-tenant/foreignopaque0123456789abcdef"
+    kind, done = await v2.call(
+        "runs_bulk_cancel", body="BulkCancelRunsRequest", bodyArgs={"runIds": [run_id, foreign], "reason": "sdk"}
+    )
+    assert kind == "BulkCancelRunsResponse"
+    mine, theirs = done["results"]
+    assert (mine["runId"], mine["ok"]) == (run_id, True) and mine["status"] in ("cancelling", "cancelled")
+    assert (theirs["runId"], theirs["ok"]) == (foreign, False)
+    assert theirs["error"]["error"] in ("id_tenant_mismatch", "not_found")

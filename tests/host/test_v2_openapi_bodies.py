@@ -89,3 +89,16 @@ async def test_cancel_resolve_and_inspect_bodies_validate(live: tuple[str, httpx
         f"/runs/{enc(other)}/interrupts/gate", json={"resumeValue": {"action": "reject"}}, headers=h()
     )
     assert rejected.json()["status"] == "resolved" and doc.problems(by_run, "post", rejected.json()) == []
+    assert rejected.json()["decision"] == "rejected"
+
+
+async def test_bulk_cancel_body_validates(live: tuple[str, httpx.AsyncClient]) -> None:
+    _, http = live
+    doc = await _document(http)
+    running = await create(http, "conformance-cancellable", inputs={"delayMs": 15_000})
+    await wait_status(http, running, ("running",))
+    done = await created_settled(http)
+    foreign = "openwop-conformance-foreign-tenant/foreignopaque0123456789abcdef"
+    resp = await http.post("/runs:bulk-cancel", json={"runIds": [running, foreign, done]}, headers=h())
+    assert resp.status_code == 200 and doc.problems("/runs:bulk-cancel", "post", resp.json()) == [], resp.json()
+    assert [r["ok"] for r in resp.json()["results"]] == [True, False, False]

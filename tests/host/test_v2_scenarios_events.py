@@ -175,3 +175,18 @@ async def test_v2_event_type_closed(live: tuple[str, httpx.AsyncClient]) -> None
         assert [e["type"] for e in log if e["type"] not in registered] == []
         assert all(spec.validate_event(e) == [] for e in log)
         assert [e["sequence"] for e in log] == sorted({e["sequence"] for e in log})
+
+
+async def test_v2_payload_seats_0186_on_the_wire(live: tuple[str, httpx.AsyncClient]) -> None:
+    """v2-payload-seats-0186 (server-free, §A.2) against what this host emits: the timer's resolution of a gate
+    records its cause in ``interruptResolved.reason``, beside ``action`` and ``decision``, and validates."""
+    _, http = live
+    for workflow in ("conformance-approval-timeout", "conformance-approval-timeout-approve"):
+        run_id = await create(http, workflow)
+        assert (await wait_status(http, run_id, TERMINAL))["status"] == "failed"
+        log = await events(http, run_id)
+        [resolved] = [e for e in log if e["type"] == "interrupt.resolved"]
+        p = resolved["payload"]
+        assert (p["action"], p["decision"], p["reason"]) == ("timeout", "rejected", "timeout")
+        seen = [e for e in log if e["type"] in ("interrupt.requested", "node.suspended", "interrupt.resolved")]
+        assert len(seen) == 3 and all(spec.validate_event(e) == [] for e in seen)

@@ -97,3 +97,18 @@ async def test_v2_approval_reject_disposition_majority_reject_decides_quorum(
     terminal = await wait_status(http, run_id, TERMINAL)
     assert between == "waiting-approval" and resolved_early is False
     assert terminal["status"] == "failed" and terminal["error"]["code"] == "approval_rejected"
+
+
+async def test_v2_resolve_response_decision_speaks_the_event_vocabulary(live: tuple[str, httpx.AsyncClient]) -> None:
+    """The resolve response's ``decision`` is ``interruptResolved.decision``'s word (``granted | rejected |
+    overridden``, run-event-payloads.schema.json), the word the run's ``interrupt.resolved`` carries."""
+    _, http = live
+    for action, word in (("accept", "granted"), ("reject", "rejected")):
+        run_id = await suspended(http)
+        body = {"resumeValue": {"action": action}}
+        resp = await http.post(f"/runs/{enc(run_id)}/interrupts/gate", json=body, headers=h())
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["decision"] == word
+        await wait_status(http, run_id, TERMINAL)
+        [resolved] = [e for e in await events(http, run_id) if e["type"] == "interrupt.resolved"]
+        assert resolved["payload"]["decision"] == word

@@ -16,6 +16,7 @@ import httpx
 from bridge.host.v2 import ids
 from bridge.host.v2.snapshots import SDK_FIELDS
 from bridge.spec import v2 as spec
+from tests.conftest import auth
 from tests.host.test_v2_schemas import assert_envelope
 from tests.host.v2_scenario import TERMINAL, V2, code_of, create, created_settled, enc, events, h, wait_status
 
@@ -201,3 +202,68 @@ async def test_v2_run_options_limits(live: tuple[str, httpx.AsyncClient]) -> Non
     run_id = await create(http, "conformance-noop", tags=tags, metadata=metadata)
     snap = (await http.get(f"/runs/{enc(run_id)}", headers=h())).json()
     assert (snap["tags"], snap["metadata"]) == (tags, metadata)
+
+
+async def test_v2_run_bulk_cancel_cap(live: tuple[str, httpx.AsyncClient]) -> None:
+    """v2-run-bulk-cancel, leg 1: 101 well-formed ids are 400 validation_error naming the cap in ``details``."""
+    _, http = live
+    run_ids = [f"openwop-conformance-bulk-cap/opaque{i:03d}0123456789abcdef" for i in range(101)]
+    resp = await http.post("/runs:bulk-cancel", json={"runIds": run_ids}, headers=h())
+    assert_envelope(resp, 400, "validation_error")
+    assert resp.json()["details"]["maxRunIds"] == 100
+
+
+async def test_v2_run_bulk_cancel_entries(live: tuple[str, httpx.AsyncClient]) -> None:
+    """v2-run-bulk-cancel, leg 2: ``[own, foreign, own]`` is 200 with results in request order; the foreign id
+    is refused in its entry, whose ``error`` is the error envelope; an own entry is cancelled, or ``run_terminal``
+    when it had already ended."""
+    _, http = live
+    a, b = (
+        await create(http, "conformance-noop"),
+        await create(http, "conformance-cancellable", inputs={"delayMs": 15_000}),
+    )
+    assert (await wait_status(http, b, ("running", *TERMINAL), 5))["status"] == "running"
+    run_ids = [a, FOREIGN, b]
+    resp = await http.post("/runs:bulk-cancel", json={"runIds": run_ids, "reason": "conformance"}, headers=h())
+    assert resp.status_code == 200, resp.text
+    entries = resp.json()["results"]
+    assert [e["runId"] for e in entries] == run_ids
+    foreign = entries[1]
+    assert foreign["ok"] is False and spec.problems("error-envelope.schema.json", foreign["error"]) == []
+    assert foreign["error"]["error"] in ("id_tenant_mismatch", "not_found")
+    for own in (entries[0], entries[2]):
+        assert (own["ok"] is True and own["status"] in ("cancelling", "cancelled")) or (
+            own["ok"] is False and own["error"]["error"] == "run_terminal"
+        ), own
+    assert entries[2] == {"runId": b, "ok": True, "status": entries[2]["status"]}
+    assert (await wait_status(http, b, ("cancelled",), 5))["status"] == "cancelled"
+    again = await http.post("/runs:bulk-cancel", json={"runIds": [b]}, headers=h())
+    assert again.json()["results"][0]["error"]["error"] == "run_terminal"
+
+
+async def test_v2_run_bulk_cancel_refuses_what_it_cannot_read(live: tuple[str, httpx.AsyncClient]) -> None:
+    """An empty list, an unknown key and a non-id are 400 before anything is cancelled; a malformed id in a
+    well-formed list is refused in its own entry."""
+    _, http = live
+    for body in ({"runIds": []}, {"runIds": ["x/0123456789abcdef0"], "extra": 1}, {"runIds": "nope"}, {}):
+        assert_envelope(await http.post("/runs:bulk-cancel", json=body, headers=h()), 400, "validation_error")
+    resp = await http.post("/runs:bulk-cancel", json={"runIds": ["not/an id"]}, headers=h())
+    assert resp.status_code == 200 and resp.json()["results"][0]["error"]["error"] == "validation_error"
+
+
+async def test_v2_run_bulk_cancel_another_tenants_id(live: tuple[str, httpx.AsyncClient]) -> None:
+    """A tenant's key naming another tenant's run is refused in the entry with ``id_tenant_mismatch``, and the run
+    goes on; a key without ``runs:cancel`` is refused the operation (403)."""
+    _, http = live
+    run_id = await create(http, "conformance-cancellable", inputs={"delayMs": 15_000})
+    assert (await wait_status(http, run_id, ("running", *TERMINAL), 5))["status"] == "running"
+    other = {**auth("other"), **V2}
+    resp = await http.post("/runs:bulk-cancel", json={"runIds": [run_id]}, headers=other)
+    assert resp.status_code == 200, resp.text
+    [entry] = resp.json()["results"]
+    assert entry["ok"] is False and entry["error"]["error"] == "id_tenant_mismatch"
+    assert_envelope(
+        await http.post("/runs:bulk-cancel", json={"runIds": [run_id]}, headers={**auth("bob"), **V2}), 403, "forbidden"
+    )
+    assert (await http.get(f"/runs/{enc(run_id)}", headers=h())).json()["status"] == "running"
+    await http.post(f"/runs/{enc(run_id)}/cancel", json={}, headers=h())

@@ -90,7 +90,11 @@ def resolve_param(wire: str, principal: Principal) -> str:
     A bound id must name the caller's tenant (403 ``id_tenant_mismatch``); a
     bare id resolves under the caller's tenant (the run is then looked up there).
     """
-    decoded = unproject(wire)
+    return resolve_bound(unproject(wire), principal)
+
+
+def resolve_bound(decoded: str, principal: Principal) -> str:
+    """The engine id a decoded run id (bound, or a bare v1 id) names for ``principal``, as :func:`resolve_param`."""
     if "/" not in decoded:
         if not _BARE_V1.fullmatch(decoded.replace("_", "-")):
             raise ValidationError("not a run id", details={"id": decoded[:300]})

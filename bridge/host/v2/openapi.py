@@ -19,6 +19,7 @@ from bridge.host.http.deps import PAGE_LIMIT
 from bridge.host.http.openapi_ops import SEQUENCE, SSE, bounded, json_response, path_param, query_param, schema_ref
 from bridge.host.http.openapi_ops import request_body as body_of
 from bridge.host.v2.batching import BUFFER_MS
+from bridge.host.v2.bulk import MAX_RUN_IDS, BulkCancelBody
 from bridge.host.v2.openapi_schemas import component_schemas
 from bridge.host.v2.routes import AFTER_SEQUENCE, POLL_TIMEOUT_S
 from bridge.spec import v2 as spec_v2
@@ -165,6 +166,16 @@ def _run_paths() -> dict[str, Any]:
                 body_of(CancelBody, False),
             )
         },
+        "/runs:bulk-cancel": {
+            "post": _op(
+                "bulkCancelRuns",
+                f"Cancel up to {MAX_RUN_IDS} runs, each on its own: one result per id, in request order, even when "
+                "every id failed (over the cap: 400 validation_error with details.maxRunIds)",
+                {"200": json_response(schema_ref("BulkCancelResponse")), **_errors(400, 401, 403, 409, 413, 415)},
+                [_IDEMPOTENCY],
+                body_of(BulkCancelBody),
+            )
+        },
         "/runs/{runId}:fork": {
             "post": _op(
                 "forkRun",
@@ -296,7 +307,7 @@ def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the v2 surface this host serves."""
     schemas: dict[str, Any] = {"ErrorEnvelope": _error_envelope(), **component_schemas()}
     schemas["EventId"] = spec_v2.schema("ids.schema.json")["$defs"]["eventId"]
-    for model in (CreateRunBody, ResolveBody, CancelBody, ForkBody):
+    for model in (CreateRunBody, ResolveBody, CancelBody, BulkCancelBody, ForkBody):
         body_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(body_schema.pop("$defs", {}))
         schemas[model.__name__] = body_schema

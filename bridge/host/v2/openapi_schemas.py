@@ -6,7 +6,8 @@
   ``Subject``). The snapshot also names the two root fields the v2 SDK reads
   (``interrupt``, ``parentNodeId``; :mod:`.snapshots`); ``agent`` and ``runOrchestrator``
   (``agent-ref.schema.json``, not vendored) are never served, so they are ``false``.
-- ``CancelResponse`` is runs.md §Cancel: ``{runId, status: cancelling | cancelled}``.
+- ``CancelResponse`` is runs.md §Cancel: ``{runId, status: cancelling | cancelled}``;
+  ``BulkCancelResponse`` is §Bulk cancel: ``{results[]}``, one ``{runId, ok, status | error}`` per id.
 - ``ResolveResponse`` and ``InterruptInspection`` have no v2 schema file (interrupt.md
   names the operations, not their bodies): they are written from what the routes
   answer, every field named and typed, nothing else admitted.
@@ -80,6 +81,26 @@ def _snapshot(used: set[str]) -> dict[str, Any]:
     return snap
 
 
+def _bulk_cancel_response() -> dict[str, Any]:
+    entry = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["runId", "ok"],
+        "properties": {
+            "runId": {"type": "string", "description": "The id as the request named it"},
+            "ok": {"type": "boolean"},
+            "status": {"type": "string", "enum": ["cancelling", "cancelled"]},
+            "error": {**_ref("ErrorEnvelope"), "description": "Why this id was not cancelled"},
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["results"],
+        "properties": {"results": {"type": "array", "items": entry}},
+    }
+
+
 def _resolve_response() -> dict[str, Any]:
     return {
         "type": "object",
@@ -96,7 +117,11 @@ def _resolve_response() -> dict[str, Any]:
                 "description": "resolved: the interrupt settled; pending: a quorum vote or an ask left it open",
             },
             "action": {"type": "string"},
-            "decision": {"type": "string"},
+            "decision": {
+                "type": "string",
+                "enum": ["granted", "rejected", "overridden"],
+                "description": "The approval's outcome, in interrupt.resolved's words",
+            },
             "resumeValue": {"description": "The answer as recorded"},
             "votes": {"type": "object", "description": "Quorum progress"},
             "duplicate": {"type": "boolean", "description": "This principal had already voted"},
@@ -149,8 +174,8 @@ def _inspection() -> dict[str, Any]:
 
 
 def component_schemas() -> dict[str, Any]:
-    """``RunSnapshot``, ``RunListResponse``, ``CancelResponse``, ``ResolveResponse``, ``InterruptInspection``
-    and the ``Id…`` and ``Subject`` components they refer to."""
+    """``RunSnapshot``, ``RunListResponse``, ``CancelResponse``, ``BulkCancelResponse``, ``ResolveResponse``,
+    ``InterruptInspection`` and the ``Id…`` and ``Subject`` components they refer to."""
     used = {"runId", "interruptId", "nodeId", "workflowId"}
     out: dict[str, Any] = {
         "RunSnapshot": _snapshot(used),
@@ -162,6 +187,7 @@ def component_schemas() -> dict[str, Any]:
             "required": ["runId", "status"],
             "properties": {"runId": _ref("IdRunId"), "status": {"type": "string", "enum": ["cancelling", "cancelled"]}},
         },
+        "BulkCancelResponse": _bulk_cancel_response(),
         "ResolveResponse": _resolve_response(),
         "InterruptInspection": _inspection(),
     }

@@ -24,8 +24,8 @@ from bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read
 from bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
-from bridge.host.v2 import batching, documents, events, ids, tokens
-from bridge.host.v2.errors import DedupUnsupportedError, RunTerminalError, v2_route
+from bridge.host.v2 import batching, bulk, documents, events, ids, tokens
+from bridge.host.v2.errors import DedupUnsupportedError, v2_route
 from bridge.host.v2.idempotency import RULES
 from bridge.runtime.engine import Engine
 
@@ -103,12 +103,8 @@ async def cancel_run(request: Request) -> Response:
     """``POST /runs/{runId}/cancel``."""
     who = principal(request)
     body = await operations.optional_body(request, CancelBody)
-    run_id, tenant = await _run(request, who)
-    record = await engine(request).run_record(run_id)
-    if record is not None and record.terminal:
-        raise RunTerminalError("the run has already ended", details={"status": record.status})
-    result = await engine(request).cancel_run(run_id, who, body.reason)
-    return JSONResponse({**result, "runId": ids.bind(tenant, run_id)})
+    run_id = ids.resolve_param(request.path_params["run_id"], who)
+    return JSONResponse(await bulk.cancel_one(request, who, run_id, body.reason))
 
 
 @v2_route
@@ -204,10 +200,15 @@ async def resolve(request: Request) -> Response:
 
 
 def _answer(result: dict[str, Any], tenant: str) -> dict[str, Any]:
+    """A resolve result in v2 words: bound ids, and ``decision`` in ``interruptResolved``'s vocabulary."""
     out = dict(result)
     for key in ("runId", "interruptId"):
         if isinstance(out.get(key), str):
             out[key] = ids.bind(tenant, out[key])
+    if "decision" in out:
+        decision = events.DECISIONS.get(str(out.pop("decision")))
+        if decision:
+            out["decision"] = decision
     return out
 
 
@@ -272,6 +273,7 @@ routes = [
     Route("/openapi.json", openapi_json, methods=["GET"]),
     Route("/runs", create_run, methods=["POST"]),
     Route("/runs", list_runs, methods=["GET"]),
+    Route("/runs:bulk-cancel", bulk.bulk_cancel, methods=["POST"]),
     Route("/runs/{run_id}:fork", fork_run, methods=["POST"]),
     Route("/runs/{run_id:v2run}", get_run, methods=["GET"]),
     Route("/runs/{run_id}/cancel", cancel_run, methods=["POST"]),

@@ -1,0 +1,71 @@
+"""``POST /runs:bulk-cancel`` (runs.md §Bulk cancel): each id cancelled on its own, one result per id.
+
+An id is refused inside its entry, never at the top: a foreign tenant segment is
+``id_tenant_mismatch``, a run the caller cannot see ``not_found``, an ended run
+``run_terminal``, each as the error envelope in its entry. Only a malformed body or one over
+:data:`MAX_RUN_IDS` ids is a 400.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import Response
+
+from bridge.core.auth import Principal
+from bridge.core.errors import BridgeError, ValidationError
+from bridge.host.http.body import ClosedModel, parse, read_json
+from bridge.host.http.deps import engine, principal
+from bridge.host.http.idempotency import idempotent
+from bridge.host.http.responses import JSONResponse
+from bridge.host.v2 import ids
+from bridge.host.v2.errors import RunTerminalError, v2_envelope, v2_route
+from bridge.host.v2.idempotency import RULES
+
+#: The most ids one request may name (runs.md: RECOMMENDED 100).
+MAX_RUN_IDS = 100
+
+
+class BulkCancelBody(ClosedModel):
+    """``{ runIds[1..100], reason? }``."""
+
+    runIds: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(min_length=1)
+    reason: str | None = Field(default=None, max_length=1000)
+
+
+async def cancel_one(request: Request, who: Principal, run_id: str, reason: str | None) -> dict[str, Any]:
+    """Cancel one run the caller can see: ``{runId, status}``; 409 ``run_terminal`` once it has ended."""
+    eng = engine(request)
+    run = await eng.visible_run(run_id, who)
+    record = await eng.run_record(run.run_id)
+    if record is not None and record.terminal:
+        raise RunTerminalError("the run has already ended", details={"status": record.status})
+    result = await eng.cancel_run(run.run_id, who, reason)
+    return {**result, "runId": ids.bind(run.tenant, run.run_id)}
+
+
+async def _entry(request: Request, who: Principal, wire: str, reason: str | None) -> dict[str, Any]:
+    try:
+        done = await cancel_one(request, who, ids.resolve_bound(wire, who), reason)
+    except BridgeError as exc:
+        _, envelope = v2_envelope(exc.code, exc.message, exc.details, exc.status)
+        return {"runId": wire, "ok": False, "error": envelope}
+    return {"runId": wire, "ok": True, "status": done["status"]}
+
+
+@v2_route
+@idempotent("POST /runs:bulk-cancel", rules=RULES)
+async def bulk_cancel(request: Request) -> Response:
+    """``POST /runs:bulk-cancel``: ``200 {results[]}`` in request order, even when every id failed."""
+    who = principal(request)
+    who.require("runs:cancel")
+    raw = await read_json(request)
+    named = raw.get("runIds") if isinstance(raw, dict) else None
+    if isinstance(named, list) and len(named) > MAX_RUN_IDS:
+        raise ValidationError(
+            f"at most {MAX_RUN_IDS} run ids per request", details={"maxRunIds": MAX_RUN_IDS, "count": len(named)}
+        )
+    body = parse(BulkCancelBody, raw)
+    return JSONResponse({"results": [await _entry(request, who, wire, body.reason) for wire in body.runIds]})
