@@ -209,6 +209,9 @@ class Engine:
     async def _fire_due(self, now: int) -> int:
         fired = 0
         for interrupt_id in await self.store.due_interrupts(now):
+            if self.executors.joints and (record := await self.store.get_interrupt(interrupt_id)) is not None:
+                # An answer that came first may be in flight with the step it woke: it goes first.
+                await self.joint_settled(record.run_id)
             with interrupt_resolving("timeout", **{"openwop.interrupt_id": interrupt_id}):
                 try:
                     result = await self.store.mutate_interrupt(

@@ -360,6 +360,9 @@ class RunExecutor:
             terminal=terminal,
             create=create,
         )
+        if wake_run is not None:
+            # The run it wakes may be taking an answer with the step it woke: that goes first.
+            await self.engine.joint_settled(wake_run)
         result = await self.first.send(commit)
         self.run.status = commit.status or self.run.status
         self.engine.after_commit(self.run, commit, result)

@@ -102,6 +102,9 @@ class ExecutorHost(Protocol):
     async def cancel_children(self, run_id: str) -> None:
         """Cancel a run's active children."""
 
+    async def joint_settled(self, run_id: str) -> None:
+        """Wait until no answer to the run is in flight with the step it woke here."""
+
     async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
         """A child already started by a node activation."""
 
