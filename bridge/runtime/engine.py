@@ -207,11 +207,14 @@ class Engine:
         self.hub.poke(run_id)
 
     async def _fire_due(self, now: int) -> int:
+        """Time out every interrupt due at ``now``; returns how many fired."""
         fired = 0
         for interrupt_id in await self.store.due_interrupts(now):
-            if self.executors.joints and (record := await self.store.get_interrupt(interrupt_id)) is not None:
+            if self.executors.answers_in_flight:
                 # An answer that came first may be in flight with the step it woke: it goes first.
-                await self.joint_settled(record.run_id)
+                record = await self.store.get_interrupt(interrupt_id)
+                if record is not None:
+                    await self.joint_settled(record.run_id)
             with interrupt_resolving("timeout", **{"openwop.interrupt_id": interrupt_id}):
                 try:
                     result = await self.store.mutate_interrupt(

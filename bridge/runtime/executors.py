@@ -142,7 +142,7 @@ class Executors:
             await asyncio.shield(handoff.answered)
 
     @property
-    def joints(self) -> bool:
+    def answers_in_flight(self) -> bool:
         """Whether an answer is in flight with the step it woke, for any run."""
         return bool(self._joints)
 
