@@ -28,16 +28,12 @@ from typing import Any
 
 from bridge.core import run_state
 from bridge.core.errors import (
-    BridgeError,
-    InterruptCancelledError,
-    NodeError,
     StaleOwnerError,
 )
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime import launch
-from bridge.runtime.activation import Suspend
 from bridge.runtime.context import NodeContext
 from bridge.runtime.first_commit import FirstCommit
 from bridge.runtime.kernel import ExecutorHost
@@ -384,16 +380,7 @@ class RunExecutor:
         for node_id in run_state.suspended_nodes(self.state):
             ctx = await self._start(node_id, resumed=[], cancelling=True)
             node_type = self.engine.node_types.get(ctx.node.type_id)
-            if node_type is not None:
-                try:
-                    await asyncio.wait_for(node_type.run(ctx), CANCEL_GRACE_S)
-                except (Suspend, InterruptCancelledError, NodeError, BridgeError, TimeoutError):
-                    pass
-                except Exception:
-                    log.exception("node %s raised while being cancelled", node_id)
-            self.step.events.extend(
-                d for d in ctx.activation.drafts if d.type not in ("interrupt.requested", "node.suspended")
-            )
+            self.step.events.extend(await launch.run_cancelling(node_type, ctx, CANCEL_GRACE_S))
         # Children, before this run's terminal commit: after a crash the run is still
         # cancelling and comes back here, so no child is left waiting.
         await self.engine.cancel_children(self.run_id)
