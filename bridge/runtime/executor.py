@@ -9,14 +9,14 @@ meanwhile — and exits: a suspended run holds no coroutine, no task, no memory.
 A new run is primed (:meth:`RunExecutor.prime`) with its record and first events: its
 first commit inserts it, so creating a run and running it until its first
 suspension (or its end) is one transaction; a run an answer resumes hands its
-first commit to that answer (both in :mod:`bridge.runtime.first_commit`). A node still busy after
-``FLUSH_AFTER_S`` does not hold that up: what is done is committed then, and
-the node goes on.
+first commit to that answer (both in :mod:`bridge.runtime.first_commit`). A
+node still busy after ``FLUSH_AFTER_S`` does not hold that up: what is done is
+committed then, and the node goes on.
 
 Outcomes are applied by the executor's :class:`~bridge.runtime.step.Step`, the
-only place the run's state changes after a node settles (and which records how
-the run ends); a node activation is
-started with the helpers of :mod:`bridge.runtime.launch`.
+only place the run's state changes after a node settles, which also records how
+the run ends; a node activation is started with the helpers of
+:mod:`bridge.runtime.launch`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bridge.core import run_state
-from bridge.core.errors import (
-    StaleOwnerError,
-)
+from bridge.core.errors import StaleOwnerError
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition
