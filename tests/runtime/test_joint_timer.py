@@ -9,6 +9,7 @@ being dropped and run again. Either way the node runs once, with the answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -36,8 +37,10 @@ async def test_a_deadline_inside_the_joint_window_lets_the_answer_win(
             seen.append("timeout")
             return {"value": "timeout"}
         seen.append(value)
-        # The resumed step is still running when the deadline passes and the timer finds it due.
-        await asyncio.wait_for(due.wait(), 10)
+        # The resumed step is still running when the deadline passes and the timer finds it due (a
+        # store other instances share commits the answer alone first: the timer finds nothing due).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(due.wait(), 3)
         await asyncio.sleep(0.3)
         return {"value": value}
 
@@ -60,7 +63,8 @@ async def test_a_deadline_inside_the_joint_window_lets_the_answer_win(
     answered = await engine.resolve(ADMIN, {"v": 1}, run_id=run.run_id, node_id="n")
     assert answered["status"] == "resolved"
     done = await settle(engine, run.run_id, statuses=("completed", "failed"), timeout=15)
-    assert due.is_set()
+    # Where the answer commits with its step, the deadline fell while both were in flight.
+    assert due.is_set() == engine.store.single_instance
     assert seen == [{"v": 1}]
     assert done.status == "completed" and done.state["outputs"]["n"] == {"value": {"v": 1}}
     resolved = await events(engine, run.run_id, "interrupt.resolved")
