@@ -6,8 +6,9 @@ so ordinary ``except Exception`` blocks do not swallow it). When the answer is
 committed, the node runs again from its top. Every ``interrupt`` call before
 the current one finds its key already resolved and returns the persisted value
 at once, without a new ``interrupt.requested``; events the node emitted before
-are recognised by their place in the node's command history and not emitted
-twice. Recovery after a crash is the same path.
+are recognised by their place in the node's command history
+(:mod:`bridge.runtime.commands`) and not emitted twice. Recovery after a crash
+is the same path.
 
 Node code gets time, ids and side effects only through this object
 (``ctx.now_ms``, ``ctx.step``) so that re-execution gives the same answers.
@@ -24,13 +25,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bridge.core import kinds
-from bridge.core.errors import (
-    ReplayDivergedError,
-)
-from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord
 from bridge.core.workflow import NodeSpec, WorkflowDefinition, thaw
 from bridge.runtime.activation import Activation, InterruptHandle, Suspend
+from bridge.runtime.commands import Commands
 from bridge.runtime.requests import Instant, InterruptRequests, RequestHost
 
 if TYPE_CHECKING:
@@ -39,8 +37,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("bridge.node")
 
 STEP_EVENT = "bridge.step.recorded"
-#: Command numbers of :meth:`NodeContext.emit_once` events start here, after every positional one.
-ONCE_BASE = 1_000_000
 
 
 class ContextHost(RequestHost, Protocol):
@@ -110,15 +106,12 @@ class NodeContext:
         #: How many requests the earlier activations of this visit made (their places are 0 … requested - 1).
         self.requested = requested
         self._child_base = child_base
-        self._history = list(history)
-        self._once_seen = {(d["type"], d.get("payload", {}).get("_once")) for d in once_history}
-        self._once_count = len(once_history)
         self.activation = Activation()
-        self._cmd = 0
+        self._commands = Commands(host, self.activation, node.id, visit, history, once_history)
         self._requests = InterruptRequests(
             host,
             self.activation,
-            self._draft,
+            self._commands.draft,
             run_id=run_id,
             tenant=tenant,
             workflow_id=workflow_id,
@@ -158,45 +151,12 @@ class NodeContext:
 
     # --- events ------------------------------------------------------------------
 
-    def _draft(
-        self, type_: str, payload: Any, *, node_id: str | None = None, causation: str | None = None, cmd: bool = False
-    ) -> EventDraft:
-        draft = EventDraft(
-            event_id=self._host.new_id("evt"),
-            type=type_,
-            payload=payload,
-            timestamp_ms=self._host.clock_now_ms(),
-            node_id=node_id or self.node_id,
-            causation_id=causation,
-            activation=(self.node_id, self.visit, self._cmd) if cmd else None,
-        )
-        self.activation.drafts.append(draft)
-        return draft
-
-    def _next_command(self, type_: str) -> dict[str, Any] | None:
-        """The recorded command at this position, checked against ``type_`` (or None if new)."""
-        index = self._cmd
-        if index < len(self._history):
-            recorded = self._history[index]
-            if recorded["type"] != type_:
-                raise ReplayDivergedError(
-                    f"node {self.node_id!r} emitted {type_!r} where its history has {recorded['type']!r}",
-                    details={"nodeId": self.node_id, "command": index, "expected": recorded["type"]},
-                )
-            self._cmd += 1
-            return recorded
-        return None
-
     def emit(self, type_: str, payload: Any) -> None:
         """Emit a node event (e.g. ``agent.reasoned`` or a vendor ``acme.thing.done``).
 
         On re-execution an event already in the node's history is not emitted again.
         """
-        if self._next_command(type_) is not None:
-            return
-        self._draft(type_, payload, cmd=True)
-        self._cmd += 1
-        self.activation.emitted = self._cmd
+        self._commands.emit(type_, payload)
 
     def emit_once(self, type_: str, payload: dict[str, Any], key: str) -> bool:
         """Emit an event identified by ``key`` at most once per activation, wherever it comes.
@@ -205,21 +165,7 @@ class NodeContext:
         (it follows outside state, like a LangGraph checkpoint). Returns True when
         the event was emitted now.
         """
-        if (type_, key) in self._once_seen:
-            return False
-        self._once_seen.add((type_, key))
-        draft = EventDraft(
-            event_id=self._host.new_id("evt"),
-            type=type_,
-            payload={**payload, "_once": key},
-            timestamp_ms=self._host.clock_now_ms(),
-            node_id=self.node_id,
-            activation=(self.node_id, self.visit, ONCE_BASE + self._once_count),
-        )
-        self._once_count += 1
-        self.activation.drafts.append(draft)
-        self.activation.once = self._once_count
-        return True
+        return self._commands.emit_once(type_, payload, key)
 
     def known_interrupts(self) -> list[InterruptRecord]:
         """Interrupts this node raised earlier in the run (as loaded for this execution)."""
@@ -236,7 +182,7 @@ class NodeContext:
         is neither logged nor emitted again.
         """
         durable = level in ("warn", "error")
-        if not (durable and self._cmd < len(self._history)):
+        if not (durable and self._commands.replaying):
             getattr(log, {"warn": "warning"}.get(level, level), log.info)(
                 "%s", message, extra={"runId": self.run_id, "nodeId": self.node_id}
             )
@@ -256,15 +202,13 @@ class NodeContext:
         On re-execution the recorded result is returned and ``fn`` is not called:
         use this for model calls, HTTP requests, random choices and clock reads.
         """
-        recorded = self._next_command(STEP_EVENT)
+        recorded = self._commands.recorded(STEP_EVENT)
         if recorded is not None:
             return recorded["payload"].get("result")
         value = fn()
         if asyncio.iscoroutine(value) or isinstance(value, Awaitable):
             value = await value
-        self._draft(STEP_EVENT, {"nodeId": self.node_id, "name": name, "result": value}, cmd=True)
-        self._cmd += 1
-        self.activation.emitted = self._cmd
+        self._commands.record(STEP_EVENT, {"nodeId": self.node_id, "name": name, "result": value})
         return value
 
     def say(self, text: str, *, message_id: str | None = None) -> str:
@@ -276,7 +220,7 @@ class NodeContext:
 
     def stream_text(self, chunks: Sequence[str], *, message_id: str | None = None) -> str:
         """Emit one assistant message as several ``output.chunk`` events (the last has ``isLast``)."""
-        mid = message_id or f"msg:{self.run_id}:{self.node_id}:{self.visit}:{self._cmd}"
+        mid = message_id or f"msg:{self.run_id}:{self.node_id}:{self.visit}:{self._commands.position}"
         parts = list(chunks) or [""]
         for i, chunk in enumerate(parts):
             self.emit(

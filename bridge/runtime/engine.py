@@ -1,9 +1,9 @@
 """The engine: the public Python API of the bridge.
 
-It owns the store, the workflow registry, the executors of the runs that have
-work, leases and deadlines. Runs, read models, answers and signed links are
-services of their own (:mod:`~bridge.runtime.runs`, :mod:`~bridge.runtime.run_views`,
-:mod:`~bridge.runtime.answers`, :mod:`~bridge.runtime.links`) whose methods the
+It owns the store, the workflow registry, leases and deadlines. The executors of
+the runs that have work, runs, read models, answers and signed links are
+services of their own (:mod:`~bridge.runtime.executors`, :mod:`~bridge.runtime.runs`,
+:mod:`~bridge.runtime.run_views`, :mod:`~bridge.runtime.answers`, :mod:`~bridge.runtime.links`) whose methods the
 engine offers under its own names. The HTTP host and the adapters call only
 this class, never the store.
 """
@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import secrets
 from collections.abc import AsyncGenerator, Iterable
-from dataclasses import replace
 from typing import Any
 
 from bridge.core.clock import Clock, SystemClock
@@ -27,7 +25,6 @@ from bridge.core.errors import (
     ValidationError,
     WorkflowNotFoundError,
 )
-from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.tokens import (
     TokenSigner,
@@ -38,19 +35,19 @@ from bridge.runtime.answers import AnswerService
 from bridge.runtime.ask import AskService, RecordingAskService
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.executor import RunExecutor
+from bridge.runtime.executors import Executors
 from bridge.runtime.follow import RunFollower
 from bridge.runtime.hub import EventHub
 from bridge.runtime.idempotency import IdempotencyLedger
-from bridge.runtime.joint import Handoff
 from bridge.runtime.kernel import Delegate
 from bridge.runtime.links import LinkService
 from bridge.runtime.nodes import default_registry
 from bridge.runtime.nodes.base import NodeRegistry
 from bridge.runtime.run_views import RunViews
 from bridge.runtime.runs import RunService
-from bridge.runtime.telemetry import interrupt_requested, interrupt_resolving, run_span
+from bridge.runtime.telemetry import interrupt_resolving
 from bridge.runtime.timers import TimerService
-from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
+from bridge.store.base import Claim, Store
 
 log = logging.getLogger("bridge.runtime.engine")
 
@@ -58,9 +55,10 @@ log = logging.getLogger("bridge.runtime.engine")
 class Engine:
     """An OpenWOP host engine over a :class:`~bridge.store.base.Store`.
 
-    A thin facade: it owns the store, the workflow registry, the executors and
-    the timers, and hands each concept to a service of its own —
-    :attr:`runs` (:class:`~bridge.runtime.runs.RunService`), :attr:`views`
+    A thin facade: it owns the store, the workflow registry and the timers, and
+    hands each concept to a service of its own — :attr:`executors`
+    (:class:`~bridge.runtime.executors.Executors`), :attr:`runs`
+    (:class:`~bridge.runtime.runs.RunService`), :attr:`views`
     (:class:`~bridge.runtime.run_views.RunViews`), :attr:`answers`
     (:class:`~bridge.runtime.answers.AnswerService`), :attr:`links`
     (:class:`~bridge.runtime.links.LinkService`) and the run follower. Their
@@ -96,13 +94,11 @@ class Engine:
         self.views = RunViews(self, self.runs, self.links)
         self.answers = AnswerService(self, self.runs, self.links)
         self._workflows: dict[str, WorkflowDefinition] = {}
-        self._executors: dict[str, RunExecutor] = {}
-        self._joints: dict[str, Handoff] = {}  # answers in flight with the step they woke
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._timers = TimerService(self.store.next_deadline, self._fire_due, self.clock.now_ms)
+        #: The runs executing here (:mod:`bridge.runtime.executors`).
+        self.executors = Executors(self, self._timers.poke)
         self._heartbeat: asyncio.Task[None] | None = None
         self._started = False
-        self._stopping = False
         for wf in workflows:
             self.add_workflow(wf)
 
@@ -159,7 +155,7 @@ class Engine:
         await self.load_signing_keys()
         if self.store.single_instance:
             await self.store.reset_owners()
-        await self.store.listen(self.instance_id, self._on_remote_wake, self._on_remote_events)
+        await self.store.listen(self.instance_id, self.executors.on_remote_wake, self._on_remote_events)
         self._timers.start()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="openwop-bridge-heartbeat")
         self._started = True
@@ -167,17 +163,13 @@ class Engine:
 
     async def stop(self) -> None:
         """Stop executors (their runs stay durable), timers and the store."""
-        self._stopping = True
+        self.executors.stopping = True
         await self._timers.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self.executors.stop()
         await self.store.close()
         self._started = False
 
@@ -187,19 +179,6 @@ class Engine:
 
     async def __aexit__(self, *_: object) -> None:
         await self.stop()
-
-    async def recover(self) -> int:
-        """Dispatch every run that has work and no live owner. Returns how many."""
-        count = 0
-        while True:
-            run_ids = await self.store.runs_needing_work(self.clock.now_ms(), limit=500)
-            fresh = [r for r in run_ids if r not in self._executors]
-            for run_id in fresh:
-                self.start_executor(run_id)
-            count += len(fresh)
-            if len(run_ids) < 500 or not fresh:
-                return count
-            await asyncio.sleep(0)
 
     async def _heartbeat_loop(self) -> None:
         """Renew the leases of the runs executing here; reclaim runs whose lease ran out."""
@@ -223,152 +202,19 @@ class Engine:
             except Exception:
                 log.exception("lease renewal or reclaim failed")
 
-    def _on_remote_wake(self, run_id: str) -> None:
-        """Another instance committed an input for this run (an answer, a cancel, a child ending)."""
-        if self._stopping:
-            return
-        executor = self._executors.get(run_id)
-        if executor is not None:
-            executor.notify()
-        else:
-            self.start_executor(run_id)
-
     def _on_remote_events(self, run_id: str) -> None:
         """Another instance committed events of this run: local streams re-read the store."""
         self.hub.poke(run_id)
 
-    # --- executors ---------------------------------------------------------------
-
-    def dispatch(self, run_id: str) -> None:
-        """Make sure the run's work gets done: wake its executor here or start one."""
-        executor = self._executors.get(run_id)
-        if executor is not None:
-            executor.notify()
-        else:
-            self.start_executor(run_id)
-
-    def start_executor(self, run_id: str, claimed: RunRecord | None = None) -> None:
-        """Execute a run here: ``claimed`` is its record when this instance already leased it."""
-        if self._stopping:
-            return
-        executor = RunExecutor(self, run_id)
-        self._executors[run_id] = executor
-        task = asyncio.create_task(self._own(executor, claimed), name=f"run:{run_id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def start_new_run(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None] | None:
-        """Execute a run not yet stored: its executor's first commit inserts it with ``events``.
-
-        The future resolves once that commit is durable; None while the engine is stopping.
-        """
-        if self._stopping:
-            return None
-        executor = RunExecutor(self, run.run_id)
-        created = executor.prime(run, events)
-        self._executors[run.run_id] = executor
-        task = asyncio.create_task(
-            self._own(executor, replace(run, state=copy.deepcopy(run.state))), name=f"run:{run.run_id}"
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return created
-
-    def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:
-        """Resume ``run`` (leased here by an answer not yet committed) on the interrupt ``settled``.
-
-        The executor's first commit is handed to the answer (:mod:`bridge.runtime.joint`); None
-        when an executor is registered for the run here already, or the engine is stopping.
-        """
-        if self._stopping or run.run_id in self._executors:
-            return None
-        loop = asyncio.get_running_loop()
-        handoff = Handoff(loop.create_future(), loop.create_future(), loop.create_future())
-        executor = RunExecutor(self, run.run_id)
-        executor.handoff, executor.settled = handoff, settled
-        self._executors[run.run_id] = executor
-        task = asyncio.create_task(self._own(executor, run), name=f"run:{run.run_id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-        def drop() -> None:
-            task.cancel()
-            if self._executors.get(run.run_id) is executor:
-                del self._executors[run.run_id]
-
-        handoff.drop.append(drop)
-        self._joints[run.run_id] = handoff
-
-        def forget(_: asyncio.Future[None]) -> None:
-            if self._joints.get(run.run_id) is handoff:
-                del self._joints[run.run_id]
-
-        handoff.answered.add_done_callback(forget)
-        return handoff
-
-    async def joint_settled(self, run_id: str) -> None:
-        """Wait until no answer to ``run_id`` is in flight with the step it woke here."""
-        while (handoff := self._joints.get(run_id)) is not None and not handoff.answered.done():
-            await asyncio.shield(handoff.answered)
-
-    async def _own(self, executor: RunExecutor, claimed: RunRecord | None = None) -> None:
-        try:
-            run = claimed or await self.store.claim_run(
-                executor.run_id, self.instance_id, self.clock.now_ms(), self.config.lease_ms
-            )
-            if run is None:
-                return
-            workflow = self._workflows.get(run.workflow_id)
-            if workflow is None:
-                log.error("run %s needs workflow %r, which is not loaded here", run.run_id, run.workflow_id)
-                return
-            with run_span(run.run_id, run.workflow_id):
-                await executor.drive(run, workflow)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("could not run %s", executor.run_id)
-        finally:
-            if self._executors.get(executor.run_id) is executor:
-                del self._executors[executor.run_id]
-
-    def after_commit(self, run: RunRecord, commit: RunCommit, result: CommitResult) -> None:
-        """Called by an executor after each commit: publish, arm timers, start children."""
-        self.hub.publish(run.run_id, result.events)
-        for record in commit.new_interrupts:
-            interrupt_requested(record)
-            if record.open and record.deadline_ms is not None:
-                self._timers.poke(record.deadline_ms)
-        for child_id, docs in result.child_events.items():
-            self.hub.publish(child_id, docs)
-        if commit.wake_run:
-            self.dispatch(commit.wake_run)
-
-    def after_mutation(self, result: MutationResult) -> None:
-        """Publish a guarded mutation's events and wake, start or leave the run's executor."""
-        run = result.run
-        if run is None:
-            return
-        self.hub.publish(run.run_id, result.events)
-        if result.claimed:
-            # Leased to this instance by the mutation itself: an executor still registered
-            # here is past its release (its epoch is stale now), so a new one takes over.
-            self.start_executor(run.run_id, claimed=run)
-        elif run.needs_work and not run.terminal:
-            executor = self._executors.get(run.run_id)
-            if executor is not None:
-                # Claiming, running or releasing here: an executor whose release committed
-                # has already left the registry by the time this runs (futures resolve in
-                # commit order), so a registered one always sees this wake-up.
-                executor.notify()
-            elif run.owner is None or run.owner == self.instance_id:
-                self.start_executor(run.run_id)
-            # Owned by another instance: a shared store notifies it from inside the
-            # transaction (see ``listen``), so there is nothing to send from here.
-
     async def _fire_due(self, now: int) -> int:
+        """Time out every interrupt due at ``now``; returns how many fired."""
         fired = 0
         for interrupt_id in await self.store.due_interrupts(now):
+            if self.executors.answers_in_flight:
+                # An answer that came first may be in flight with the step it woke: it goes first.
+                record = await self.store.get_interrupt(interrupt_id)
+                if record is not None:
+                    await self.joint_settled(record.run_id)
             with interrupt_resolving("timeout", **{"openwop.interrupt_id": interrupt_id}):
                 try:
                     result = await self.store.mutate_interrupt(
@@ -382,6 +228,11 @@ class Engine:
         return fired
 
     @property
+    def _executors(self) -> dict[str, RunExecutor]:
+        """The executors of this process, by run."""
+        return self.executors.running
+
+    @property
     def claim(self) -> Claim:
         """Lease a run a mutation wakes to this instance in that same transaction."""
         return Claim(self.instance_id, self.config.lease_ms)
@@ -391,18 +242,17 @@ class Engine:
         """The link signer, once the keys are loaded."""
         return self.links.signer
 
-    async def wait_idle(self, timeout: float = 10.0) -> None:
-        """Wait until no executor is active (tests and benchmarks)."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while self._executors:
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"executors still active: {sorted(self._executors)}")
-            await asyncio.sleep(0.005)
-
-    # --- runs -----------------------------------------------------------------------
-
     # --- the services' methods, under the engine's names ------------------------------
 
+    recover = Delegate("executors", Executors.recover)
+    dispatch = Delegate("executors", Executors.dispatch)
+    start_executor = Delegate("executors", Executors.start_executor)
+    start_new_run = Delegate("executors", Executors.start_new_run)
+    start_joint = Delegate("executors", Executors.start_joint)
+    joint_settled = Delegate("executors", Executors.joint_settled)
+    after_commit = Delegate("executors", Executors.after_commit)
+    after_mutation = Delegate("executors", Executors.after_mutation)
+    wait_idle = Delegate("executors", Executors.wait_idle)
     uses_conversation = Delegate("runs", RunService.uses_conversation)
     create_run = Delegate("runs", RunService.create_run)
     fork_run = Delegate("runs", RunService.fork_run)

@@ -8,13 +8,15 @@ meanwhile — and exits: a suspended run holds no coroutine, no task, no memory.
 
 A new run is primed (:meth:`RunExecutor.prime`) with its record and first events: its
 first commit inserts it, so creating a run and running it until its first
-suspension (or its end) is one transaction. A node still busy after
-``FLUSH_AFTER_S`` does not hold that up: what is done is committed then, and
-the node goes on.
+suspension (or its end) is one transaction; a run an answer resumes hands its
+first commit to that answer (both in :mod:`bridge.runtime.first_commit`). A
+node still busy after ``FLUSH_AFTER_S`` does not hold that up: what is done is
+committed then, and the node goes on.
 
 Outcomes are applied by the executor's :class:`~bridge.runtime.step.Step`, the
-only place the run's state changes after a node settles; a node activation is
-started with the helpers of :mod:`bridge.runtime.launch`.
+only place the run's state changes after a node settles, which also records how
+the run ends; a node activation is started with the helpers of
+:mod:`bridge.runtime.launch`.
 """
 
 from __future__ import annotations
@@ -22,70 +24,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from bridge.core import run_state
-from bridge.core.clock import Clock
-from bridge.core.errors import (
-    BridgeError,
-    InterruptCancelledError,
-    NodeError,
-    StaleOwnerError,
-)
+from bridge.core.errors import StaleOwnerError
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime import launch
-from bridge.runtime.activation import Suspend
 from bridge.runtime.context import NodeContext
-from bridge.runtime.joint import Handoff
-from bridge.runtime.nodes.base import NodeRegistry
+from bridge.runtime.first_commit import FirstCommit
+from bridge.runtime.kernel import ExecutorHost
 from bridge.runtime.outcome import Outcome, run_node
 from bridge.runtime.step import Step
-from bridge.store.base import ChildStart, CommitResult, RunCommit, Store
+from bridge.store.base import ChildStart, RunCommit
 
 log = logging.getLogger("bridge.runtime.executor")
 
 CANCEL_GRACE_S = 5.0
 FLUSH_AFTER_S = 0.05
-
-
-class ExecutorHost(Protocol):
-    """What a :class:`RunExecutor` needs from the engine that starts it, and nothing more."""
-
-    store: Store
-    clock: Clock
-    instance_id: str
-    node_types: NodeRegistry
-
-    @property
-    def default_threshold(self) -> float:
-        """The escalation threshold for low-confidence decisions."""
-
-    @property
-    def conversation_enabled(self) -> bool:
-        """Whether nodes may open conversations."""
-
-    @property
-    def max_node_executions(self) -> int:
-        """The default cap on node activations per run."""
-
-    def dispatch(self, run_id: str) -> None:
-        """Make sure an executor drives this run (a child just created)."""
-
-    def after_commit(self, run: RunRecord, commit: RunCommit, result: CommitResult) -> None:
-        """Publish a committed step (events to followers, wake-ups to parents)."""
-
-    async def cancel_children(self, run_id: str) -> None:
-        """Cancel a run's active children."""
-
-    async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
-        """A child already started by a node activation."""
-
-    def prepare_child(
-        self, parent: RunRecord, ctx: NodeContext, workflow_id: str, inputs: Mapping[str, Any], ordinal: int
-    ) -> tuple[RunRecord, list[EventDraft]]:
-        """The child run record and first event, committed with the parent's step."""
 
 
 class RunExecutor:
@@ -111,15 +68,8 @@ class RunExecutor:
         self.default_threshold = engine.default_threshold
         self.conversation_enabled = engine.conversation_enabled
         self._transient: tuple[type[BaseException], ...] = engine.store.transient_errors
-        #: The new run and its first events, until the commit that inserts them.
-        self._create: ChildStart | None = None
-        #: Resolved once the new run is durable (with its first step); see :meth:`prime`.
-        self.created: asyncio.Future[None] | None = None
-        self._uncreated = False
-        #: Resumed for an answer not yet committed: the first commit goes to it (see joint.py) ...
-        self.handoff: Handoff | None = None
-        #: ... and until then, the interrupt that answer settles, as it will be stored.
-        self.settled: InterruptRecord | None = None
+        #: What the first commit carries besides its step (a new run, an answer in flight).
+        self.first = FirstCommit(engine.store)
 
     # --- ContextHost ---------------------------------------------------------------
 
@@ -130,10 +80,8 @@ class RunExecutor:
         return self.engine.clock.new_id(prefix)
 
     async def find_key(self, key: str) -> InterruptRecord | None:
-        settled = self.settled
-        if settled is not None and settled.key == key:
-            return settled  # the answer in flight, not yet committed (see joint.py)
-        return await self.store.interrupt_by_key(self.run_id, key)
+        # The answer in flight, not yet committed (see joint.py), or the store's.
+        return self.first.settled_key(key) or await self.store.interrupt_by_key(self.run_id, key)
 
     @property
     def _source_run(self) -> str | None:
@@ -186,20 +134,7 @@ class RunExecutor:
 
     def prime(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None]:
         """Make this executor's first commit insert the new run ``run``; the future resolves once it is durable."""
-        self._create = ChildStart(run, events)
-        self.created = asyncio.get_running_loop().create_future()
-        return self.created
-
-    def _created(self, outcome: asyncio.Future[CommitResult]) -> None:
-        """The commit that inserts the run settled (even if this executor was cancelled meanwhile)."""
-        if self.created is None or self.created.done():
-            return
-        if outcome.cancelled():
-            self.created.cancel()
-        elif (error := outcome.exception()) is not None:
-            self.created.set_exception(error)
-        else:
-            self.created.set_result(None)
+        return self.first.prime(run, events)
 
     def notify(self) -> None:
         """Something changed for this run (a resolution, a cancel, a child ended)."""
@@ -229,7 +164,7 @@ class RunExecutor:
             await self._stop_tasks()
             raise
         except Exception as exc:
-            if self._uncreated:
+            if self.first.uncreated:
                 # The run was never created: its caller hears why, and there is nothing to fail.
                 await self._stop_tasks()
                 return
@@ -243,8 +178,7 @@ class RunExecutor:
             await self._stop_tasks()
             await self._fail_internally()
         finally:
-            if self._create is not None and self.created is not None and not self.created.done():
-                self.created.cancel()  # stopped before the run's first commit was sent
+            self.first.abandon()  # stopped before the run's first commit was sent
 
     async def _drive(self) -> None:
         while True:
@@ -303,10 +237,9 @@ class RunExecutor:
     # --- inputs from outside ----------------------------------------------------------
 
     async def _absorb(self) -> None:
-        if self.handoff is not None and self._claimed is None:
-            # Woken again before the answer that leased the run here committed: read after it.
-            await self.handoff.answered
-        if self._create is not None:
+        # Woken again before the answer that leased the run here committed: read after it.
+        await self.first.before_answer(self._claimed is not None)
+        if self.first.create is not None:
             # Not inserted yet: nothing outside can have changed it.
             self._claimed = self._claimed or self.run
         run, self._claimed = self._claimed or await self.store.load_run(self.run_id), None
@@ -323,7 +256,7 @@ class RunExecutor:
         # An answer (or a child's end) for a node that is running right now is not seen by
         # that activation, which may suspend on it again: look once more when it settles.
         self._recheck = bool(running)
-        for rec in self._overlaid(await self.store.unconsumed(self.run_id)):
+        for rec in self.first.overlaid(await self.store.unconsumed(self.run_id)):
             ns = nodes.get(rec.exec_node)
             if ns is None or rec.exec_node in running:
                 continue
@@ -341,13 +274,6 @@ class RunExecutor:
                     if child is None or child.terminal:
                         self._rerun[node_id] = []
                         break
-
-    def _overlaid(self, records: list[InterruptRecord]) -> list[InterruptRecord]:
-        """``records`` with the interrupt an uncommitted answer settles, as that answer leaves it."""
-        settled = self.settled
-        if settled is None:
-            return records
-        return [r for r in records if r.interrupt_id != settled.interrupt_id] + [settled]
 
     # --- starting nodes ---------------------------------------------------------------
 
@@ -376,8 +302,7 @@ class RunExecutor:
         lazy = node_type is not None and node_type.resumes_at_last_request
         if not lazy and (not fresh or ns.get("ints", 0) > ns.get("intBase", 0)):
             known = await launch.known_interrupts(self.store, self.run_id, node_id, self.step.consume)
-            if self.settled is not None and self.settled.exec_node == node_id:
-                known = [self.settled if r.interrupt_id == self.settled.interrupt_id else r for r in known]
+            known = self.first.replaced(known, node_id)
         history, once = await launch.recorded_history(self.store, self.run_id, node_id, ns, self._source_run)
         ctx = launch.node_context(
             self,
@@ -408,10 +333,10 @@ class RunExecutor:
         self, *, release: bool = False, status: str | None = None, terminal: bool = False, wake_run: str | None = None
     ) -> bool:
         assert self.run is not None
-        self._check_limit()
+        self.step.check_limit(self.state, run_state.execution_limit(self.run.spec, self.engine.max_node_executions))
         self.state["currentNodeId"] = None if terminal else run_state.current_node(self.state)
         events, new_interrupts, consume, close, children = self.step.drain()
-        create, self._create = self._create, None
+        create = self.first.take_create()
         commit = RunCommit(
             run_id=self.run_id,
             owner=self.engine.instance_id,
@@ -429,105 +354,36 @@ class RunExecutor:
             terminal=terminal,
             create=create,
         )
-        handoff, self.handoff = self.handoff, None
-        if handoff is not None and not handoff.closed:
-            handoff.offered.set_result(commit)
-            result = await handoff.result
-        else:
-            if handoff is not None:
-                await handoff.answered  # the answer that leased the run here commits first
-            result = await (self.store.commit(commit) if commit.create is None else self._first_commit(commit))
-        self.settled = None
+        if wake_run is not None:
+            # The run it wakes may be taking an answer with the step it woke: that goes first.
+            await self.engine.joint_settled(wake_run)
+        result = await self.first.send(commit)
         self.run.status = commit.status or self.run.status
         self.engine.after_commit(self.run, commit, result)
         if release and not result.released:
             self._wake.set()
         return result.released
 
-    async def _first_commit(self, commit: RunCommit) -> CommitResult:
-        """The commit that inserts the run: it settles :attr:`created` even if this executor is cancelled."""
-        task = asyncio.ensure_future(self.store.commit(commit))
-        task.add_done_callback(self._created)
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            raise
-        except BaseException:
-            self._uncreated = True
-            raise
-
-    def _check_limit(self) -> None:
-        assert self.run is not None
-        limit = run_state.execution_limit(self.run.spec, self.engine.max_node_executions)
-        if self.state.get("executions", 0) > limit and self.step.failure is None:
-            self.step.failure = {
-                "error": {"code": "recursion_limit_exceeded", "message": f"more than {limit} node executions"},
-                "failedNodeId": None,
-            }
-
     async def _finish(self) -> None:
         assert self.run is not None
         async with self._lock:
-            now = self.clock_now_ms()
-            duration = max(now - self.run.created_at_ms, 0)
-            step = self.step
-            step.close_open_interrupts(self.state, "cancelled")
-            if step.diverged is not None:
-                status = "failed"
-                self.state["error"] = step.diverged["error"]
-                step.record("run.failed", {**step.diverged, "durationMs": duration})
-            elif step.failure is not None:
-                status = "failed"
-                self.state["error"] = step.failure["error"]
-                payload = {"error": step.failure["error"], "durationMs": duration}
-                if step.failure.get("failedNodeId"):
-                    payload["failedNodeId"] = step.failure["failedNodeId"]
-                step.record("run.failed", payload)
-            elif step.node_cancelled is not None:
-                status = "cancelled"
-                payload = {"reason": "interrupt-cancelled", "cancelledBy": "system", "durationMs": duration}
-                step.record("run.cancelled", payload)
-            else:
-                status = "completed"
-                outputs = run_state.run_outputs(self.state, self.workflow)
-                self.state["outputs"] = outputs
-                step.record("run.completed", {"outputs": outputs, "durationMs": duration})
+            duration = max(self.clock_now_ms() - self.run.created_at_ms, 0)
+            status = self.step.end(self.state, self.workflow, duration)
             await self._commit(status=status, terminal=True, wake_run=self.run.parent_run_id)
 
     async def _cancel_run(self) -> None:
         """Cancel: stop running nodes, let suspended ones see InterruptCancelledError, end."""
         assert self.run is not None and self._cancel is not None
         await self._stop_tasks()
-        nodes = self.state["nodes"]
         for node_id in run_state.suspended_nodes(self.state):
             ctx = await self._start(node_id, resumed=[], cancelling=True)
             node_type = self.engine.node_types.get(ctx.node.type_id)
-            if node_type is not None:
-                try:
-                    await asyncio.wait_for(node_type.run(ctx), CANCEL_GRACE_S)
-                except (Suspend, InterruptCancelledError, NodeError, BridgeError, TimeoutError):
-                    pass
-                except Exception:
-                    log.exception("node %s raised while being cancelled", node_id)
-            self.step.events.extend(
-                d for d in ctx.activation.drafts if d.type not in ("interrupt.requested", "node.suspended")
-            )
+            self.step.events.extend(await launch.run_cancelling(node_type, ctx, CANCEL_GRACE_S))
         # Children, before this run's terminal commit: after a crash the run is still
         # cancelling and comes back here, so no child is left waiting.
         await self.engine.cancel_children(self.run_id)
         async with self._lock:
-            for node_id, ns in nodes.items():
-                if ns.get("status") in ("running", "suspended"):
-                    ns["status"] = "cancelled"
-                    ns.pop("waits", None)
-                    reason = self._cancel.get("reason", "cancelled")
-                    self.step.record("node.cancelled", {"nodeId": node_id, "reason": reason}, node_id)
-            self.state["ready"] = []
-            payload: dict[str, Any] = {
-                k: v for k, v in self._cancel.items() if k in ("reason", "cancelledBy", "parentRunId") and v
-            }
-            payload["durationMs"] = max(self.clock_now_ms() - self.run.created_at_ms, 0)
-            self.step.record("run.cancelled", payload)
+            self.step.cancel(self.state, self._cancel, max(self.clock_now_ms() - self.run.created_at_ms, 0))
             await self._commit(status="cancelled", terminal=True, wake_run=self.run.parent_run_id)
 
     async def _fail_internally(self) -> None:
@@ -536,10 +392,7 @@ class RunExecutor:
             return
         try:
             async with self._lock:
-                error = {"code": "internal_error", "message": "the executor failed; see the server log"}
-                self.step.record("run.failed", {"error": error})
-                self.state["error"] = dict(error)
-                self.step.close_open_interrupts(self.state, "cancelled")
+                self.step.fail_internally(self.state)
                 await self._commit(status="failed", terminal=True, wake_run=self.run.parent_run_id)
         except Exception:
             log.exception("could not record the failure of run %s", self.run_id)

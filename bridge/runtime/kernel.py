@@ -4,14 +4,15 @@
 concept each (:mod:`~bridge.runtime.runs`, :mod:`~bridge.runtime.run_views`,
 :mod:`~bridge.runtime.answers`, :mod:`~bridge.runtime.links`,
 :mod:`~bridge.runtime.follow`). A service sees the engine only through
-:class:`Kernel`, so none of them imports the engine.
+:class:`Kernel`, so none of them imports the engine; a run's executor sees it
+through :class:`ExecutorHost`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
+from collections.abc import Callable, Mapping
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from bridge.core.clock import Clock
 from bridge.core.decisions.common import AnswerCheck
@@ -20,10 +21,11 @@ from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime.ask import AskService
 from bridge.runtime.config import EngineConfig
+from bridge.runtime.context import NodeContext
 from bridge.runtime.hub import EventHub
 from bridge.runtime.joint import Handoff
 from bridge.runtime.nodes.base import NodeRegistry
-from bridge.store.base import Claim, MutationResult, Store
+from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
 
 S = TypeVar("S")
 P = ParamSpec("P")
@@ -69,6 +71,47 @@ class Kernel(Protocol):
 
     def after_mutation(self, result: MutationResult) -> None:
         """Publish a guarded mutation's events and wake or start the run's executor."""
+
+
+class ExecutorHost(Protocol):
+    """What a :class:`RunExecutor` needs from the engine that starts it, and nothing more."""
+
+    store: Store
+    clock: Clock
+    instance_id: str
+    node_types: NodeRegistry
+
+    @property
+    def default_threshold(self) -> float:
+        """The escalation threshold for low-confidence decisions."""
+
+    @property
+    def conversation_enabled(self) -> bool:
+        """Whether nodes may open conversations."""
+
+    @property
+    def max_node_executions(self) -> int:
+        """The default cap on node activations per run."""
+
+    def dispatch(self, run_id: str) -> None:
+        """Make sure an executor drives this run (a child just created)."""
+
+    def after_commit(self, run: RunRecord, commit: RunCommit, result: CommitResult) -> None:
+        """Publish a committed step (events to followers, wake-ups to parents)."""
+
+    async def cancel_children(self, run_id: str) -> None:
+        """Cancel a run's active children."""
+
+    async def joint_settled(self, run_id: str) -> None:
+        """Wait until no answer to the run is in flight with the step it woke here."""
+
+    async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
+        """A child already started by a node activation."""
+
+    def prepare_child(
+        self, parent: RunRecord, ctx: NodeContext, workflow_id: str, inputs: Mapping[str, Any], ordinal: int
+    ) -> tuple[RunRecord, list[EventDraft]]:
+        """The child run record and first event, committed with the parent's step."""
 
 
 class Delegate(Generic[S, P, R]):

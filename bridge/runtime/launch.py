@@ -4,19 +4,27 @@
 ``node.started``, a resumed one ``node.resumed`` per settled answer);
 :func:`known_interrupts` and :func:`recorded_history` load what earlier
 activations of the visit left behind; :func:`node_context` builds the
-:class:`~bridge.runtime.context.NodeContext` the node code runs in.
+:class:`~bridge.runtime.context.NodeContext` the node code runs in;
+:func:`run_cancelling` runs a suspended node once more so it sees its run's cancel.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable, Collection
 from typing import Any
 
+from bridge.core.errors import BridgeError, InterruptCancelledError, NodeError
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition, resolve_inputs
+from bridge.runtime.activation import Suspend
 from bridge.runtime.context import ContextHost, NodeContext
+from bridge.runtime.nodes.base import NodeType
 from bridge.store.base import Store
+
+log = logging.getLogger("bridge.runtime.executor")
 
 #: Makes an event draft: ``(type, payload, node id)``.
 Drafter = Callable[[str, Any, str | None], EventDraft]
@@ -133,3 +141,15 @@ def node_context(
         requested=ns.get("ints", 0) - ns.get("intBase", 0),
         known_complete=known_complete,
     )
+
+
+async def run_cancelling(node_type: NodeType | None, ctx: NodeContext, grace_s: float) -> list[EventDraft]:
+    """Run a suspended node whose run is cancelled (its wait raises InterruptCancelledError); its events to keep."""
+    if node_type is not None:
+        try:
+            await asyncio.wait_for(node_type.run(ctx), grace_s)
+        except (Suspend, InterruptCancelledError, NodeError, BridgeError, TimeoutError):
+            pass
+        except Exception:
+            log.exception("node %s raised while being cancelled", ctx.node_id)
+    return [d for d in ctx.activation.drafts if d.type not in ("interrupt.requested", "node.suspended")]

@@ -59,6 +59,58 @@ class Step:
         for interrupt_id in run_state.open_interrupt_ids(state):
             self.close[interrupt_id] = status
 
+    def check_limit(self, state: dict[str, Any], limit: int) -> None:
+        """Fail the run once it ran more than ``limit`` node executions."""
+        if state.get("executions", 0) > limit and self.failure is None:
+            self.failure = {
+                "error": {"code": "recursion_limit_exceeded", "message": f"more than {limit} node executions"},
+                "failedNodeId": None,
+            }
+
+    def end(self, state: dict[str, Any], workflow: WorkflowDefinition, duration_ms: int) -> str:
+        """Record how the run ends (failed, cancelled by a node, or completed); returns its final status."""
+        self.close_open_interrupts(state, "cancelled")
+        if self.diverged is not None:
+            state["error"] = self.diverged["error"]
+            self.record("run.failed", {**self.diverged, "durationMs": duration_ms})
+            return "failed"
+        if self.failure is not None:
+            state["error"] = self.failure["error"]
+            payload = {"error": self.failure["error"], "durationMs": duration_ms}
+            if self.failure.get("failedNodeId"):
+                payload["failedNodeId"] = self.failure["failedNodeId"]
+            self.record("run.failed", payload)
+            return "failed"
+        if self.node_cancelled is not None:
+            payload = {"reason": "interrupt-cancelled", "cancelledBy": "system", "durationMs": duration_ms}
+            self.record("run.cancelled", payload)
+            return "cancelled"
+        outputs = run_state.run_outputs(state, workflow)
+        state["outputs"] = outputs
+        self.record("run.completed", {"outputs": outputs, "durationMs": duration_ms})
+        return "completed"
+
+    def cancel(self, state: dict[str, Any], cancel: dict[str, Any], duration_ms: int) -> None:
+        """Record the run's cancel (``cancel``: its request): every running or suspended node ends cancelled."""
+        reason = cancel.get("reason", "cancelled")
+        for node_id, ns in state["nodes"].items():
+            if ns.get("status") in ("running", "suspended"):
+                ns["status"] = "cancelled"
+                ns.pop("waits", None)
+                self.record("node.cancelled", {"nodeId": node_id, "reason": reason}, node_id)
+        state["ready"] = []
+        kept = ("reason", "cancelledBy", "parentRunId")
+        payload: dict[str, Any] = {k: v for k, v in cancel.items() if k in kept and v}
+        payload["durationMs"] = duration_ms
+        self.record("run.cancelled", payload)
+
+    def fail_internally(self, state: dict[str, Any]) -> None:
+        """Record the run's failure after a defect of the executor."""
+        error = {"code": "internal_error", "message": "the executor failed; see the server log"}
+        self.record("run.failed", {"error": error})
+        state["error"] = dict(error)
+        self.close_open_interrupts(state, "cancelled")
+
     def take(self, state: dict[str, Any], ctx: NodeContext) -> None:
         """Move what a context produced into the step."""
         act: Activation = ctx.activation

@@ -1,0 +1,175 @@
+"""The ``serve`` command's options: every flag, its ``OPENWOP_BRIDGE_*`` environment variable, and its check."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+
+from bridge.host.http.limits import HeaderLimits
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """The value of the environment variable ``OPENWOP_BRIDGE_<name>``, or ``default``."""
+    return os.environ.get(f"OPENWOP_BRIDGE_{name}", default)
+
+
+def _lease_ms(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds") from None
+    if value < 100:
+        raise argparse.ArgumentTypeError("must be at least 100 milliseconds")
+    return value
+
+
+def _idempotency_hours(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of hours") from None
+    if not 24 <= value <= 24 * 90:
+        raise argparse.ArgumentTypeError("must be between 24 (the OpenWOP minimum) and 2160 hours")
+    return value
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("must be greater than 0")
+        return value
+
+    return parse
+
+
+def _env_list(name: str, sep: str) -> list[str]:
+    raw = env(name)
+    return [p for p in raw.split(sep) if p.strip()] if raw else []
+
+
+def _add_source_arguments(serve: argparse.ArgumentParser) -> None:
+    """``serve``: where to listen, the database, and the workflows to load."""
+    serve.add_argument("--host", default=env("HOST", "127.0.0.1"), help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=int(env("PORT", "8000") or 8000), help="port (default 8000)")
+    serve.add_argument(
+        "--db",
+        default=env("DB", "./openwop-bridge.db"),
+        help="SQLite file (default ./openwop-bridge.db) or postgresql:// URL",
+    )
+    serve.add_argument(
+        "--workflows",
+        action="append",
+        default=_env_list("WORKFLOWS", os.pathsep),
+        metavar="DIR",
+        help="load every *.json workflow in DIR (repeatable)",
+    )
+    serve.add_argument(
+        "--no-demo", action="store_true", default=env("NO_DEMO") == "1", help="do not load the bundled demo workflows"
+    )
+    serve.add_argument(
+        "--graph",
+        action="append",
+        default=_env_list("GRAPHS", ";"),
+        metavar="ID=module:attr",
+        help="serve a compiled LangGraph graph as workflow ID (repeatable)",
+    )
+
+
+def _add_access_arguments(serve: argparse.ArgumentParser) -> None:
+    """``serve``: API keys, link signing secrets, and the names the host answers to."""
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        default=_env_list("API_KEYS", ";"),
+        metavar="[PRINCIPAL=]KEY[:scopes][@tenant][+roles]",
+        help="accept this API key (repeatable); without any, a dev key with every scope is printed",
+    )
+    serve.add_argument("--keys-file", default=env("KEYS_FILE"), help="JSON file of API keys")
+    serve.add_argument(
+        "--token-secret",
+        action="append",
+        default=_env_list("TOKEN_SECRETS", ";"),
+        metavar="[KID:]SECRET",
+        help="signing secret for interrupt links (repeatable: the first signs, all verify); "
+        "default: generated and kept in the database",
+    )
+    serve.add_argument("--public-url", default=env("PUBLIC_URL"), help="base URL used in links (default: request URL)")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=_env_list("ALLOWED_HOSTS", ","),
+        metavar="NAME",
+        help="also answer requests for this host name (repeatable; '*.example.com' for subdomains, '*' for any); "
+        "always: localhost, 127.0.0.1, ::1, the --host address and the --public-url host",
+    )
+
+
+def _add_feature_arguments(serve: argparse.ArgumentParser) -> None:
+    """``serve``: the primitives and surfaces switched on, and the escalation threshold."""
+    serve.add_argument(
+        "--no-conversation",
+        action="store_true",
+        default=env("NO_CONVERSATION") == "1",
+        help="switch off the conversation primitive (workflows using it are refused)",
+    )
+    serve.add_argument(
+        "--no-agui", action="store_true", default=env("NO_AGUI") == "1", help="do not serve workflows as AG-UI agents"
+    )
+    serve.add_argument(
+        "--no-ui",
+        action="store_true",
+        default=env("NO_UI") == "1",
+        help="do not serve the operator inbox (/ui/) or the signed-link page",
+    )
+    serve.add_argument("--escalation-threshold", type=float, default=float(env("ESCALATION_THRESHOLD", "0.7") or 0.7))
+
+
+def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
+    """``serve``: leases, idempotency retention, request header limits, and logging."""
+    serve.add_argument(
+        "--lease-ms",
+        type=_lease_ms,
+        default=env("LEASE_MS", "30000"),
+        help="how long a run stays with an instance that stopped renewing it (default 30000)",
+    )
+    serve.add_argument(
+        "--idempotency-hours",
+        type=_idempotency_hours,
+        default=env("IDEMPOTENCY_HOURS", "24"),
+        help="how long an Idempotency-Key and its response are kept (default 24)",
+    )
+    limits = HeaderLimits()
+    serve.add_argument(
+        "--header-timeout",
+        type=_positive(float),
+        default=env("HEADER_TIMEOUT", str(limits.timeout_s)),
+        metavar="SECONDS",
+        help=f"close connections whose request header is not complete in this time (default {limits.timeout_s})",
+    )
+    serve.add_argument(
+        "--max-header-bytes",
+        type=_positive(int),
+        default=env("MAX_HEADER_BYTES", str(limits.max_bytes)),
+        help=f"refuse request headers larger than this with 431 (default {limits.max_bytes})",
+    )
+    serve.add_argument(
+        "--max-header-fields",
+        type=_positive(int),
+        default=env("MAX_HEADER_FIELDS", str(limits.max_fields)),
+        help=f"refuse request headers with more fields than this with 431 (default {limits.max_fields})",
+    )
+    serve.add_argument("--log-level", default=env("LOG_LEVEL", "info"))
+    serve.add_argument("--log-format", choices=["text", "json"], default=env("LOG_FORMAT", "text"))
+
+
+def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
+    """Every option of ``serve``."""
+    _add_source_arguments(serve)
+    _add_access_arguments(serve)
+    _add_feature_arguments(serve)
+    _add_limit_arguments(serve)

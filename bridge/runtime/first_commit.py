@@ -1,0 +1,111 @@
+"""An executor's first commit, which may do more than record a step.
+
+It inserts a new run (:meth:`FirstCommit.prime`): creating a run and running it
+until its first suspension (or its end) is then one transaction. Or it rides
+with the answer that resumed the run and is not committed yet
+(:mod:`bridge.runtime.joint`): the answer's transaction carries it, and until
+then the interrupt that answer settles is seen as the answer will leave it.
+Every later commit goes straight to the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from bridge.core.events import EventDraft
+from bridge.core.records import InterruptRecord, RunRecord
+from bridge.runtime.joint import Handoff
+from bridge.store.base import ChildStart, CommitResult, RunCommit, Store
+
+
+class FirstCommit:
+    """What an executor's first commit carries besides its step, and how it is sent."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        #: The new run and its first events, until the commit that inserts them.
+        self.create: ChildStart | None = None
+        #: Resolved once the new run is durable (with its first step); see :meth:`prime`.
+        self.created: asyncio.Future[None] | None = None
+        #: The commit that would have inserted the run failed: the run was never created.
+        self.uncreated = False
+        #: Resumed for an answer not yet committed: the first commit goes to it (see joint.py) ...
+        self.handoff: Handoff | None = None
+        #: ... and until then, the interrupt that answer settles, as it will be stored.
+        self.settled: InterruptRecord | None = None
+
+    def prime(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None]:
+        """Make the first commit insert the new run ``run``; the future resolves once it is durable."""
+        self.create = ChildStart(run, events)
+        self.created = asyncio.get_running_loop().create_future()
+        return self.created
+
+    def take_create(self) -> ChildStart | None:
+        """The new run the next commit inserts, if any (only the first one does)."""
+        create, self.create = self.create, None
+        return create
+
+    def abandon(self) -> None:
+        """The executor stopped: a run whose inserting commit was never sent is not created."""
+        if self.create is not None and self.created is not None and not self.created.done():
+            self.created.cancel()
+
+    def settled_key(self, key: str) -> InterruptRecord | None:
+        """The interrupt the answer in flight settles, when it has this idempotency key."""
+        settled = self.settled
+        return settled if settled is not None and settled.key == key else None
+
+    def overlaid(self, records: list[InterruptRecord]) -> list[InterruptRecord]:
+        """``records`` with the interrupt an uncommitted answer settles, as that answer leaves it."""
+        settled = self.settled
+        if settled is None:
+            return records
+        return [r for r in records if r.interrupt_id != settled.interrupt_id] + [settled]
+
+    def replaced(self, records: list[InterruptRecord], node_id: str) -> list[InterruptRecord]:
+        """A node's ``records``, the one an uncommitted answer settles as that answer leaves it."""
+        settled = self.settled
+        if settled is None or settled.exec_node != node_id:
+            return records
+        return [settled if r.interrupt_id == settled.interrupt_id else r for r in records]
+
+    async def before_answer(self, claimed: bool) -> None:
+        """Woken again before the answer that leased the run here committed: wait for it to."""
+        if self.handoff is not None and not claimed:
+            await self.handoff.answered
+
+    async def send(self, commit: RunCommit) -> CommitResult:
+        """Commit ``commit``: with the answer in flight, as the inserting commit, or on its own."""
+        handoff, self.handoff = self.handoff, None
+        if handoff is not None and not handoff.closed:
+            handoff.offered.set_result(commit)
+            result = await handoff.result
+        else:
+            if handoff is not None:
+                await handoff.answered  # the answer that leased the run here commits first
+            result = await (self.store.commit(commit) if commit.create is None else self._inserting(commit))
+        self.settled = None
+        return result
+
+    async def _inserting(self, commit: RunCommit) -> CommitResult:
+        """The commit that inserts the run: it settles :attr:`created` even if the executor is cancelled."""
+        task = asyncio.ensure_future(self.store.commit(commit))
+        task.add_done_callback(self._created)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            self.uncreated = True
+            raise
+
+    def _created(self, outcome: asyncio.Future[CommitResult]) -> None:
+        """The commit that inserts the run settled (even if the executor was cancelled meanwhile)."""
+        if self.created is None or self.created.done():
+            return
+        if outcome.cancelled():
+            self.created.cancel()
+        elif (error := outcome.exception()) is not None:
+            self.created.set_exception(error)
+        else:
+            self.created.set_result(None)
