@@ -30,6 +30,10 @@ class AdapterState:
         """Store a JSON value; with ``only_if_absent`` it returns False (and stores nothing) when the key exists."""
         return await self._store.kv_put(self.namespace, key, value, self._clock.now_ms(), only_if_absent=only_if_absent)
 
+    async def replace(self, key: str, expected: Any, value: Any) -> bool:
+        """Store ``value`` only while ``key`` still holds ``expected`` (a compare-and-set); False if it changed."""
+        return await self._store.kv_replace(self.namespace, key, expected, value, self._clock.now_ms())
+
     async def forget_older_than(self, age_ms: int) -> int:
         """Delete the values last written more than ``age_ms`` ago; returns how many."""
         return await self._store.kv_forget_before(self.namespace, self._clock.now_ms() - age_ms)

@@ -325,6 +325,9 @@ class Store(Protocol):
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         """Store a JSON value; with ``only_if_absent`` returns False when the key exists."""
 
+    async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
+        """Compare-and-set: store ``value`` only if the key holds ``expected`` now; False (nothing stored) if not."""
+
     async def kv_forget_before(self, namespace: str, before_ms: int) -> int:
         """Delete an adapter's values last written before ``before_ms`` (expiry); returns how many."""
 

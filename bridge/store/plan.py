@@ -314,6 +314,16 @@ def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bo
     return bool(rows) or not only_if_absent
 
 
+def kv_replace(namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> Plan[bool]:
+    """Compare-and-set an adapter's value: replace it only while it is still ``expected`` (compared as stored text)."""
+    rows = yield Sql(
+        "UPDATE kv SET value=%s::json, updated_at=%s WHERE namespace=%s AND key=%s AND CAST(value AS TEXT)=%s "
+        "RETURNING 1",
+        (codec.dumps(value), now_ms, namespace, key, codec.dumps(expected)),
+    )
+    return bool(rows)
+
+
 def kv_forget_before(namespace: str, before_ms: int) -> Plan[int]:
     """Delete a namespace's values last written before ``before_ms``; returns how many."""
     rows = yield Sql("DELETE FROM kv WHERE namespace=%s AND updated_at<%s RETURNING 1", (namespace, before_ms))

@@ -1,4 +1,4 @@
-"""``Idempotency-Key`` and ``OpenWOP-Dedup`` over v2 (idempotency.md §Layer 1, runs.md §Create).
+"""``Idempotency-Key`` over v2 (idempotency.md §Layer 1); ``OpenWOP-Dedup`` is in test_v2_dedup.py.
 
 Raw HTTP on real uvicorn: the v2 SDK sends neither header.
 """
@@ -144,14 +144,3 @@ async def test_get_does_not_honour_the_key(live: tuple[str, httpx.AsyncClient], 
     _, wire = await create(http, "conformance-approval", engine)
     got = await http.get(f"/runs/{wire}", headers={**_h(), "Idempotency-Key": "bad"})
     assert got.status_code == 200 and REPLAY not in got.headers
-
-
-async def test_dedup_is_refused_plainly(live: tuple[str, httpx.AsyncClient]) -> None:
-    _, http = live
-    before = await _count_runs(http)
-    refused = await http.post(
-        "/runs", json={"workflowId": "conformance-approval"}, headers={**_h(), "OpenWOP-Dedup": "enforce"}
-    )
-    assert_envelope(refused, 422, "capability_not_provided")
-    assert refused.json()["details"] == {"header": "OpenWOP-Dedup", "capability": "dedup"}
-    assert await _count_runs(http) == before

@@ -34,8 +34,11 @@ async def test_sdk_create_with_idempotency_key_and_dedup(v2: SdkV2) -> None:  # 
     await settle(v2.engine, v2.engine_id(first["runId"]))
     err = await v2.error("runs_create", body="CreateRunRequest", bodyArgs=body, kwargs={"idempotency_key": "short"})
     assert (err["status"], err["error"]) == (400, "idempotency_key_invalid")
-    err = await v2.error("runs_create", body="CreateRunRequest", bodyArgs=body, kwargs={"dedup": True})
-    assert (err["status"], err["error"]) == (422, "capability_not_provided")
+    scoped = {**body, "scopeId": f"scope-{uuid.uuid4().hex}"}
+    _, claimed = await v2.call("runs_create", body="CreateRunRequest", bodyArgs=scoped, kwargs={"dedup": True})
+    await settle(v2.engine, v2.engine_id(claimed["runId"]))
+    err = await v2.error("runs_create", body="CreateRunRequest", bodyArgs=scoped, kwargs={"dedup": True})
+    assert (err["status"], err["error"]) == (409, "run_already_active")
 
 
 async def test_sdk_fork_replays_the_source(v2: SdkV2) -> None:  # noqa: F811

@@ -774,6 +774,20 @@ async def test_kv_and_audit(store: Store) -> None:
     assert await store.audit("run_missing") == []
 
 
+async def test_kv_replace_is_a_compare_and_set(store: Store) -> None:
+    held = {"pending": "n1", "at": 1_000}
+    assert await store.kv_replace("ns", "claim", held, {"runId": "r1"}, 1_500) is False  # absent: nothing stored
+    assert await store.kv_get("ns", "claim") is None
+    await store.kv_put("ns", "claim", held, 1_000)
+    assert await store.kv_replace("ns", "claim", {"pending": "n2", "at": 1_000}, {"runId": "r2"}, 2_000) is False
+    assert await store.kv_replace("ns", "claim", held, {"runId": "r1"}, 2_000) is True
+    assert await store.kv_get("ns", "claim") == {"runId": "r1"}
+    # The old value no longer matches: of two replacers reading the same value, one wins.
+    assert await store.kv_replace("ns", "claim", held, {"runId": "r3"}, 3_000) is False
+    assert await store.kv_get("ns", "claim") == {"runId": "r1"}
+    assert await store.kv_forget_before("ns", 2_001) == 1  # the replace stamped updated_at
+
+
 async def _idempotency_rows(store: Store, request: pytest.FixtureRequest) -> int:
     if isinstance(store, SqliteStore):
         with sqlite3.connect(store.path) as conn:

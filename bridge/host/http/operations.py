@@ -29,9 +29,9 @@ async def optional_body(request: Request, model: type[M]) -> M:
     return parse(model, await read_json(request, required=False, absent={}))
 
 
-async def create_run(request: Request, who: Principal) -> RunRecord:
-    """Start the run a ``CreateRunBody`` asks for."""
-    body = parse(CreateRunBody, await read_json(request))
+async def create_run(request: Request, who: Principal, body: CreateRunBody | None = None) -> RunRecord:
+    """Start the run a ``CreateRunBody`` asks for (``body`` when the caller already parsed it)."""
+    body = body or parse(CreateRunBody, await read_json(request))
     return await engine(request).create_run(
         who,
         body.workflowId,

@@ -46,11 +46,16 @@ class RunTerminalError(BridgeError):
     status = 409
 
 
-class DedupUnsupportedError(BridgeError):
-    """422: ``OpenWOP-Dedup`` on create; the engine keeps no claim on ``(tenantId, scopeId)``."""
+class RunAlreadyActiveError(BridgeError):
+    """409: ``OpenWOP-Dedup`` on create, and another run holds the ``(tenantId, scopeId)`` claim."""
 
-    code = "capability_not_provided"
-    status = 422
+    code = "run_already_active"
+    status = 409
+
+    def __init__(self, message: str, retry_after_s: int, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details=details)
+        #: Seconds until the claim is stale-eligible, sent as ``Retry-After``.
+        self.retry_after_s = retry_after_s
 
 
 _FORBIDDEN_DETAILS = ("retryAfter", "retryAfterMs", "retryAfterSeconds")
@@ -75,6 +80,8 @@ def error_response(exc: BridgeError) -> Response:
     headers = {"OpenWOP-Version": VERSION}
     if status == 401:
         headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(exc, RunAlreadyActiveError):
+        headers["Retry-After"] = str(exc.retry_after_s)
     return JSONResponse(body, status_code=status, headers=headers)
 
 

@@ -14,12 +14,13 @@ from typing import Any
 
 from bridge.core import kinds
 from bridge.core.events import ENGINE_VERSION
-from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, ResolveBody
+from bridge.host.http.body import CancelBody, ForkBody, ResolveBody
 from bridge.host.http.deps import PAGE_LIMIT
 from bridge.host.http.openapi_ops import SEQUENCE, SSE, bounded, json_response, path_param, query_param, schema_ref
 from bridge.host.http.openapi_ops import request_body as body_of
 from bridge.host.v2.batching import BUFFER_MS
 from bridge.host.v2.bulk import MAX_RUN_IDS, BulkCancelBody
+from bridge.host.v2.dedup import CreateRunBodyV2
 from bridge.host.v2.openapi_schemas import component_schemas
 from bridge.host.v2.routes import AFTER_SEQUENCE, POLL_TIMEOUT_S
 from bridge.spec import v2 as spec_v2
@@ -31,11 +32,11 @@ _ERRORS = {
     404: "not_found: no such run, workflow or interrupt visible to the caller",
     406: "protocol_version_unsupported: OpenWOP-Version names a major this host does not serve",
     409: "interrupt_already_resolved, run_state_conflict, run_terminal, idempotency_key_mismatch, "
-    "idempotency_in_flight (Retry-After)",
+    "idempotency_in_flight (Retry-After), run_already_active (OpenWOP-Dedup; Retry-After)",
     410: "interrupt_cancelled, interrupt_expired",
     413: "payload_too_large",
     415: "unsupported_media_type",
-    422: "capability_not_provided (OpenWOP-Dedup), an answer the interrupt refuses",
+    422: "an answer the interrupt refuses",
     503: "runner_unavailable: the store is unreachable for now (Retry-After)",
 }
 #: Statuses every v2 operation may answer: a major this host does not serve, the store down.
@@ -69,6 +70,14 @@ _IDEMPOTENCY = {
     "description": "Retry safely (v2 idempotency rules): 22-128 of A-Z a-z 0-9 . _ ~ -; another spelling is 400 "
     "idempotency_key_invalid. A replay carries OpenWOP-Idempotent-Replay: true.",
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9._~-]{22,128}$"},
+}
+_DEDUP = {
+    "name": "OpenWOP-Dedup",
+    "in": "header",
+    "required": False,
+    "description": "enforce: while a run created for the same tenantId and scopeId (required then) is not terminal, "
+    "409 run_already_active with Retry-After, and no run is created.",
+    "schema": {"type": "string", "enum": ["enforce"]},
 }
 _RUN = path_param("runId", "The tenant-bound run id projected to one segment (acme~2Fr-1), or a v1 run id")
 #: A bare id (the opaque segment, or the v1 id) or a projected tenant-bound id (``bridge.host.v2.ids``).
@@ -129,13 +138,13 @@ def _run_paths() -> dict[str, Any]:
         "/runs": {
             "post": _op(
                 "createRun",
-                "Start a run (OpenWOP-Dedup is refused: 422 capability_not_provided)",
+                "Start a run (OpenWOP-Dedup: enforce keeps one active run per tenantId and scopeId)",
                 {
                     "201": json_response(_CREATED, "Created", _LOCATION),
                     **_errors(400, 401, 403, 404, 409, 413, 415, 422),
                 },
-                [_IDEMPOTENCY],
-                body_of(CreateRunBody),
+                [_IDEMPOTENCY, _DEDUP],
+                body_of(CreateRunBodyV2),
             ),
             "get": _op(
                 "listRuns",
@@ -307,7 +316,7 @@ def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the v2 surface this host serves."""
     schemas: dict[str, Any] = {"ErrorEnvelope": _error_envelope(), **component_schemas()}
     schemas["EventId"] = spec_v2.schema("ids.schema.json")["$defs"]["eventId"]
-    for model in (CreateRunBody, ResolveBody, CancelBody, BulkCancelBody, ForkBody):
+    for model in (CreateRunBodyV2, ResolveBody, CancelBody, BulkCancelBody, ForkBody):
         body_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(body_schema.pop("$defs", {}))
         schemas[model.__name__] = body_schema

@@ -24,16 +24,14 @@ from bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read
 from bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
-from bridge.host.v2 import batching, bulk, documents, events, ids, tokens
-from bridge.host.v2.errors import DedupUnsupportedError, v2_route
+from bridge.host.v2 import batching, bulk, dedup, documents, events, ids, tokens
+from bridge.host.v2.errors import v2_route
 from bridge.host.v2.idempotency import RULES
 from bridge.runtime.engine import Engine
 
 #: ``afterSequence`` and ``timeout`` (seconds) of the v2 long poll (events.md §Poll).
 AFTER_SEQUENCE = {"low": 0, "high": 2**62}
 POLL_TIMEOUT_S = {"low": 1, "high": 60}
-#: Run dedup by ``(tenantId, scopeId)`` (runs.md §Create), which this host does not offer.
-DEDUP_HEADER = "openwop-dedup"
 
 
 class RunIdConvertor(StringConvertor):
@@ -62,14 +60,15 @@ def _created(request: Request, run_id: str, tenant: str, status: str, **extra: A
 @v2_route
 @idempotent("POST /runs", rules=RULES)
 async def create_run(request: Request) -> Response:
-    """``POST /runs``; ``OpenWOP-Dedup`` is refused (:class:`DedupUnsupportedError`)."""
+    """``POST /runs``; with ``OpenWOP-Dedup: enforce``, one active run per ``(tenantId, scopeId)`` (:mod:`.dedup`)."""
     who = principal(request)
-    if DEDUP_HEADER in request.headers:
-        raise DedupUnsupportedError(
-            "this host does not deduplicate runs by scopeId; send the request without OpenWOP-Dedup",
-            details={"header": "OpenWOP-Dedup", "capability": "dedup"},
-        )
-    run = await operations.create_run(request, who)
+    body = parse(dedup.CreateRunBodyV2, await read_json(request))
+    if not dedup.enforced(request.headers.get(dedup.HEADER)):
+        run = await operations.create_run(request, who, body)
+        return _created(request, run.run_id, run.tenant, run.status)
+    async with dedup.claim(engine(request), who, body) as made:
+        run = await operations.create_run(request, who, body)
+        made["runId"] = run.run_id
     return _created(request, run.run_id, run.tenant, run.status)
 
 
