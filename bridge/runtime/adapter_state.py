@@ -34,6 +34,10 @@ class AdapterState:
         """Store ``value`` only while ``key`` still holds ``expected`` (a compare-and-set); False if it changed."""
         return await self._store.kv_replace(self.namespace, key, expected, value, self._clock.now_ms())
 
+    async def forget_if(self, key: str, expected: Any) -> bool:
+        """Delete ``key`` only while it still holds ``expected`` (a compare-and-delete); False if it changed."""
+        return await self._store.kv_forget_if(self.namespace, key, expected)
+
     async def forget_older_than(self, age_ms: int) -> int:
         """Delete the values last written more than ``age_ms`` ago; returns how many."""
         return await self._store.kv_forget_before(self.namespace, self._clock.now_ms() - age_ms)

@@ -328,6 +328,9 @@ class Store(Protocol):
     async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
         """Compare-and-set: store ``value`` only if the key holds ``expected`` now; False (nothing stored) if not."""
 
+    async def kv_forget_if(self, namespace: str, key: str, expected: Any) -> bool:
+        """Compare-and-delete: delete the key only if it holds ``expected`` now; False (nothing deleted) if not."""
+
     async def kv_forget_before(self, namespace: str, before_ms: int) -> int:
         """Delete an adapter's values last written before ``before_ms`` (expiry); returns how many."""
 

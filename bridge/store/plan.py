@@ -324,6 +324,15 @@ def kv_replace(namespace: str, key: str, expected: Any, value: Any, now_ms: int)
     return bool(rows)
 
 
+def kv_forget_if(namespace: str, key: str, expected: Any) -> Plan[bool]:
+    """Compare-and-delete an adapter's value: delete it only while it is still ``expected`` (as stored text)."""
+    rows = yield Sql(
+        "DELETE FROM kv WHERE namespace=%s AND key=%s AND CAST(value AS TEXT)=%s RETURNING 1",
+        (namespace, key, codec.dumps(expected)),
+    )
+    return bool(rows)
+
+
 def kv_forget_before(namespace: str, before_ms: int) -> Plan[int]:
     """Delete a namespace's values last written before ``before_ms``; returns how many."""
     rows = yield Sql("DELETE FROM kv WHERE namespace=%s AND updated_at<%s RETURNING 1", (namespace, before_ms))

@@ -85,6 +85,9 @@ class Writes(ABC):
     async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
         return await self._plan(lambda: plan.kv_replace(namespace, key, expected, value, now_ms))
 
+    async def kv_forget_if(self, namespace: str, key: str, expected: Any) -> bool:
+        return await self._plan(lambda: plan.kv_forget_if(namespace, key, expected))
+
     async def kv_forget_before(self, namespace: str, before_ms: int) -> int:
         return await self._plan(lambda: plan.kv_forget_before(namespace, before_ms))
 

@@ -82,11 +82,12 @@ async def test_concurrent_creates_for_one_scope_make_one_run(live: tuple[str, ht
     assert await _count_runs(http) == before + 1
 
 
-async def test_a_failed_create_frees_the_claim(live: tuple[str, httpx.AsyncClient]) -> None:
+async def test_a_failed_create_frees_the_claim(live: tuple[str, httpx.AsyncClient], engine: Engine) -> None:
     _, http = live
     scope = f"scope-{uuid.uuid4().hex}"
     missing = await http.post("/runs", json={"workflowId": "no-such-flow", "scopeId": scope}, headers={**_h(), **DEDUP})
     assert missing.status_code == 404, missing.text
+    assert await engine.adapter_state("openwop.v2.dedup").get(f"default/{scope}") is None
     assert (await _create(http, scope)).status_code == 201
 
 

@@ -774,7 +774,7 @@ async def test_kv_and_audit(store: Store) -> None:
     assert await store.audit("run_missing") == []
 
 
-async def test_kv_replace_is_a_compare_and_set(store: Store) -> None:
+async def test_kv_replace_and_forget_if_compare_first(store: Store) -> None:
     held = {"pending": "n1", "at": 1_000}
     assert await store.kv_replace("ns", "claim", held, {"runId": "r1"}, 1_500) is False  # absent: nothing stored
     assert await store.kv_get("ns", "claim") is None
@@ -785,7 +785,11 @@ async def test_kv_replace_is_a_compare_and_set(store: Store) -> None:
     # The old value no longer matches: of two replacers reading the same value, one wins.
     assert await store.kv_replace("ns", "claim", held, {"runId": "r3"}, 3_000) is False
     assert await store.kv_get("ns", "claim") == {"runId": "r1"}
-    assert await store.kv_forget_before("ns", 2_001) == 1  # the replace stamped updated_at
+    assert await store.kv_forget_before("ns", 2_000) == 0  # the replace stamped updated_at (was 1_000)
+    assert await store.kv_forget_if("ns", "claim", held) is False
+    assert await store.kv_forget_if("ns", "claim", {"runId": "r1"}) is True
+    assert await store.kv_get("ns", "claim") is None
+    assert await store.kv_forget_if("ns", "claim", {"runId": "r1"}) is False
 
 
 async def _idempotency_rows(store: Store, request: pytest.FixtureRequest) -> int:

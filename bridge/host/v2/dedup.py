@@ -1,9 +1,10 @@
 """``OpenWOP-Dedup: enforce`` on ``POST /runs``: one active run per ``(tenantId, scopeId)`` (runs.md §Create).
 
 A claim is one key-value entry per ``(tenant, scopeId)`` in the engine's adapter state, replaced rather than
-accumulated: ``{"pending": <nonce>, "at": <ms>}`` while a create is under way, then ``{"runId": <id>}``. A claim
-is live while its run is not terminal (or, pending, for :data:`PENDING_GRACE_MS`); a stale one is taken over by
-compare-and-set, so of two creates racing for it exactly one wins. A duplicate is ``409 run_already_active``
+accumulated: ``{"pending": <nonce>, "at": <ms>}`` while a create is under way, then ``{"runId": <id>}`` (a
+failed create deletes it). A claim is live while its run is not terminal (or, pending, for
+:data:`PENDING_GRACE_MS`); a stale one is taken over by compare-and-set, so of two creates racing for it exactly
+one wins. A duplicate is ``409 run_already_active``
 with ``Retry-After`` and creates nothing.
 """
 
@@ -95,5 +96,8 @@ async def claim(eng: Engine, who: Principal, body: CreateRunBodyV2) -> AsyncIter
     try:
         yield made
     finally:
-        # A failed create frees the claim at once; a made one binds it to its run.
-        await state.replace(key, mine, {"runId": made["runId"]} if made else {"released": mine["pending"]})
+        # A made run binds the claim; a failed create deletes it, so refused creates leave nothing stored.
+        if made:
+            await state.replace(key, mine, {"runId": made["runId"]})
+        else:
+            await state.forget_if(key, mine)
