@@ -54,14 +54,16 @@ class SqliteReads(Reads):
             f"SELECT doc FROM events WHERE run_id=%s AND type IN ({marks}) ORDER BY seq", (run_id, *types)
         )
 
-    async def exchange_answers(self, run_id: str, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
+    async def exchange_answers(
+        self, run_id: str, exec_node: str, conversation_id: str, kind: str
+    ) -> list[tuple[str, Any]]:
         # Only the answer leaves the database: json_type tells a JSON string from JSON text.
         rows = await self._all(
             "SELECT key, json_type(resolution, '$.resumeValue'), json_extract(resolution, '$.resumeValue') "
-            "FROM interrupts WHERE run_id=? AND exec_node=? AND kind='conversation.exchange' AND status='resolved' "
+            "FROM interrupts WHERE run_id=? AND exec_node=? AND kind=? AND status='resolved' "
             "AND json_extract(payload, '$.data.conversationId')=? AND json_extract(resolution, '$.closed') IS NULL "
             "ORDER BY visit, ordinal",
-            (run_id, exec_node, conversation_id),
+            (run_id, exec_node, kind, conversation_id),
         )
         return [(key, _json_value(kind, value)) for key, kind, value in rows]
 
