@@ -82,6 +82,9 @@ class Writes(ABC):
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         return await self._plan(lambda: plan.kv_put(namespace, key, value, now_ms, only_if_absent))
 
+    async def kv_put_soon(self, namespace: str, key: str, value: Any, now_ms: int) -> None:
+        await self.kv_put(namespace, key, value, now_ms)
+
     async def kv_forget_before(self, namespace: str, before_ms: int) -> int:
         return await self._plan(lambda: plan.kv_forget_before(namespace, before_ms))
 
