@@ -3,36 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from adapters.agui import agui_routes, messages
-from bridge import Engine, SqliteStore
+from bridge import Engine
 from bridge.core.auth import KeyRing
 from bridge.host.http import create_app
 from tests.adapters.agui.test_agui import Agui, interrupts
-from tests.conftest import KEYS, fixture_workflows
+from tests.conftest import KEYS
 from tests.server import uvicorn_server
 
 
 @pytest.fixture
-async def sqlite_engine(tmp_path: Path) -> AsyncIterator[Engine]:
-    """An engine on SQLite, whose writer groups several transactions in one commit."""
-    eng = Engine(SqliteStore(tmp_path / "agui.db"), workflows=fixture_workflows())
-    await eng.start()
-    try:
-        yield eng
-    finally:
-        await eng.stop()
-
-
-@pytest.fixture
-async def agui(sqlite_engine: Engine) -> AsyncIterator[Agui]:
-    app = create_app(
-        sqlite_engine, KeyRing(KEYS.values()), manage_engine=False, extra_routes=agui_routes(sqlite_engine)
-    )
+async def agui(engine: Engine) -> AsyncIterator[Agui]:
+    app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False, extra_routes=agui_routes(engine))
     async with uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=15) as client:
         yield Agui(client)
 
@@ -49,8 +35,7 @@ async def cycle(agui: Agui, thread: str) -> str:
     return run_id
 
 
-async def test_an_agui_cycle_makes_three_durable_commits(agui: Agui, sqlite_engine: Engine) -> None:
-    engine = sqlite_engine
+async def test_an_agui_cycle_makes_three_durable_commits(agui: Agui, engine: Engine) -> None:
     await cycle(agui, "th-warm")
     before = engine.store.commits
     run_id = await cycle(agui, "th-count")
