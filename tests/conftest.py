@@ -53,9 +53,9 @@ def db_path(tmp_path: Path) -> Path:
 
 
 STORE = os.environ.get("BRIDGE_TEST_STORE", "sqlite")
-# Tests about SQLite itself (its query plans): they keep their SQLite engine under
+# Tests about SQLite itself (its query plans, its group commit): they keep their SQLite engine under
 # BRIDGE_TEST_STORE=postgres; tests/store/test_store_contract.py covers PostgreSQL's plans.
-SQLITE_ONLY = {"test_inbox_queries_use_their_index"}
+SQLITE_ONLY = {"test_inbox_queries_use_their_index", "test_an_agui_cycle_makes_three_durable_commits"}
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -5,7 +5,9 @@ run's whole event log on every request, the adapter keeps the messages folded so
 far and the sequence number they reach in its key-value state (``agui.messages``,
 keyed by run id). A request folds the events it streams, reads from the store
 only the events past the saved cursor that it did not stream, and saves the
-fold again, so its cost follows what is new, not the length of the thread.
+fold again, so its cost follows what is new, not the length of the thread. The
+fold is saved as derived state, with the store's next commit rather than one of
+its own, so saving it costs the request no durable commit.
 
 The projection is derived from committed events alone: a lost or stale one (two
 requests saving in turn) is only read further from its own cursor.
@@ -63,7 +65,7 @@ class MessagesProjection:
     async def save(self, engine: Engine) -> None:
         """Store the projection when it moved since it was loaded."""
         if self.cursor != self._saved:
-            await engine.adapter_state(NAMESPACE).put(
+            await engine.adapter_state(NAMESPACE).put_derived(
                 self.run_id, {"runId": self.run_id, "cursor": self.cursor, **self.fold.as_json()}
             )
             self._saved = self.cursor

@@ -38,6 +38,15 @@ class AdapterState:
         """Delete ``key`` only while it still holds ``expected`` (a compare-and-delete); False if it changed."""
         return await self._store.kv_forget_if(self.namespace, key, expected)
 
+    async def put_derived(self, key: str, value: Any) -> None:
+        """Store a value derived from committed data (a projection that can be rebuilt from the run's events).
+
+        It costs no commit of its own: it goes with the store's next transaction,
+        and reads see it at once. A crash before then loses it, so keep here only
+        what can be derived again.
+        """
+        await self._store.kv_put_soon(self.namespace, key, value, self._clock.now_ms())
+
     async def forget_older_than(self, age_ms: int) -> int:
         """Delete the values last written more than ``age_ms`` ago; returns how many."""
         return await self._store.kv_forget_before(self.namespace, self._clock.now_ms() - age_ms)

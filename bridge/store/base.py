@@ -334,6 +334,14 @@ class Store(Protocol):
     async def kv_forget_if(self, namespace: str, key: str, expected: Any) -> bool:
         """Compare-and-delete: delete the key only if it holds ``expected`` now; False (nothing deleted) if not."""
 
+    async def kv_put_soon(self, namespace: str, key: str, value: Any, now_ms: int) -> None:
+        """Store a value derived from committed data, whose loss costs only work.
+
+        It may go with a later transaction instead of a commit of its own (reads
+        see it at once); a crash before then loses it. Stores without a group
+        commit write it at once.
+        """
+
     async def kv_forget_before(self, namespace: str, before_ms: int) -> int:
         """Delete an adapter's values last written before ``before_ms`` (expiry); returns how many."""
 

@@ -17,7 +17,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from bridge.core.records import RunRecord
 from bridge.store.base import (
@@ -32,6 +32,7 @@ from bridge.store.cursor import encode_cursor as encode_cursor
 from bridge.store.migrations import SQLITE_MIGRATIONS, check_version
 from bridge.store.plan import Plan
 from bridge.store.sqlite_reads import SqliteReads
+from bridge.store.sqlite_soon import SoonValues
 from bridge.store.sqlite_writer import Writer, connect, run_plan
 from bridge.store.writes import Writes
 
@@ -55,6 +56,7 @@ class SqliteStore(Writes, SqliteReads):
         self._reader: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
         self._commits_before = 0
+        self._soon = SoonValues()
 
     @property
     def commits(self) -> int:
@@ -91,6 +93,8 @@ class SqliteStore(Writes, SqliteReads):
         self._reader = connect(self.path, self._sync)
 
     async def close(self) -> None:
+        if self._writer is not None and self._soon:
+            await self._write(lambda conn: None)  # what is held goes to disk before the writer stops
         if self._writer is not None:
             self._writer.stop()
             await asyncio.to_thread(self._writer.join, 10)
@@ -124,7 +128,19 @@ class SqliteStore(Writes, SqliteReads):
 
     async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         assert self._writer is not None, "store is not open"
+        if self._soon:
+            fn = self._soon.riding(fn)
         return await self._writer.submit(fn)
+
+    # --- adapters' derived state --------------------------------------------
+
+    async def kv_put_soon(self, namespace: str, key: str, value: Any, now_ms: int) -> None:
+        """Hold the value for the next transaction (:mod:`bridge.store.sqlite_soon`); no commit of its own."""
+        self._soon.put(namespace, key, value, now_ms)
+
+    async def kv_get(self, namespace: str, key: str) -> Any:
+        held, value = self._soon.get(namespace, key)
+        return value if held else await super().kv_get(namespace, key)
 
     # --- signing keys -------------------------------------------------------
 

@@ -88,6 +88,9 @@ class Writes(ABC):
     async def kv_forget_if(self, namespace: str, key: str, expected: Any) -> bool:
         return await self._plan(lambda: plan.kv_forget_if(namespace, key, expected))
 
+    async def kv_put_soon(self, namespace: str, key: str, value: Any, now_ms: int) -> None:
+        await self.kv_put(namespace, key, value, now_ms)
+
     async def kv_forget_before(self, namespace: str, before_ms: int) -> int:
         return await self._plan(lambda: plan.kv_forget_before(namespace, before_ms))
 

@@ -1,0 +1,64 @@
+"""Values that go with the next commit: adapters' derived state, written without a commit of its own.
+
+A value derived from committed data (the AG-UI messages projection: a fold of
+a run's events and the sequence it reaches) costs only work when it is lost, so
+it need not wait for a durable commit. :class:`SoonValues` holds such values
+until the store's next transaction, which writes them first, in a savepoint of
+their own: a value that fails to write is dropped and the transaction it rides
+on goes on. Reads see a held value at once. A crash loses what was held, which
+is the point: nothing acknowledged depends on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from bridge.core.errors import ValidationError
+from bridge.core.records import has_nul
+from bridge.store import plan
+from bridge.store.codec import dumps, loads
+from bridge.store.sqlite_writer import run_plan
+
+T = TypeVar("T")
+log = logging.getLogger("bridge.store")
+
+
+class SoonValues:
+    """Key-value writes held for the next transaction, last write per key wins."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, str], tuple[str, int]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._held)
+
+    def put(self, namespace: str, key: str, value: Any, now_ms: int) -> None:
+        """Hold a value (encoded now, so later changes to the caller's objects do not reach it)."""
+        if has_nul((namespace, key)):
+            raise ValidationError("a stored key must not contain U+0000")
+        self._held[namespace, key] = (dumps(value), now_ms)
+
+    def get(self, namespace: str, key: str) -> tuple[bool, Any]:
+        """``(True, value)`` when a value is held for the key, else ``(False, None)``."""
+        held = self._held.get((namespace, key))
+        return (False, None) if held is None else (True, loads(held[0]))
+
+    def riding(self, fn: Callable[[sqlite3.Connection], T]) -> Callable[[sqlite3.Connection], T]:
+        """``fn`` preceded by the held writes, which leave this holder."""
+        held, self._held = self._held, {}
+
+        def with_held(conn: sqlite3.Connection) -> T:
+            conn.execute("SAVEPOINT soon")
+            try:
+                for (namespace, key), (text, now_ms) in held.items():
+                    run_plan(conn, plan.kv_put(namespace, key, loads(text), now_ms, False))
+            except sqlite3.Error:
+                log.exception("derived adapter state was not written; it will be derived again")
+                conn.execute("ROLLBACK TO soon")
+            conn.execute("RELEASE soon")
+            return fn(conn)
+
+        return with_held
