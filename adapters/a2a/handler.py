@@ -118,20 +118,13 @@ class EngineRequestHandler(RequestHandler):
 
     async def accept(self, message: Message, principal: Principal) -> tuple[str, str | None]:
         """Start or answer, at most once per ``messageId``: the run id and the interrupt answered, if any."""
-        store = self.engine.store
+        ledger = self.engine.idempotency
         scope = orjson.dumps([principal.tenant, principal.id, "a2a SendMessage", message.message_id])
         key_id = hashlib.sha256(scope).hexdigest()
         digest = hashlib.sha256(message.SerializeToString(deterministic=True)).hexdigest()
         owner = secrets.token_hex(8)
         for _ in range(100):
-            found = await store.idempotency_begin(
-                key_id,
-                digest,
-                owner,
-                self.engine.clock.now_ms(),
-                lease_ms=IN_FLIGHT_LEASE_MS,
-                ttl_ms=self.engine.config.idempotency_ttl_ms,
-            )
+            found = await ledger.begin(key_id, digest, owner, lease_ms=IN_FLIGHT_LEASE_MS)
             if found is None:
                 break
             if found.digest != digest:
@@ -146,9 +139,9 @@ class EngineRequestHandler(RequestHandler):
                 self.answer(message, principal) if message.task_id else self.start(message, principal)
             )
         except BaseException:
-            await store.idempotency_release(key_id, owner)
+            await ledger.release(key_id, owner)
             raise
-        await store.idempotency_finish(key_id, owner, 200, {}, run_id)
+        await ledger.finish(key_id, owner, 200, {}, run_id)
         return run_id, answered
 
     async def start(self, message: Message, principal: Principal) -> tuple[str, None]:

@@ -67,6 +67,10 @@ class Principal:
         """True when the principal holds ``role`` (``admin`` holds every role)."""
         return role in self.roles or "admin" in self.roles
 
+    def run_tenant(self, requested: str | None) -> str:
+        """The tenant a run this principal creates belongs to (only an all-tenant key may name one)."""
+        return self.tenant if self.tenant != "*" else (requested or DEFAULT_TENANT)
+
     @property
     def can_act_as(self) -> bool:
         """May answer or vote on behalf of another principal."""

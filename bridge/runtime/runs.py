@@ -113,7 +113,7 @@ class RunService:
             run_spec["replayOf"] = replay_of
         if extra:
             run_spec.update(extra)
-        run_tenant = principal.tenant if principal.tenant != "*" else (tenant or "default")
+        run_tenant = principal.run_tenant(tenant)
         # Leased to this instance from the start: no separate claim transaction.
         run = self.new_run(
             workflow,

@@ -54,8 +54,7 @@ def _key(who: Principal, body: CreateRunBodyV2) -> str:
     """The claim key: the tenant the run will be created in, and the scope."""
     if not body.scopeId:
         raise ValidationError("OpenWOP-Dedup needs a scopeId in the body", details={"field": "scopeId"})
-    tenant = who.tenant if who.tenant != "*" else (body.tenantId or "default")
-    return f"{tenant}/{body.scopeId}"
+    return f"{who.run_tenant(body.tenantId)}/{body.scopeId}"
 
 
 async def _retry_after_s(eng: Engine, held: Any, now_ms: int) -> int | None:
