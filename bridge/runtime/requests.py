@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from bridge.core import kinds
+from bridge.core.decisions.exchange import answer_events
 from bridge.core.errors import (
     CapabilityRefusedError,
     InterruptCancelledError,
@@ -253,7 +254,7 @@ class InterruptRequests:
         record.resolution = dict(source.resolution or {})
         record.resolved_at_ms = now
         record.consumed = True
-        for event in (source.resolution or {}).get("emitted", []):
+        for event in _emitted(source):
             payload = event["payload"]
             if isinstance(payload, dict) and "interruptId" in payload:
                 payload = {**payload, "interruptId": record.interrupt_id}
@@ -296,6 +297,16 @@ class InterruptRequests:
     def next_interrupt_number(self) -> int:
         """The run-wide counter the next auto key of this node will use."""
         return self._int_base + self.activation.ordinals
+
+
+def _emitted(record: InterruptRecord) -> list[dict[str, Any]]:
+    """The events a settled interrupt emitted: kept in its resolution, or, for an answered exchange, built from it."""
+    resolution = record.resolution or {}
+    if "emitted" in resolution:
+        return list(resolution["emitted"])
+    if record.kind == kinds.CONVERSATION_EXCHANGE.name and record.status == "resolved":
+        return answer_events(record, resolution)
+    return []
 
 
 def _comparable(payload: Mapping[str, Any]) -> dict[str, Any]:

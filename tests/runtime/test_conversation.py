@@ -226,6 +226,38 @@ async def test_fork_replay_reproduces_the_channels_byte_for_byte(client: httpx.A
         assert not spec.validate_event(doc)
 
 
+async def test_an_answered_exchange_stores_its_turn_once(client: httpx.AsyncClient, engine: Engine) -> None:
+    # The events an answer emits are in the log; the interrupt's row keeps the answer, not those events again.
+    _chat_workflow(engine, turnCount=2)
+    run_id = await _start(client, engine, "chat")
+    await _say(client, run_id, "a")
+    await settle(engine, run_id)
+    answered = [r for r in await engine.store.run_interrupts(run_id, open_only=False) if r.status == "resolved"]
+    exchange = next(r for r in answered if r.kind == "conversation.exchange")
+    assert exchange.resolution is not None
+    assert set(exchange.resolution) == {"resumeValue", "resolvedBy", "resolvedAt", "turn", "operation"}
+    assert exchange.resolution["turn"]["content"] == "a"
+
+
+async def test_fork_replay_emits_the_source_answers_events_again(client: httpx.AsyncClient, engine: Engine) -> None:
+    _chat_workflow(engine)
+    source = await _start(client, engine, "chat")
+    await _say(client, source, "one")
+    await settle(engine, source)
+    await _say(client, source, {"operation": "close", "outcome": {"booked": True}, "reason": "done"})
+    await settle(engine, source)
+    fork = (await client.post(f"/v1/runs/{source}:fork", json={"mode": "replay"}, headers=auth("admin"))).json()
+    assert (await settle(engine, fork["runId"])).status == "completed"
+
+    async def said(run_id: str) -> list[tuple[str, dict[str, Any]]]:
+        kept = ("interrupt.resolved", "conversation.opened", "conversation.exchanged", "conversation.closed")
+        docs = [d for d in await engine.store.read_events(run_id) if d["type"] in kept]
+        return [(d["type"], {k: v for k, v in d["payload"].items() if k != "interruptId"}) for d in docs]
+
+    assert await said(fork["runId"]) == await said(source)
+    assert [t for t, _ in await said(source)].count("conversation.exchanged") == 1
+
+
 async def test_fork_replay_of_an_unfinished_run_continues_live(client: httpx.AsyncClient, engine: Engine) -> None:
     _chat_workflow(engine, turnCount=3)
     source = await _start(client, engine, "chat")

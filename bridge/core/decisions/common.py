@@ -155,6 +155,11 @@ def subject_clash(answer: Answer) -> str | None:
     )
 
 
+def resolution_of(now: int, by: str, value: Any, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """An interrupt's resolution: ``value`` given by ``by`` at ``now``, with ``extra`` fields."""
+    return {"resumeValue": value, "resolvedBy": by, "resolvedAt": iso_ms(now), **(extra or {})}
+
+
 def settle(
     intr: InterruptRecord,
     now: int,
@@ -169,14 +174,18 @@ def settle(
     state: dict[str, Any] | None = None,
     events: Sequence[EventDraft] = (),
     audit: Sequence[dict[str, Any]] = (),
+    rebuilt: bool = False,
 ) -> Mutation:
     """Close an interrupt: its resolution (``value`` by ``by`` now, with ``extra`` fields and the
     ``emitted`` events it replays), the events after any earlier ``events`` of the decision, and wake the run.
 
-    ``emitted`` are ``{type, payload, nodeId}`` documents; each becomes an event, in order.
+    ``emitted`` are ``{type, payload, nodeId}`` documents; each becomes an event, in order. With
+    ``rebuilt`` the resolution does not keep them: the decision builds them again from the
+    resolution when a replay fork needs them.
     """
-    resolution = {"resumeValue": value, "resolvedBy": by, "resolvedAt": iso_ms(now), **(extra or {})}
-    resolution["emitted"] = emitted
+    resolution = resolution_of(now, by, value, extra)
+    if not rebuilt:
+        resolution["emitted"] = emitted
     drafts = [event_draft(new_id, now, e["type"], e["payload"], e["nodeId"]) for e in emitted]
     return Mutation(
         interrupt_status=status,

@@ -15,7 +15,7 @@ from typing import Any
 from bridge import spec
 from bridge.core import kinds
 from bridge.core.auth import Principal
-from bridge.core.decisions.common import NewId, resolved_payload, settle
+from bridge.core.decisions.common import NewId, resolution_of, resolved_payload, settle
 from bridge.core.errors import (
     InterruptAlreadyResolvedError,
     ValidationError,
@@ -244,25 +244,8 @@ def _answer_turn(
 
 def _exchanged(record: InterruptRecord, prepared: PreparedExchange, turn: dict[str, Any], new_id: NewId) -> Mutation:
     """Resolve the exchange with ``turn``: ``conversation.exchanged``, or ``conversation.closed`` for a close."""
-    cid, index, operation, now = (
-        record.payload["data"]["conversationId"],
-        turn["turnIndex"],
-        prepared.operation,
-        prepared.now,
-    )
-    if operation == "close":
-        resume_value: Any = {"operation": "close", "outcome": prepared.outcome}
-        closed = {"conversationId": cid, "turnIndex": index, "finalTurn": turn, "outcome": prepared.outcome}
-        said = {"type": "conversation.closed", "payload": closed, "nodeId": record.node_id}
-    else:
-        resume_value = prepared.content
-        exchanged = {"conversationId": cid, "turnIndex": index, "turn": turn}
-        said = {"type": "conversation.exchanged", "payload": exchanged, "nodeId": record.node_id}
-    resolved = resolved_payload(record, now, prepared.by, resume_value)
-    emitted: list[dict[str, Any]] = [
-        {"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id},
-        said,
-    ]
+    operation, now = prepared.operation, prepared.now
+    value = prepared.content if operation == "exchange" else None
     extra: dict[str, Any] = {"turn": turn, "operation": operation}
     if operation == "close":
         extra.update({"closed": True, "outcome": prepared.outcome, "reason": prepared.reason or "closed-by-user"})
@@ -272,11 +255,32 @@ def _exchanged(record: InterruptRecord, prepared: PreparedExchange, turn: dict[s
         new_id,
         status="resolved",
         by=prepared.by,
-        value=prepared.content if operation == "exchange" else None,
-        emitted=emitted,
+        value=value,
+        emitted=answer_events(record, resolution_of(now, prepared.by, value, extra)),
         extra=extra,
-        result={"status": "resolved", "turnIndex": index, "closed": operation == "close"},
+        result={"status": "resolved", "turnIndex": turn["turnIndex"], "closed": operation == "close"},
+        rebuilt=True,
     )
+
+
+def answer_events(record: InterruptRecord, resolution: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The events an answered exchange emits, as ``{type, payload, nodeId}``, from its resolution alone:
+    ``interrupt.resolved``, then ``conversation.exchanged`` (or ``conversation.closed`` for a close).
+
+    The interrupt's row keeps the answer once; a replay fork builds these again from it.
+    """
+    cid, turn, outcome = record.payload["data"]["conversationId"], resolution["turn"], resolution.get("outcome")
+    if resolution.get("closed"):
+        value: Any = {"operation": "close", "outcome": outcome}
+        closed = {"conversationId": cid, "turnIndex": turn["turnIndex"], "finalTurn": turn, "outcome": outcome}
+        said = {"type": "conversation.closed", "payload": closed, "nodeId": record.node_id}
+    else:
+        value = resolution["resumeValue"]
+        exchanged = {"conversationId": cid, "turnIndex": turn["turnIndex"], "turn": turn}
+        said = {"type": "conversation.exchanged", "payload": exchanged, "nodeId": record.node_id}
+    resolved = resolved_payload(record, 0, resolution["resolvedBy"], value)
+    resolved["resolvedAt"] = resolution["resolvedAt"]
+    return [{"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id}, said]
 
 
 def timeout_close_events(record: InterruptRecord, now: int, new_id: NewId) -> list[dict[str, Any]]:
