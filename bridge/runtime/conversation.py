@@ -16,8 +16,8 @@ has the next index. They fold into a ``message`` channel shown in the snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol, TypedDict, Unpack
 
 from bridge.core import kinds
 from bridge.core.auth import Principal
@@ -28,19 +28,23 @@ from bridge.core.decisions.exchange import (
     message_channel,
     resolved_event_payload,
 )
-from bridge.core.errors import (
-    ConversationClosedError,
-    InterruptTimeoutError,
-)
+from bridge.core.errors import ConversationClosedError, InterruptTimeoutError
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime.activation import InterruptHandle
+from bridge.runtime.requests import Instant, RequestOptions
 
 _UNSET: Any = object()
 
-#: Settles a just-created interrupt at once: its resolution and the events that go with it.
-Instant = Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]]
+
+class ExchangeOptions(TypedDict, total=False):
+    """The options of one exchange; see :meth:`Conversation.exchange`."""
+
+    outcome_schema: Mapping[str, Any] | None
+    auto_answer: Any
+    key: str | None
+    address: str | None
 
 
 class ConversationNode(Protocol):
@@ -93,28 +97,15 @@ class ConversationNode(Protocol):
     async def source_for_next(self) -> InterruptRecord | None:
         """In a replay fork: the source run's interrupt at the next request's place."""
 
-    async def request(
-        self,
-        payload: Mapping[str, Any],
-        *,
-        address: str | None = None,
-        extra: Mapping[str, Any] | None = None,
-        instant: Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]] | None = None,
-    ) -> InterruptHandle:
+    async def request(self, payload: Mapping[str, Any], **options: Unpack[RequestOptions]) -> InterruptHandle:
         """Register an interrupt without suspending."""
 
 
 def _event(
     ctx: ConversationNode, type_: str, payload: dict[str, Any], node_id: str, causation: str | None
 ) -> EventDraft:
-    return EventDraft(
-        event_id=ctx.new_id("evt"),
-        type=type_,
-        payload=payload,
-        timestamp_ms=ctx.now_ms(),
-        node_id=node_id,
-        causation_id=causation,
-    )
+    """An event of the conversation, stamped now."""
+    return EventDraft(ctx.new_id("evt"), type_, payload, ctx.now_ms(), node_id=node_id, causation_id=causation)
 
 
 class Conversation:
@@ -136,15 +127,7 @@ class Conversation:
         self.closed_by: str | None = None
         self.turns: list[dict[str, Any]] = []
 
-    async def exchange(
-        self,
-        prompt: str,
-        *,
-        outcome_schema: Mapping[str, Any] | None = None,
-        auto_answer: Any = _UNSET,
-        key: str | None = None,
-        address: str | None = None,
-    ) -> Any:
+    async def exchange(self, prompt: str, **options: Unpack[ExchangeOptions]) -> Any:
         """Ask one turn and wait for the answer; return its validated content.
 
         Returns ``None`` when the person closes the conversation instead of
@@ -158,9 +141,7 @@ class Conversation:
         ``key`` / ``address`` are for callers whose turns do not come in a fixed
         order (an adapter following another runtime's state).
         """
-        handle = await self.request_exchange(
-            prompt, outcome_schema=outcome_schema, auto_answer=auto_answer, key=key, address=address
-        )
+        handle = await self.request_exchange(prompt, **options)
         if self.closed and self.closed_by == "peer":
             return None
         return handle.result()
@@ -406,9 +387,3 @@ def _auto_answer(ctx: ConversationNode, value: Any) -> Instant:
         return resolution, m.events
 
     return instant
-
-
-# --- answering an exchange (the host side) --------------------------------------------
-
-
-# --- folding turns into channels -------------------------------------------------------

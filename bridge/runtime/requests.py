@@ -16,7 +16,7 @@ reads only the requests it makes.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from bridge.core import kinds
 from bridge.core.decisions.exchange import answer_events
@@ -32,6 +32,14 @@ from bridge.runtime.activation import Activation, InterruptHandle
 
 #: Answers an interrupt as it is raised: ``record -> (resolution, events)``.
 Instant = Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]]
+
+
+class RequestOptions(TypedDict, total=False):
+    """The options of :meth:`InterruptRequests.request` besides the payload."""
+
+    address: str | None
+    extra: Mapping[str, Any] | None
+    instant: Instant | None
 
 
 class RequestHost(Protocol):
