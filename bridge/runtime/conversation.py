@@ -23,6 +23,7 @@ from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions.exchange import (
     answer_exchange,
+    close_events,
     exchange_index,
     make_turn,
     message_channel,
@@ -265,25 +266,12 @@ class Conversation:
         final = make_turn(self.id, index, role, content, ctx.now_ms(), sender=sender, speaker=speaker)
 
         def instant(record: InterruptRecord) -> tuple[dict[str, Any], list[EventDraft]]:
-            now = ctx.now_ms()
-            closed = _event(
-                ctx,
-                "conversation.closed",
-                {"conversationId": self.id, "turnIndex": index, "finalTurn": final, "outcome": outcome},
-                record.node_id,
-                record.state.get("suspendedEventId"),
-            )
-            resolved = _event(
-                ctx, "interrupt.resolved", resolved_event_payload(record, now, None, "system"), record.node_id, None
-            )
-            resumed = _event(
-                ctx,
-                "node.resumed",
-                {"nodeId": ctx.node_id, "interruptId": record.interrupt_id, "resumeValue": outcome},
-                ctx.node_id,
-                None,
-            )
-            return {"resumeValue": None, "resolvedBy": "system", "outcome": outcome}, [closed, resolved, resumed]
+            resolution = {"resumeValue": None, "resolvedBy": "system", "outcome": outcome}
+            cause = record.state.get("suspendedEventId")  # conversation.closed follows the close's suspension
+            return resolution, [
+                _event(ctx, e["type"], e["payload"], e["nodeId"], cause if e["type"] == "conversation.closed" else None)
+                for e in close_events(record, resolution)
+            ]
 
         handle = await ctx.request(
             kinds.CONVERSATION_CLOSE.payload(data, key=key or None),
@@ -383,7 +371,6 @@ def _auto_answer(ctx: ConversationNode, value: Any) -> Instant:
         host = Principal(id="host:conformance-mock", tenant=ctx.tenant)
         m = answer_exchange(record, {"content": value}, host, ctx.now_ms(), ctx.new_id)
         assert m.resolution is not None
-        resolution = {k: v for k, v in m.resolution.items() if k != "emitted"}
-        return resolution, m.events
+        return m.resolution, m.events
 
     return instant

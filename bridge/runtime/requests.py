@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
 from bridge.core import kinds
-from bridge.core.decisions.exchange import answer_events
+from bridge.core.decisions.exchange import REBUILT_KINDS, rebuilt_events
 from bridge.core.errors import (
     CapabilityRefusedError,
     InterruptCancelledError,
@@ -223,11 +223,12 @@ class InterruptRequests:
         if copied_from is not None:
             self._settle_copy(record, copied_from)
         elif instant is not None:
+            record.resolved_at_ms = now
             resolution, more = instant(record)
-            resolution["emitted"] = [{"type": d.type, "payload": d.payload, "nodeId": d.node_id} for d in more]
+            if record.kind not in REBUILT_KINDS:
+                resolution["emitted"] = [{"type": d.type, "payload": d.payload, "nodeId": d.node_id} for d in more]
             record.status = "resolved"
             record.resolution = resolution
-            record.resolved_at_ms = now
             record.consumed = True
             self.activation.drafts.extend(more)
         self.activation.new_interrupts.append(record)
@@ -308,13 +309,9 @@ class InterruptRequests:
 
 
 def _emitted(record: InterruptRecord) -> list[dict[str, Any]]:
-    """The events a settled interrupt emitted: kept in its resolution, or, for an answered exchange, built from it."""
+    """The events a settled interrupt emitted: kept in its resolution, or built again from its row."""
     resolution = record.resolution or {}
-    if "emitted" in resolution:
-        return list(resolution["emitted"])
-    if record.kind == kinds.CONVERSATION_EXCHANGE.name and record.status == "resolved":
-        return answer_events(record, resolution)
-    return []
+    return list(resolution["emitted"]) if "emitted" in resolution else rebuilt_events(record)
 
 
 def _comparable(payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -239,6 +239,20 @@ async def test_an_answered_exchange_stores_its_turn_once(client: httpx.AsyncClie
     assert exchange.resolution["turn"]["content"] == "a"
 
 
+async def _said(engine: Engine, run_id: str, *also: str) -> list[tuple[str, dict[str, Any]]]:
+    """A run's conversation events and their resolutions (and ``also`` these types), without the interrupt
+    ids a fork gives anew."""
+    kept = ("interrupt.resolved", "conversation.opened", "conversation.exchanged", "conversation.closed", *also)
+    docs = [d for d in await engine.store.read_events(run_id) if d["type"] in kept]
+    return [(d["type"], {k: v for k, v in d["payload"].items() if k != "interruptId"}) for d in docs]
+
+
+async def _fork(client: httpx.AsyncClient, engine: Engine, source: str) -> str:
+    fork = (await client.post(f"/v1/runs/{source}:fork", json={"mode": "replay"}, headers=auth("admin"))).json()
+    assert (await settle(engine, fork["runId"])).status == "completed"
+    return str(fork["runId"])
+
+
 async def test_fork_replay_emits_the_source_answers_events_again(client: httpx.AsyncClient, engine: Engine) -> None:
     _chat_workflow(engine)
     source = await _start(client, engine, "chat")
@@ -246,16 +260,28 @@ async def test_fork_replay_emits_the_source_answers_events_again(client: httpx.A
     await settle(engine, source)
     await _say(client, source, {"operation": "close", "outcome": {"booked": True}, "reason": "done"})
     await settle(engine, source)
-    fork = (await client.post(f"/v1/runs/{source}:fork", json={"mode": "replay"}, headers=auth("admin"))).json()
-    assert (await settle(engine, fork["runId"])).status == "completed"
+    fork = await _fork(client, engine, source)
+    assert await _said(engine, fork) == await _said(engine, source)
+    assert [t for t, _ in await _said(engine, source)].count("conversation.exchanged") == 1
 
-    async def said(run_id: str) -> list[tuple[str, dict[str, Any]]]:
-        kept = ("interrupt.resolved", "conversation.opened", "conversation.exchanged", "conversation.closed")
-        docs = [d for d in await engine.store.read_events(run_id) if d["type"] in kept]
-        return [(d["type"], {k: v for k, v in d["payload"].items() if k != "interruptId"}) for d in docs]
 
-    assert await said(fork["runId"]) == await said(source)
-    assert [t for t, _ in await said(source)].count("conversation.exchanged") == 1
+async def test_a_node_close_stores_its_outcome_once_and_a_fork_replays_it(
+    client: httpx.AsyncClient, engine: Engine
+) -> None:
+    _chat_workflow(engine, turnCount=2)
+    source = await _start(client, engine, "chat")
+    for answer in ("a", "b"):
+        await _say(client, source, answer)
+        await settle(engine, source)
+    closes = [r for r in await engine.store.run_interrupts(source, open_only=False) if r.kind == "conversation.close"]
+    assert len(closes) == 1 and closes[0].resolution is not None
+    assert closes[0].resolution == {"resumeValue": None, "resolvedBy": "system", "outcome": {"replies": ["a", "b"]}}
+    fork = await _fork(client, engine, source)
+    assert await _said(engine, fork) == await _said(engine, source)
+    # The close's own events, its node.resumed with the outcome included.
+    said = (await _said(engine, source, "node.resumed"))[-3:]
+    assert [t for t, _ in said] == ["conversation.closed", "interrupt.resolved", "node.resumed"]
+    assert (await _said(engine, fork, "node.resumed"))[-3:] == said
 
 
 async def test_fork_replay_of_an_unfinished_run_continues_live(client: httpx.AsyncClient, engine: Engine) -> None:

@@ -283,6 +283,36 @@ def answer_events(record: InterruptRecord, resolution: Mapping[str, Any]) -> lis
     return [{"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id}, said]
 
 
+def close_events(record: InterruptRecord, resolution: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The events of a conversation's close by its node, as ``{type, payload, nodeId}``, from the close
+    interrupt alone: ``conversation.closed`` (its final turn is in the interrupt's state),
+    ``interrupt.resolved`` and ``node.resumed`` (both with the outcome the resolution keeps)."""
+    final, outcome = record.state["finalTurn"], resolution.get("outcome")
+    cid = record.payload["data"]["conversationId"]
+    closed = {"conversationId": cid, "turnIndex": final["turnIndex"], "finalTurn": final, "outcome": outcome}
+    resolved = resolved_payload(record, record.resolved_at_ms or record.requested_at_ms, "system", None)
+    resumed = {"nodeId": record.exec_node, "interruptId": record.interrupt_id, "resumeValue": outcome}
+    return [
+        {"type": "conversation.closed", "payload": closed, "nodeId": record.node_id},
+        {"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id},
+        {"type": "node.resumed", "payload": resumed, "nodeId": record.exec_node},
+    ]
+
+
+#: The kinds whose settled events are built again from the interrupt's row rather than kept in its resolution.
+REBUILT_KINDS = frozenset({kinds.CONVERSATION_EXCHANGE.name, kinds.CONVERSATION_CLOSE.name})
+
+
+def rebuilt_events(record: InterruptRecord) -> list[dict[str, Any]]:
+    """The events a resolved exchange or conversation close emitted, built again from its row (none for
+    another interrupt: those keep theirs in ``resolution.emitted``)."""
+    if record.status != "resolved" or record.resolution is None or record.kind not in REBUILT_KINDS:
+        return []
+    if record.kind == kinds.CONVERSATION_CLOSE.name:
+        return close_events(record, record.resolution)
+    return answer_events(record, record.resolution)
+
+
 def timeout_close_events(record: InterruptRecord, now: int, new_id: NewId) -> list[dict[str, Any]]:
     """When a pending exchange hits the conversation deadline: close with a system turn."""
     cid = record.payload["data"]["conversationId"]
