@@ -5,12 +5,23 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bridge import Engine
+import httpx
+
+from bridge import Engine, spec
 from bridge.core.auth import Principal
 
 ADMIN = Principal("alice", roles=frozenset({"admin"}))
 WAITING = ("waiting-approval", "waiting-input", "waiting-external")
 TERMINAL = ("completed", "failed", "cancelled")
+
+
+def envelope(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The body of an error response, once it is the OpenWOP error envelope with ``status`` and ``code``."""
+    assert r.status_code == status, r.text
+    body: dict[str, Any] = r.json()
+    assert set(body) <= {"error", "message", "details"} and body["error"] == code and body["message"]
+    assert not list(spec.validator("error-envelope.schema.json").iter_errors(body))
+    return body
 
 
 async def settle(
