@@ -13,7 +13,7 @@ import pytest
 
 from bridge.spec import load_fixture
 from tests.helpers import gate_then_wait
-from tests.server import ServerProcess
+from tests.server import ServerProcess, wait_for_status
 
 pytestmark = pytest.mark.slow
 KEY = "test-key-123456"
@@ -34,14 +34,8 @@ def _server(db: Path, workflows: Path) -> ServerProcess:
     return ServerProcess(db, ["--no-demo", "--workflows", str(workflows), "--api-key", f"alice={KEY}+admin"])
 
 
-def _wait(url: str, run_id: str, statuses: tuple[str, ...], timeout: float = 15) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        snap = httpx.get(f"{url}/v1/runs/{run_id}", headers=H).json()
-        if snap["status"] in statuses:
-            return snap
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} stuck in {snap['status']}")
+def _wait(url: str, run_id: str, statuses: tuple[str, ...]) -> dict:
+    return wait_for_status(url, H, run_id, statuses)
 
 
 def _events(url: str, run_id: str) -> list[dict]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.nodejs import node_binary, run_suite
-from tests.server import ServerProcess
+from tests.server import ServerProcess, wait_for_status
 
 pytestmark = pytest.mark.slow
 KEY = "graph-key-12345"
@@ -32,13 +31,7 @@ def _server(db: Path) -> ServerProcess:
 
 
 def _wait(url: str, run_id: str, statuses: tuple[str, ...]) -> dict:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        snap = httpx.get(f"{url}/v1/runs/{run_id}", headers=H).json()
-        if snap["status"] in statuses:
-            return snap
-        time.sleep(0.05)
-    raise AssertionError(f"run stuck in {snap['status']}")
+    return wait_for_status(url, H, run_id, statuses)
 
 
 def test_graphs_through_the_real_agui_client(tmp_path: Path) -> None:
