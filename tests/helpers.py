@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from bridge import Engine, spec
+from bridge import Engine, Workflow, spec
 from bridge.core.auth import Principal
 
 ADMIN = Principal("alice", roles=frozenset({"admin"}))
@@ -89,3 +89,18 @@ def gate_then_wait(delay_ms: int) -> dict[str, Any]:
         "inputs": {},
     }
     return workflow_doc("gate-then-wait", [gate, wait], [{"id": "e", "sourceNodeId": "gate", "targetNodeId": "wait"}])
+
+
+def two_sign_offs(engine: Engine, workflow_id: str, actions: list[str]) -> None:
+    """Register ``workflow_id``: a start node, then two approval gates side by side, ``legal`` and
+    ``finance`` ("<name> sign-off"), each allowing ``actions``."""
+    wf = Workflow(workflow_id)
+    wf.node("start", type_id="core.noop")
+    for name in ("legal", "finance"):
+        wf.node(
+            name,
+            type_id="core.approvalGate",
+            after="start",
+            config={"title": f"{name} sign-off", "actions": list(actions)},
+        )
+    wf.register(engine)
