@@ -27,7 +27,6 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 from langgraph_sdk import get_client
@@ -86,7 +85,7 @@ class LangGraphClientCycle:
         interrupts = paused.get("__interrupt__") if isinstance(paused, dict) else None
         if not isinstance(interrupts, list) or len(interrupts) != 1:
             raise RuntimeError(f"{self.url}: expected one interrupt, got {paused!r}")
-        await self.client.runs.wait(thread_id, self.assistant, command={"resume": _answer()})
+        await self.client.runs.wait(thread_id, self.assistant, command={"resume": workflows.approval_answer()})
         state = await self.client.threads.get_state(thread_id)
         elapsed = time.perf_counter() - started
         if state["next"] or state["tasks"] or not state["values"]:
@@ -96,10 +95,6 @@ class LangGraphClientCycle:
     async def close(self) -> None:
         """Close the client's HTTP connections."""
         await self.client.aclose()
-
-
-def _answer() -> dict[str, Any]:
-    return dict(workflows.ANSWERS[workflows.APPROVAL])
 
 
 def peer_executable() -> Path | None:
