@@ -19,7 +19,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 from google.protobuf import json_format, struct_pb2
 
 from bench import workflows
-from bench.harness import Bench, Result, Target, alternate, median_ms
+from bench.harness import Bench, Result, Target, alternate
 from bench.http import bridge_servers
 from bench.servers import Server
 
@@ -93,4 +93,4 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
             await client.close()
         for server in reversed(started):
             await server.stop()
-    return [Result(NAME, "ms", median_ms(samples), n=len(samples), target=TARGET)]
+    return [Result.timed(NAME, samples, target=TARGET)]

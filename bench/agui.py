@@ -24,7 +24,7 @@ from typing import Any
 
 from bench import agui_peer, workflows
 from bench.client import Connection, HttpError
-from bench.harness import Bench, Result, Target, measure_cycles, median_ms
+from bench.harness import Bench, Result, Target, measure_cycles
 from bench.http import bridge_servers
 from bench.servers import Server
 
@@ -158,14 +158,4 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
             await client.close()
         for server in reversed(started):
             await server.stop()
-    return [
-        Result(
-            NAME,
-            "ms",
-            median_ms(bridge_samples),
-            median_ms(peer_samples),
-            n=len(bridge_samples),
-            target=TARGET,
-            note=missing,
-        )
-    ]
+    return [Result.timed(NAME, bridge_samples, peer_samples, target=TARGET, note=missing)]

@@ -33,7 +33,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from bench import workflows
-from bench.harness import Bench, Result, Target, measure_cycles, median_ms
+from bench.harness import Bench, Result, Target, measure_cycles
 from bench.http import bridge_servers
 from bench.servers import Server
 
@@ -147,5 +147,4 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
         bridge_samples, peer_samples = await measure_cycles(
             bench, "langgraph", NAME, bridge.pid, ours.cycle, theirs.cycle if theirs else None, n=n, warmup=warmup
         )
-    bridge_ms, peer_ms = median_ms(bridge_samples), median_ms(peer_samples)
-    return [Result(NAME, "ms", bridge_ms, peer_ms, n=len(bridge_samples), target=TARGET, note=missing or PEER_NOTE)]
+    return [Result.timed(NAME, bridge_samples, peer_samples, target=TARGET, note=missing or PEER_NOTE)]
