@@ -26,7 +26,7 @@ from bridge.core.decisions.common import (
     NewId,
     deny,
     event_draft,
-    resolved_payload,
+    resolved_event,
     resolver_id,
     settle,
     subject_clash,
@@ -317,18 +317,18 @@ def settle_approval(
     if "quorum" in final:
         received["quorum"] = final["quorum"]
     decision = "approved" if outcome == "accepted" else "rejected"
-    resolved = resolved_payload(
-        intr,
-        now,
-        final["decidedBy"],
-        final,
-        action=final["action"],
-        decision=decision,
-        reason=final.get("reason") if final["action"] == "timeout" else None,
-    )
+    timed_out = final["action"] == "timeout"
     emitted: list[dict[str, Any]] = [
         {"type": "approval.received", "payload": received, "nodeId": intr.node_id},
-        {"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id},
+        resolved_event(
+            intr,
+            now,
+            final["decidedBy"],
+            final,
+            action=final["action"],
+            decision=decision,
+            reason=final.get("reason") if timed_out else None,
+        ),
     ]
     return settle(
         intr,

@@ -15,7 +15,7 @@ from typing import Any
 from bridge import spec
 from bridge.core import kinds
 from bridge.core.auth import Principal
-from bridge.core.decisions.common import NewId, resolved_payload, settle
+from bridge.core.decisions.common import NewId, resolved_event, resolved_payload, settle
 from bridge.core.errors import (
     InterruptAlreadyResolvedError,
     ValidationError,
@@ -258,11 +258,7 @@ def _exchanged(record: InterruptRecord, prepared: PreparedExchange, turn: dict[s
         resume_value = prepared.content
         exchanged = {"conversationId": cid, "turnIndex": index, "turn": turn}
         said = {"type": "conversation.exchanged", "payload": exchanged, "nodeId": record.node_id}
-    resolved = resolved_payload(record, now, prepared.by, resume_value)
-    emitted: list[dict[str, Any]] = [
-        {"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id},
-        said,
-    ]
+    emitted: list[dict[str, Any]] = [resolved_event(record, now, prepared.by, resume_value), said]
     extra: dict[str, Any] = {"turn": turn, "operation": operation}
     if operation == "close":
         extra.update({"closed": True, "outcome": prepared.outcome, "reason": prepared.reason or "closed-by-user"})
