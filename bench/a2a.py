@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
@@ -20,7 +19,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 from google.protobuf import json_format, struct_pb2
 
 from bench import workflows
-from bench.harness import Bench, Result, Target, alternate, median_ms
+from bench.harness import Bench, Result, Target, alternate
 from bench.http import bridge_servers
 from bench.servers import Server
 
@@ -56,7 +55,7 @@ class A2aClient:
         task = await self.send(Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, metadata=meta))
         if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
             raise RuntimeError(f"expected input-required, got {TaskState.Name(task.status.state)}")
-        answer = Part(data=json_format.ParseDict(_answer(), struct_pb2.Value()))
+        answer = Part(data=json_format.ParseDict(workflows.approval_answer(), struct_pb2.Value()))
         done = await self.send(
             Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, task_id=task.id, parts=[answer])
         )
@@ -69,10 +68,6 @@ class A2aClient:
         """Close the client and its HTTP connections."""
         await self.client.close()
         await self.http.aclose()
-
-
-def _answer() -> dict[str, Any]:
-    return dict(workflows.ANSWERS[workflows.APPROVAL])
 
 
 async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
@@ -98,4 +93,4 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
             await client.close()
         for server in reversed(started):
             await server.stop()
-    return [Result(NAME, "ms", median_ms(samples), n=len(samples), target=TARGET)]
+    return [Result.timed(NAME, samples, target=TARGET)]

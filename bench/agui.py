@@ -24,7 +24,7 @@ from typing import Any
 
 from bench import agui_peer, workflows
 from bench.client import Connection, HttpError
-from bench.harness import Bench, Result, Target, measure_cycles, median_ms
+from bench.harness import Bench, Result, Target, measure_cycles
 from bench.http import bridge_servers
 from bench.servers import Server
 
@@ -83,9 +83,8 @@ class AguiClient:
         outcome = paused.get("outcome") or {}
         if outcome.get("type") != "interrupt" or not outcome.get("interrupts"):
             raise RuntimeError(f"{self.path}: expected an interrupt outcome, got {outcome!r}")
-        resume = [
-            {"interruptId": outcome["interrupts"][0]["id"], "status": "resolved", "payload": _answer()},
-        ]
+        answer = workflows.approval_answer()
+        resume = [{"interruptId": outcome["interrupts"][0]["id"], "status": "resolved", "payload": answer}]
         done = await self.agui_run(self.run_input(thread_id, resume))
         elapsed = time.perf_counter() - started
         end = (done.get("outcome") or {}).get("type", "success")
@@ -96,10 +95,6 @@ class AguiClient:
     async def close(self) -> None:
         """Close the connection."""
         await self.connection.close()
-
-
-def _answer() -> dict[str, Any]:
-    return dict(workflows.ANSWERS[workflows.APPROVAL])
 
 
 def peer_missing() -> str | None:
@@ -163,14 +158,4 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
             await client.close()
         for server in reversed(started):
             await server.stop()
-    return [
-        Result(
-            NAME,
-            "ms",
-            median_ms(bridge_samples),
-            median_ms(peer_samples),
-            n=len(bridge_samples),
-            target=TARGET,
-            note=missing,
-        )
-    ]
+    return [Result.timed(NAME, bridge_samples, peer_samples, target=TARGET, note=missing)]

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import workflows
-from bench.harness import Bench, Result, Target, alternate, median_ms
+from bench.harness import Bench, Result, Target, alternate
 from bridge.core.auth import Principal
 from bridge.runtime.engine import Engine
 from bridge.store.base import Store
@@ -175,14 +175,4 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
         await engine.stop()
         if not isinstance(peer, str):
             peer[1]()
-    return [
-        Result(
-            NAME,
-            "ms",
-            median_ms(ours),
-            median_ms(theirs),
-            n=len(ours),
-            target=TARGET,
-            note=note,
-        )
-    ]
+    return [Result.timed(NAME, ours, theirs, target=TARGET, note=note)]

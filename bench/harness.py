@@ -97,6 +97,20 @@ class Result:
     #: How many suspended runs the server held (the scale figures).
     pending_runs: int | None = None
 
+    @classmethod
+    def timed(
+        cls,
+        name: str,
+        bridge_s: Sequence[float],
+        peer_s: Sequence[float] | None = None,
+        *,
+        target: Target | None = None,
+        note: str | None = None,
+    ) -> Result:
+        """A figure in milliseconds: the median of each side's samples (in seconds), over the bridge's samples."""
+        peer = None if peer_s is None else median_ms(peer_s)
+        return cls(name, "ms", median_ms(bridge_s), peer, n=len(bridge_s), target=target, note=note)
+
     @property
     def ratio(self) -> float | None:
         """bridge / peer, when both exist."""

@@ -23,7 +23,7 @@ import time
 
 from bench import workflows
 from bench.client import Connection
-from bench.harness import Bench, Result, Target, alternate, median, median_ms
+from bench.harness import Bench, Result, Target, alternate, median
 from bench.servers import Server, bridge_command
 
 ROUNDTRIP = "http_roundtrip"
@@ -160,7 +160,7 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
                         await sequential()
             for user in users:
                 await user.close()
-            results.append(Result(ROUNDTRIP, "ms", median_ms(samples), n=len(samples), target=ROUNDTRIP_TARGET))
+            results.append(Result.timed(ROUNDTRIP, samples, target=ROUNDTRIP_TARGET))
         if THROUGHPUT in wanted:
             clients = [ApprovalClient(bench, servers[i % len(servers)].port) for i in range(CLIENTS)]
             windows = bench.scale(10, 3)

@@ -27,14 +27,13 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from bench import workflows
-from bench.harness import Bench, Result, Target, measure_cycles, median_ms
+from bench.harness import Bench, Result, Target, measure_cycles
 from bench.http import bridge_servers
 from bench.servers import Server
 
@@ -86,7 +85,7 @@ class LangGraphClientCycle:
         interrupts = paused.get("__interrupt__") if isinstance(paused, dict) else None
         if not isinstance(interrupts, list) or len(interrupts) != 1:
             raise RuntimeError(f"{self.url}: expected one interrupt, got {paused!r}")
-        await self.client.runs.wait(thread_id, self.assistant, command={"resume": _answer()})
+        await self.client.runs.wait(thread_id, self.assistant, command={"resume": workflows.approval_answer()})
         state = await self.client.threads.get_state(thread_id)
         elapsed = time.perf_counter() - started
         if state["next"] or state["tasks"] or not state["values"]:
@@ -96,10 +95,6 @@ class LangGraphClientCycle:
     async def close(self) -> None:
         """Close the client's HTTP connections."""
         await self.client.aclose()
-
-
-def _answer() -> dict[str, Any]:
-    return dict(workflows.ANSWERS[workflows.APPROVAL])
 
 
 def peer_executable() -> Path | None:
@@ -152,5 +147,4 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
         bridge_samples, peer_samples = await measure_cycles(
             bench, "langgraph", NAME, bridge.pid, ours.cycle, theirs.cycle if theirs else None, n=n, warmup=warmup
         )
-    bridge_ms, peer_ms = median_ms(bridge_samples), median_ms(peer_samples)
-    return [Result(NAME, "ms", bridge_ms, peer_ms, n=len(bridge_samples), target=TARGET, note=missing or PEER_NOTE)]
+    return [Result.timed(NAME, bridge_samples, peer_samples, target=TARGET, note=missing or PEER_NOTE)]

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from bench import workflows
-from bench.harness import Bench, Result, alternate, median_ms
+from bench.harness import Bench, Result, alternate
 from bench.http import bridge_servers
 
 NAME = "mcp_roundtrip"
@@ -59,4 +59,4 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
             samples, _ = await alternate(bench, "mcp", cycle, None, n=n, warmup=warmup)
     finally:
         await bridge.stop()
-    return [Result(NAME, "ms", median_ms(samples), None, n=len(samples))]
+    return [Result.timed(NAME, samples)]

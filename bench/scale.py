@@ -118,11 +118,9 @@ class Point:
         at = f"{self.pending:,} pending"
         return [
             Result(RSS, "MiB", self.rss, n=1, target=Target("<=", 300), note=f"{at}; peak (VmHWM) {self.peak:.0f} MiB"),
-            Result(
+            Result.timed(
                 INBOX,
-                "ms",
-                median_ms(self.inbox_large),
-                n=len(self.inbox_large),
+                self.inbox_large,
                 target=Target("<=", 20),
                 note=f"{at}; {_fmt_ms(median_ms(self.inbox_small))} ms at {SMALL}",
             ),

@@ -29,6 +29,11 @@ ANSWERS: dict[str, Any] = {
 CONVERSATION_TURNS = 100
 
 
+def approval_answer() -> dict[str, Any]:
+    """A copy of the approval workflow's answer, for a client that may add to it."""
+    return dict(ANSWERS[APPROVAL])
+
+
 def _document(workflow_id: str, type_id: str, config: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {
         "id": workflow_id,

@@ -24,6 +24,15 @@ class Doc(TypedDict, total=False):
     answers: dict[str, Any]
 
 
+def _one_node(state: Any, name: str, node: Any) -> Any:
+    """A compiled graph of one node: START → ``name`` → END."""
+    g = StateGraph(state)
+    g.add_node(name, node)
+    g.add_edge(START, name)
+    g.add_edge(name, END)
+    return g.compile()
+
+
 def approve_graph() -> Any:
     """draft → review (helper approval) → publish."""
 
@@ -34,11 +43,7 @@ def approve_graph() -> Any:
         text = result.edited["text"] if result.action == "edit-accept" else state.get("text", "")
         return {"decision": result.action, "decided_by": result.decided_by or "", "text": text}
 
-    g = StateGraph(Doc)
-    g.add_node("review", review)
-    g.add_edge(START, "review")
-    g.add_edge("review", END)
-    return g.compile()
+    return _one_node(Doc, "review", review)
 
 
 class Fan(TypedDict, total=False):
@@ -72,15 +77,7 @@ def subgraph_graph() -> Any:
     def inner(state: Doc) -> Doc:
         return {"answers": clarify(["Which region?"])}
 
-    sub = StateGraph(Doc)
-    sub.add_node("inner", inner)
-    sub.add_edge(START, "inner")
-    sub.add_edge("inner", END)
-    g = StateGraph(Doc)
-    g.add_node("child", sub.compile())
-    g.add_edge(START, "child")
-    g.add_edge("child", END)
-    return g.compile()
+    return _one_node(Doc, "child", _one_node(Doc, "inner", inner))
 
 
 class Routing(TypedDict, total=False):
@@ -95,11 +92,7 @@ def supervisor_graph() -> Any:
         decision = escalate_if_low_confidence("host:router", {"route": "billing"}, state.get("confidence", 0.4))
         return {"decision": decision}
 
-    g = StateGraph(Routing)
-    g.add_node("route", route)
-    g.add_edge(START, "route")
-    g.add_edge("route", END)
-    return g.compile()
+    return _one_node(Routing, "route", route)
 
 
 class Chat(TypedDict, total=False):
@@ -121,11 +114,7 @@ def conversation_graph() -> Any:
         conv.close({"replies": replies}, reason="goal-reached", message="Thanks, all set.")
         return {"replies": replies, "outcome": {"replies": replies}}
 
-    g = StateGraph(Chat)
-    g.add_node("intake", intake)
-    g.add_edge(START, "intake")
-    g.add_edge("intake", END)
-    return g.compile()
+    return _one_node(Chat, "intake", intake)
 
 
 @tool
@@ -193,11 +182,7 @@ def chat_agent() -> Any:
     def respond(state: MessagesState) -> dict[str, Any]:
         return {"messages": [model.invoke(state["messages"])]}
 
-    g = StateGraph(MessagesState)
-    g.add_node("respond", respond)
-    g.add_edge(START, "respond")
-    g.add_edge("respond", END)
-    return g.compile()
+    return _one_node(MessagesState, "respond", respond)
 
 
 def single_question_graph() -> Any:
@@ -210,11 +195,7 @@ def single_question_graph() -> Any:
         )
         return {"answers": [{"topic": "only", "ok": value["ok"]}]}
 
-    g = StateGraph(Fan)
-    g.add_node("ask", ask)
-    g.add_edge(START, "ask")
-    g.add_edge("ask", END)
-    return g.compile()
+    return _one_node(Fan, "ask", ask)
 
 
 class Choice(BaseModel):
@@ -230,11 +211,7 @@ def odd_value_graph() -> Any:
     def ask(state: Doc) -> Doc:
         return {"text": interrupt(Choice(question="Which plan?", options=["basic", "pro"]))}
 
-    g = StateGraph(Doc)
-    g.add_node("ask", ask)
-    g.add_edge(START, "ask")
-    g.add_edge("ask", END)
-    return g.compile()
+    return _one_node(Doc, "ask", ask)
 
 
 def chat_agent_with_a_gated_tool() -> Any:

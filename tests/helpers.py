@@ -5,12 +5,23 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bridge import Engine
+import httpx
+
+from bridge import Engine, Workflow, spec
 from bridge.core.auth import Principal
 
 ADMIN = Principal("alice", roles=frozenset({"admin"}))
 WAITING = ("waiting-approval", "waiting-input", "waiting-external")
 TERMINAL = ("completed", "failed", "cancelled")
+
+
+def envelope(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The body of an error response, once it is the OpenWOP error envelope with ``status`` and ``code``."""
+    assert r.status_code == status, r.text
+    body: dict[str, Any] = r.json()
+    assert set(body) <= {"error", "message", "details"} and body["error"] == code and body["message"]
+    assert not list(spec.validator("error-envelope.schema.json").iter_errors(body))
+    return body
 
 
 async def settle(
@@ -78,3 +89,18 @@ def gate_then_wait(delay_ms: int) -> dict[str, Any]:
         "inputs": {},
     }
     return workflow_doc("gate-then-wait", [gate, wait], [{"id": "e", "sourceNodeId": "gate", "targetNodeId": "wait"}])
+
+
+def two_sign_offs(engine: Engine, workflow_id: str, actions: list[str]) -> None:
+    """Register ``workflow_id``: a start node, then two approval gates side by side, ``legal`` and
+    ``finance`` ("<name> sign-off"), each allowing ``actions``."""
+    wf = Workflow(workflow_id)
+    wf.node("start", type_id="core.noop")
+    for name in ("legal", "finance"):
+        wf.node(
+            name,
+            type_id="core.approvalGate",
+            after="start",
+            config={"title": f"{name} sign-off", "actions": list(actions)},
+        )
+    wf.register(engine)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -38,3 +39,19 @@ def run_suite(
         timeout=timeout,
         env={"PATH": "/usr/bin:/bin:/usr/local/bin", "BRIDGE_URL": server.url, "BRIDGE_KEY": key, **env},
     )
+
+
+def suite_server(db: Path, key: str, *options: str) -> ServerProcess:
+    """A server (not started) with the suites' workflows, ``options`` and ``key`` as an admin key."""
+    return ServerProcess(db, [*WORKFLOWS, *options, "--api-key", f"tester={key}+admin"])
+
+
+def assert_suite_passes(
+    node: str, script: str, server: ServerProcess, key: str, passed: int, *, timeout: float = 120, **env: str
+) -> str:
+    """Run ``script`` (see :func:`run_suite`); it exits 0 with no failure and ``passed`` tests passing. Its output."""
+    result = run_suite(node, script, server, key, timeout=timeout, **env)
+    assert result.returncode == 0, result.stdout + result.stderr + server.output()[-3000:]
+    assert re.search(r"^\S* ?fail 0$", result.stdout, re.M), result.stdout
+    assert re.search(rf"^\S* ?pass {passed}$", result.stdout, re.M), result.stdout
+    return result.stdout

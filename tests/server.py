@@ -92,3 +92,23 @@ class ServerProcess:
 
     def output(self) -> str:
         return self.log.read_text() if self.log.exists() else ""
+
+    def __enter__(self) -> ServerProcess:
+        """Start the server (``with ServerProcess(...) as server:``); it stops when the block ends."""
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def wait_for_status(
+    url: str, headers: dict[str, str], run_id: str, statuses: tuple[str, ...], timeout: float = 15
+) -> dict[str, Any]:
+    """Poll ``GET /v1/runs/{run_id}`` until the run is in one of ``statuses``; its last snapshot."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        snap: dict[str, Any] = httpx.get(f"{url}/v1/runs/{run_id}", headers=headers).json()
+        if snap["status"] in statuses:
+            return snap
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} stuck in {snap['status']}")

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import orjson
-import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
@@ -24,35 +21,18 @@ from starlette.routing import Route
 
 from bridge.host.v2.openapi import openapi_document
 from bridge.host.v2.routes import routes as v2_routes
+from tests.fuzz import BUDGET_S, fuzz_fixtures, fuzz_schema
 from tests.server import ServerProcess
 
 KEY = "fuzz-v2-key-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-#: Random cases per operation (on top of the examples and boundary cases).
-EXAMPLES = 5
-#: The whole fuzz must finish within this (seconds); a slower host fails the test.
-BUDGET_S = 90.0
 
 DOCUMENT = openapi_document()
 
-schema = schemathesis.openapi.from_dict(DOCUMENT)
-schema.config.generation.update(max_examples=EXAMPLES, deterministic=True)
-schema.config.update(request_timeout=10)
+schema = fuzz_schema(DOCUMENT)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    db: Path = tmp_path_factory.mktemp("fuzz-v2") / "fuzz.db"
-    proc = ServerProcess(db, ["--api-key", f"fuzz={KEY}+admin"]).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
-@pytest.fixture(scope="module")
-def deadline() -> float:
-    return time.monotonic() + BUDGET_S
+server, deadline = fuzz_fixtures("fuzz-v2", KEY)
 
 
 def test_the_document_is_valid_openapi() -> None:

@@ -52,6 +52,16 @@ def _env_list(name: str, sep: str) -> list[str]:
     return [p for p in raw.split(sep) if p.strip()] if raw else []
 
 
+def _switch_off(serve: argparse.ArgumentParser, flag: str, help: str) -> None:
+    """A ``--no-…`` flag, also set by ``OPENWOP_BRIDGE_NO_…=1``."""
+    serve.add_argument(flag, action="store_true", default=env(flag[2:].upper().replace("-", "_")) == "1", help=help)
+
+
+def _repeatable(serve: argparse.ArgumentParser, flag: str, name: str, sep: str, *, metavar: str, help: str) -> None:
+    """A flag given once per value, its defaults from ``OPENWOP_BRIDGE_<name>`` split at ``sep``."""
+    serve.add_argument(flag, action="append", default=_env_list(name, sep), metavar=metavar, help=help)
+
+
 def _add_source_arguments(serve: argparse.ArgumentParser) -> None:
     """``serve``: where to listen, the database, and the workflows to load."""
     serve.add_argument("--host", default=env("HOST", "127.0.0.1"), help="interface to bind (default 127.0.0.1)")
@@ -61,20 +71,20 @@ def _add_source_arguments(serve: argparse.ArgumentParser) -> None:
         default=env("DB", "./openwop-bridge.db"),
         help="SQLite file (default ./openwop-bridge.db) or postgresql:// URL",
     )
-    serve.add_argument(
+    _repeatable(
+        serve,
         "--workflows",
-        action="append",
-        default=_env_list("WORKFLOWS", os.pathsep),
+        "WORKFLOWS",
+        os.pathsep,
         metavar="DIR",
         help="load every *.json workflow in DIR (repeatable)",
     )
-    serve.add_argument(
-        "--no-demo", action="store_true", default=env("NO_DEMO") == "1", help="do not load the bundled demo workflows"
-    )
-    serve.add_argument(
+    _switch_off(serve, "--no-demo", "do not load the bundled demo workflows")
+    _repeatable(
+        serve,
         "--graph",
-        action="append",
-        default=_env_list("GRAPHS", ";"),
+        "GRAPHS",
+        ";",
         metavar="ID=module:attr",
         help="serve a compiled LangGraph graph as workflow ID (repeatable)",
     )
@@ -82,27 +92,30 @@ def _add_source_arguments(serve: argparse.ArgumentParser) -> None:
 
 def _add_access_arguments(serve: argparse.ArgumentParser) -> None:
     """``serve``: API keys, link signing secrets, and the names the host answers to."""
-    serve.add_argument(
+    _repeatable(
+        serve,
         "--api-key",
-        action="append",
-        default=_env_list("API_KEYS", ";"),
+        "API_KEYS",
+        ";",
         metavar="[PRINCIPAL=]KEY[:scopes][@tenant][+roles]",
         help="accept this API key (repeatable); without any, a dev key with every scope is printed",
     )
     serve.add_argument("--keys-file", default=env("KEYS_FILE"), help="JSON file of API keys")
-    serve.add_argument(
+    _repeatable(
+        serve,
         "--token-secret",
-        action="append",
-        default=_env_list("TOKEN_SECRETS", ";"),
+        "TOKEN_SECRETS",
+        ";",
         metavar="[KID:]SECRET",
         help="signing secret for interrupt links (repeatable: the first signs, all verify); "
         "default: generated and kept in the database",
     )
     serve.add_argument("--public-url", default=env("PUBLIC_URL"), help="base URL used in links (default: request URL)")
-    serve.add_argument(
+    _repeatable(
+        serve,
         "--allowed-host",
-        action="append",
-        default=_env_list("ALLOWED_HOSTS", ","),
+        "ALLOWED_HOSTS",
+        ",",
         metavar="NAME",
         help="also answer requests for this host name (repeatable; '*.example.com' for subdomains, '*' for any); "
         "always: localhost, 127.0.0.1, ::1, the --host address and the --public-url host",
@@ -111,21 +124,9 @@ def _add_access_arguments(serve: argparse.ArgumentParser) -> None:
 
 def _add_feature_arguments(serve: argparse.ArgumentParser) -> None:
     """``serve``: the primitives and surfaces switched on, and the escalation threshold."""
-    serve.add_argument(
-        "--no-conversation",
-        action="store_true",
-        default=env("NO_CONVERSATION") == "1",
-        help="switch off the conversation primitive (workflows using it are refused)",
-    )
-    serve.add_argument(
-        "--no-agui", action="store_true", default=env("NO_AGUI") == "1", help="do not serve workflows as AG-UI agents"
-    )
-    serve.add_argument(
-        "--no-ui",
-        action="store_true",
-        default=env("NO_UI") == "1",
-        help="do not serve the operator inbox (/ui/) or the signed-link page",
-    )
+    _switch_off(serve, "--no-conversation", "switch off the conversation primitive (workflows using it are refused)")
+    _switch_off(serve, "--no-agui", "do not serve workflows as AG-UI agents")
+    _switch_off(serve, "--no-ui", "do not serve the operator inbox (/ui/) or the signed-link page")
     serve.add_argument("--escalation-threshold", type=float, default=float(env("ESCALATION_THRESHOLD", "0.7") or 0.7))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from typing import Any
 
@@ -22,18 +22,41 @@ BASE_URI = "https://openwop.dev/spec/v1/"
 _PACKAGE = "bridge.spec"
 
 
+def read_json(package: str, folder: str, name: str) -> Any:
+    """A vendored JSON file: ``name`` in ``folder`` of ``package``."""
+    return json.loads(resources.files(package).joinpath(folder, name).read_text("utf-8"))
+
+
+def json_names(package: str, folder: str) -> list[str]:
+    """File names of the vendored JSON files in ``folder`` of ``package``."""
+    return sorted(p.name for p in resources.files(package).joinpath(folder).iterdir() if p.name.endswith(".json"))
+
+
+def schema_registry(base_uri: str, names: Iterable[str], schema: Callable[[str], dict[str, Any]]) -> Registry:
+    """A ``referencing`` registry holding each named schema under its file URI (``base_uri`` + name)
+    and, where that differs, under its ``$id``."""
+    reg: Registry = Registry()
+    for name in names:
+        doc = schema(name)
+        resource = Resource.from_contents(doc, default_specification=DRAFT202012)
+        reg = reg.with_resource(base_uri + name, resource)
+        if "$id" in doc and doc["$id"] != base_uri + name:
+            reg = reg.with_resource(doc["$id"], resource)
+    return reg.crawl()
+
+
 def _read(folder: str, name: str) -> Any:
-    return json.loads(resources.files(_PACKAGE).joinpath(folder, name).read_text("utf-8"))
+    return read_json(_PACKAGE, folder, name)
 
 
 def schema_names() -> list[str]:
     """File names of the vendored schemas."""
-    return sorted(p.name for p in resources.files(_PACKAGE).joinpath("schemas").iterdir() if p.name.endswith(".json"))
+    return json_names(_PACKAGE, "schemas")
 
 
 def fixture_names() -> list[str]:
     """File names of the vendored conformance fixture workflows."""
-    return sorted(p.name for p in resources.files(_PACKAGE).joinpath("fixtures").iterdir() if p.name.endswith(".json"))
+    return json_names(_PACKAGE, "fixtures")
 
 
 def load_fixture(name: str) -> dict[str, Any]:
@@ -58,14 +81,7 @@ def schema(name: str) -> dict[str, Any]:
 @functools.cache
 def registry() -> Registry:
     """A ``referencing`` registry holding every schema under its ``$id`` and file URI."""
-    reg: Registry = Registry()
-    for name in schema_names():
-        doc = schema(name)
-        resource = Resource.from_contents(doc, default_specification=DRAFT202012)
-        reg = reg.with_resource(BASE_URI + name, resource)
-        if "$id" in doc and doc["$id"] != BASE_URI + name:
-            reg = reg.with_resource(doc["$id"], resource)
-    return reg.crawl()
+    return schema_registry(BASE_URI, schema_names(), schema)
 
 
 @functools.cache

@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -117,20 +118,31 @@ async def browser_page(profile: Path, name: str) -> AsyncIterator[Page]:
     assert not problems, "the page reported problems:\n" + "\n".join(problems)
 
 
+def require_built(artifact: Path, what: str, build: str) -> None:
+    """Fail (never skip) when ``artifact``, the build of ``what``, is missing; ``build`` says how to make it."""
+    if not artifact.is_file():
+        pytest.fail(
+            f"{what} is not built ({artifact} is missing): build it with `{build}` (scripts/test does)", pytrace=False
+        )
+
+
 @contextlib.asynccontextmanager
-async def ui_server(engine: Engine) -> AsyncIterator[str]:
-    """The host with the web pages (and the demo workflows) on real uvicorn; yields its URL."""
+async def demo_server(engine: Engine, extra_routes: list[Any], **options: Any) -> AsyncIterator[str]:
+    """The host with the demo workflows and ``extra_routes`` (``options`` go to ``create_app``) on real
+    uvicorn; yields its URL."""
     for workflow in demo_workflows():
         engine.add_workflow(workflow)
     app = create_app(
-        engine,
-        KeyRing(KEYS.values()),
-        extra_routes=web_routes(),
-        link_page=link_page,
-        manage_engine=False,
-        keepalive_s=0.5,
+        engine, KeyRing(KEYS.values()), extra_routes=extra_routes, manage_engine=False, keepalive_s=0.5, **options
     )
     async with uvicorn_server(app) as url:
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def ui_server(engine: Engine) -> AsyncIterator[str]:
+    """The host with the web pages (and the demo workflows) on real uvicorn; yields its URL."""
+    async with demo_server(engine, web_routes(), link_page=link_page) as url:
         yield url
 
 
@@ -204,3 +216,24 @@ async def start(api: httpx.AsyncClient, engine: Engine, workflow: str, who: str 
     run_id: str = r.json()["runId"]
     await settle(engine, run_id)
     return run_id
+
+
+def said(scope: Locator, form: str, role: str = "status") -> Locator:
+    """The success (``status``) or error (``alert``) message of one form inside ``scope``."""
+    return scope.get_by_role("form", name=form).get_by_role(role)
+
+
+async def node_outputs(engine: Engine, run_id: str, node: str) -> Any:
+    """The outputs of ``node`` once the run has completed."""
+    run = await settle(engine, run_id)
+    assert run.status == "completed", run.status
+    return run.state["nodes"][node]["outputs"]
+
+
+async def assert_unknown_key_refused(page: Page) -> Locator:
+    """An unknown key typed into the sign-in form is refused as ``unknown API key``; the key field."""
+    key = page.get_by_label("API key")
+    await key.fill("not-a-key")
+    await key.press("Enter")
+    await expect(page.locator("#sign-in-error")).to_have_text("unknown API key")
+    return key

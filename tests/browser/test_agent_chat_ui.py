@@ -28,13 +28,9 @@ from starlette.staticfiles import StaticFiles
 
 from adapters.langgraph_api import langgraph_routes
 from bridge import Engine
-from bridge.core.auth import KeyRing
 from bridge.core.workflow import load_workflow
-from bridge.host.cli import demo_workflows
-from bridge.host.http import create_app
-from tests.browser import browser_page, screenshot
-from tests.conftest import KEYS, TOKENS, auth
-from tests.server import uvicorn_server
+from tests.browser import browser_page, demo_server, require_built, screenshot
+from tests.conftest import TOKENS, auth
 
 APP = Path(__file__).resolve().parent / "agent-chat-ui"
 DIST = APP / "dist"
@@ -43,31 +39,12 @@ QUORUM = "release-quorum"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def require_build() -> None:
-    """Fail (never skip) when the app has not been built."""
-    if not (DIST / "index.html").is_file():
-        pytest.fail(
-            f"agent-chat-ui is not built at {DIST}: build it with "
-            "`cd tests/browser/agent-chat-ui && npm ci && npm run build` (scripts/test does)",
-            pytrace=False,
-        )
-
-
 @pytest.fixture
 async def site(engine: Engine) -> AsyncIterator[str]:
     """The host with ``/langgraph`` and the built app under ``/agent-chat-ui`` on loopback."""
-    require_build()
-    for workflow in demo_workflows():
-        engine.add_workflow(workflow)
+    require_built(DIST / "index.html", "agent-chat-ui", "cd tests/browser/agent-chat-ui && npm ci && npm run build")
     static = Mount("/agent-chat-ui", app=StaticFiles(directory=DIST, html=True))
-    app = create_app(
-        engine,
-        KeyRing(KEYS.values()),
-        extra_routes=[*langgraph_routes(engine), static],
-        manage_engine=False,
-        keepalive_s=0.5,
-    )
-    async with uvicorn_server(app) as url:
+    async with demo_server(engine, [*langgraph_routes(engine), static]) as url:
         yield url
 
 

@@ -26,13 +26,18 @@ from playwright.async_api import Locator, Page, expect
 
 from adapters.agui import agui_routes
 from bridge import Engine, NodeContext, Workflow
-from bridge.core.auth import KeyRing
-from bridge.host.cli import demo_workflows
-from bridge.host.http import create_app
 from bridge.host.web.pages import CONTENT_SECURITY_POLICY
-from tests.browser import assert_keyboard_basics, screenshot, tab_to
-from tests.conftest import KEYS, TOKENS, auth
-from tests.server import free_port, uvicorn_server
+from tests.browser import (
+    assert_keyboard_basics,
+    assert_unknown_key_refused,
+    demo_server,
+    require_built,
+    screenshot,
+    tab_to,
+)
+from tests.conftest import TOKENS, auth
+from tests.helpers import two_sign_offs
+from tests.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = ROOT / "examples" / "chat"
@@ -51,27 +56,13 @@ serve = _load_serve()
 
 def require_bundle() -> None:
     """Fail (never skip) when the page's script has not been built."""
-    if not serve.BUNDLE.is_file():
-        pytest.fail(
-            f"the chat page's bundle {serve.BUNDLE} is missing: build it with "
-            "`cd examples/chat && npm ci && npm run build` (scripts/test does)",
-            pytrace=False,
-        )
+    require_built(serve.BUNDLE, "the chat page's bundle", "cd examples/chat && npm ci && npm run build")
 
 
 @pytest.fixture
 async def site(engine: Engine) -> AsyncIterator[str]:
     require_bundle()
-    for workflow in demo_workflows():
-        engine.add_workflow(workflow)
-    app = create_app(
-        engine,
-        KeyRing(KEYS.values()),
-        extra_routes=[*agui_routes(engine), *serve.chat_routes()],
-        manage_engine=False,
-        keepalive_s=0.5,
-    )
-    async with uvicorn_server(app) as url:
+    async with demo_server(engine, [*agui_routes(engine), *serve.chat_routes()]) as url:
         yield url
 
 
@@ -94,6 +85,14 @@ async def open_agent(page: Page, site: str, workflow: str, who: str = "admin") -
     await page.get_by_label("Agent").select_option(workflow)
     await expect(page.locator("#thread-id")).not_to_be_empty()
     await page.get_by_role("button", name="Start", exact=True).click()
+
+
+async def open_card(page: Page, site: str, workflow: str, title: str) -> Locator:
+    """Sign in, start ``workflow``'s agent and wait for its interrupt card titled ``title``; the card."""
+    await open_agent(page, site, workflow)
+    opened = card(page, title)
+    await expect(opened).to_be_visible()
+    return opened
 
 
 def card(page: Page, title: str) -> Locator:
@@ -182,10 +181,7 @@ def test_serve_script_starts_the_host_with_the_page(tmp_path: Path) -> None:
 async def test_sign_in_lists_the_agents_and_keeps_the_key_in_the_tab(page: Page, site: str) -> None:
     await page.goto(f"{site}/chat/")
     await assert_keyboard_basics(page, page.locator("#sign-in"))
-    key = page.get_by_label("API key")
-    await key.fill("not-a-key")
-    await key.press("Enter")
-    await expect(page.locator("#sign-in-error")).to_have_text("unknown API key")
+    key = await assert_unknown_key_refused(page)
 
     # bob may run and answer but not read workflow definitions: the agents come from discovery.
     await key.fill(TOKENS["bob"])
@@ -215,9 +211,7 @@ async def test_sign_in_lists_the_agents_and_keeps_the_key_in_the_tab(page: Page,
 
 @pytest.mark.browser
 async def test_expense_approval_answered_from_its_card(page: Page, site: str, api: httpx.AsyncClient) -> None:
-    await open_agent(page, site, "demo-expense-approval")
-    review = card(page, "Approve expense report EXP-1042")
-    await expect(review).to_be_visible()
+    review = await open_card(page, site, "demo-expense-approval", "Approve expense report EXP-1042")
     await expect(review).to_contain_text("Team offsite, 3 nights, 4 people.")
     await expect(review).to_contain_text('"total": 1840.5')
     # One button per action the approval allows (the others behind their own section).
@@ -300,9 +294,7 @@ async def test_request_changes_then_accept_with_edits(page: Page, site: str, api
 
 @pytest.mark.browser
 async def test_tool_call_approved_with_edited_arguments(page: Page, site: str, api: httpx.AsyncClient) -> None:
-    await open_agent(page, site, "demo-tool-approval")
-    approval = card(page, "Approve the call to send_email?")
-    await expect(approval).to_be_visible()
+    approval = await open_card(page, site, "demo-tool-approval", "Approve the call to send_email?")
     await expect(approval).to_contain_text("The assistant drafted this e-mail to every customer.")
     # The call itself is in the chat, as the assistant's tool call.
     await expect(transcript(page).locator(".tool-call")).to_contain_text("send_email")
@@ -340,9 +332,7 @@ async def test_tool_call_approved_with_edited_arguments(page: Page, site: str, a
 
 @pytest.mark.browser
 async def test_clarification_answered_from_its_form(page: Page, site: str, api: httpx.AsyncClient) -> None:
-    await open_agent(page, site, "demo-clarification")
-    form = card(page, "A few questions for you")
-    await expect(form).to_be_visible()
+    form = await open_card(page, site, "demo-clarification", "A few questions for you")
     await expect(form.locator(".eyebrow")).to_have_text("Input needed")
     audience = form.get_by_label("Who is the announcement for?")
     await expect(audience.locator("option")).to_have_text(["Choose…", "customers", "staff", "press"])
@@ -470,16 +460,7 @@ async def test_a_failed_run_is_reported_in_the_chat(page: Page, site: str, engin
 
 @pytest.mark.browser
 async def test_two_open_requests_are_answered_in_one_resume(page: Page, site: str, engine: Engine) -> None:
-    wf = Workflow("two-sign-offs")
-    wf.node("start", type_id="core.noop")
-    for name in ("legal", "finance"):
-        wf.node(
-            name,
-            type_id="core.approvalGate",
-            after="start",
-            config={"title": f"{name} sign-off", "actions": ["accept", "reject"]},
-        )
-    wf.register(engine)
+    two_sign_offs(engine, "two-sign-offs", ["accept", "reject"])
     await open_agent(page, site, "two-sign-offs")
     legal, finance = card(page, "legal sign-off"), card(page, "finance sign-off")
     await expect(finance).to_be_visible()
@@ -540,9 +521,7 @@ async def test_an_expired_request_can_only_be_cancelled(
 async def test_card_controls_are_labelled_and_work_from_the_keyboard(
     page: Page, site: str, api: httpx.AsyncClient, engine: Engine
 ) -> None:
-    await open_agent(page, site, "demo-expense-approval")
-    review = card(page, "Approve expense report EXP-1042")
-    await expect(review).to_be_visible()
+    review = await open_card(page, site, "demo-expense-approval", "Approve expense report EXP-1042")
     for section in await review.locator("details").all():
         await section.locator("summary").click()
     await assert_keyboard_basics(page, review)

@@ -20,7 +20,15 @@ from playwright.async_api import Locator, Page, expect
 from bridge import Engine, NodeContext, Workflow, custom
 from bridge.host.web import pages
 from bridge.host.web.feed import inbox_changes
-from tests.browser import assert_keyboard_basics, screenshot, start, tab_to
+from tests.browser import (
+    assert_keyboard_basics,
+    assert_unknown_key_refused,
+    node_outputs,
+    said,
+    screenshot,
+    start,
+    tab_to,
+)
 from tests.conftest import KEYS, TOKENS, auth
 from tests.helpers import ADMIN, events, settle
 from tests.server import ServerProcess
@@ -46,15 +54,13 @@ async def open_request(page: Page, title: str) -> Locator:
     return detail
 
 
-def said(detail: Locator, form: str, role: str = "status") -> Locator:
-    """The success (``status``) or error (``alert``) message of one form in the detail pane."""
-    return detail.get_by_role("form", name=form).get_by_role(role)
-
-
-async def outputs(engine: Engine, run_id: str, node: str) -> Any:
-    run = await settle(engine, run_id)
-    assert run.status == "completed", run.status
-    return run.state["nodes"][node]["outputs"]
+async def open_started(
+    page: Page, site: str, api: httpx.AsyncClient, engine: Engine, workflow: str, title: str
+) -> tuple[str, Locator]:
+    """Start a run of ``workflow``, sign in and open its request titled ``title``: the run id and the detail pane."""
+    run_id = await start(api, engine, workflow)
+    await sign_in(page, site)
+    return run_id, await open_request(page, title)
 
 
 # --- signing in, the live list, filters, pages --------------------------------------------
@@ -69,10 +75,7 @@ async def test_sign_in_then_the_list_follows_the_server_live(
     await expect(sign_in_form).to_be_visible()
     await assert_keyboard_basics(page, sign_in_form)
 
-    key = page.get_by_label("API key")
-    await key.fill("not-a-key")
-    await key.press("Enter")
-    await expect(page.locator("#sign-in-error")).to_have_text("unknown API key")
+    key = await assert_unknown_key_refused(page)
 
     await key.fill(TOKENS["reader"])
     await key.press("Enter")
@@ -241,7 +244,7 @@ async def test_approve_from_the_inbox_with_the_keyboard(
     await expect(said(detail, "Decide")).to_have_text("Decision recorded: Accept.")
     await expect(submit).to_be_disabled()
     await expect(rows(page)).to_have_count(0)
-    out = await outputs(engine, run_id, "gate")
+    out = await node_outputs(engine, run_id, "gate")
     assert out["action"] == "accept" and out["decidedBy"] == "bob"
     received = await events(engine, run_id, "approval.received")
     assert received[0]["payload"]["decidedBy"] == "bob"
@@ -251,9 +254,9 @@ async def test_approve_from_the_inbox_with_the_keyboard(
 async def test_reject_with_feedback_then_refine_with_structured_feedback(
     page: Page, site: str, api: httpx.AsyncClient, engine: Engine
 ) -> None:
-    run_id = await start(api, engine, "demo-expense-approval")
-    await sign_in(page, site)
-    detail = await open_request(page, "Approve expense report EXP-1042")
+    run_id, detail = await open_started(
+        page, site, api, engine, "demo-expense-approval", "Approve expense report EXP-1042"
+    )
     assert await detail.get_by_role("radio").count() == 4  # accept, reject, refine, edit-accept; ask is separate
 
     await detail.get_by_label("Reject", exact=True).check()
@@ -296,9 +299,9 @@ async def test_reject_with_feedback_then_refine_with_structured_feedback(
 
 @pytest.mark.browser
 async def test_ask_then_accept_with_edits(page: Page, site: str, api: httpx.AsyncClient, engine: Engine) -> None:
-    run_id = await start(api, engine, "demo-expense-approval")
-    await sign_in(page, site)
-    detail = await open_request(page, "Approve expense report EXP-1042")
+    run_id, detail = await open_started(
+        page, site, api, engine, "demo-expense-approval", "Approve expense report EXP-1042"
+    )
     await expect(detail.get_by_text("No questions asked yet.")).to_be_visible()
 
     question = detail.get_by_label("Your question")
@@ -323,7 +326,7 @@ async def test_ask_then_accept_with_edits(page: Page, site: str, api: httpx.Asyn
     await editor.fill('{"total": 1500, "currency": "EUR", "lines": [{"item": "Hotel", "amount": 1500}]}')
     await detail.get_by_role("button", name="Submit decision").click()
     await expect(said(detail, "Decide")).to_have_text("Decision recorded: Accept with edits.")
-    out = await outputs(engine, run_id, "review")
+    out = await node_outputs(engine, run_id, "review")
     assert out["action"] == "edit-accept"
     assert out["artifactData"] == {"total": 1500, "currency": "EUR", "lines": [{"item": "Hotel", "amount": 1500}]}
 
@@ -332,9 +335,9 @@ async def test_ask_then_accept_with_edits(page: Page, site: str, api: httpx.Asyn
 async def test_clarification_fields_and_a_refused_answer_keeps_what_was_typed(
     page: Page, site: str, api: httpx.AsyncClient, engine: Engine
 ) -> None:
-    run_id = await start(api, engine, "demo-clarification")
-    await sign_in(page, site)
-    detail = await open_request(page, "Who is the announcement for? (+1 more)")
+    run_id, detail = await open_started(
+        page, site, api, engine, "demo-clarification", "Who is the announcement for? (+1 more)"
+    )
     audience = detail.get_by_label("Who is the announcement for?")
     deadline = detail.get_by_label("When must it go out (YYYY-MM-DD)?")
     await expect(audience.locator("option")).to_have_text(["Choose…", "customers", "staff", "press"])
@@ -362,7 +365,7 @@ async def test_clarification_fields_and_a_refused_answer_keeps_what_was_typed(
     await deadline.press("Enter")
     await expect(said(detail, "Answer the questions")).to_have_text("Thank you, your answers are recorded.")
     await expect(error).to_be_empty()
-    out = await outputs(engine, run_id, "ask")
+    out = await node_outputs(engine, run_id, "ask")
     assert out == {"answers": {"audience": "staff", "deadline": "2026-12-01"}}
 
 
@@ -383,7 +386,7 @@ async def test_low_confidence_ratify_and_correct(page: Page, site: str, api: htt
     await detail.get_by_label("Ratify the proposed decision").check()
     await detail.get_by_role("button", name="Submit ruling").click()
     await expect(said(detail, "Rule on the decision")).to_have_text("Decision ratified.")
-    assert (await outputs(engine, ratified, "low-conf-decider"))["decision"] == {"kind": "stub-low-conf"}
+    assert (await node_outputs(engine, ratified, "low-conf-decider"))["decision"] == {"kind": "stub-low-conf"}
 
     await expect(rows(page)).to_have_count(1)
     detail = await open_request(page, title)
@@ -392,15 +395,15 @@ async def test_low_confidence_ratify_and_correct(page: Page, site: str, api: htt
     await editor.fill('{"kind": "operator-corrected", "note": "route to billing"}')
     await detail.get_by_role("button", name="Submit ruling").click()
     await expect(said(detail, "Rule on the decision")).to_have_text("Corrected decision recorded.")
-    decision = (await outputs(engine, corrected, "low-conf-decider"))["decision"]
+    decision = (await node_outputs(engine, corrected, "low-conf-decider"))["decision"]
     assert decision == {"kind": "operator-corrected", "note": "route to billing"}
 
 
 @pytest.mark.browser
 async def test_conversation_reply_then_close(page: Page, site: str, api: httpx.AsyncClient, engine: Engine) -> None:
-    run_id = await start(api, engine, "demo-conversation")
-    await sign_in(page, site)
-    detail = await open_request(page, "Where are you travelling, and why?")
+    run_id, detail = await open_started(
+        page, site, api, engine, "demo-conversation", "Where are you travelling, and why?"
+    )
     transcript = detail.locator(".transcript li")
     await expect(transcript).to_have_text(
         ["AgentHi! I will ask you three short questions about your trip.", "AgentWhere are you travelling, and why?"]
@@ -427,7 +430,7 @@ async def test_conversation_reply_then_close(page: Page, site: str, api: httpx.A
     await detail.get_by_label("Outcome (optional JSON)").fill('{"destination": "Lisbon"}')
     await detail.get_by_role("button", name="Close conversation").click()
     await expect(said(detail, "Close the conversation")).to_have_text("Conversation closed.")
-    out = await outputs(engine, run_id, "chat")
+    out = await node_outputs(engine, run_id, "chat")
     assert out["outcome"] == {"destination": "Lisbon"}
     exchanged = (await events(engine, run_id, "conversation.exchanged"))[0]["payload"]["turn"]
     assert (exchanged["content"], exchanged["speakerId"]) == ("Lisbon, for a conference.", "bob")
@@ -440,9 +443,9 @@ async def test_conversation_reply_then_close(page: Page, site: str, api: httpx.A
 async def test_external_event_must_match_its_correlation(
     page: Page, site: str, api: httpx.AsyncClient, engine: Engine
 ) -> None:
-    run_id = await start(api, engine, "demo-external-payment")
-    await sign_in(page, site)
-    detail = await open_request(page, "Waiting for payment.completed")
+    run_id, detail = await open_started(
+        page, site, api, engine, "demo-external-payment", "Waiting for payment.completed"
+    )
     await expect(detail.locator(".summary .facts")).to_contain_text('orderId = "A-1001", status = "paid"')
     body = detail.get_by_label("Event body (JSON)")
     assert json.loads(await body.input_value()) == {"orderId": "A-1001", "status": "paid"}
@@ -458,7 +461,7 @@ async def test_external_event_must_match_its_correlation(
     await body.fill('{"orderId": "A-1001", "status": "paid", "amount": 42}')
     await detail.get_by_role("button", name="Deliver event").click()
     await expect(said(detail, "Deliver the event")).to_have_text("Event delivered.")
-    await outputs(engine, run_id, "await-payment")
+    await node_outputs(engine, run_id, "await-payment")
 
 
 @pytest.mark.browser
@@ -477,9 +480,7 @@ async def test_custom_input_is_checked_against_its_schema(
         return {"split": await ctx.interrupt(custom("budget-split", {"total": 100}, resume_schema=schema))}
 
     wf.register(engine)
-    run_id = await start(api, engine, "budget-split")
-    await sign_in(page, site)
-    detail = await open_request(page, "budget-split input")
+    run_id, detail = await open_started(page, site, api, engine, "budget-split", "budget-split input")
     await expect(detail.locator(".summary pre")).to_contain_text('"total": 100')
     answer = detail.get_by_label("Answer (JSON)")
     await assert_keyboard_basics(page, detail)
@@ -491,7 +492,7 @@ async def test_custom_input_is_checked_against_its_schema(
     await answer.fill('{"design": 60, "build": 40}')
     await detail.get_by_role("button", name="Submit answer").click()
     await expect(said(detail, "Answer")).to_have_text("Answer recorded.")
-    assert (await outputs(engine, run_id, "split"))["split"] == {"design": 60, "build": 40}
+    assert (await node_outputs(engine, run_id, "split"))["split"] == {"design": 60, "build": 40}
 
 
 # --- the pieces behind the page -----------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from playwright.async_api import Locator, Page, expect
 
 from bridge import Engine, Workflow
-from tests.browser import assert_keyboard_basics, screenshot, start, tab_to
+from tests.browser import assert_keyboard_basics, node_outputs, said, screenshot, start, tab_to
 from tests.conftest import TOKENS, auth
 from tests.helpers import settle
 
@@ -29,6 +29,12 @@ async def mint(api: httpx.AsyncClient, run_id: str, node: str, intent: str, subj
     assert r.status_code == 201, r.text
     url: str = r.json()["url"]
     return url
+
+
+async def open_link(page: Page, api: httpx.AsyncClient, run_id: str, node: str, intent: str) -> Locator:
+    """Open a fresh ``intent`` link to the interrupt at ``node``; the page's ``main``."""
+    await page.goto(await mint(api, run_id, node, intent))
+    return page.locator("main")
 
 
 def hostile_workflow(engine: Engine) -> None:
@@ -46,17 +52,6 @@ def hostile_workflow(engine: Engine) -> None:
         },
     )
     wf.register(engine)
-
-
-def said(scope: Locator, form: str, role: str = "status") -> Locator:
-    """The success (``status``) or error (``alert``) message of one form."""
-    return scope.get_by_role("form", name=form).get_by_role(role)
-
-
-async def node_outputs(engine: Engine, run_id: str, node: str) -> Any:
-    run = await settle(engine, run_id)
-    assert run.status == "completed", run.status
-    return run.state["nodes"][node]["outputs"]
 
 
 @pytest.mark.browser
@@ -125,8 +120,7 @@ async def test_a_resolve_link_keeps_what_was_typed_when_the_answer_is_refused(
     page: Page, api: httpx.AsyncClient, engine: Engine
 ) -> None:
     run_id = await start(api, engine, "demo-clarification")
-    await page.goto(await mint(api, run_id, "ask", "resolve"))
-    main = page.locator("main")
+    main = await open_link(page, api, run_id, "ask", "resolve")
     audience = main.get_by_label("Who is the announcement for?", exact=True)
     deadline = main.get_by_label("When must it go out (YYYY-MM-DD)?")
     await audience.select_option(label="press")
@@ -147,8 +141,7 @@ async def test_a_resolve_link_keeps_what_was_typed_when_the_answer_is_refused(
 @pytest.mark.browser
 async def test_a_conversation_turn_by_link(page: Page, api: httpx.AsyncClient, engine: Engine) -> None:
     run_id = await start(api, engine, "demo-conversation")
-    await page.goto(await mint(api, run_id, "chat", "resolve"))
-    main = page.locator("main")
+    main = await open_link(page, api, run_id, "chat", "resolve")
     await expect(main.locator(".summary")).to_contain_text("Where are you travelling, and why?")
     await main.get_by_label("Your reply").fill("Oslo, to see a client.")
     await main.get_by_role("button", name="Send reply").click()
@@ -201,8 +194,7 @@ async def test_links_to_withdrawn_and_made_up_requests(
 @pytest.mark.browser
 async def test_a_link_that_also_needs_a_key_asks_for_one(page: Page, api: httpx.AsyncClient, engine: Engine) -> None:
     run_id = await start(api, engine, "conformance-interrupt-auth-required")
-    await page.goto(await mint(api, run_id, "gate", "resolve"))
-    main = page.locator("main")
+    main = await open_link(page, api, run_id, "gate", "resolve")
     await expect(main.locator("#intent")).to_have_text("You can answer this request on this page, with your API key.")
     key = main.get_by_label("Your API key")
     await expect(key).to_be_visible()

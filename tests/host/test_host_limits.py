@@ -26,7 +26,7 @@ from bridge.host.http import create_app
 from bridge.host.http.body import MAX_JSON_DEPTH
 from bridge.host.http.limits import HeaderLimits, http_protocol
 from tests.conftest import KEYS, auth
-from tests.helpers import settle
+from tests.helpers import envelope, settle
 from tests.server import ServerProcess, uvicorn_server
 
 
@@ -36,13 +36,6 @@ def nested(depth: int) -> Any:
     for level in range(depth):
         value = [value] if level % 2 else {"k": value}
     return value
-
-
-def _envelope(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert r.status_code == status, r.text
-    body: dict[str, Any] = r.json()
-    assert body["error"] == code and body["message"]
-    return body
 
 
 async def test_json_nested_at_the_limit_is_accepted_and_its_run_reads_back(
@@ -66,7 +59,7 @@ async def test_json_nested_deeper_than_the_limit_is_a_400(client: httpx.AsyncCli
     # Written by hand: the standard library's encoder would hit the recursion limit first.
     raw = b'{"workflowId": "conformance-approval", "inputs": {"v": ' + b"[" * (depth - 2) + b"]" * (depth - 2) + b"}}"
     r = await client.post("/v1/runs", content=raw, headers={**auth("admin"), "content-type": "application/json"})
-    problem = _envelope(r, 400, "validation_error")
+    problem = envelope(r, 400, "validation_error")
     assert problem["details"] == {"maxDepth": MAX_JSON_DEPTH}
 
 
@@ -77,7 +70,7 @@ async def test_deep_resume_values_are_refused_before_the_engine_sees_them(
     run_id = r.json()["runId"]
     await settle(engine, run_id)
     deep = {"resumeValue": {"action": "accept", "comment": nested(300)}}
-    _envelope(
+    envelope(
         await client.post(f"/v1/runs/{run_id}/interrupts/gate", json=deep, headers=auth("admin")),
         400,
         "validation_error",
@@ -90,7 +83,7 @@ async def test_agui_bodies_share_the_nesting_limit(engine: Engine) -> None:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bridge.test") as c:
         body = {"threadId": "t-deep", "runId": "r1", "messages": [], "state": nested(400)}
         r = await c.post("/agui/conformance-approval", json=body, headers=auth("admin"))
-    _envelope(r, 400, "validation_error")
+    envelope(r, 400, "validation_error")
 
 
 # --- request headers: slow, huge, too many fields (real sockets, real uvicorn) ------------------
@@ -254,7 +247,7 @@ async def test_links_answer_in_their_canonical_spelling_only(client: httpx.Async
     token = (await client.get(f"/v1/runs/{run_id}", headers=auth("admin"))).json()["interrupt"]["interruptToken"]
     # (A '/' would route elsewhere: the unit test above covers those spellings.)
     for variant in [v for v in _spellings(token)[:4] if v != token and "/" not in v]:
-        _envelope(await client.get(f"/v1/interrupts/{quote(variant, safe='')}"), 404, "interrupt_not_found")
+        envelope(await client.get(f"/v1/interrupts/{quote(variant, safe='')}"), 404, "interrupt_not_found")
     assert (await client.get(f"/v1/interrupts/{token}")).status_code == 200
 
 
@@ -312,7 +305,7 @@ async def test_a_link_for_someone_else_posted_with_a_plain_key_is_403(
 ) -> None:
     run_id, token = await _subject_link(client, engine, "carol")
     accept = {"resumeValue": {"action": "accept"}}
-    _envelope(await client.post(f"/v1/interrupts/{token}", json=accept, headers=auth("bob")), 403, "forbidden")
+    envelope(await client.post(f"/v1/interrupts/{token}", json=accept, headers=auth("bob")), 403, "forbidden")
     assert (await engine.store.interrupt_at(run_id, "gate")).open
     denied = [e for e in await engine.store.read_events(run_id) if e["type"] == "authorization.decided"]
     assert denied and denied[-1]["payload"]["allowed"] is False and denied[-1]["payload"]["principal"] == "bob"
@@ -335,7 +328,7 @@ async def test_a_subject_link_cannot_name_another_voter_even_with_an_operators_k
 ) -> None:
     run_id, token = await _subject_link(client, engine, "bob")
     value = {"resumeValue": {"action": "accept", "voter": "dave"}}
-    _envelope(await client.post(f"/v1/interrupts/{token}", json=value, headers=auth("operator")), 403, "forbidden")
+    envelope(await client.post(f"/v1/interrupts/{token}", json=value, headers=auth("operator")), 403, "forbidden")
     assert (await engine.store.interrupt_at(run_id, "gate")).open
 
 
@@ -356,7 +349,7 @@ def test_serve_answers_only_to_its_own_host_names(tmp_path: Path) -> None:
             return httpx.post(f"{server.url}/v1/runs", json={"workflowId": workflow}, headers={**h, "Host": host})
 
         forged = create("evil.example")
-        problem = _envelope(forged, 400, "validation_error")
+        problem = envelope(forged, 400, "validation_error")
         assert problem["details"] == {"host": "evil.example"} and "evil.example" not in forged.headers.get(
             "location", ""
         )
@@ -374,7 +367,7 @@ def test_serve_with_a_public_url_answers_to_its_host(tmp_path: Path) -> None:
     try:
         ok = httpx.get(f"{server.url}/.well-known/openwop", headers={"Host": "bridge.example.org"})
         assert ok.status_code == 200
-        _envelope(
+        envelope(
             httpx.get(f"{server.url}/.well-known/openwop", headers={"Host": "evil.example"}), 400, "validation_error"
         )
     finally:

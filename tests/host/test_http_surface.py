@@ -14,15 +14,7 @@ from bridge import Engine, spec
 from bridge.host.discovery import validate_discovery
 from bridge.store.cursor import encode_cursor
 from tests.conftest import auth
-from tests.helpers import settle
-
-
-def _envelope(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert r.status_code == status, r.text
-    body = r.json()
-    assert set(body) <= {"error", "message", "details"} and body["error"] == code and body["message"]
-    assert not list(spec.validator("error-envelope.schema.json").iter_errors(body))
-    return body
+from tests.helpers import envelope, settle
 
 
 async def _start(client: httpx.AsyncClient, engine: Engine, workflow: str, who: str = "admin", **body: Any) -> str:
@@ -97,7 +89,7 @@ async def test_keys_that_cannot_answer_are_handed_inspect_links_only(client: htt
         assert view["tokenIntent"] == "inspect", where
         assert (await client.get(view["callbackUrl"])).status_code == 200  # it can look
         refused = await client.post(view["callbackUrl"], json={"resumeValue": {"action": "accept"}})
-        _envelope(refused, 403, "forbidden")  # but a read-only key never yields a way to answer
+        envelope(refused, 403, "forbidden")  # but a read-only key never yields a way to answer
     assert (await client.get(f"/v1/runs/{run_id}", headers=auth("bob"))).json()["interrupt"]["tokenIntent"] == "resolve"
     snap = (await client.get(f"/v1/runs/{run_id}", headers=auth("admin"))).json()
     assert snap["status"] == "waiting-approval"
@@ -115,57 +107,57 @@ async def test_keys_that_cannot_answer_are_handed_inspect_links_only(client: htt
     ],
 )
 async def test_create_run_errors(client: httpx.AsyncClient, body: dict, status: int, code: str) -> None:
-    _envelope(await client.post("/v1/runs", json=body, headers=auth("bob")), status, code)
+    envelope(await client.post("/v1/runs", json=body, headers=auth("bob")), status, code)
 
 
 async def test_body_errors(client: httpx.AsyncClient) -> None:
     h = auth("admin")
-    _envelope(
+    envelope(
         await client.post("/v1/runs", content=b"{nope", headers={**h, "content-type": "application/json"}),
         400,
         "validation_error",
     )
-    _envelope(
+    envelope(
         await client.post("/v1/runs", content=b"workflowId=x", headers={**h, "content-type": "text/plain"}),
         415,
         "unsupported_media_type",
     )
     big = b'{"workflowId": "conformance-approval", "metadata": {"x": "' + b"a" * (1024 * 1024) + b'"}}'
-    _envelope(
+    envelope(
         await client.post("/v1/runs", content=big, headers={**h, "content-type": "application/json"}),
         413,
         "payload_too_large",
     )
-    _envelope(await client.post("/v1/runs", json=[1, 2], headers=h), 400, "validation_error")
-    _envelope(await client.get("/v1/nothing-here", headers=h), 404, "not_found")
-    _envelope(await client.delete("/v1/runs", headers=h), 405, "method_not_allowed")
+    envelope(await client.post("/v1/runs", json=[1, 2], headers=h), 400, "validation_error")
+    envelope(await client.get("/v1/nothing-here", headers=h), 404, "not_found")
+    envelope(await client.delete("/v1/runs", headers=h), 405, "method_not_allowed")
 
 
 async def test_auth_errors_and_tenant_isolation(client: httpx.AsyncClient, engine: Engine) -> None:
-    _envelope(await client.post("/v1/runs", json={"workflowId": "conformance-approval"}), 401, "unauthenticated")
-    _envelope(await client.get("/v1/runs/x", headers={"Authorization": "Bearer wrong-key-123"}), 401, "unauthenticated")
-    _envelope(
+    envelope(await client.post("/v1/runs", json={"workflowId": "conformance-approval"}), 401, "unauthenticated")
+    envelope(await client.get("/v1/runs/x", headers={"Authorization": "Bearer wrong-key-123"}), 401, "unauthenticated")
+    envelope(
         await client.post("/v1/runs", json={"workflowId": "conformance-approval"}, headers=auth("reader")),
         403,
         "forbidden",
     )
     run_id = await _start(client, engine, "conformance-approval")
-    _envelope(await client.get(f"/v1/runs/{run_id}", headers=auth("other")), 404, "run_not_found")
-    _envelope(
+    envelope(await client.get(f"/v1/runs/{run_id}", headers=auth("other")), 404, "run_not_found")
+    envelope(
         await client.post(
             f"/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=auth("other")
         ),
         404,
         "run_not_found",
     )
-    _envelope(
+    envelope(
         await client.post(
             f"/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=auth("reader")
         ),
         403,
         "forbidden",
     )
-    _envelope(await client.post(f"/v1/runs/{run_id}/cancel", headers=auth("other")), 404, "run_not_found")
+    envelope(await client.post(f"/v1/runs/{run_id}/cancel", headers=auth("other")), 404, "run_not_found")
     listing = (await client.get("/v1/interrupts", headers=auth("other"))).json()
     assert listing["items"] == []
 
@@ -174,23 +166,23 @@ async def test_resolve_errors_leave_the_interrupt_open(client: httpx.AsyncClient
     run_id = await _start(client, engine, "conformance-approval")
     url = f"/v1/runs/{run_id}/interrupts/gate"
     h = auth("admin")
-    _envelope(await client.post(url, json={"resumeValue": {"action": "refine"}}, headers=h), 400, "validation_error")
-    _envelope(
+    envelope(await client.post(url, json={"resumeValue": {"action": "refine"}}, headers=h), 400, "validation_error")
+    envelope(
         await client.post(url, json={"resumeValue": {"action": "accept"}, "x": 1}, headers=h), 400, "validation_error"
     )
-    _envelope(await client.post(url, json={}, headers=h), 400, "validation_error")
-    _envelope(
+    envelope(await client.post(url, json={}, headers=h), 400, "validation_error")
+    envelope(
         await client.post(f"/v1/runs/{run_id}/interrupts/elsewhere", json={"resumeValue": 1}, headers=h),
         404,
         "interrupt_not_found",
     )
-    _envelope(
+    envelope(
         await client.post("/v1/runs/run_nope/interrupts/gate", json={"resumeValue": 1}, headers=h), 404, "run_not_found"
     )
     assert (await engine.store.interrupt_at(run_id, "gate")).status == "pending"
     r = await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=h)
     assert r.status_code == 200 and r.json()["status"] == "resolved"
-    _envelope(
+    envelope(
         await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=h), 409, "interrupt_already_resolved"
     )
     assert (await settle(engine, run_id)).status == "completed"
@@ -203,7 +195,7 @@ async def test_cancelled_run_refuses_resolution(client: httpx.AsyncClient, engin
     await settle(engine, run_id, statuses=("cancelled",))
     again = await client.post(f"/v1/runs/{run_id}/cancel", headers=auth("admin"))
     assert again.status_code == 200 and again.json() == {"runId": run_id, "status": "cancelled"}
-    _envelope(
+    envelope(
         await client.post(
             f"/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=auth("admin")
         ),
@@ -236,7 +228,7 @@ async def test_signed_links(client: httpx.AsyncClient, engine: Engine) -> None:
     assert link.status_code == 201
     inspect_only = link.json()["token"]
     assert (await client.get(f"/v1/interrupts/{inspect_only}")).status_code == 200
-    _envelope(
+    envelope(
         await client.post(f"/v1/interrupts/{inspect_only}", json={"resumeValue": {"action": "accept"}}),
         403,
         "forbidden",
@@ -244,31 +236,31 @@ async def test_signed_links(client: httpx.AsyncClient, engine: Engine) -> None:
     record = await engine.store.interrupt_at(run_id, "gate")
     expired, _ = engine.mint_token(record, ttl_ms=1)
     await asyncio.sleep(0.01)
-    _envelope(
+    envelope(
         await client.post(f"/v1/interrupts/{expired}", json={"resumeValue": {"action": "accept"}}),
         410,
         "interrupt_expired",
     )
-    _envelope(
+    envelope(
         await client.post(f"/v1/interrupts/{token}x", json={"resumeValue": {"action": "accept"}}),
         404,
         "interrupt_not_found",
     )
     r = await client.post(f"/v1/interrupts/{token}", json={"resumeValue": {"action": "accept"}})
     assert r.status_code == 200
-    _envelope(
+    envelope(
         await client.post(f"/v1/interrupts/{token}", json={"resumeValue": {"action": "accept"}}),
         409,
         "interrupt_already_resolved",
     )
-    _envelope(await client.get(f"/v1/interrupts/{token}"), 409, "interrupt_already_resolved")
+    envelope(await client.get(f"/v1/interrupts/{token}"), 409, "interrupt_already_resolved")
     done = await settle(engine, run_id)
     assert done.state["outputs"]["gate"]["decidedBy"] == "signed-link"
 
 
 async def test_link_subject_needs_act_as(client: httpx.AsyncClient, engine: Engine) -> None:
     run_id = await _start(client, engine, "conformance-approval")
-    _envelope(
+    envelope(
         await client.post(f"/v1/runs/{run_id}/interrupts/gate/links", json={"subject": "carol"}, headers=auth("bob")),
         403,
         "forbidden",
@@ -341,13 +333,13 @@ async def test_inbox_lists_filters_and_paginates(client: httpx.AsyncClient, engi
     ).json()
     assert len(page1["items"]) == 2 and len(page2["items"]) == 1 and page2["nextCursor"] is None
     assert not {i["interruptId"] for i in page1["items"]} & {i["interruptId"] for i in page2["items"]}
-    _envelope(await client.get("/v1/interrupts", params={"kind": "bogus"}, headers=h), 400, "validation_error")
-    _envelope(await client.get("/v1/interrupts", params={"limit": "zero"}, headers=h), 400, "validation_error")
-    _envelope(await client.get("/v1/interrupts", params={"cursor": "!!"}, headers=h), 400, "validation_error")
+    envelope(await client.get("/v1/interrupts", params={"kind": "bogus"}, headers=h), 400, "validation_error")
+    envelope(await client.get("/v1/interrupts", params={"limit": "zero"}, headers=h), 400, "validation_error")
+    envelope(await client.get("/v1/interrupts", params={"cursor": "!!"}, headers=h), 400, "validation_error")
     huge = base64.urlsafe_b64encode(b'[100000000000000000000,"a"]').decode().rstrip("=")
     for shape in (encode_cursor("x"), encode_cursor(1, 2, 3), huge, encode_cursor(True, "a")):
         for path in ("/v1/interrupts", "/v1/runs"):
-            _envelope(await client.get(path, params={"cursor": shape}, headers=h), 400, "validation_error")
+            envelope(await client.get(path, params={"cursor": shape}, headers=h), 400, "validation_error")
 
 
 async def test_last_event_id_out_of_range_is_refused(client: httpx.AsyncClient, engine: Engine) -> None:
@@ -358,7 +350,7 @@ async def test_last_event_id_out_of_range_is_refused(client: httpx.AsyncClient, 
         r = await client.get(
             f"/v1/runs/{run_id}/events", headers={**auth("admin"), "Accept": "application/json", "Last-Event-ID": bad}
         )
-        _envelope(r, 400, "validation_error")
+        envelope(r, 400, "validation_error")
 
 
 async def test_workflows_listing_and_definition(client: httpx.AsyncClient) -> None:
@@ -403,14 +395,14 @@ async def test_create_run_refuses_inputs_that_break_declared_variables(client: h
         r = await client.post(
             "/v1/runs", json={"workflowId": "conformance-delay", "inputs": inputs}, headers=auth("admin")
         )
-        body = _envelope(r, 400, "validation_error")
+        body = envelope(r, 400, "validation_error")
         assert problem in body["message"]
     r = await client.post(
         "/v1/runs",
         json={"workflowId": "conformance-subworkflow-child", "inputs": {"childResult": 7}},
         headers=auth("admin"),
     )
-    assert _envelope(r, 400, "validation_error")["details"]["problems"] == [
+    assert envelope(r, 400, "validation_error")["details"]["problems"] == [
         {"variable": "childResult", "expected": "string", "got": "number"}
     ]
     after = (await client.get("/v1/runs", headers=auth("admin"))).json()

@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from bridge import Engine, SqliteStore, spec
+from bridge import Engine, SqliteStore
 from bridge.core.auth import KeyRing
 from bridge.host.http import create_app
 from bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth, fixture_workflows
-from tests.helpers import settle
+from tests.helpers import envelope, settle
 
 REPLAY = "openwop-idempotent-replay"
-
-
-def _envelope(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert r.status_code == status, r.text
-    body = r.json()
-    assert set(body) <= {"error", "message", "details"} and body["error"] == code and body["message"]
-    assert not list(spec.validator("error-envelope.schema.json").iter_errors(body))
-    return body
 
 
 def _key(name: str) -> dict[str, str]:
@@ -69,7 +60,7 @@ async def test_the_same_key_with_another_body_is_refused_and_starts_nothing(
     first = await client.post("/v1/runs", json={"workflowId": "conformance-approval"}, headers=h)
     assert first.status_code == 201
     other = await client.post("/v1/runs", json={"workflowId": "conformance-noop"}, headers=h)
-    body = _envelope(other, 409, "idempotency_key_mismatch")
+    body = envelope(other, 409, "idempotency_key_mismatch")
     assert first.json()["runId"] not in other.text and body["message"]
     assert await _runs(client) == [first.json()["runId"]]
 
@@ -86,9 +77,9 @@ async def test_keys_are_scoped_to_the_tenant_and_the_principal(client: httpx.Asy
 
 async def test_refusals_that_a_retry_can_fix_are_not_remembered(client: httpx.AsyncClient, engine: Engine) -> None:
     h = {**auth("admin"), **_key("fixable")}
-    _envelope(await client.post("/v1/runs", json={"workflowId": ""}, headers=h), 400, "validation_error")
-    _envelope(await client.post("/v1/runs", json={"workflowId": "nope"}, headers=h), 404, "workflow_not_found")
-    _envelope(
+    envelope(await client.post("/v1/runs", json={"workflowId": ""}, headers=h), 400, "validation_error")
+    envelope(await client.post("/v1/runs", json={"workflowId": "nope"}, headers=h), 404, "workflow_not_found")
+    envelope(
         await client.post("/v1/runs", json={"workflowId": "conformance-noop"}, headers={**auth("reader"), **_key("f")}),
         403,
         "forbidden",
@@ -104,7 +95,7 @@ async def test_a_malformed_key_is_a_400(client: httpx.AsyncClient, engine: Engin
         json={"workflowId": "conformance-noop"},
         headers=[*auth("admin").items(), ("Idempotency-Key", key.encode("utf-8"))],
     )
-    _envelope(r, 400, "validation_error")
+    envelope(r, 400, "validation_error")
     assert await _runs(client) == []
 
 
@@ -118,7 +109,7 @@ async def test_concurrent_duplicates_start_one_run(client: httpx.AsyncClient, en
     assert len(set(await _runs(client))) == 1
     for r in answers:
         if r.status_code != 201:
-            body = _envelope(r, 409, "idempotency_in_flight")
+            body = envelope(r, 409, "idempotency_in_flight")
             assert r.headers["retry-after"] == "1" and body["details"]["retryAfter"] == 1
 
 
@@ -131,11 +122,11 @@ async def test_a_retried_run_scoped_resolve_replays_its_answer(client: httpx.Asy
     await settle(engine, run_id)
     again = await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=h)
     assert again.status_code == 200 and again.json() == first.json() and again.headers[REPLAY] == "true"
-    _envelope(
+    envelope(
         await client.post(url, json={"resumeValue": {"action": "reject"}}, headers=h), 409, "idempotency_key_mismatch"
     )
     # Without the key, or with a fresh one, the interrupt is settled.
-    _envelope(
+    envelope(
         await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=auth("bob")),
         409,
         "interrupt_already_resolved",
@@ -148,7 +139,7 @@ async def test_the_same_key_on_another_run_is_another_request(client: httpx.Asyn
     h = {**auth("bob"), **_key("path")}
     ok = await client.post(f"/v1/runs/{one}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=h)
     assert ok.status_code == 200
-    _envelope(
+    envelope(
         await client.post(f"/v1/runs/{two}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=h),
         409,
         "idempotency_key_mismatch",
@@ -163,7 +154,7 @@ async def test_a_final_refusal_is_replayed_too(client: httpx.AsyncClient, engine
     url = f"/v1/runs/{run_id}/interrupts/gate"
     h = {**auth("bob"), **_key("cancelled")}
     first = await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=h)
-    _envelope(first, 422, "interrupt_cancelled")
+    envelope(first, 422, "interrupt_cancelled")
     again = await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=h)
     assert again.status_code == 422 and again.json() == first.json() and again.headers[REPLAY] == "true"
 
@@ -177,7 +168,7 @@ async def test_a_retried_link_answer_replays_its_answer(client: httpx.AsyncClien
     await settle(engine, run_id)
     again = await client.post(f"/v1/interrupts/{token}", json={"resumeValue": {"action": "accept"}}, headers=h)
     assert again.status_code == 200 and again.json() == first.json() and again.headers[REPLAY] == "true"
-    _envelope(
+    envelope(
         await client.post(f"/v1/interrupts/{token}", json={"resumeValue": {"action": "reject"}}, headers=h),
         409,
         "idempotency_key_mismatch",
@@ -198,7 +189,7 @@ async def test_a_retried_legacy_approval_replays_its_answer(client: httpx.AsyncC
     await settle(engine, run_id)
     again = await client.post(url, json={"action": "accept"}, headers=h)
     assert again.status_code == 200 and again.json() == first.json() and again.headers[REPLAY] == "true"
-    _envelope(await client.post(url, json={"action": "reject"}, headers=h), 409, "idempotency_key_mismatch")
+    envelope(await client.post(url, json={"action": "reject"}, headers=h), 409, "idempotency_key_mismatch")
 
 
 async def _serve(db: Path, config: EngineConfig | None = None) -> tuple[Engine, httpx.AsyncClient]:

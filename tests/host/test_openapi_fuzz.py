@@ -10,12 +10,9 @@ content type the document lists, a body matching its schema, ``Allow`` on 405.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import orjson
-import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
@@ -23,39 +20,22 @@ from adapters.a2a.openapi import a2a_openapi
 from adapters.agui.openapi import agui_openapi
 from adapters.langgraph_api.openapi import langgraph_openapi
 from bridge.host.http.openapi import openapi_document, web_fragment
+from tests.fuzz import BUDGET_S, fuzz_fixtures, fuzz_schema
 from tests.server import ServerProcess
 
 KEY = "fuzz-key-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-#: Random cases per operation (on top of the examples and boundary cases).
-EXAMPLES = 5
-#: The whole fuzz must finish within this (seconds); a slower host fails the test.
-BUDGET_S = 90.0
 
 #: What ``openwop-bridge serve`` documents with its default plugins and the web pages.
 DOCUMENT = openapi_document([web_fragment(), agui_openapi(), langgraph_openapi(), a2a_openapi()], link_page=True)
 
-schema = schemathesis.openapi.from_dict(DOCUMENT)
-schema.config.generation.update(max_examples=EXAMPLES, deterministic=True)
-schema.config.update(request_timeout=10)
+schema = fuzz_schema(DOCUMENT)
 # A valid key answers with a live stream that only ends after its lifetime; its
 # headers and content type are checked by test_inbox_stream_is_an_event_stream.
 fuzzed = schema.exclude(path="/ui/api/inbox/events")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    db: Path = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
-    proc = ServerProcess(db, ["--api-key", f"fuzz={KEY}+admin"]).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
-@pytest.fixture(scope="module")
-def deadline() -> float:
-    return time.monotonic() + BUDGET_S
+server, deadline = fuzz_fixtures("fuzz", KEY)
 
 
 def test_the_fuzzed_document_is_the_one_served(server: ServerProcess) -> None:

@@ -112,6 +112,20 @@ def test_json_entry_and_table_of_a_failed_figure() -> None:
     assert "| yes " in text and "| error " in text and "- agui_roundtrip: the bridge does not serve" in text
 
 
+def test_a_timed_figure_is_the_median_of_each_side_in_milliseconds() -> None:
+    both = Result.timed("agui_roundtrip", [0.001, 0.003, 0.002], [0.004, 0.005, 0.003], target=Target("<=", 5))
+    assert (both.unit, both.bridge, both.peer, both.n, both.ratio) == ("ms", 2.0, 4.0, 3, 0.5)
+    alone = Result.timed("a2a_roundtrip", [0.007], note="no peer")
+    assert (alone.bridge, alone.peer, alone.n, alone.target, alone.note) == (7.0, None, 1, None, "no peer")
+    assert Result.timed("engine_roundtrip", [], []).to_json() == {
+        "bridge": None,
+        "peer": None,
+        "unit": "ms",
+        "ratio": None,
+        "n": 0,
+    }
+
+
 def test_unknown_names_and_unshareable_stores_are_refused(tmp_path: Path) -> None:
     assert _bench("--only", "nope", timeout=60).returncode == 2
     out = tmp_path / "bench.json"

@@ -13,7 +13,7 @@ import pytest
 
 from bridge.spec import load_fixture
 from tests.helpers import gate_then_wait
-from tests.server import ServerProcess
+from tests.server import ServerProcess, wait_for_status
 
 pytestmark = pytest.mark.slow
 KEY = "test-key-123456"
@@ -34,14 +34,8 @@ def _server(db: Path, workflows: Path) -> ServerProcess:
     return ServerProcess(db, ["--no-demo", "--workflows", str(workflows), "--api-key", f"alice={KEY}+admin"])
 
 
-def _wait(url: str, run_id: str, statuses: tuple[str, ...], timeout: float = 15) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        snap = httpx.get(f"{url}/v1/runs/{run_id}", headers=H).json()
-        if snap["status"] in statuses:
-            return snap
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} stuck in {snap['status']}")
+def _wait(url: str, run_id: str, statuses: tuple[str, ...]) -> dict:
+    return wait_for_status(url, H, run_id, statuses)
 
 
 def _events(url: str, run_id: str) -> list[dict]:
@@ -63,43 +57,36 @@ def _accept_gate(url: str, run_id: str) -> None:
 
 def test_suspended_run_survives_kill_9(tmp_path: Path, workflows: Path) -> None:
     db = tmp_path / "b.db"
-    server = _server(db, workflows).start()
-    try:
+    with _server(db, workflows) as server:
         run_id = _waiting_run(server.url, "conformance-approval")
         server.kill9()
-        server = _server(db, workflows).start()
+        server.start()  # the same database, options and port
         snap = _wait(server.url, run_id, ("waiting-approval",))
         assert snap["interrupt"]["nodeId"] == "gate"
         _accept_gate(server.url, run_id)
         _wait(server.url, run_id, ("completed",))
         types = [e["type"] for e in _events(server.url, run_id)]
         assert types.count("interrupt.requested") == 1 and types[-1] == "run.completed"
-    finally:
-        server.stop()
 
 
 def test_acknowledged_resolution_survives_kill_9_and_the_run_finishes(tmp_path: Path, workflows: Path) -> None:
     db = tmp_path / "b.db"
-    server = _server(db, workflows).start()
-    try:
+    with _server(db, workflows) as server:
         run_id = _waiting_run(server.url, "gate-then-wait")
         _accept_gate(server.url, run_id)
         server.kill9()  # the 200 was sent: the answer must survive; the delay node was mid-wait
-        server = _server(db, workflows).start()
+        server.start()  # the same database, options and port
         snap = _wait(server.url, run_id, ("completed",))
         assert snap["nodeStates"]["gate"]["outputs"]["decidedBy"] == "alice"
         events = _events(server.url, run_id)
         keys = [e["payload"]["key"] for e in events if e["type"] == "interrupt.requested"]
         assert len(keys) == len(set(keys)) == 1
         assert [e["sequence"] for e in events] == list(range(len(events)))
-    finally:
-        server.stop()
 
 
 def test_the_node_running_at_the_kill_runs_again_after_restart(tmp_path: Path, workflows: Path) -> None:
     db = tmp_path / "r.db"
-    server = _server(db, workflows).start()
-    try:
+    with _server(db, workflows) as server:
         run_id = _waiting_run(server.url, "gate-then-wait")
         _accept_gate(server.url, run_id)
         deadline = time.monotonic() + 10
@@ -109,7 +96,7 @@ def test_the_node_running_at_the_kill_runs_again_after_restart(tmp_path: Path, w
             assert time.monotonic() < deadline, "the delay never started"
             time.sleep(0.02)
         server.kill9()  # mid-delay: the wait node is recorded as running
-        server = _server(db, workflows).start()
+        server.start()  # the same database, options and port
         snap = _wait(server.url, run_id, ("completed",))
         assert snap["nodeStates"]["wait"]["status"] == "completed", snap["nodeStates"]
         assert snap["nodeStates"]["wait"]["outputs"] == {"delayedMs": 1500}
@@ -117,49 +104,40 @@ def test_the_node_running_at_the_kill_runs_again_after_restart(tmp_path: Path, w
         waits = [e["type"] for e in events if e.get("payload", {}).get("nodeId") == "wait"]
         assert waits == ["node.started", "node.completed"]  # the same activation, finished once
         assert [e["sequence"] for e in events] == list(range(len(events)))
-    finally:
-        server.stop()
 
 
 def test_deadline_fires_after_restart_without_any_request(tmp_path: Path, workflows: Path) -> None:
     db = tmp_path / "b.db"
-    server = _server(db, workflows).start()
-    try:
+    with _server(db, workflows) as server:
         run_id = _waiting_run(server.url, "conformance-approval-timeout")
         server.kill9()
         time.sleep(1.6)  # the 1500 ms deadline passes while no server is running
-        server = _server(db, workflows).start()
+        server.start()  # the same database, options and port
         snap = _wait(server.url, run_id, ("failed",))
         assert snap["error"]["code"] == "approval_rejected"
         resolved = [e for e in _events(server.url, run_id) if e["type"] == "interrupt.resolved"]
         assert resolved[0]["payload"]["action"] == "timeout" and resolved[0]["payload"]["decision"] == "rejected"
-    finally:
-        server.stop()
 
 
 def test_a_second_server_on_the_same_sqlite_file_is_refused(tmp_path: Path, workflows: Path) -> None:
     db = tmp_path / "b.db"
-    server = _server(db, workflows).start()
-    try:
+    with _server(db, workflows):
         second = _server(db, workflows)
         with pytest.raises(RuntimeError) as err:
             second.start(timeout=10)
         assert "another openwop-bridge server is using" in str(err.value)
-    finally:
-        server.stop()
 
 
 def test_conversation_refolds_after_kill_9_without_reprompting(tmp_path: Path, workflows: Path) -> None:
     db = tmp_path / "b.db"
     args = ["--workflows", str(workflows), "--api-key", f"alice={KEY}+admin"]
-    server = ServerProcess(db, args).start()
-    try:
+    with ServerProcess(db, args) as server:
         run_id = _waiting_run(server.url, "demo-conversation")
         r = httpx.post(f"{server.url}/v1/runs/{run_id}/interrupts/chat", json={"resumeValue": "Lisbon"}, headers=H)
         assert r.status_code == 200
         snap = _wait(server.url, run_id, ("waiting-approval",))
         server.kill9()
-        server = ServerProcess(db, args).start()
+        server.start()  # the same database, options and port
         after = _wait(server.url, run_id, ("waiting-approval",))
         assert after["interrupt"]["interruptId"] == snap["interrupt"]["interruptId"]
         for answer in ("in May", "two people"):
@@ -179,16 +157,13 @@ def test_conversation_refolds_after_kill_9_without_reprompting(tmp_path: Path, w
             e["payload"]["data"].get("turnIndex") for e in requested if e["payload"]["kind"] == "conversation.exchange"
         ]
         assert indexes == [1, 2, 3]  # no turn was asked twice
-    finally:
-        server.stop()
 
 
 async def test_a_kill_9_in_the_middle_of_a_group_commit_loses_no_acknowledged_answer(
     tmp_path: Path, workflows: Path
 ) -> None:
     db = tmp_path / "g.db"
-    server = _server(db, workflows).start()
-    try:
+    with _server(db, workflows) as server:
         async with httpx.AsyncClient(base_url=server.url, headers=H, timeout=10) as client:
             run_ids = []
             for _ in range(64):
@@ -216,7 +191,7 @@ async def test_a_kill_9_in_the_middle_of_a_group_commit_loses_no_acknowledged_an
             server.kill9()  # later answers are in flight, grouped into commits not yet durable
             await asyncio.gather(*clients)
         assert len(acknowledged) < len(run_ids), "the kill landed after every answer"
-        server = _server(db, workflows).start()
+        server.start()  # the same database, options and port
         for run_id in acknowledged:
             assert _wait(server.url, run_id, ("completed",))["status"] == "completed"
         for run_id in set(run_ids) - set(acknowledged):
@@ -224,5 +199,3 @@ async def test_a_kill_9_in_the_middle_of_a_group_commit_loses_no_acknowledged_an
             snap = _wait(server.url, run_id, ("completed", "waiting-approval"))
             types = [e["type"] for e in _events(server.url, run_id)]
             assert ("interrupt.resolved" in types) == (snap["status"] == "completed"), types
-    finally:
-        server.stop()

@@ -19,6 +19,7 @@ from bridge.core.errors import InterruptAlreadyResolvedError, InterruptCancelled
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.runtime import joint
 from bridge.store.base import CommitResult, RunCommit
+from tests.core import build
 from tests.helpers import ADMIN, settle
 
 
@@ -90,23 +91,9 @@ async def test_resolve_and_cancel_at_the_same_moment_leave_nothing_open(engine: 
 
 
 def _records(run_status: str, control: dict[str, Any] | None) -> tuple[InterruptRecord, RunRecord]:
-    intr = InterruptRecord(
-        interrupt_id="int_1",
-        run_id="run_1",
-        tenant="default",
-        workflow_id="two-gates",
-        node_id="g2",
-        exec_node="g2",
-        visit=0,
-        ordinal=0,
-        key="run_1:g2:0",
-        kind="approval",
-        status="pending",
-        payload={"kind": "approval", "data": {"title": "second gate", "actions": ["accept", "reject"]}},
-        requested_at_ms=1,
-    )
-    run = RunRecord("run_1", "default", "two-gates", run_status, 1, 1, {}, {}, control=control)
-    return intr, run
+    """An open second gate on a run in ``run_status`` (its cancel recorded in ``control``)."""
+    intr = build.interrupt("approval", {"title": "second gate", "actions": ["accept", "reject"]})
+    return intr, build.run(run_status, control)
 
 
 @pytest.mark.parametrize(

@@ -35,13 +35,23 @@ async def _start(client: httpx.AsyncClient, engine: Engine, workflow: str) -> st
     return str(r.json()["runId"])
 
 
+async def _start_chat(client: httpx.AsyncClient, engine: Engine, **config: Any) -> str:
+    """Register the ``chat`` workflow (``config`` on its conversation gate) and start a run of it; its id."""
+    _chat_workflow(engine, **config)
+    return await _start(client, engine, "chat")
+
+
+async def _conversation_id(engine: Engine, run_id: str) -> str:
+    """The id of the conversation open at the run's ``talk`` node."""
+    return str((await engine.store.interrupt_at(run_id, "talk")).payload["data"]["conversationId"])
+
+
 async def _say(client: httpx.AsyncClient, run_id: str, value: Any) -> httpx.Response:
     return await client.post(f"/v1/runs/{run_id}/interrupts/talk", json={"resumeValue": value}, headers=auth("admin"))
 
 
 async def test_three_exchanges_over_http(client: httpx.AsyncClient, engine: Engine) -> None:
-    _chat_workflow(engine, turnCount=3)
-    run_id = await _start(client, engine, "chat")
+    run_id = await _start_chat(client, engine, turnCount=3)
     snap = (await client.get(f"/v1/runs/{run_id}", headers=auth("admin"))).json()
     assert snap["status"] == "waiting-approval" and snap["interrupt"]["kind"] == "conversation.exchange"
     inbox = (await client.get("/v1/interrupts", params={"kind": "conversation.exchange"}, headers=auth("admin"))).json()
@@ -98,8 +108,7 @@ async def test_three_exchanges_over_http(client: httpx.AsyncClient, engine: Engi
 
 
 async def test_person_closes_and_later_exchanges_are_refused(client: httpx.AsyncClient, engine: Engine) -> None:
-    _chat_workflow(engine)
-    run_id = await _start(client, engine, "chat")
+    run_id = await _start_chat(client, engine)
     await _say(client, run_id, "one")
     await settle(engine, run_id)
     r = await _say(client, run_id, {"operation": "close", "outcome": {"booked": True}, "reason": "done"})
@@ -152,9 +161,8 @@ async def test_schema_rejection_keeps_the_exchange_open(client: httpx.AsyncClien
 async def test_repeated_answer_with_the_same_message_id_is_idempotent(
     client: httpx.AsyncClient, engine: Engine
 ) -> None:
-    _chat_workflow(engine, turnCount=2)
-    run_id = await _start(client, engine, "chat")
-    cid = (await engine.store.interrupt_at(run_id, "talk")).payload["data"]["conversationId"]
+    run_id = await _start_chat(client, engine, turnCount=2)
+    cid = await _conversation_id(engine, run_id)
     answer = {"operation": "exchange", "turn": {"messageId": f"{cid}:1:user", "content": "hi"}}
     first = await _say(client, run_id, answer)
     await settle(engine, run_id)
@@ -167,9 +175,8 @@ async def test_repeated_answer_with_the_same_message_id_is_idempotent(
 async def test_an_older_turn_sent_again_later_is_a_retry_and_a_foreign_message_id_is_refused(
     client: httpx.AsyncClient, engine: Engine
 ) -> None:
-    _chat_workflow(engine, turnCount=3)
-    run_id = await _start(client, engine, "chat")
-    cid = (await engine.store.interrupt_at(run_id, "talk")).payload["data"]["conversationId"]
+    run_id = await _start_chat(client, engine, turnCount=3)
+    cid = await _conversation_id(engine, run_id)
     first = {"operation": "exchange", "turn": {"messageId": f"{cid}:1:user", "content": "one"}}
     assert (await _say(client, run_id, first)).status_code == 200
     await settle(engine, run_id)
@@ -194,8 +201,7 @@ async def test_an_older_turn_sent_again_later_is_a_retry_and_a_foreign_message_i
 
 
 async def test_timeout_over_the_whole_conversation(client: httpx.AsyncClient, engine: Engine) -> None:
-    _chat_workflow(engine, timeoutMs=400)
-    run_id = await _start(client, engine, "chat")
+    run_id = await _start_chat(client, engine, timeoutMs=400)
     await _say(client, run_id, "quick answer")
     done = await settle(engine, run_id, statuses=("failed", "completed"), timeout=10)
     assert done.status == "failed" and done.state["error"]["code"] == "interrupt_timeout"
@@ -207,8 +213,7 @@ async def test_timeout_over_the_whole_conversation(client: httpx.AsyncClient, en
 
 
 async def test_fork_replay_reproduces_the_channels_byte_for_byte(client: httpx.AsyncClient, engine: Engine) -> None:
-    _chat_workflow(engine, turnCount=3)
-    source = await _start(client, engine, "chat")
+    source = await _start_chat(client, engine, turnCount=3)
     for answer in ("a", "b", "c"):
         await _say(client, source, answer)
         await settle(engine, source)
@@ -285,8 +290,7 @@ async def test_a_node_close_stores_its_outcome_once_and_a_fork_replays_it(
 
 
 async def test_fork_replay_of_an_unfinished_run_continues_live(client: httpx.AsyncClient, engine: Engine) -> None:
-    _chat_workflow(engine, turnCount=3)
-    source = await _start(client, engine, "chat")
+    source = await _start_chat(client, engine, turnCount=3)
     await _say(client, source, "a")
     await settle(engine, source)
     fork = (await client.post(f"/v1/runs/{source}:fork", json={}, headers=auth("admin"))).json()["runId"]

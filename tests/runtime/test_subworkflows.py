@@ -8,8 +8,21 @@ import httpx
 
 from bridge import Engine, Workflow, spec
 from bridge.core.decisions.cancel import run_cancel_decision
+from bridge.core.records import RunRecord
 from tests.conftest import auth
 from tests.helpers import ADMIN, events, settle
+
+
+async def _waiting_child(engine: Engine, parent_id: str) -> RunRecord:
+    """The parent's first child run, once it waits for an approval (or after two seconds of waiting for that)."""
+    children: list[RunRecord] = []
+    for _ in range(200):
+        children = await engine.store.child_runs(parent_id)
+        if children and children[0].status == "waiting-approval":
+            break
+        await asyncio.sleep(0.01)
+    assert children, f"run {parent_id} started no child run"
+    return children[0]
 
 
 async def test_parent_waits_for_child_and_maps_variables(engine: Engine) -> None:
@@ -33,12 +46,7 @@ async def test_cancel_parent_cascades_and_child_interrupts_are_gone(client: http
         "/v1/runs", json={"workflowId": "conformance-interrupt-parent-child-cancel"}, headers=auth("admin")
     )
     parent = r.json()["runId"]
-    for _ in range(200):
-        children = await engine.store.child_runs(parent)
-        if children and children[0].status == "waiting-approval":
-            break
-        await asyncio.sleep(0.01)
-    child = children[0].run_id
+    child = (await _waiting_child(engine, parent)).run_id
     record = await engine.store.interrupt_at(child, "child-gate")
     token, _ = engine.mint_token(record)
     cancel = await client.post(f"/v1/runs/{parent}/cancel", headers=auth("admin"))
@@ -64,11 +72,7 @@ async def test_cancel_parent_cascades_and_child_interrupts_are_gone(client: http
 
 async def test_the_cascade_is_durable_when_only_the_parent_cancel_was_committed(engine: Engine) -> None:
     run = await engine.create_run(ADMIN, "conformance-interrupt-parent-child-cancel")
-    for _ in range(200):
-        children = await engine.store.child_runs(run.run_id)
-        if children and children[0].status == "waiting-approval":
-            break
-        await asyncio.sleep(0.01)
+    child_run = await _waiting_child(engine, run.run_id)
     # As if the process died right after committing the parent's cancel, before cascading:
     # the parent's executor, which finishes the cancellation, must cascade itself.
     now = engine.clock.now_ms()
@@ -78,7 +82,7 @@ async def test_the_cascade_is_durable_when_only_the_parent_cancel_was_committed(
     assert committed.result["changed"] and (await engine.store.child_runs(run.run_id))[0].status == "waiting-approval"
     engine.dispatch(run.run_id)
     await settle(engine, run.run_id, statuses=("cancelled",))
-    child = await settle(engine, children[0].run_id, statuses=("cancelled",))
+    child = await settle(engine, child_run.run_id, statuses=("cancelled",))
     assert child.status == "cancelled"
     cascaded = (await events(engine, child.run_id, "run.cancelled"))[0]["payload"]
     assert cascaded["reason"] == "parent-cancelled" and cascaded["parentRunId"] == run.run_id
@@ -86,15 +90,11 @@ async def test_the_cascade_is_durable_when_only_the_parent_cancel_was_committed(
 
 async def test_cancelling_a_child_gives_the_parent_a_deterministic_outcome(engine: Engine) -> None:
     run = await engine.create_run(ADMIN, "conformance-interrupt-parent-child-cancel")
-    for _ in range(200):
-        children = await engine.store.child_runs(run.run_id)
-        if children and children[0].status == "waiting-approval":
-            break
-        await asyncio.sleep(0.01)
-    await engine.cancel_run(children[0].run_id, ADMIN, "withdrawn")
+    child_run = await _waiting_child(engine, run.run_id)
+    await engine.cancel_run(child_run.run_id, ADMIN, "withdrawn")
     done = await settle(engine, run.run_id)
     assert done.status == "failed" and done.state["error"]["code"] == "child_cancelled"
-    child_cancel = (await events(engine, children[0].run_id, "run.cancelled"))[0]["payload"]
+    child_cancel = (await events(engine, child_run.run_id, "run.cancelled"))[0]["payload"]
     assert "parentRunId" not in child_cancel
 
 
@@ -125,11 +125,7 @@ async def test_continue_on_child_failure(engine: Engine) -> None:
     )
     wf.register(engine)
     run = await engine.create_run(ADMIN, "lenient")
-    for _ in range(200):
-        children = await engine.store.child_runs(run.run_id)
-        if children and children[0].status == "waiting-approval":
-            break
-        await asyncio.sleep(0.01)
-    await engine.resolve(ADMIN, {"action": "reject"}, run_id=children[0].run_id, node_id="gate")
+    child_run = await _waiting_child(engine, run.run_id)
+    await engine.resolve(ADMIN, {"action": "reject"}, run_id=child_run.run_id, node_id="gate")
     done = await settle(engine, run.run_id)
     assert done.status == "completed" and done.state["outputs"]["child"]["status"] == "failed"

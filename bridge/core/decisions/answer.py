@@ -30,7 +30,7 @@ from bridge.core.decisions.common import (
     closed_error,
     deny,
     redact,
-    resolved_payload,
+    resolved_event,
     resolver_id,
     settle,
     subject_clash,
@@ -169,8 +169,7 @@ def _resolve(intr: InterruptRecord, kind: kinds.Kind, answer: Answer, value: Any
     if kind.event_keyed:
         extra["eventId"] = kind.event_id(value) or answer.idempotency_key
     logged = redact(value) if kind.redacts_log else value
-    resolved = resolved_payload(intr, now, by, logged)
-    emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
+    emitted = [resolved_event(intr, now, by, logged)]
     return settle(
         intr,
         now,

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.core import approvals, kinds
@@ -25,7 +26,7 @@ from bridge.core.decisions.common import (
     NewId,
     deny,
     event_draft,
-    resolved_payload,
+    resolved_event,
     resolver_id,
     settle,
     subject_clash,
@@ -180,6 +181,32 @@ def _ask(
     )
 
 
+@dataclass
+class _GateLog:
+    """The events and audit entries one answer adds for one gate (its node, run and time)."""
+
+    intr: InterruptRecord
+    run: RunRecord
+    now: int
+    new_id: NewId
+    events: list[EventDraft] = field(default_factory=list)
+    audit: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def gate(self) -> str:
+        """The gate's id: its ``gateId``, else the node it runs at."""
+        return str(self.intr.payload["data"].get("gateId") or self.intr.exec_node)
+
+    def event(self, type_: str, payload: dict[str, Any]) -> None:
+        """Emit ``type_`` at the gate's node."""
+        self.events.append(event_draft(self.new_id, self.now, type_, payload, self.intr.node_id))
+
+    def audited(self, principal: str, action: str, details: dict[str, Any]) -> None:
+        """Record an audit entry about the gate."""
+        resource = f"{self.run.run_id}/{self.intr.node_id}"
+        self.audit.append({"principal": principal, "action": action, "resource": resource, "details": details})
+
+
 def _vote(
     intr: InterruptRecord,
     run: RunRecord,
@@ -197,106 +224,74 @@ def _vote(
     if bypass:
         # An override that closes the gate replaces the principal's earlier vote, if any.
         votes = [v for v in votes if v["voter"] != voter]
+    log = _GateLog(intr, run, now, new_id)
     if any(v["voter"] == voter for v in votes):
-        return _duplicate_vote(intr, run, normalized, votes, voter, acting, now, new_id)
-    events: list[EventDraft] = []
-    audit: list[dict[str, Any]] = []
+        return _duplicate_vote(log, normalized, votes, voter, acting)
     if normalized.override:
-        _record_override(intr, run, normalized, voter, acting, now, new_id, events, audit)
+        _record_override(log, normalized, voter, acting)
     vote = normalized.as_vote(voter, iso_ms(now))
     if acting != voter:
         vote["actingPrincipal"] = acting
     votes.append(vote)
     t = approvals.tally(data, votes, bypass=bypass)
-    _record_vote(intr, run, normalized, t, voter, acting, now, new_id, events, audit)
+    _record_vote(log, normalized, t, voter, acting)
     state["votes"] = votes
     if t.outcome == "pending":
         return Mutation(
-            interrupt_state=state, events=events, audit=audit, result={"status": "pending", "votes": t.progress()}
+            interrupt_state=state,
+            events=log.events,
+            audit=log.audit,
+            result={"status": "pending", "votes": t.progress()},
         )
     final = approvals.final_value(t, vote, iso_ms(now))
-    return settle_approval(intr, now, new_id, final, state, events, audit, t.outcome)
+    return settle_approval(intr, now, new_id, final, state, log.events, log.audit, t.outcome)
 
 
 def _duplicate_vote(
-    intr: InterruptRecord,
-    run: RunRecord,
-    normalized: approvals.ApprovalAnswer,
-    votes: list[dict[str, Any]],
-    voter: str,
-    acting: str,
-    now: int,
-    new_id: NewId,
+    log: _GateLog, normalized: approvals.ApprovalAnswer, votes: list[dict[str, Any]], voter: str, acting: str
 ) -> Mutation:
     """A second vote by the same voter changes nothing; it is kept in the audit and the log."""
+    intr = log.intr
     details = {"interruptId": intr.interrupt_id, "action": normalized.action, "actingPrincipal": acting}
-    audit = [
-        {
-            "principal": voter,
-            "action": "approval.duplicate-vote",
-            "resource": f"{run.run_id}/{intr.node_id}",
-            "details": details,
-        }
-    ]
+    log.audited(voter, "approval.duplicate-vote", details)
     payload = {"nodeId": intr.node_id, "interruptId": intr.interrupt_id, "voter": voter, "action": normalized.action}
-    events = [event_draft(new_id, now, "bridge.approval.duplicate-vote", payload, intr.node_id)]
+    log.event("bridge.approval.duplicate-vote", payload)
     t = approvals.tally(intr.payload["data"], votes)
-    return Mutation(events=events, audit=audit, result={"status": "pending", "duplicate": True, "votes": t.progress()})
+    return Mutation(
+        events=log.events, audit=log.audit, result={"status": "pending", "duplicate": True, "votes": t.progress()}
+    )
 
 
-def _record_override(
-    intr: InterruptRecord,
-    run: RunRecord,
-    normalized: approvals.ApprovalAnswer,
-    voter: str,
-    acting: str,
-    now: int,
-    new_id: NewId,
-    events: list[EventDraft],
-    audit: list[dict[str, Any]],
-) -> None:
+def _record_override(log: _GateLog, normalized: approvals.ApprovalAnswer, voter: str, acting: str) -> None:
     """Log an override that takes effect; its principal is whoever holds the override role."""
-    gate = str(intr.payload["data"].get("gateId") or intr.exec_node)
-    payload = {"gateId": gate, "principal": acting, "reason": str(normalized.reason)}
-    events.append(event_draft(new_id, now, "approval.overridden", payload, intr.node_id))
-    details: dict[str, Any] = {"interruptId": intr.interrupt_id, "reason": normalized.reason}
+    log.event("approval.overridden", {"gateId": log.gate, "principal": acting, "reason": str(normalized.reason)})
+    details: dict[str, Any] = {"interruptId": log.intr.interrupt_id, "reason": normalized.reason}
     if voter != acting:
         details["onBehalfOf"] = voter
-    resource = f"{run.run_id}/{intr.node_id}"
-    audit.append({"principal": acting, "action": "approval.overridden", "resource": resource, "details": details})
+    log.audited(acting, "approval.overridden", details)
 
 
 def _record_vote(
-    intr: InterruptRecord,
-    run: RunRecord,
-    normalized: approvals.ApprovalAnswer,
-    t: approvals.Tally,
-    voter: str,
-    acting: str,
-    now: int,
-    new_id: NewId,
-    events: list[EventDraft],
-    audit: list[dict[str, Any]],
+    log: _GateLog, normalized: approvals.ApprovalAnswer, t: approvals.Tally, voter: str, acting: str
 ) -> None:
     """``approval.granted`` or ``approval.rejected``, and the vote's audit entry."""
-    gate = str(intr.payload["data"].get("gateId") or intr.exec_node)
     why = normalized.reason or normalized.feedback or (normalized.refine_feedback or {}).get("text")
     if normalized.action in approvals.ACCEPTING:
         progress = {"granted": t.accepts, "required": t.required}
-        granted = {"gateId": gate, "principal": voter, "quorumProgress": progress}
-        events.append(event_draft(new_id, now, "approval.granted", granted, intr.node_id))
+        log.event("approval.granted", {"gateId": log.gate, "principal": voter, "quorumProgress": progress})
     else:
-        rejected: dict[str, Any] = {"gateId": gate, "principal": voter}
+        rejected: dict[str, Any] = {"gateId": log.gate, "principal": voter}
         if why:
             rejected["reason"] = str(why)
-        events.append(event_draft(new_id, now, "approval.rejected", rejected, intr.node_id))
-    details: dict[str, Any] = {"interruptId": intr.interrupt_id, "progress": t.progress(), "actingPrincipal": acting}
+        log.event("approval.rejected", rejected)
+    details: dict[str, Any] = {
+        "interruptId": log.intr.interrupt_id,
+        "progress": t.progress(),
+        "actingPrincipal": acting,
+    }
     if why:
         details["reason"] = str(why)
-    resource = f"{run.run_id}/{intr.node_id}"
-    audit.append(
-        {"principal": voter, "action": f"approval.vote.{normalized.action}", "resource": resource, "details": details}
-    )
+    log.audited(voter, f"approval.vote.{normalized.action}", details)
 
 
 def settle_approval(
@@ -322,18 +317,18 @@ def settle_approval(
     if "quorum" in final:
         received["quorum"] = final["quorum"]
     decision = "approved" if outcome == "accepted" else "rejected"
-    resolved = resolved_payload(
-        intr,
-        now,
-        final["decidedBy"],
-        final,
-        action=final["action"],
-        decision=decision,
-        reason=final.get("reason") if final["action"] == "timeout" else None,
-    )
+    timed_out = final["action"] == "timeout"
     emitted: list[dict[str, Any]] = [
         {"type": "approval.received", "payload": received, "nodeId": intr.node_id},
-        {"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id},
+        resolved_event(
+            intr,
+            now,
+            final["decidedBy"],
+            final,
+            action=final["action"],
+            decision=decision,
+            reason=final.get("reason") if timed_out else None,
+        ),
     ]
     return settle(
         intr,

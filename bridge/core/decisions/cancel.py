@@ -18,7 +18,7 @@ from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
 from bridge.core.decisions.approval import gate_denial, settle_approval
-from bridge.core.decisions.common import NewId, closed_error, resolved_payload, settle
+from bridge.core.decisions.common import NewId, closed_error, resolved_event, settle
 from bridge.core.errors import InterruptNotFoundError, RunNotFoundError
 from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 
@@ -52,8 +52,7 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
                 }
             ]
             return settle_approval(intr, now, new_id, final, state, [], audit, "rejected")
-        resolved = resolved_payload(intr, now, principal.id, None, reason=reason, cancelled=True)
-        emitted = [{"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id}]
+        emitted = [resolved_event(intr, now, principal.id, None, reason=reason, cancelled=True)]
         return settle(
             intr,
             now,

@@ -84,6 +84,13 @@ def resolved_payload(intr: InterruptRecord, now: int, by: str, value: Any, **ext
     return payload
 
 
+def resolved_event(intr: InterruptRecord, now: int, by: str, value: Any, **extra: Any) -> dict[str, Any]:
+    """The ``interrupt.resolved`` event a settling decision emits at the interrupt's node (its payload is
+    :func:`resolved_payload`)."""
+    payload = resolved_payload(intr, now, by, value, **extra)
+    return {"type": "interrupt.resolved", "payload": payload, "nodeId": intr.node_id}
+
+
 def closed_error(intr: InterruptRecord, surface: str) -> Exception:
     """The error for answering an interrupt that is no longer open, by how it closed and where it was answered."""
     if intr.status == "gone":

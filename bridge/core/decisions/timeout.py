@@ -11,7 +11,7 @@ from typing import Any
 
 from bridge.core import approvals, kinds
 from bridge.core.clock import iso_ms
-from bridge.core.decisions.common import NewId, resolved_payload, settle
+from bridge.core.decisions.common import NewId, resolved_event, settle
 from bridge.core.decisions.exchange import timeout_close_events
 from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 
@@ -27,19 +27,10 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
         kind = kinds.kind_of(intr.kind)
         final, emitted = _fail_closed(intr, now) if kind.fails_closed else (None, [])
         if final is not None:
-            resolved = resolved_payload(
-                intr,
-                now,
-                SYSTEM_TIMEOUT,
-                final,
-                action="timeout",
-                decision="rejected",
-                outcome="rejected",
-                reason="timeout",
-            )
+            fail_closed = {"action": "timeout", "decision": "rejected", "outcome": "rejected"}
+            emitted.append(resolved_event(intr, now, SYSTEM_TIMEOUT, final, **fail_closed, reason="timeout"))
         else:
-            resolved = resolved_payload(intr, now, SYSTEM_TIMEOUT, None, reason="timeout")
-        emitted.append({"type": "interrupt.resolved", "payload": resolved, "nodeId": intr.node_id})
+            emitted.append(resolved_event(intr, now, SYSTEM_TIMEOUT, None, reason="timeout"))
         if kind.turn:
             emitted += timeout_close_events(intr, now, new_id)
         extra: dict[str, Any] = {"reason": "timeout"}

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bridge.core import approvals
-from bridge.core.kinds.base import Kind
+from bridge.core.kinds.base import Kind, present
 
 #: ``artifactType`` of an approval that gates one tool call (``artifactData: {toolCallId, name, args}``).
 TOOL_CALL_ARTIFACT = "tool-call"
@@ -124,15 +124,12 @@ def approval(
         "artifactType": artifact_type,
         "title": title,
         "actions": [approvals.canonical_action(a) for a in actions],
+        **present(
+            description=description,
+            artifactData=artifact_data,
+            requiredApprovals=required_approvals,
+            approversList=None if approvers is None else list(approvers),
+            rejectionPolicy=rejection_policy,
+        ),
     }
-    if description is not None:
-        data["description"] = description
-    if artifact_data is not None:
-        data["artifactData"] = artifact_data
-    if required_approvals is not None:
-        data["requiredApprovals"] = required_approvals
-    if approvers is not None:
-        data["approversList"] = list(approvers)
-    if rejection_policy is not None:
-        data["rejectionPolicy"] = rejection_policy
     return APPROVAL.payload(data, key=key, timeout_ms=timeout_ms, resume_schema=resume_schema)

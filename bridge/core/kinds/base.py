@@ -14,6 +14,11 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 
+def present(**fields: Any) -> dict[str, Any]:
+    """The ``fields`` that are not None, in their order: the optional members of a payload or its data."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
 class Kind:
     """One interrupt kind. Subclasses set the class attributes and override what differs."""
 
@@ -52,14 +57,8 @@ class Kind:
         resume_schema: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """An ``InterruptPayload`` of this kind around ``data``."""
-        out: dict[str, Any] = {"kind": self.name, "data": data}
-        if key is not None:
-            out["key"] = key
-        if timeout_ms is not None:
-            out["timeoutMs"] = timeout_ms
-        if resume_schema is not None:
-            out["resumeSchema"] = dict(resume_schema)
-        return out
+        schema = None if resume_schema is None else dict(resume_schema)
+        return {"kind": self.name, "data": data, **present(key=key, timeoutMs=timeout_ms, resumeSchema=schema)}
 
     def data_problems(self, data: Mapping[str, Any]) -> list[str]:
         """What the schema cannot say is wrong with a schema-valid ``data`` (``data.<field>: why`` lines)."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bridge.core.errors import ValidationError
-from bridge.core.kinds.base import Kind
+from bridge.core.kinds.base import Kind, present
 from bridge.core.kinds.schema import validate_against
 
 
@@ -97,7 +97,5 @@ def clarification(
     items: list[Any] = list(questions)
     for i, q in enumerate(items):
         qs.append({"id": f"q{i + 1}", "question": q} if isinstance(q, str) else dict(q))
-    data: dict[str, Any] = {"questions": qs}
-    if context_type is not None:
-        data["contextType"] = context_type
+    data: dict[str, Any] = {"questions": qs, **present(contextType=context_type)}
     return CLARIFICATION.payload(data, key=key, timeout_ms=timeout_ms)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.core.kinds.base import Kind
+from bridge.core.kinds.base import Kind, present
 
 
 class CustomKind(Kind):
@@ -32,7 +32,5 @@ def custom(
     resume_schema: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``custom`` interrupt payload."""
-    data: dict[str, Any] = {"customKind": custom_kind}
-    if payload is not None:
-        data["payload"] = payload
+    data: dict[str, Any] = {"customKind": custom_kind, **present(payload=payload)}
     return CUSTOM.payload(data, key=key, timeout_ms=timeout_ms, resume_schema=resume_schema)

@@ -90,9 +90,18 @@ def path_param(name: str, description: str) -> dict[str, Any]:
 
 def query_param(name: str, description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """An optional query parameter (a string unless ``schema`` says otherwise)."""
+    return _optional_param("query", name, description, schema)
+
+
+def header_param(name: str, description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An optional request header (a string unless ``schema`` says otherwise)."""
+    return _optional_param("header", name, description, schema)
+
+
+def _optional_param(where: str, name: str, description: str, schema: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "name": name,
-        "in": "query",
+        "in": where,
         "required": False,
         "description": description,
         "schema": schema or {"type": "string"},
@@ -106,16 +115,14 @@ def bounded(bounds: Mapping[str, int]) -> dict[str, Any]:
 
 def idempotency_key_header() -> dict[str, Any]:
     """The optional ``Idempotency-Key`` header."""
-    return {
-        "name": "Idempotency-Key",
-        "in": "header",
-        "required": False,
-        "description": "Retry safely: the same key with the same request replays the first response (status, body "
+    return header_param(
+        "Idempotency-Key",
+        "Retry safely: the same key with the same request replays the first response (status, body "
         "and OpenWOP-Idempotent-Replay: true); the same key with another request is 409 idempotency_key_mismatch, "
         "and a retry while the first is still handled is 409 idempotency_in_flight. Keys belong to the caller and "
         "the endpoint.",
-        "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
-    }
+        {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
+    )
 
 
 #: ``Last-Event-ID`` (or ``?lastEventId=``): a sequence number; ``-1`` or empty means from the start.

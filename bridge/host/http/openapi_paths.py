@@ -13,6 +13,7 @@ from bridge.host.http.openapi_ops import (
     SSE,
     bounded,
     error_responses,
+    header_param,
     idempotency_key_header,
     json_response,
     operation,
@@ -160,13 +161,7 @@ def history_paths() -> dict[str, Any]:
                 },
                 params=[
                     run_id,
-                    {
-                        "name": "Last-Event-ID",
-                        "in": "header",
-                        "required": False,
-                        "description": "Resume after this sequence number",
-                        "schema": SEQUENCE,
-                    },
+                    header_param("Last-Event-ID", "Resume after this sequence number", SEQUENCE),
                     query_param("lastEventId", "Same as the Last-Event-ID header (for EventSource)", SEQUENCE),
                     query_param("limit", "At most this many events (JSON only; default 10000)", bounded(EVENTS_LIMIT)),
                 ],

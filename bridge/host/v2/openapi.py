@@ -16,7 +16,16 @@ from bridge.core import kinds
 from bridge.core.events import ENGINE_VERSION
 from bridge.host.http.body import CancelBody, ForkBody, ResolveBody
 from bridge.host.http.deps import PAGE_LIMIT
-from bridge.host.http.openapi_ops import SEQUENCE, SSE, bounded, json_response, path_param, query_param, schema_ref
+from bridge.host.http.openapi_ops import (
+    SEQUENCE,
+    SSE,
+    bounded,
+    header_param,
+    json_response,
+    path_param,
+    query_param,
+    schema_ref,
+)
 from bridge.host.http.openapi_ops import request_body as body_of
 from bridge.host.v2.batching import BUFFER_MS
 from bridge.host.v2.bulk import MAX_RUN_IDS, BulkCancelBody
@@ -55,30 +64,24 @@ def _errors(*codes: int) -> dict[str, Any]:
     return out
 
 
-_VERSION = {
-    "name": "OpenWOP-Version",
-    "in": "header",
-    "required": False,
-    "description": "The contract asked for. This document describes major 2; another major this host does not "
+_VERSION = header_param(
+    "OpenWOP-Version",
+    "The contract asked for. This document describes major 2; another major this host does not "
     "serve is 406 protocol_version_unsupported, and major 1 is served by the /v1 twin of the path.",
-    "schema": {"type": "string", "pattern": "^2(\\.(0|[1-9][0-9]*))?$"},
-}
-_IDEMPOTENCY = {
-    "name": "Idempotency-Key",
-    "in": "header",
-    "required": False,
-    "description": "Retry safely (v2 idempotency rules): 22-128 of A-Z a-z 0-9 . _ ~ -; another spelling is 400 "
+    {"type": "string", "pattern": "^2(\\.(0|[1-9][0-9]*))?$"},
+)
+_IDEMPOTENCY = header_param(
+    "Idempotency-Key",
+    "Retry safely (v2 idempotency rules): 22-128 of A-Z a-z 0-9 . _ ~ -; another spelling is 400 "
     "idempotency_key_invalid. A replay carries OpenWOP-Idempotent-Replay: true.",
-    "schema": {"type": "string", "pattern": "^[A-Za-z0-9._~-]{22,128}$"},
-}
-_DEDUP = {
-    "name": "OpenWOP-Dedup",
-    "in": "header",
-    "required": False,
-    "description": "enforce: while a run created for the same tenantId and scopeId (required then) is not terminal, "
+    {"type": "string", "pattern": "^[A-Za-z0-9._~-]{22,128}$"},
+)
+_DEDUP = header_param(
+    "OpenWOP-Dedup",
+    "enforce: while a run created for the same tenantId and scopeId (required then) is not terminal, "
     "409 run_already_active with Retry-After, and no run is created.",
-    "schema": {"type": "string", "enum": ["enforce"]},
-}
+    {"type": "string", "enum": ["enforce"]},
+)
 _RUN = path_param("runId", "The tenant-bound run id projected to one segment (acme~2Fr-1), or a v1 run id")
 #: A bare id (the opaque segment, or the v1 id) or a projected tenant-bound id (``bridge.host.v2.ids``).
 _RUN["schema"] = {
@@ -198,13 +201,7 @@ def _run_paths() -> dict[str, Any]:
 
 
 def _event_paths() -> dict[str, Any]:
-    last_event_id = {
-        "name": "Last-Event-ID",
-        "in": "header",
-        "required": False,
-        "description": "Resume after this sequence number",
-        "schema": SEQUENCE,
-    }
+    last_event_id = header_param("Last-Event-ID", "Resume after this sequence number", SEQUENCE)
     return {
         "/runs/{runId}/events": {
             "get": _op(

@@ -50,6 +50,13 @@ async def _run(request: Request, who: Principal) -> tuple[str, str]:
     return run.run_id, run.tenant
 
 
+async def _readable_run(request: Request) -> tuple[str, str]:
+    """The run the path names (see :func:`_run`), once the caller is known to hold ``runs:read``."""
+    who = principal(request)
+    who.require("runs:read")
+    return await _run(request, who)
+
+
 def _created(request: Request, run_id: str, tenant: str, status: str, **extra: Any) -> JSONResponse:
     bound = ids.bind(tenant, run_id)
     url = f"{base_url(request)}/runs/{ids.project(bound)}"
@@ -148,9 +155,7 @@ async def _frames(eng: Engine, run_id: str, tenant: str, after: int, keepalive_s
 @v2_route
 async def run_events(request: Request) -> Response:
     """``GET /runs/{runId}/events``: SSE resuming after ``Last-Event-ID``."""
-    who = principal(request)
-    who.require("runs:read")
-    run_id, tenant = await _run(request, who)
+    run_id, tenant = await _readable_run(request)
     mode = request.query_params.get("streamMode")
     if mode not in (None, "", "updates", "debug", "updates,debug", "debug,updates"):
         from bridge.host.v2.errors import v2_envelope
@@ -173,9 +178,7 @@ async def run_events(request: Request) -> Response:
 @v2_route
 async def poll_events(request: Request) -> Response:
     """``GET /runs/{runId}/events/poll?afterSequence=&timeout=`` (seconds, 1..60, default 30)."""
-    who = principal(request)
-    who.require("runs:read")
-    run_id, tenant = await _run(request, who)
+    run_id, tenant = await _readable_run(request)
     raw_after = request.query_params.get("afterSequence")
     after = -1 if raw_after in (None, "") else int_param(request, "afterSequence", 0, **AFTER_SEQUENCE)
     timeout_s = int_param(request, "timeout", 30, **POLL_TIMEOUT_S)

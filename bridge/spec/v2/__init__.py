@@ -10,13 +10,12 @@ payload), the discovery document, error envelopes, run snapshots and run-list pa
 from __future__ import annotations
 
 import functools
-import json
-from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+from referencing import Registry
+
+from bridge.spec import json_names, read_json, schema_registry
 
 BASE_URI = "https://openwop.dev/spec/v2/"
 
@@ -25,25 +24,20 @@ _PACKAGE = "bridge.spec.v2"
 
 def schema_names() -> list[str]:
     """File names of the vendored v2 schemas."""
-    folder = resources.files(_PACKAGE).joinpath("schemas")
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".json"))
+    return json_names(_PACKAGE, "schemas")
 
 
 @functools.cache
 def schema(name: str) -> dict[str, Any]:
     """A vendored v2 schema by file name, e.g. ``run-event.schema.json``."""
-    data: dict[str, Any] = json.loads(resources.files(_PACKAGE).joinpath("schemas", name).read_text("utf-8"))
+    data: dict[str, Any] = read_json(_PACKAGE, "schemas", name)
     return data
 
 
 @functools.cache
 def registry() -> Registry:
-    """A ``referencing`` registry holding every v2 schema under its ``$id``."""
-    reg: Registry = Registry()
-    for name in schema_names():
-        doc = schema(name)
-        reg = reg.with_resource(doc.get("$id", BASE_URI + name), Resource.from_contents(doc, DRAFT202012))
-    return reg.crawl()
+    """A ``referencing`` registry holding every v2 schema under its ``$id`` (its file URI)."""
+    return schema_registry(BASE_URI, schema_names(), schema)
 
 
 @functools.cache

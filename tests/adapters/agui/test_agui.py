@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -18,7 +18,7 @@ from bridge.core.auth import KeyRing, make_key
 from bridge.host.http import create_app
 from bridge.runtime.tools import approved_tool_call
 from tests.conftest import KEYS, auth
-from tests.helpers import event_types, settle
+from tests.helpers import event_types, settle, two_sign_offs
 from tests.server import uvicorn_server
 
 EVENT = TypeAdapter(Event)
@@ -86,16 +86,7 @@ async def agui(engine: Engine) -> AsyncIterator[Agui]:
 
 
 def _two_gates(engine: Engine) -> None:
-    wf = Workflow("two-gates")
-    wf.node("start", type_id="core.noop")
-    for name in ("legal", "finance"):
-        wf.node(
-            name,
-            type_id="core.approvalGate",
-            after="start",
-            config={"title": f"{name} sign-off", "actions": ["accept", "reject", "edit-accept"]},
-        )
-    wf.register(engine)
+    two_sign_offs(engine, "two-gates", ["accept", "reject", "edit-accept"])
 
 
 async def test_capabilities(agui: Agui, engine: Engine) -> None:
@@ -420,20 +411,44 @@ async def test_closing_without_words_is_a_system_turn(agui: Agui, engine: Engine
     assert snapshot[-1]["role"] == "system" and snapshot[-1]["content"] == "alice closed the conversation"
 
 
-async def test_tool_approval_with_edited_arguments(agui: Agui, engine: Engine) -> None:
-    sent: list[dict[str, Any]] = []
-    wf = Workflow("mailer")
+def _gated_tool(
+    engine: Engine,
+    workflow_id: str,
+    node: str,
+    tool: str,
+    args: dict[str, Any],
+    run: Callable[[dict[str, Any]], Any],
+    outputs: tuple[str, ...],
+) -> list[dict[str, Any]]:
+    """Register ``workflow_id``: one ``node`` that asks a person to approve calling ``tool`` with ``args``
+    and, once approved, runs it (``run(args)`` is its result); the node outputs these fields of the
+    outcome. The list of the arguments the tool ran with."""
+    ran: list[dict[str, Any]] = []
+    wf = Workflow(workflow_id)
 
-    @wf.node("send")
-    async def send(ctx: NodeContext) -> dict[str, Any]:
-        def deliver(args: dict[str, Any]) -> dict[str, Any]:
-            sent.append(args)
-            return {"delivered": True, "to": args["to"]}
+    @wf.node(node)
+    async def call(ctx: NodeContext) -> dict[str, Any]:
+        def invoke(called: dict[str, Any]) -> Any:
+            ran.append(called)
+            return run(called)
 
-        outcome = await approved_tool_call(ctx, "send_email", {"to": "all@acme.test", "subject": "Hi"}, deliver)
-        return {"approved": outcome.approved, "result": outcome.result}
+        outcome = await approved_tool_call(ctx, tool, args, invoke)
+        return {name: getattr(outcome, name) for name in outputs}
 
     wf.register(engine)
+    return ran
+
+
+async def test_tool_approval_with_edited_arguments(agui: Agui, engine: Engine) -> None:
+    sent = _gated_tool(
+        engine,
+        "mailer",
+        "send",
+        "send_email",
+        {"to": "all@acme.test", "subject": "Hi"},
+        lambda args: {"delivered": True, "to": args["to"]},
+        ("approved", "result"),
+    )
     first = await agui.run("mailer", "th-14")
     kinds = types(first)
     assert (
@@ -464,14 +479,15 @@ async def test_tool_approval_with_edited_arguments(agui: Agui, engine: Engine) -
 
 
 async def test_rejected_tool_call_does_not_run(agui: Agui, engine: Engine) -> None:
-    wf = Workflow("risky")
-
-    @wf.node("drop")
-    async def drop(ctx: NodeContext) -> dict[str, Any]:
-        outcome = await approved_tool_call(ctx, "drop_table", {"table": "users"}, lambda args: pytest.fail("ran"))
-        return {"approved": outcome.approved, "feedback": outcome.feedback}
-
-    wf.register(engine)
+    _gated_tool(
+        engine,
+        "risky",
+        "drop",
+        "drop_table",
+        {"table": "users"},
+        lambda args: pytest.fail("ran"),
+        ("approved", "feedback"),
+    )
     [it] = interrupts(await agui.run("risky", "th-15"))
     done = await agui.run(
         "risky",
@@ -735,19 +751,15 @@ async def test_a_client_declaring_no_protocol_version_gets_only_outcomes_older_c
 
 
 async def test_a_tool_answer_echoed_as_a_tool_message_is_not_a_second_result(agui: Agui, engine: Engine) -> None:
-    ran: list[dict[str, Any]] = []
-    wf = Workflow("lookup")
-
-    @wf.node("find")
-    async def find(ctx: NodeContext) -> dict[str, Any]:
-        def look(args: dict[str, Any]) -> dict[str, Any]:
-            ran.append(args)
-            return {"found": 3, "query": args["q"]}
-
-        outcome = await approved_tool_call(ctx, "search", {"q": "invoices"}, look)
-        return {"result": outcome.result}
-
-    wf.register(engine)
+    ran = _gated_tool(
+        engine,
+        "lookup",
+        "find",
+        "search",
+        {"q": "invoices"},
+        lambda args: {"found": 3, "query": args["q"]},
+        ("result",),
+    )
     first = await agui.run("lookup", "th-echo", protocolVersion=None)
     [it] = interrupts(first)
     history = next(e for e in first if e["type"] == "MESSAGES_SNAPSHOT")["messages"]

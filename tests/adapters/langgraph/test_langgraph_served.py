@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.nodejs import node_binary, run_suite
-from tests.server import ServerProcess
+from tests.nodejs import assert_suite_passes, node_binary
+from tests.server import ServerProcess, wait_for_status
 
 pytestmark = pytest.mark.slow
 KEY = "graph-key-12345"
@@ -32,24 +30,13 @@ def _server(db: Path) -> ServerProcess:
 
 
 def _wait(url: str, run_id: str, statuses: tuple[str, ...]) -> dict:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        snap = httpx.get(f"{url}/v1/runs/{run_id}", headers=H).json()
-        if snap["status"] in statuses:
-            return snap
-        time.sleep(0.05)
-    raise AssertionError(f"run stuck in {snap['status']}")
+    return wait_for_status(url, H, run_id, statuses)
 
 
 def test_graphs_through_the_real_agui_client(tmp_path: Path) -> None:
     node = node_binary("AG-UI interop")
-    server = _server(tmp_path / "g.db").start()
-    try:
-        result = run_suite(node, "langgraph.test.mjs", server, KEY)
-        assert result.returncode == 0, result.stdout + result.stderr + server.output()[-3000:]
-        assert re.search(r"^\S* ?pass 4$", result.stdout, re.M), result.stdout
-    finally:
-        server.stop()
+    with _server(tmp_path / "g.db") as server:
+        assert_suite_passes(node, "langgraph.test.mjs", server, KEY, 4)
 
 
 def test_graph_resumes_after_kill_9(tmp_path: Path) -> None:

@@ -43,6 +43,19 @@ def _client(url: str, who: str = "admin", *, mode: str = "auto", elicit: Elicit 
     return Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode, elicitation_callback=elicit)
 
 
+async def _call(
+    url: str,
+    tool: str,
+    who: str = "admin",
+    *,
+    mode: str = "auto",
+    elicit: Elicit | None = None,
+) -> Any:
+    """Call ``tool`` once, with no arguments, from a fresh client (see :func:`_client`); its result."""
+    async with _client(url, who, mode=mode, elicit=elicit) as client:
+        return await client.call_tool(tool, {})
+
+
 def _answers(*results: types.ElicitResult, seen: list[types.ElicitRequestParams] | None = None) -> Elicit:
     queue = list(results)
 
@@ -83,8 +96,7 @@ async def test_tools_are_the_listed_workflows(served: tuple[str, httpx.AsyncClie
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_finished_run_returns_its_outputs(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
     url, _ = served
-    async with _client(url, mode=mode) as client:
-        result = await client.call_tool("conformance-noop", {})
+    result = await _call(url, "conformance-noop", mode=mode)
     assert result.is_error is False and isinstance(result.structured_content, dict)
 
 
@@ -105,15 +117,16 @@ async def test_an_approval_accepted_declined_cancelled(
     url, rest = served
     seen: list[types.ElicitRequestParams] = []
     accept = types.ElicitResult(action="accept", content={"feedback": "fine"})
-    async with _client(url, mode=mode, elicit=_answers(accept, seen=seen)) as client:
-        ok = await client.call_tool("conformance-approval", {})
+    ok = await _call(url, "conformance-approval", mode=mode, elicit=_answers(accept, seen=seen))
     assert ok.is_error is False, ok
     assert isinstance(seen[0], types.ElicitRequestFormParams) and seen[0].message
     assert seen[0].requested_schema["properties"]["feedback"]["type"] == "string"
-    async with _client(url, mode=mode, elicit=_answers(types.ElicitResult(action="decline"))) as client:
-        declined = await client.call_tool("conformance-approval", {})
-    async with _client(url, mode=mode, elicit=_answers(types.ElicitResult(action="cancel"))) as client:
-        cancelled = await client.call_tool("conformance-approval", {})
+    declined = await _call(
+        url, "conformance-approval", mode=mode, elicit=_answers(types.ElicitResult(action="decline"))
+    )
+    cancelled = await _call(
+        url, "conformance-approval", mode=mode, elicit=_answers(types.ElicitResult(action="cancel"))
+    )
     assert cancelled.is_error is True
     runs = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
     assert len(runs) == 3
@@ -142,8 +155,7 @@ async def test_a_clarification_answer_lands_as_over_rest(served: tuple[str, http
         assert isinstance(params, types.ElicitRequestFormParams)
         return types.ElicitResult(action="accept", content=dict.fromkeys(params.requested_schema["properties"], "blue"))
 
-    async with _client(url, mode=mode, elicit=answer) as client:
-        result = await client.call_tool("conformance-clarification", {})
+    result = await _call(url, "conformance-clarification", mode=mode, elicit=answer)
     assert result.is_error is False, result
     (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
     snap = (await rest.get(f"/v1/runs/{run['runId']}", headers=auth("admin"))).json()
@@ -154,8 +166,7 @@ async def test_a_clarification_answer_lands_as_over_rest(served: tuple[str, http
 @pytest.mark.parametrize("mode", MODES)
 async def test_no_elicitation_capability_names_the_interrupt(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
     url, _ = served
-    async with _client(url, mode=mode) as client:
-        result = await client.call_tool("conformance-approval", {})
+    result = await _call(url, "conformance-approval", mode=mode)
     assert result.is_error is True and isinstance(result.structured_content, dict)
     body = result.structured_content
     assert body["status"] == "waiting" and body["inboxUrl"].endswith("/ui/")
@@ -169,8 +180,7 @@ async def test_no_elicitation_capability_names_the_interrupt(served: tuple[str, 
 async def test_a_quorum_vote_counts_once_and_reports_waiting(served: tuple[str, httpx.AsyncClient], mode: str) -> None:
     url, _ = served
     accept = types.ElicitResult(action="accept", content={})
-    async with _client(url, mode=mode, elicit=_answers(accept)) as client:
-        result = await client.call_tool("conformance-interrupt-quorum", {})
+    result = await _call(url, "conformance-interrupt-quorum", mode=mode, elicit=_answers(accept))
     assert result.is_error is True and isinstance(result.structured_content, dict)
     body = result.structured_content
     assert body["status"] == "waiting" and "others" in body["reason"]
@@ -193,8 +203,7 @@ async def test_an_answer_over_rest_during_an_open_elicitation(served: tuple[str,
         assert r.status_code == 200, r.text
         return types.ElicitResult(action="decline")
 
-    async with _client(url, mode=mode, elicit=answer_elsewhere) as client:
-        result = await client.call_tool("conformance-approval", {})
+    result = await _call(url, "conformance-approval", mode=mode, elicit=answer_elsewhere)
     assert result.is_error is False, result
     (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
     audit = (await rest.get(f"/v1/runs/{run['runId']}/audit", headers=auth("admin"))).json()
@@ -279,8 +288,7 @@ async def test_a_wrong_role_is_refused_as_over_rest_and_the_gate_stays_open(
     url, rest = served
     _gates(engine, "role-gated", ["gate"], requiredRole="operator")
     accept = types.ElicitResult(action="accept", content={})
-    async with _client(url, "bob", mode=mode, elicit=_answers(accept)) as client:
-        result = await client.call_tool("role-gated", {})
+    result = await _call(url, "role-gated", "bob", mode=mode, elicit=_answers(accept))
     assert result.is_error is True and isinstance(result.structured_content, dict)
     assert result.structured_content["error"] == "forbidden" and "operator" in result.structured_content["message"]
     (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
