@@ -152,11 +152,13 @@ async def _join(
         handoff.closed = step is None
         result, error, committed, held = await host.store.answer_and_step(seen, decided, decide, now, claim, step)
     except BaseException as exc:
+        # Told first: the executor may be waiting for it, and stopping it would cancel that wait.
+        _answered(handoff)
         _stop(handoff, exc)
         host.dispatch(run_id)  # whatever committed instead (a cancel, another answer) is seen to
         raise
     finally:
-        handoff.answered.set_result(None)
+        _answered(handoff)
     if held and result.claimed and result.run is not None and result.run.epoch == seen[0].epoch + 1:
         host.hub.publish(run_id, result.events)
         if step is not None and committed is None:
@@ -174,6 +176,12 @@ async def _join(
     if error is not None:
         raise error
     return result
+
+
+def _answered(handoff: Handoff) -> None:
+    """The answer's transaction ended (committed or not)."""
+    if not handoff.answered.done():
+        handoff.answered.set_result(None)
 
 
 def _retrieve(task: asyncio.Future[MutationResult]) -> None:
