@@ -11,10 +11,12 @@ once that one transaction is durable.
 The store applies the decision only if neither row changed since it was read;
 otherwise it decides again under the lock, the resumed executor is dropped and
 the run goes on the ordinary way. Other answers and cancels of the run wait
-here until the answer in flight ended (:meth:`~bridge.runtime.kernel.Kernel.joint_settled`), and only
-a store no other instance writes to (SQLite) takes this path. A step still busy
-after ``BUDGET_S`` does not hold the answer: the answer commits alone and the
-step follows in its own transaction.
+here until the answer in flight ended (:meth:`~bridge.runtime.kernel.Kernel.joint_settled`). Writers on
+other instances sharing the database (PostgreSQL) take the run's row lock like
+the answer's transaction does: whichever commits first, the other sees its rows,
+and an answer that comes second decides again. A step still busy after
+``BUDGET_S`` does not hold the answer: the answer commits alone and the step
+follows in its own transaction.
 """
 
 from __future__ import annotations
@@ -111,8 +113,6 @@ async def answer_with_step(
     host: JointHost, decide: InterruptDecision, current: InterruptRecord, now: int
 ) -> MutationResult | None:
     """Apply an answer together with the step it wakes; None when the ordinary path must take it."""
-    if not host.store.single_instance:
-        return None  # other instances write to the run too: the answer takes the ordinary path
     run = await host.store.load_run(current.run_id)
     if run is None or not _eligible(run, current):
         return None

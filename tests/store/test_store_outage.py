@@ -61,8 +61,8 @@ async def test_an_outage_during_a_request_is_a_503_and_the_answer_can_be_retried
     async with engine, httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         run = await engine.create_run(ADMIN, "conformance-approval")
         await settle(engine, run.run_id)
-        # The transaction that applies the answer: with the step it wakes where the store allows it.
-        _outage(engine, "answer_and_step" if engine.store.single_instance else "mutate_interrupt", times=1)
+        # The transaction that applies the answer with the step it wakes.
+        _outage(engine, "answer_and_step", times=1)
         url = f"/v1/runs/{run.run_id}/interrupts/gate"
         r = await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=auth("admin"))
         assert r.status_code == 503 and r.headers["retry-after"] == "1", r.text
