@@ -186,68 +186,85 @@ def commit(d: Dialect, c: RunCommit, held: RunRecord | None = None) -> Plan[Comm
     return CommitResult(docs, released, wake, child_events)
 
 
-def _update_interrupt(d: Dialect, intr: InterruptRecord, m: Mutation) -> Plan[InterruptRecord]:
-    """The decided interrupt's new status, state and resolution."""
+def _update_interrupt(intr: InterruptRecord, m: Mutation) -> Plan[InterruptRecord]:
+    """The decided interrupt's new status, state and resolution.
+
+    ``intr`` is the row as read under the lock, so the row this ``UPDATE`` leaves is known without
+    reading it back (JSON values as the database returns them: parsed from the text written).
+    """
     if not (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None):
         return intr
-    rows = yield Sql(
+    state = None if m.interrupt_state is None else codec.dumps(m.interrupt_state)
+    resolution = None if m.resolution is None else codec.dumps(m.resolution)
+    yield Sql(
         "UPDATE interrupts SET status=COALESCE(%s, status), state=COALESCE(%s::json, state), "
-        "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at) "
-        f"WHERE interrupt_id=%s RETURNING {INT_COLS}",
-        (
-            m.interrupt_status,
-            codec.dumps(m.interrupt_state) if m.interrupt_state is not None else None,
-            codec.dumps(m.resolution) if m.resolution is not None else None,
-            m.resolved_at_ms,
-            intr.interrupt_id,
-        ),
+        "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at) WHERE interrupt_id=%s",
+        (m.interrupt_status, state, resolution, m.resolved_at_ms, intr.interrupt_id),
     )
-    return d.interrupt(rows[0])
+    return replace(
+        intr,
+        status=intr.status if m.interrupt_status is None else m.interrupt_status,
+        state=intr.state if state is None else codec.loads(state) or {},
+        resolution=intr.resolution if resolution is None else codec.loads(resolution),
+        resolved_at_ms=intr.resolved_at_ms if m.resolved_at_ms is None else m.resolved_at_ms,
+    )
 
 
 def _claimable(run: RunRecord, m: Mutation, claim: Claim | None, now_ms: int) -> bool:
     """Whether the mutation leases the run it wakes to ``claim``: the run's row is locked and read, so its
     status after ``m`` and its lease decide it here, and the lease goes in the same ``UPDATE``."""
-    if not m.wake or claim is None or (m.run_status or run.status) in TERMINAL_RUN_STATUSES:
+    status = run.status if m.run_status is None else m.run_status
+    if not m.wake or claim is None or status in TERMINAL_RUN_STATUSES:
         return False
     return run.owner is None or (run.lease_until_ms is not None and run.lease_until_ms < now_ms)
 
 
-def _update_run(
-    d: Dialect, run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: Claim | None
-) -> Plan[RunRecord]:
-    """Wake the run, set its status and control requests, move its event counter and, with ``lease``, lease it."""
-    if m.wake or m.run_status or m.control is not None:
-        leased = ", owner=%s, lease_until=%s, epoch=epoch+1" if lease is not None else ""
-        rows = yield Sql(
-            "UPDATE runs SET wake=wake+%s, needs_work=(needs_work OR %s), status=COALESCE(%s, status), "
-            f"control=COALESCE(%s::json, control), updated_at=%s, next_seq=%s{leased} "
-            f"WHERE run_id=%s RETURNING {RUN_COLS}",
-            (
-                int(m.wake),
-                m.wake,
-                m.run_status,
-                codec.dumps(m.control) if m.control is not None else None,
-                now_ms,
-                run.next_seq + appended,
-                *(() if lease is None else (lease.owner, now_ms + lease.lease_ms)),
-                run.run_id,
-            ),
-        )
-        return d.run(rows[0])
-    if appended:
-        rows = yield Sql(
-            f"UPDATE runs SET next_seq=%s WHERE run_id=%s RETURNING {RUN_COLS}", (run.next_seq + appended, run.run_id)
-        )
-        return d.run(rows[0])
-    return run
+def _update_run(run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: Claim | None) -> Plan[RunRecord]:
+    """Wake the run, set its status and control requests, move its event counter and, with ``lease``, lease it.
+
+    ``run`` is the row as read under the lock: the row the ``UPDATE`` leaves is known without reading it back.
+    """
+    next_seq = run.next_seq + appended
+    if not (m.wake or m.run_status or m.control is not None):
+        if not appended:
+            return run
+        yield Sql("UPDATE runs SET next_seq=%s WHERE run_id=%s", (next_seq, run.run_id))
+        return replace(run, next_seq=next_seq)
+    control = None if m.control is None else codec.dumps(m.control)
+    leased = ", owner=%s, lease_until=%s, epoch=epoch+1" if lease is not None else ""
+    yield Sql(
+        "UPDATE runs SET wake=wake+%s, needs_work=(needs_work OR %s), status=COALESCE(%s, status), "
+        f"control=COALESCE(%s::json, control), updated_at=%s, next_seq=%s{leased} WHERE run_id=%s",
+        (
+            int(m.wake),
+            m.wake,
+            m.run_status,
+            control,
+            now_ms,
+            next_seq,
+            *(() if lease is None else (lease.owner, now_ms + lease.lease_ms)),
+            run.run_id,
+        ),
+    )
+    after = replace(
+        run,
+        wake=run.wake + int(m.wake),
+        needs_work=run.needs_work or bool(m.wake),
+        status=run.status if m.run_status is None else m.run_status,
+        control=run.control if control is None else codec.loads(control),
+        updated_at_ms=now_ms,
+        next_seq=next_seq,
+    )
+    if lease is None:
+        return after
+    return replace(after, owner=lease.owner, lease_until_ms=now_ms + lease.lease_ms, epoch=run.epoch + 1)
 
 
 def apply(
     d: Dialect, run: RunRecord, intr: InterruptRecord | None, m: Mutation, now_ms: int, claim: Claim | None
 ) -> Plan[MutationResult]:
     """Apply a decision's :class:`Mutation`; the run's row is locked already."""
-    after_int = intr if intr is None else (yield from _update_interrupt(d, intr, m))
+    after_int = intr if intr is None else (yield from _update_interrupt(intr, m))
     if m.cancel_interrupts:
         cancelled = yield Sql(
             "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending' "
@@ -262,7 +279,7 @@ def apply(
         yield Sql(codec.INSERT_EVENT, rows, many=True)
         yield Note("events", run.run_id)
     claimed = _claimable(run, m, claim, now_ms)
-    after_run = yield from _update_run(d, run, m, len(rows), now_ms, claim if claimed else None)
+    after_run = yield from _update_run(run, m, len(rows), now_ms, claim if claimed else None)
     if m.audit:
         yield Sql(codec.INSERT_AUDIT, codec.audit_params(run.tenant, run.run_id, now_ms, m.audit), many=True)
     if m.wake and not claimed:
