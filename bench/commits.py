@@ -9,6 +9,9 @@ over the cycles run, on a SQLite file with ``synchronous=FULL``.
 - ``commits_per_cycle_at_16``: 16 HTTP clients at once (the ``http_throughput``
   client), against the host on uvicorn in this process so that the store's
   counter can be read; answers that arrive together share a commit.
+- ``commits_per_cycle_postgres``: the sequential cycles on ``PostgresStore``,
+  measured only when ``--db postgresql://…`` is given (one commit per
+  transaction: PostgreSQL has no group commit across connections here).
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ from bridge.store.sqlite import SqliteStore
 
 PER_CYCLE = "commits_per_cycle"
 AT_16 = "commits_per_cycle_at_16"
+POSTGRES = "commits_per_cycle_postgres"
 PER_CYCLE_TARGET = Target("<=", 2.0)
 AT_16_TARGET = Target("<=", 1.0)
 
 
-async def _sequential(bench: Bench, engine: Engine) -> Result:
+async def _sequential(bench: Bench, engine: Engine, name: str = PER_CYCLE) -> Result:
     """Commits per cycle, one cycle at a time, in process (each cycle ends once ``run.completed`` committed)."""
     cycles = EngineCycles(engine)
     n = bench.scale(200, 20)
@@ -39,7 +43,19 @@ async def _sequential(bench: Bench, engine: Engine) -> Result:
     for done in range(n):
         await cycles.cycle()
         bench.progress.tick("commits", done + 1, n)
-    return Result(PER_CYCLE, "commits", (engine.store.commits - before) / n, n=n, target=PER_CYCLE_TARGET)
+    return Result(name, "commits", (engine.store.commits - before) / n, n=n, target=PER_CYCLE_TARGET)
+
+
+async def _on_postgres(bench: Bench, url: str) -> Result:
+    """Commits per cycle, one cycle at a time, on ``PostgresStore``."""
+    from bridge.store.postgres import PostgresStore
+
+    engine = Engine(PostgresStore(url), workflows=workflows.definitions())
+    await engine.start()
+    try:
+        return await _sequential(bench, engine, POSTGRES)
+    finally:
+        await engine.stop()
 
 
 async def _concurrent(bench: Bench, engine: Engine) -> Result:
@@ -77,17 +93,21 @@ async def _concurrent(bench: Bench, engine: Engine) -> Result:
 
 
 async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
-    """Measure the durable commits per cycle, alone and under 16 clients."""
+    """Measure the durable commits per cycle, alone and under 16 clients (and on PostgreSQL with ``--db``)."""
     results: list[Result] = []
-    engine = Engine(SqliteStore(bench.path("commits.db")), workflows=workflows.definitions())
-    await engine.start()
-    try:
-        if PER_CYCLE in wanted:
-            bench.progress.say("commits", "sequential cycles in process")
-            results.append(await _sequential(bench, engine))
-        if AT_16 in wanted:
-            bench.progress.say("commits", f"{CLIENTS} HTTP clients at once")
-            results.append(await _concurrent(bench, engine))
-    finally:
-        await engine.stop()
+    if {PER_CYCLE, AT_16} & wanted:
+        engine = Engine(SqliteStore(bench.path("commits.db")), workflows=workflows.definitions())
+        await engine.start()
+        try:
+            if PER_CYCLE in wanted:
+                bench.progress.say("commits", "sequential cycles in process")
+                results.append(await _sequential(bench, engine))
+            if AT_16 in wanted:
+                bench.progress.say("commits", f"{CLIENTS} HTTP clients at once")
+                results.append(await _concurrent(bench, engine))
+        finally:
+            await engine.stop()
+    if POSTGRES in wanted and bench.db and bench.db.startswith(("postgresql://", "postgres://")):
+        bench.progress.say("commits", "sequential cycles on PostgreSQL")
+        results.append(await _on_postgres(bench, bench.db))
     return results

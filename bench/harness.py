@@ -332,7 +332,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "commits",
-        {"commits_per_cycle": "commits", "commits_per_cycle_at_16": "commits"},
+        {"commits_per_cycle": "commits", "commits_per_cycle_at_16": "commits", "commits_per_cycle_postgres": "commits"},
         "bench.commits",
         "durable commits per cycle",
     ),

@@ -11,10 +11,12 @@ once that one transaction is durable.
 The store applies the decision only if neither row changed since it was read;
 otherwise it decides again under the lock, the resumed executor is dropped and
 the run goes on the ordinary way. Other answers and cancels of the run wait
-here until the answer in flight ended (:meth:`~bridge.runtime.kernel.Kernel.joint_settled`), and only
-a store no other instance writes to (SQLite) takes this path. A step still busy
-after ``BUDGET_S`` does not hold the answer: the answer commits alone and the
-step follows in its own transaction.
+here until the answer in flight ended (:meth:`~bridge.runtime.kernel.Kernel.joint_settled`). Writers on
+other instances sharing the database (PostgreSQL) take the run's row lock like
+the answer's transaction does: whichever commits first, the other sees its rows,
+and an answer that comes second decides again. A step still busy after
+``BUDGET_S`` does not hold the answer: the answer commits alone and the step
+follows in its own transaction.
 """
 
 from __future__ import annotations
@@ -111,8 +113,6 @@ async def answer_with_step(
     host: JointHost, decide: InterruptDecision, current: InterruptRecord, now: int
 ) -> MutationResult | None:
     """Apply an answer together with the step it wakes; None when the ordinary path must take it."""
-    if not host.store.single_instance:
-        return None  # other instances write to the run too: the answer takes the ordinary path
     run = await host.store.load_run(current.run_id)
     if run is None or not _eligible(run, current):
         return None
@@ -152,11 +152,13 @@ async def _join(
         handoff.closed = step is None
         result, error, committed, held = await host.store.answer_and_step(seen, decided, decide, now, claim, step)
     except BaseException as exc:
+        # Told first: the executor may be waiting for it, and stopping it would cancel that wait.
+        _answered(handoff)
         _stop(handoff, exc)
         host.dispatch(run_id)  # whatever committed instead (a cancel, another answer) is seen to
         raise
     finally:
-        handoff.answered.set_result(None)
+        _answered(handoff)
     if held and result.claimed and result.run is not None and result.run.epoch == seen[0].epoch + 1:
         host.hub.publish(run_id, result.events)
         if step is not None and committed is None:
@@ -174,6 +176,12 @@ async def _join(
     if error is not None:
         raise error
     return result
+
+
+def _answered(handoff: Handoff) -> None:
+    """The answer's transaction ended (committed or not)."""
+    if not handoff.answered.done():
+        handoff.answered.set_result(None)
 
 
 def _retrieve(task: asyncio.Future[MutationResult]) -> None:

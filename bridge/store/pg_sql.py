@@ -15,6 +15,8 @@ from bridge.store.codec import dumps
 
 CHANNEL = "openwop_bridge"
 MIGRATION_LOCK = 0x6F77_6272  # pg_advisory_xact_lock key: "owbr"
+#: Every notice of a transaction in one statement: ``(channel, payloads)``.
+NOTIFY = "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p"
 
 
 @dataclass(slots=True)

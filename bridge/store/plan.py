@@ -10,17 +10,20 @@ PostgreSQL connection). Statements are neutral text that the
 :class:`Note` steps run nothing: they tell the store what the transaction did
 (a run's row is locked, a run gained events, a run was woken), which
 PostgreSQL turns into its return order and its notices to other instances.
+:class:`Ahead` steps announce statements to come, which PostgreSQL sends at once
+in its pipeline; SQLite, which runs one statement at a time in process, skips both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 from bridge.core.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
 from bridge.core.events import EventDraft
 from bridge.core.records import (
+    TERMINAL_RUN_STATUSES,
     InterruptDecision,
     InterruptRecord,
     Mutation,
@@ -46,6 +49,17 @@ class Sql:
 
 
 @dataclass(frozen=True, slots=True)
+class Ahead:
+    """A statement the plan yields next (or soon after): a store may send it now without waiting for it.
+
+    The plan then yields ``sql`` itself and gets its rows as usual; a store that runs one statement at
+    a time ignores this step.
+    """
+
+    sql: Sql
+
+
+@dataclass(frozen=True, slots=True)
 class Note:
     """What the transaction did to a run, for stores that tell other instances."""
 
@@ -55,7 +69,7 @@ class Note:
 
 
 Rows = list[tuple[Any, ...]]
-Plan = Generator[Sql | Note, Rows, T]
+Plan = Generator[Sql | Note | Ahead, Rows, T]
 Decided = tuple[MutationResult, BridgeError | None]
 
 
@@ -108,12 +122,12 @@ def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]], closed_as: str | N
         )
 
 
-def commit(d: Dialect, c: RunCommit) -> Plan[CommitResult]:
-    """An executor's step, fenced by its owner and epoch, under the run's row lock.
-
-    With ``c.create``, the run is inserted first: a new run and its first step are one transaction.
-    """
-    created = [] if c.create is None else (yield from insert_run(c.create.run, c.create.events))
+def _fence(d: Dialect, c: RunCommit, held: RunRecord | None) -> Plan[tuple[str | None, int, int, int, str, Any]]:
+    """The run row a commit is fenced by, locked: ``held`` when this transaction wrote it already."""
+    if held is not None:
+        # Inserted or updated by this same transaction: its row is locked and its values are these.
+        yield Note("locked", c.run_id)
+        return held.owner, held.epoch, held.next_seq, held.wake, held.status, held.control or None
     found = yield Sql(
         f"SELECT owner, epoch, next_seq, wake, status, control FROM runs WHERE run_id=%s{d.lock}", (c.run_id,)
     )
@@ -121,10 +135,24 @@ def commit(d: Dialect, c: RunCommit) -> Plan[CommitResult]:
         raise RunNotFoundError(f"run {c.run_id} does not exist")
     yield Note("locked", c.run_id)
     owner, epoch, start, wake, status, control = found[0]
+    return owner, epoch, start, wake, status, d.json_in(control)
+
+
+def commit(d: Dialect, c: RunCommit, held: RunRecord | None = None) -> Plan[CommitResult]:
+    """An executor's step, fenced by its owner and epoch, under the run's row lock.
+
+    With ``c.create``, the run is inserted first: a new run and its first step are one transaction.
+    ``held`` is the run's row as this transaction left it, when it wrote the row already (no need to read it).
+    """
+    created: list[dict[str, Any]] = []
+    if c.create is not None:
+        created = yield from insert_run(c.create.run, c.create.events)
+        held = replace(c.create.run, next_seq=len(created))
+    owner, epoch, start, wake, status, control = yield from _fence(d, c, held)
     if owner != c.owner or epoch != c.epoch:
         raise StaleOwnerError(f"run {c.run_id} is owned by another executor")
     # Under the run's lock, so a cancel is either committed here or waits for this commit.
-    closed_as = cancel_committed(status, d.json_in(control))
+    closed_as = cancel_committed(status, control)
     step_docs, rows = codec.event_rows(c.run_id, start, c.events)
     if rows:
         yield Sql(codec.INSERT_EVENT, rows, many=True)
@@ -158,56 +186,85 @@ def commit(d: Dialect, c: RunCommit) -> Plan[CommitResult]:
     return CommitResult(docs, released, wake, child_events)
 
 
-def _update_interrupt(d: Dialect, intr: InterruptRecord, m: Mutation) -> Plan[InterruptRecord]:
-    """The decided interrupt's new status, state and resolution."""
+def _update_interrupt(intr: InterruptRecord, m: Mutation) -> Plan[InterruptRecord]:
+    """The decided interrupt's new status, state and resolution.
+
+    ``intr`` is the row as read under the lock, so the row this ``UPDATE`` leaves is known without
+    reading it back (JSON values as the database returns them: parsed from the text written).
+    """
     if not (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None):
         return intr
-    rows = yield Sql(
+    state = None if m.interrupt_state is None else codec.dumps(m.interrupt_state)
+    resolution = None if m.resolution is None else codec.dumps(m.resolution)
+    yield Sql(
         "UPDATE interrupts SET status=COALESCE(%s, status), state=COALESCE(%s::json, state), "
-        "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at) "
-        f"WHERE interrupt_id=%s RETURNING {INT_COLS}",
+        "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at) WHERE interrupt_id=%s",
+        (m.interrupt_status, state, resolution, m.resolved_at_ms, intr.interrupt_id),
+    )
+    return replace(
+        intr,
+        status=intr.status if m.interrupt_status is None else m.interrupt_status,
+        state=intr.state if state is None else codec.loads(state) or {},
+        resolution=intr.resolution if resolution is None else codec.loads(resolution),
+        resolved_at_ms=intr.resolved_at_ms if m.resolved_at_ms is None else m.resolved_at_ms,
+    )
+
+
+def _claimable(run: RunRecord, m: Mutation, claim: Claim | None, now_ms: int) -> bool:
+    """Whether the mutation leases the run it wakes to ``claim``: the run's row is locked and read, so its
+    status after ``m`` and its lease decide it here, and the lease goes in the same ``UPDATE``."""
+    status = run.status if m.run_status is None else m.run_status
+    if not m.wake or claim is None or status in TERMINAL_RUN_STATUSES:
+        return False
+    return run.owner is None or (run.lease_until_ms is not None and run.lease_until_ms < now_ms)
+
+
+def _update_run(run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: Claim | None) -> Plan[RunRecord]:
+    """Wake the run, set its status and control requests, move its event counter and, with ``lease``, lease it.
+
+    ``run`` is the row as read under the lock: the row the ``UPDATE`` leaves is known without reading it back.
+    """
+    next_seq = run.next_seq + appended
+    if not (m.wake or m.run_status or m.control is not None):
+        if not appended:
+            return run
+        yield Sql("UPDATE runs SET next_seq=%s WHERE run_id=%s", (next_seq, run.run_id))
+        return replace(run, next_seq=next_seq)
+    control = None if m.control is None else codec.dumps(m.control)
+    leased = ", owner=%s, lease_until=%s, epoch=epoch+1" if lease is not None else ""
+    yield Sql(
+        "UPDATE runs SET wake=wake+%s, needs_work=(needs_work OR %s), status=COALESCE(%s, status), "
+        f"control=COALESCE(%s::json, control), updated_at=%s, next_seq=%s{leased} WHERE run_id=%s",
         (
-            m.interrupt_status,
-            codec.dumps(m.interrupt_state) if m.interrupt_state is not None else None,
-            codec.dumps(m.resolution) if m.resolution is not None else None,
-            m.resolved_at_ms,
-            intr.interrupt_id,
+            int(m.wake),
+            m.wake,
+            m.run_status,
+            control,
+            now_ms,
+            next_seq,
+            *(() if lease is None else (lease.owner, now_ms + lease.lease_ms)),
+            run.run_id,
         ),
     )
-    return d.interrupt(rows[0])
-
-
-def _update_run(d: Dialect, run: RunRecord, m: Mutation, appended: int, now_ms: int) -> Plan[RunRecord]:
-    """Wake the run, set its status and control requests, and move its event counter."""
-    if m.wake or m.run_status or m.control is not None:
-        rows = yield Sql(
-            "UPDATE runs SET wake=wake+%s, needs_work=(needs_work OR %s), status=COALESCE(%s, status), "
-            "control=COALESCE(%s::json, control), updated_at=%s, next_seq=%s "
-            f"WHERE run_id=%s RETURNING {RUN_COLS}",
-            (
-                int(m.wake),
-                m.wake,
-                m.run_status,
-                codec.dumps(m.control) if m.control is not None else None,
-                now_ms,
-                run.next_seq + appended,
-                run.run_id,
-            ),
-        )
-        return d.run(rows[0])
-    if appended:
-        rows = yield Sql(
-            f"UPDATE runs SET next_seq=%s WHERE run_id=%s RETURNING {RUN_COLS}", (run.next_seq + appended, run.run_id)
-        )
-        return d.run(rows[0])
-    return run
+    after = replace(
+        run,
+        wake=run.wake + int(m.wake),
+        needs_work=run.needs_work or bool(m.wake),
+        status=run.status if m.run_status is None else m.run_status,
+        control=run.control if control is None else codec.loads(control),
+        updated_at_ms=now_ms,
+        next_seq=next_seq,
+    )
+    if lease is None:
+        return after
+    return replace(after, owner=lease.owner, lease_until_ms=now_ms + lease.lease_ms, epoch=run.epoch + 1)
 
 
 def apply(
     d: Dialect, run: RunRecord, intr: InterruptRecord | None, m: Mutation, now_ms: int, claim: Claim | None
 ) -> Plan[MutationResult]:
     """Apply a decision's :class:`Mutation`; the run's row is locked already."""
-    after_int = intr if intr is None else (yield from _update_interrupt(d, intr, m))
+    after_int = intr if intr is None else (yield from _update_interrupt(intr, m))
     if m.cancel_interrupts:
         cancelled = yield Sql(
             "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending' "
@@ -221,16 +278,8 @@ def apply(
     if rows:
         yield Sql(codec.INSERT_EVENT, rows, many=True)
         yield Note("events", run.run_id)
-    after_run = yield from _update_run(d, run, m, len(rows), now_ms)
-    claimed = False
-    if m.wake and claim is not None:
-        leased = yield Sql(
-            "UPDATE runs SET owner=%s, lease_until=%s, epoch=epoch+1 WHERE run_id=%s "
-            f"AND status NOT IN {TERMINAL_SQL} AND (owner IS NULL OR lease_until < %s) RETURNING {RUN_COLS}",
-            (claim.owner, now_ms + claim.lease_ms, run.run_id, now_ms),
-        )
-        if leased:
-            claimed, after_run = True, d.run(leased[0])
+    claimed = _claimable(run, m, claim, now_ms)
+    after_run = yield from _update_run(run, m, len(rows), now_ms, claim if claimed else None)
     if m.audit:
         yield Sql(codec.INSERT_AUDIT, codec.audit_params(run.tenant, run.run_id, now_ms, m.audit), many=True)
     if m.wake and not claimed:
@@ -238,13 +287,28 @@ def apply(
     return MutationResult(docs, after_run, after_int, m.result, claimed)
 
 
-def _locked_run(d: Dialect, run_id: str | None) -> Plan[RunRecord | None]:
-    """The run's row, locked: every writer of a run takes it first, then its interrupts."""
-    rows = yield Sql(f"SELECT {RUN_COLS} FROM runs WHERE run_id=%s{d.lock}", (run_id,))
-    if not rows:
-        return None
-    yield Note("locked", rows[0][0])
-    return d.run(rows[0])
+def _locked(d: Dialect, run: Sql, interrupts: Sql) -> Plan[tuple[RunRecord | None, Rows]]:
+    """The run's row, locked, then the rows of its interrupts ``interrupts`` selects, locked after it:
+    every writer of a run takes the run's row first, then its interrupts.
+
+    Both statements are announced first (:class:`Ahead`), so a store that pipelines them sends them
+    together; the server still runs the second only once the first holds the run's lock.
+    """
+    yield Ahead(run)
+    yield Ahead(interrupts)
+    found = yield run
+    if not found:
+        return None, []
+    yield Note("locked", found[0][0])
+    return d.run(found[0]), (yield interrupts)
+
+
+def _run_lock(d: Dialect, run_id: str | None) -> Sql:
+    return Sql(f"SELECT {RUN_COLS} FROM runs WHERE run_id=%s{d.lock}", (run_id,))
+
+
+def _interrupt_lock(d: Dialect, interrupt_id: str) -> Sql:
+    return Sql(f"SELECT {INT_COLS} FROM interrupts WHERE interrupt_id=%s{d.lock}", (interrupt_id,))
 
 
 def mutate_interrupt(
@@ -260,22 +324,19 @@ def mutate_interrupt(
     if has_nul((interrupt_id, run_id, node_id)):
         raise InterruptNotFoundError("no interrupt at this address")
     if interrupt_id is not None:
-        found = yield Sql("SELECT run_id FROM interrupts WHERE interrupt_id=%s", (interrupt_id,))
-        if not found:
-            raise InterruptNotFoundError("no interrupt at this address")
-        run_id = found[0][0]
-    run = yield from _locked_run(d, run_id)
-    if run is None:
-        raise InterruptNotFoundError("no interrupt at this address")
-    if interrupt_id is not None:
-        rows = yield Sql(f"SELECT {INT_COLS} FROM interrupts WHERE interrupt_id=%s{d.lock}", (interrupt_id,))
+        by_id = Sql(
+            f"SELECT {RUN_COLS} FROM runs WHERE run_id=(SELECT run_id FROM interrupts WHERE interrupt_id=%s){d.lock}",
+            (interrupt_id,),
+        )
+        run, rows = yield from _locked(d, by_id, _interrupt_lock(d, interrupt_id))
     else:
-        rows = yield Sql(
+        at = Sql(
             f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND node_id=%s "
             f"ORDER BY requested_at DESC, ordinal DESC LIMIT 1{d.lock}",
             (run_id, node_id),
         )
-    if not rows:
+        run, rows = yield from _locked(d, _run_lock(d, run_id), at)
+    if run is None or not rows:
         raise InterruptNotFoundError("no interrupt at this address")
     intr = d.interrupt(rows[0])
     m = decide(intr, run)
@@ -286,13 +347,13 @@ def mutate_run(d: Dialect, run_id: str, decide: RunDecision, now_ms: int, claim:
     """Decide on a run and its open interrupts and apply the decision."""
     if has_nul((run_id,)):
         raise RunNotFoundError(f"run {run_id} does not exist")
-    run = yield from _locked_run(d, run_id)
-    if run is None:
-        raise RunNotFoundError(f"run {run_id} does not exist")
-    rows = yield Sql(
+    pending = Sql(
         f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND status='pending' ORDER BY requested_at{d.lock}",
         (run_id,),
     )
+    run, rows = yield from _locked(d, _run_lock(d, run_id), pending)
+    if run is None:
+        raise RunNotFoundError(f"run {run_id} does not exist")
     m = decide(run, [d.interrupt(r) for r in rows])
     return (yield from apply(d, run, None, m, now_ms, claim)), m.error
 
@@ -381,8 +442,7 @@ def answer_and_step(
     were still those seen.
     """
     run_seen, intr_seen = seen
-    run = yield from _locked_run(d, run_seen.run_id)
-    rows = yield Sql(f"SELECT {INT_COLS} FROM interrupts WHERE interrupt_id=%s{d.lock}", (intr_seen.interrupt_id,))
+    run, rows = yield from _locked(d, _run_lock(d, run_seen.run_id), _interrupt_lock(d, intr_seen.interrupt_id))
     if run is None or not rows:
         raise InterruptNotFoundError("no interrupt at this address")
     intr = d.interrupt(rows[0])
@@ -392,4 +452,5 @@ def answer_and_step(
     result = yield from apply(d, run, intr, decided, now_ms, claim)
     if step is None or not result.claimed or result.run is None or result.run.epoch != step.epoch:
         return (result, decided.error), None, True
-    return (result, decided.error), (yield from commit(d, step)), True
+    # The answer's lease left the run's row locked, and its RETURNING is the row the step is fenced by.
+    return (result, decided.error), (yield from commit(d, step, result.run)), True

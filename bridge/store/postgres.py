@@ -23,6 +23,7 @@ notices in :mod:`bridge.store.pg_tx`, the listener in :mod:`bridge.store.pg_list
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,7 +31,7 @@ from typing import Any, TypeVar
 
 import orjson
 import psycopg
-from psycopg import AsyncConnection, errors
+from psycopg import AsyncConnection, AsyncCursor, errors
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -47,7 +48,7 @@ from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
 from bridge.store.pg_listen import Listener
 from bridge.store.pg_reads import PostgresReads
 from bridge.store.pg_tx import ReturnOrder, Tx, redact
-from bridge.store.plan import Note, Plan, Rows
+from bridge.store.plan import Ahead, Note, Plan, Rows, Sql
 from bridge.store.writes import Writes
 
 log = logging.getLogger("bridge.store.postgres")
@@ -58,13 +59,26 @@ Conn = AsyncConnection[Any]
 RETRIES = 5  # attempts of a transaction PostgreSQL aborted as a deadlock victim
 
 
+def returns_rows(text: str) -> bool:
+    """Whether a plan's statement answers with rows (the plan reads them before it goes on)."""
+    return text.startswith("SELECT") or " RETURNING " in text
+
+
 async def run_plan(conn: Conn, tx: Tx, steps: Plan[T]) -> T:
-    """Run a plan's statements in the transaction of ``conn``; its notes become ``tx``'s order and notices."""
+    """Run a plan's statements in the transaction of ``conn``; its notes become ``tx``'s order and notices.
+
+    ``conn`` is in pipeline mode: a statement whose rows the plan does not read is sent without
+    waiting for it, and so is one the plan announces (:class:`~bridge.store.plan.Ahead`), so the
+    server is waited for only where the plan needs an answer (and at ``COMMIT``).
+    """
+    sent: list[tuple[Sql, AsyncCursor[Any]]] = []
     try:
         step = next(steps)
         while True:
             rows: Rows = []
-            if isinstance(step, Note):
+            if isinstance(step, Ahead):
+                sent.append((step.sql, await conn.execute(step.sql.text, step.sql.args)))
+            elif isinstance(step, Note):
                 if step.what == "locked":
                     tx.locked(step.run_id)
                 elif step.what == "events":
@@ -75,13 +89,22 @@ async def run_plan(conn: Conn, tx: Tx, steps: Plan[T]) -> T:
                 async with conn.cursor() as cur:
                     await cur.executemany(step.text, step.args)
             else:
-                cur = await conn.execute(step.text, step.args)
-                if cur.description is not None:
+                cur = _announced(sent, step) or await conn.execute(step.text, step.args)
+                if returns_rows(step.text):
                     rows = await cur.fetchall()
             step = steps.send(rows)
     except StopIteration as done:
         result: T = done.value
         return result
+
+
+def _announced(sent: list[tuple[Sql, AsyncCursor[Any]]], step: Sql) -> AsyncCursor[Any] | None:
+    """The cursor of ``step`` if it was sent ahead (and is now taken off that list)."""
+    for i, (sql, cur) in enumerate(sent):
+        if sql == step:
+            del sent[i]
+            return cur
+    return None
 
 
 class PostgresStore(Writes, PostgresReads):
@@ -181,9 +204,13 @@ class PostgresStore(Writes, PostgresReads):
                     (str(version),),
                 )
 
-    async def _transaction(self, work: Callable[[Conn, Tx], Awaitable[T]]) -> T:
+    async def _transaction(self, work: Callable[[Conn, Tx], Awaitable[T]], *, pipelined: bool = False) -> T:
         """Run ``work`` in one transaction, send its notices from inside it, and
         return in the order of the run row locks it took (see :class:`ReturnOrder`).
+
+        With ``pipelined``, the connection is in pipeline mode (see :func:`run_plan`):
+        ``BEGIN``, the statements nobody waits for, the notices and ``COMMIT`` travel
+        together, and the commit is durable once the pipeline's last sync returned.
 
         PostgreSQL may abort a transaction to break a deadlock; nothing of it
         was committed, so it is run again from the start.
@@ -192,13 +219,14 @@ class PostgresStore(Writes, PostgresReads):
         while True:
             tx = Tx(self._order)
             try:
-                async with self._connection() as conn, conn.transaction():
+                async with (
+                    self._connection() as conn,
+                    conn.pipeline() if pipelined else contextlib.nullcontext(),
+                    conn.transaction(),
+                ):
                     result = await work(conn, tx)
                     if tx.outbox.notices:
-                        await conn.execute(
-                            "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p",
-                            (q.CHANNEL, tx.outbox.payloads(self._instance)),
-                        )
+                        await conn.execute(q.NOTIFY, (q.CHANNEL, tx.outbox.payloads(self._instance)))
                 self._commits += 1
             except (errors.DeadlockDetected, errors.SerializationFailure):
                 tx.release()
@@ -224,7 +252,7 @@ class PostgresStore(Writes, PostgresReads):
         async def work(conn: Conn, tx: Tx) -> T:
             return await run_plan(conn, tx, make())
 
-        return await self._transaction(work)
+        return await self._transaction(work, pipelined=True)
 
     # --- signing keys -------------------------------------------------------
 

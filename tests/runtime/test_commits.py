@@ -61,8 +61,7 @@ async def test_a_cycle_through_the_engine_makes_at_most_two_commits(engine: Engi
     await settle(engine, run.run_id)
     await engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="gate")
     assert (await settle(engine, run.run_id)).status == "completed"
-    # A store other instances write to (PostgreSQL) commits the answer and its step apart.
-    assert engine.store.commits - before <= (2 if engine.store.single_instance else 3)
+    assert engine.store.commits - before <= 2
 
 
 async def test_answers_racing_on_one_interrupt_have_exactly_one_winner(engine: Engine) -> None:

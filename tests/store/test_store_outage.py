@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -60,8 +61,8 @@ async def test_an_outage_during_a_request_is_a_503_and_the_answer_can_be_retried
     async with engine, httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         run = await engine.create_run(ADMIN, "conformance-approval")
         await settle(engine, run.run_id)
-        # The transaction that applies the answer: with the step it wakes where the store allows it.
-        _outage(engine, "answer_and_step" if engine.store.single_instance else "mutate_interrupt", times=1)
+        # The transaction that applies the answer with the step it wakes.
+        _outage(engine, "answer_and_step", times=1)
         url = f"/v1/runs/{run.run_id}/interrupts/gate"
         r = await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=auth("admin"))
         assert r.status_code == 503 and r.headers["retry-after"] == "1", r.text
@@ -69,4 +70,30 @@ async def test_an_outage_during_a_request_is_a_503_and_the_answer_can_be_retried
         assert (await engine.store.interrupt_at(run.run_id, "gate")).open  # type: ignore[union-attr]
         r = await client.post(url, json={"resumeValue": {"action": "accept"}}, headers=auth("admin"))
         assert r.status_code == 200, r.text
+        assert (await settle(engine, run.run_id)).status == "completed"
+
+
+async def test_an_outage_after_the_step_was_left_out_of_the_answer_is_the_outage(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The step misses the answer's transaction and waits for the answer to commit; the answer fails.
+    monkeypatch.setattr(joint, "BUDGET_S", 0)
+    engine: Engine = make_engine()
+    async with engine:
+        run = await engine.create_run(ADMIN, "conformance-approval")
+        await settle(engine, run.run_id)
+        store: Any = engine.store
+        real = store.answer_and_step
+        error: Callable[[str], BaseException] = store.transient_errors[0]
+
+        async def late_outage(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(0.3)  # the resumed executor is waiting for the answer by now
+            raise error("the database is unreachable (test)")
+
+        store.answer_and_step = late_outage
+        with pytest.raises(store.transient_errors):
+            await engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="gate")
+        store.answer_and_step = real
+        assert (await engine.store.interrupt_at(run.run_id, "gate")).open  # type: ignore[union-attr]
+        await engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="gate")
         assert (await settle(engine, run.run_id)).status == "completed"
