@@ -41,3 +41,13 @@ def test_ulids_sort_by_time_and_are_unique() -> None:
     ids = [ulid(ms) for ms in (1, 2, 2, 1_000_000)]
     assert all(len(i) == 26 for i in ids)
     assert ids[0] < ids[1] and ids[1] != ids[2] and max(ids[1], ids[2]) < ids[3]
+
+
+@pytest.mark.parametrize(("fill", "tail"), [(0x00, "0" * 16), (0xFF, "z" * 16), (0x84, "gj289144gj289144")])
+def test_ulid_is_the_crockford_base32_of_time_and_randomness(
+    monkeypatch: pytest.MonkeyPatch, fill: int, tail: str
+) -> None:
+    # The ULID specification's example: 1469918176385 ms is the time part 01ARYZ6S41.
+    monkeypatch.setattr("bridge.core.clock.os.urandom", lambda n: bytes([fill]) * n)
+    assert ulid(1469918176385) == "01aryz6s41" + tail
+    assert ulid((1 << 48) - 1) == "7zzzzzzzzz" + tail
