@@ -20,7 +20,6 @@ step follows in its own transaction.
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -84,7 +83,11 @@ def _eligible(run: RunRecord | None, intr: InterruptRecord) -> bool:
 def _speculate(
     run: RunRecord, intr: InterruptRecord, m: Mutation, now: int, claim: Claim
 ) -> tuple[RunRecord, InterruptRecord]:
-    """The run and interrupt rows as the store will leave them once ``m`` applied and leased the run here."""
+    """The run and interrupt rows as the store will leave them once ``m`` applied and leased the run here.
+
+    The resumed run takes the state document ``run`` was read with, uncopied: the rows seen are
+    compared by version alone (:func:`bridge.store.plan.run_version`), and decisions never read it.
+    """
     settled = replace(
         intr,
         status=m.interrupt_status or intr.status,
@@ -94,7 +97,6 @@ def _speculate(
     )
     leased = replace(
         run,
-        state=copy.deepcopy(run.state),
         status=m.run_status or run.status,
         wake=run.wake + 1,
         needs_work=True,
