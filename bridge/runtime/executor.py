@@ -272,7 +272,9 @@ class RunExecutor:
         # An answer (or a child's end) for a node that is running right now is not seen by
         # that activation, which may suspend on it again: look once more when it settles.
         self._recheck = bool(running)
-        for rec in self.first.overlaid(await self.store.unconsumed(self.run_id)):
+        # A run its first commit has yet to insert has no interrupts in the store.
+        stored = [] if self.first.create is not None else await self.store.unconsumed(self.run_id)
+        for rec in self.first.overlaid(stored):
             ns = nodes.get(rec.exec_node)
             if ns is None or rec.exec_node in running:
                 continue

@@ -139,10 +139,13 @@ class Executors:
         handoff.answered.add_done_callback(forget)
         return handoff
 
-    async def joint_settled(self, run_id: str) -> None:
-        """Wait until no answer to ``run_id`` is in flight with the step it woke here."""
+    async def joint_settled(self, run_id: str) -> bool:
+        """Wait until no answer to ``run_id`` is in flight with the step it woke here; True if it waited."""
+        waited = False
         while (handoff := self._joints.get(run_id)) is not None and not handoff.answered.done():
+            waited = True
             await asyncio.shield(handoff.answered)
+        return waited
 
     @property
     def answers_in_flight(self) -> bool:

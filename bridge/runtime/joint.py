@@ -110,12 +110,16 @@ def _speculate(
 
 
 async def answer_with_step(
-    host: JointHost, decide: InterruptDecision, current: InterruptRecord, now: int
+    host: JointHost, decide: InterruptDecision, current: InterruptRecord, now: int, run: RunRecord | None = None
 ) -> MutationResult | None:
-    """Apply an answer together with the step it wakes; None when the ordinary path must take it."""
+    """Apply an answer together with the step it wakes; None when the ordinary path must take it.
+
+    ``run`` is the interrupt's run as the caller read it just now, if it did (else it is read here).
+    """
     if not host.store.single_instance:
         return None  # other instances write to the run too: the answer takes the ordinary path
-    run = await host.store.load_run(current.run_id)
+    if run is None or run.run_id != current.run_id:
+        run = await host.store.load_run(current.run_id)
     if run is None or not _eligible(run, current):
         return None
     try:
