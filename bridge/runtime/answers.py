@@ -18,7 +18,7 @@ from bridge.core.decisions.answer import answer_decision, prepare_answer
 from bridge.core.decisions.cancel import cancel_decision
 from bridge.core.decisions.common import Answer
 from bridge.core.errors import InterruptNotFoundError, ValidationError
-from bridge.core.records import InterruptDecision, InterruptRecord
+from bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
 from bridge.core.tokens import TokenClaims
 from bridge.core.views import inbox_item
 from bridge.runtime.ask import AskService, RecordingAskService
@@ -76,8 +76,7 @@ class AnswerService:
         interrupt settled, ``pending`` when a quorum vote or an ``ask`` left it open.
         """
         principal.require("approvals:respond")
-        if run_id is not None:
-            await self._runs.visible_run(run_id, principal)
+        run = None if run_id is None else await self._runs.visible_run(run_id, principal)
         if interrupt_id is not None:
             current = await self._k.store.get_interrupt(interrupt_id)
             if current is None or principal.tenant not in (current.tenant, "*"):
@@ -97,7 +96,9 @@ class AnswerService:
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
         )
-        return await self._apply_answer(answer, current, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id)
+        return await self._apply_answer(
+            answer, current, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id, run=run
+        )
 
     async def preview_answer(self, principal: Principal, value: Any, *, interrupt_id: str) -> None:
         """Check an answer without applying it: raises exactly what :meth:`resolve` would.
@@ -156,16 +157,19 @@ class AnswerService:
         interrupt_id: str | None,
         run_id: str | None,
         node_id: str | None,
+        run: RunRecord | None = None,
     ) -> dict[str, Any]:
-        # One answer to a run at a time while one is in flight with the step it woke.
-        await self._k.joint_settled(current.run_id)
+        # One answer to a run at a time while one is in flight with the step it woke; ``run`` (the
+        # interrupt's run as read before) is stale once that answer committed.
+        if await self._k.joint_settled(current.run_id):
+            run = None
         now = self._k.clock.now_ms()
         # Everything that depends only on the payload runs here, not in the transaction; the
         # decision prepares again only if it finds another interrupt at the address.
         decide = answer_decision(answer, now, self._k.clock.new_id, prepare_answer(current, answer, now))
         with interrupt_resolving("resolve", **{"openwop.interrupt_id": interrupt_id, "openwop.node_id": node_id}):
             # Where it can, the answer and the step it wakes are one transaction.
-            joint = await answer_with_step(self._k, decide, current, now)
+            joint = await answer_with_step(self._k, decide, current, now, run)
             if joint is not None:
                 result = joint
             elif interrupt_id is not None:

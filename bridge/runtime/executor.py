@@ -22,6 +22,7 @@ the run ends; a node activation is started with the helpers of
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +38,7 @@ from bridge.runtime.first_commit import FirstCommit
 from bridge.runtime.kernel import ExecutorHost
 from bridge.runtime.outcome import Outcome, run_node
 from bridge.runtime.step import Step
+from bridge.runtime.wake import Wake, settle_once
 from bridge.store.base import ChildStart, RunCommit
 
 log = logging.getLogger("bridge.runtime.executor")
@@ -56,8 +58,7 @@ class RunExecutor:
         self.workflow: WorkflowDefinition
         self.state: dict[str, Any] = {}
         self.tasks: dict[asyncio.Task[Outcome], NodeContext] = {}
-        self._wake = asyncio.Event()
-        self._wake.set()
+        self._wake = Wake()
         self._wake_seen = -1
         self._recheck = False
         self._claimed: RunRecord | None = None
@@ -210,12 +211,26 @@ class RunExecutor:
             await self._wait()
 
     async def _wait(self) -> None:
-        waker = asyncio.ensure_future(self._wake.wait())
-        timeout = FLUSH_AFTER_S if self.step.events else None
-        done, _ = await asyncio.wait([*self.tasks, waker], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if not waker.done():
-            waker.cancel()
-        finished = [t for t in self.tasks if t in done]
+        """Until a node settles, a wake-up, or (with events to commit) ``FLUSH_AFTER_S``."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        settle = functools.partial(settle_once, waiter)
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.add_done_callback(settle)
+        timer = loop.call_later(FLUSH_AFTER_S, settle) if self.step.events else None
+        if self._wake.is_set() or any(task.done() for task in tasks):
+            settle()
+        self._wake.waiter = waiter
+        try:
+            await waiter
+        finally:
+            self._wake.waiter = None
+            for task in tasks:
+                task.remove_done_callback(settle)
+            if timer is not None:
+                timer.cancel()
+        finished = [t for t in self.tasks if t.done()]
         async with self._lock:
             if finished:
                 outcomes = []
@@ -257,7 +272,9 @@ class RunExecutor:
         # An answer (or a child's end) for a node that is running right now is not seen by
         # that activation, which may suspend on it again: look once more when it settles.
         self._recheck = bool(running)
-        for rec in self.first.overlaid(await self.store.unconsumed(self.run_id)):
+        # A run its first commit has yet to insert has no interrupts in the store.
+        stored = [] if self.first.create is not None else await self.store.unconsumed(self.run_id)
+        for rec in self.first.overlaid(stored):
             ns = nodes.get(rec.exec_node)
             if ns is None or rec.exec_node in running:
                 continue

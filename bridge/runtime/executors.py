@@ -11,11 +11,12 @@ writes to a run wait for.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
+
+import orjson
 
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
@@ -104,7 +105,9 @@ class Executors:
             return None
         executor = RunExecutor(self._host, run.run_id)
         created = executor.prime(run, events)
-        self._run(executor, replace(run, state=copy.deepcopy(run.state)))
+        # The executor works on its own copy: ``run`` keeps the state it is inserted with. The
+        # document is JSON, so a JSON round trip copies it (several times faster than deepcopy).
+        self._run(executor, replace(run, state=orjson.loads(orjson.dumps(run.state))))
         return created
 
     def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:
@@ -136,10 +139,13 @@ class Executors:
         handoff.answered.add_done_callback(forget)
         return handoff
 
-    async def joint_settled(self, run_id: str) -> None:
-        """Wait until no answer to ``run_id`` is in flight with the step it woke here."""
+    async def joint_settled(self, run_id: str) -> bool:
+        """Wait until no answer to ``run_id`` is in flight with the step it woke here; True if it waited."""
+        waited = False
         while (handoff := self._joints.get(run_id)) is not None and not handoff.answered.done():
+            waited = True
             await asyncio.shield(handoff.answered)
+        return waited
 
     @property
     def answers_in_flight(self) -> bool:

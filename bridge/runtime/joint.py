@@ -22,7 +22,6 @@ follows in its own transaction.
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -86,7 +85,11 @@ def _eligible(run: RunRecord | None, intr: InterruptRecord) -> bool:
 def _speculate(
     run: RunRecord, intr: InterruptRecord, m: Mutation, now: int, claim: Claim
 ) -> tuple[RunRecord, InterruptRecord]:
-    """The run and interrupt rows as the store will leave them once ``m`` applied and leased the run here."""
+    """The run and interrupt rows as the store will leave them once ``m`` applied and leased the run here.
+
+    The resumed run takes the state document ``run`` was read with, uncopied: the rows seen are
+    compared by version alone (:func:`bridge.store.plan.run_version`), and decisions never read it.
+    """
     settled = replace(
         intr,
         status=m.interrupt_status or intr.status,
@@ -96,7 +99,6 @@ def _speculate(
     )
     leased = replace(
         run,
-        state=copy.deepcopy(run.state),
         status=m.run_status or run.status,
         wake=run.wake + 1,
         needs_work=True,
@@ -110,10 +112,14 @@ def _speculate(
 
 
 async def answer_with_step(
-    host: JointHost, decide: InterruptDecision, current: InterruptRecord, now: int
+    host: JointHost, decide: InterruptDecision, current: InterruptRecord, now: int, run: RunRecord | None = None
 ) -> MutationResult | None:
-    """Apply an answer together with the step it wakes; None when the ordinary path must take it."""
-    run = await host.store.load_run(current.run_id)
+    """Apply an answer together with the step it wakes; None when the ordinary path must take it.
+
+    ``run`` is the interrupt's run as the caller read it just now, if it did (else it is read here).
+    """
+    if run is None or run.run_id != current.run_id:
+        run = await host.store.load_run(current.run_id)
     if run is None or not _eligible(run, current):
         return None
     try:

@@ -63,8 +63,8 @@ class Kernel(Protocol):
     def dispatch(self, run_id: str) -> None:
         """Make sure the run's work gets done: wake its executor here or start one."""
 
-    async def joint_settled(self, run_id: str) -> None:
-        """Wait until no answer to the run is in flight with the step it woke here."""
+    async def joint_settled(self, run_id: str) -> bool:
+        """Wait until no answer to the run is in flight with the step it woke here; True if it waited."""
 
     def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:
         """Resume a run an answer not yet committed leases here (see :mod:`bridge.runtime.joint`)."""
@@ -102,8 +102,8 @@ class ExecutorHost(Protocol):
     async def cancel_children(self, run_id: str) -> None:
         """Cancel a run's active children."""
 
-    async def joint_settled(self, run_id: str) -> None:
-        """Wait until no answer to the run is in flight with the step it woke here."""
+    async def joint_settled(self, run_id: str) -> bool:
+        """Wait until no answer to the run is in flight with the step it woke here; True if it waited."""
 
     async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
         """A child already started by a node activation."""

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
@@ -23,6 +22,8 @@ if TYPE_CHECKING:
 
 tracer = trace.get_tracer("openwop-bridge")
 _NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+#: What a span helper returns while no SDK collects spans (``None`` as its span; reusable).
+_NO_SPAN: AbstractContextManager[None] = nullcontext()
 
 
 def tracing() -> bool:
@@ -30,25 +31,20 @@ def tracing() -> bool:
     return not isinstance(trace.get_tracer_provider(), _NO_SDK)
 
 
-@contextmanager
-def run_span(run_id: str, workflow_id: str) -> Iterator[Any]:
+def run_span(run_id: str, workflow_id: str) -> AbstractContextManager[Any]:
     """One stretch of a run's execution on this instance."""
     if not tracing():
-        yield None
-        return
-    with tracer.start_as_current_span(
+        return _NO_SPAN
+    return tracer.start_as_current_span(
         "openwop.run", attributes={"openwop.run_id": run_id, "openwop.workflow_id": workflow_id}
-    ) as span:
-        yield span
+    )
 
 
-@contextmanager
-def node_span(ctx: NodeContext) -> Iterator[Any]:
+def node_span(ctx: NodeContext) -> AbstractContextManager[Any]:
     """One activation of a node."""
     if not tracing():
-        yield None
-        return
-    with tracer.start_as_current_span(
+        return _NO_SPAN
+    return tracer.start_as_current_span(
         "openwop.node",
         attributes={
             "openwop.run_id": ctx.run_id,
@@ -56,8 +52,7 @@ def node_span(ctx: NodeContext) -> Iterator[Any]:
             "openwop.node_type": ctx.node.type_id,
             "openwop.node_visit": ctx.visit,
         },
-    ) as span:
-        yield span
+    )
 
 
 def interrupt_attributes(record: InterruptRecord) -> dict[str, Any]:
@@ -79,15 +74,12 @@ def interrupt_requested(record: InterruptRecord) -> None:
         pass
 
 
-@contextmanager
-def interrupt_resolving(action: str, **attributes: Any) -> Iterator[Any]:
+def interrupt_resolving(action: str, **attributes: Any) -> AbstractContextManager[Any]:
     """Around a resolution attempt (resolve, vote, timeout, cancel)."""
     if not tracing():
-        yield None
-        return
+        return _NO_SPAN
     attrs = {"openwop.interrupt_action": action, **{k: v for k, v in attributes.items() if v is not None}}
-    with tracer.start_as_current_span("openwop.interrupt.resolve", attributes=attrs) as span:
-        yield span
+    return tracer.start_as_current_span("openwop.interrupt.resolve", attributes=attrs)
 
 
 class JsonFormatter(logging.Formatter):

@@ -2,8 +2,9 @@
 
 Each queued function runs inside its own savepoint of one ``BEGIN IMMEDIATE``
 transaction, so one failing does not undo the others; the group is committed
-(and, with ``synchronous=FULL``, fsynced) once. Futures are resolved on the
-event loop in commit order.
+(and, with ``synchronous=FULL``, fsynced) once. A function alone in its
+transaction needs no savepoint: if it fails, the transaction is rolled back.
+Futures are resolved on the event loop in commit order.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from bridge.store.codec import SQLITE
 from bridge.store.plan import Plan, Rows, Sql
 
 T = TypeVar("T")
+Outcome = asyncio.Future[Any]
+#: A queued transaction function and the future its outcome settles.
+Queued = tuple[Callable[[sqlite3.Connection], Any], Outcome]
+#: A future, and the value or the error to settle it with.
+Settled = tuple[Outcome, Any, BaseException | None]
 
 
 def connect(path: str, synchronous: str) -> sqlite3.Connection:
@@ -40,9 +46,7 @@ class Writer(threading.Thread):
         self._sync = synchronous
         self._loop = loop
         self._batch = batch
-        self._queue: queue.SimpleQueue[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]] | None] = (
-            queue.SimpleQueue()
-        )
+        self._queue: queue.SimpleQueue[Queued | None] = queue.SimpleQueue()
         self.ready = threading.Event()
         self.error: BaseException | None = None
         #: COMMITs that reached the disk (one per group of queued transactions).
@@ -64,6 +68,38 @@ class Writer(threading.Thread):
             fut.set_exception(error)
         else:
             fut.set_result(value)
+
+    def _alone(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], fut: Outcome) -> list[Settled]:
+        """One transaction function alone in its transaction: if it fails, the transaction is rolled back."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            value = fn(conn)
+        except BaseException as exc:
+            if conn.in_transaction:  # some errors end the transaction themselves
+                conn.execute("ROLLBACK")
+            return [(fut, None, exc)]
+        conn.execute("COMMIT")
+        self.commits += 1
+        return [(fut, value, None)]
+
+    def _group(self, conn: sqlite3.Connection, batch: list[Queued]) -> list[Settled]:
+        """Several transaction functions, each in its own savepoint of one transaction."""
+        outcomes: list[Settled] = []
+        conn.execute("BEGIN IMMEDIATE")
+        for fn, fut in batch:
+            conn.execute("SAVEPOINT tx")
+            try:
+                value = fn(conn)
+            except BaseException as exc:
+                conn.execute("ROLLBACK TO tx")
+                conn.execute("RELEASE tx")
+                outcomes.append((fut, None, exc))
+            else:
+                conn.execute("RELEASE tx")
+                outcomes.append((fut, value, None))
+        conn.execute("COMMIT")
+        self.commits += 1
+        return outcomes
 
     def run(self) -> None:
         try:
@@ -88,22 +124,8 @@ class Writer(threading.Thread):
                     stopping = True
                     break
                 batch.append(nxt)
-            outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                for fn, fut in batch:
-                    conn.execute("SAVEPOINT tx")
-                    try:
-                        value = fn(conn)
-                    except BaseException as exc:
-                        conn.execute("ROLLBACK TO tx")
-                        conn.execute("RELEASE tx")
-                        outcomes.append((fut, None, exc))
-                    else:
-                        conn.execute("RELEASE tx")
-                        outcomes.append((fut, value, None))
-                conn.execute("COMMIT")
-                self.commits += 1
+                outcomes = self._alone(conn, *batch[0]) if len(batch) == 1 else self._group(conn, batch)
             except BaseException as exc:
                 try:
                     conn.execute("ROLLBACK")

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge import spec
 from bridge.core.errors import ValidationError
 from bridge.core.kinds.registry import kind_of
-from bridge.core.kinds.schema import compile_schema, schema_errors
+from bridge.core.kinds.schema import compile_schema, definition_errors
 
 _ALIASES = {"reason": "kind", "resumeKey": "key", "answerSchema": "resumeSchema"}
 _TOP_LEVEL = {"kind", "key", "data", "resumeSchema", "timeoutMs"}
@@ -50,7 +49,7 @@ def normalize_payload(payload: Mapping[str, Any], default_key: str) -> dict[str,
         problems.append("timeoutMs: must be a non-negative integer")
     if "resumeSchema" in out and not isinstance(out["resumeSchema"], dict):
         problems.append("resumeSchema: must be a JSON Schema object")
-    problems += schema_errors(spec.validator("suspend-request.schema.json", kind.data_def), out["data"], "data")
+    problems += definition_errors("suspend-request.schema.json", kind.data_def, out["data"], "data")
     if not problems:
         problems += kind.data_problems(out["data"])
     if problems:
