@@ -18,7 +18,14 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from bridge.core.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
+from bridge.core.errors import (
+    BridgeError,
+    InterruptNotFoundError,
+    KeyTakenError,
+    RunNotFoundError,
+    StaleOwnerError,
+    ValidationError,
+)
 from bridge.core.events import EventDraft
 from bridge.core.records import (
     InterruptDecision,
@@ -30,7 +37,7 @@ from bridge.core.records import (
     has_nul,
 )
 from bridge.store import codec
-from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit
+from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
 
 T = TypeVar("T")
@@ -59,10 +66,17 @@ Plan = Generator[Sql | Note, Rows, T]
 Decided = tuple[MutationResult, BridgeError | None]
 
 
-def insert_run(run: RunRecord, events: Sequence[EventDraft]) -> Plan[list[dict[str, Any]]]:
-    """Insert a run and its first events."""
+def insert_run(
+    run: RunRecord, events: Sequence[EventDraft], writes: Sequence[KvWrite] = ()
+) -> Plan[list[dict[str, Any]]]:
+    """Insert a run and its first events, and the adapters' ``writes`` that go with it."""
     if has_nul((run.run_id, run.tenant, run.workflow_id)):
         raise ValidationError("run identifiers and tenants must not contain U+0000")
+    for w in writes:
+        if not (yield from _kv_put_text(w.namespace, w.key, w.text, w.now_ms, w.only_if_absent)):
+            raise KeyTakenError(
+                f"{w.namespace} {w.key!r} is stored already", details={"namespace": w.namespace, "key": w.key}
+            )
     docs, rows = codec.event_rows(run.run_id, 0, events)
     yield Sql(codec.INSERT_RUN, codec.run_params(run, len(rows)))
     if rows:
@@ -113,7 +127,7 @@ def commit(d: Dialect, c: RunCommit) -> Plan[CommitResult]:
 
     With ``c.create``, the run is inserted first: a new run and its first step are one transaction.
     """
-    created = [] if c.create is None else (yield from insert_run(c.create.run, c.create.events))
+    created = [] if c.create is None else (yield from insert_run(c.create.run, c.create.events, c.create.writes))
     found = yield Sql(
         f"SELECT owner, epoch, next_seq, wake, status, control FROM runs WHERE run_id=%s{d.lock}", (c.run_id,)
     )
@@ -299,6 +313,11 @@ def mutate_run(d: Dialect, run_id: str, decide: RunDecision, now_ms: int, claim:
 
 def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bool) -> Plan[bool]:
     """Store an adapter's JSON value; with ``only_if_absent``, False when the key exists."""
+    return (yield from _kv_put_text(namespace, key, codec.dumps(value), now_ms, only_if_absent))
+
+
+def _kv_put_text(namespace: str, key: str, text: str, now_ms: int, only_if_absent: bool) -> Plan[bool]:
+    """:func:`kv_put` of a value already encoded."""
     if has_nul((namespace, key)):
         raise ValidationError("a stored key must not contain U+0000")
     on_conflict = (
@@ -309,7 +328,7 @@ def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bo
     rows = yield Sql(
         f"INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) ON CONFLICT {on_conflict} "
         "RETURNING 1",
-        (namespace, key, codec.dumps(value), now_ms),
+        (namespace, key, text, now_ms),
     )
     return bool(rows) or not only_if_absent
 
