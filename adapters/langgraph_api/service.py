@@ -166,6 +166,7 @@ class LangGraphService:
         named = {**thread.metadata, "graph_id": assistant, "assistant_id": assistant}
         now = self.engine.clock.now_ms()
         started = replace(thread, metadata=named, runs=list(thread.runs), values={}, updated_at_ms=now)
+        started.stored_form = thread.stored_form  # the run starts only while the thread is still as read
         stored = threads.stored(self.engine)
         new = await stored.start_run(principal, assistant, started, inputs=inputs, metadata=metadata)
         assert new is not None  # only a thread being created can refuse its run

@@ -33,13 +33,15 @@ class AdapterState:
         """Store a JSON value; with ``only_if_absent`` it returns False (and stores nothing) when the key exists."""
         return await self._store.kv_put(self.namespace, key, value, self._clock.now_ms(), only_if_absent=only_if_absent)
 
-    def write(self, key: str, value: Any, *, only_if_absent: bool = False) -> KvWrite:
+    def write(self, key: str, value: Any, *, only_if_absent: bool = False, expected: Any = None) -> KvWrite:
         """A write of ``value`` that commits with a new run (``Engine.create_run``'s ``with_state``).
 
         With ``only_if_absent``, a key stored already refuses the run's creation as a whole
         (:class:`~bridge.core.errors.KeyTakenError`): neither the run nor the value is written.
+        So does, with ``expected`` (not None), a key that no longer holds that value.
         """
-        return KvWrite(self.namespace, key, dumps(value), self._clock.now_ms(), only_if_absent)
+        held = None if expected is None else dumps(expected)
+        return KvWrite(self.namespace, key, dumps(value), self._clock.now_ms(), only_if_absent, held)
 
     async def replace(self, key: str, expected: Any, value: Any) -> bool:
         """Store ``value`` only while ``key`` still holds ``expected`` (a compare-and-set); False if it changed."""

@@ -10,6 +10,8 @@ the last being current; what else it holds is the adapter's.
 A run started on a thread is created with the thread's new record in one
 transaction (:meth:`Threads.start_run`): a thread never names a run that does
 not exist, and a run whose creation was acknowledged is always on its thread.
+That write is a compare-and-set on the record as it was read (or saved), so two
+requests that read the same record cannot both start a run on it and lose one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from bridge.core.records import RunRecord
 from bridge.runtime.adapter_state import AdapterState
 from bridge.runtime.engine import Engine
 from bridge.store.base import KvWrite
+from bridge.store.codec import dumps, loads
 
 
 class ThreadRecord(ABC):
@@ -33,6 +36,8 @@ class ThreadRecord(ABC):
     thread_id: str
     tenant: str
     runs: list[str]
+    #: The stored form as last read or written here (None: not stored under its key yet).
+    stored_form: dict[str, Any] | None = None
 
     @property
     def run_id(self) -> str | None:
@@ -66,21 +71,25 @@ class Threads(Generic[T]):
         ``older_keys`` are looked at in turn when the thread is not under its key; what
         they hold counts only when it records this tenant and thread.
         """
+        keys = (self.key(tenant, thread_id), *older_keys)
         raw = None
-        for key in (self.key(tenant, thread_id), *older_keys):
+        for key in keys:
             raw = await self._state.get(key)
             if raw is not None:
                 break
         if not isinstance(raw, dict) or raw.get("tenant") != tenant or raw.get("threadId") != thread_id:
             return None
-        return self._decode(raw)
-
-    def _write(self, thread: T, *, create: bool) -> KvWrite:
-        return self._state.write(self.key(thread.tenant, thread.thread_id), thread.as_json(), only_if_absent=create)
+        thread = self._decode(raw)
+        thread.stored_form = raw if key == keys[0] else None
+        return thread
 
     async def save(self, thread: T, *, create: bool = False) -> bool:
         """Store a thread; with ``create``, only when it is not stored yet (False if it was)."""
-        return await self._state.put(self.key(thread.tenant, thread.thread_id), thread.as_json(), only_if_absent=create)
+        value = loads(dumps(thread.as_json()))  # as stored, apart from the thread's own objects
+        saved = await self._state.put(self.key(thread.tenant, thread.thread_id), value, only_if_absent=create)
+        if saved:
+            thread.stored_form = value
+        return saved
 
     async def start_run(
         self,
@@ -95,15 +104,21 @@ class Threads(Generic[T]):
         """Start a run on ``thread``, stored in the run's own transaction with the run as its current one.
 
         With ``create``, only while the thread is not stored yet: None, and no run, when it is.
-        ``thread`` gains the run once it is created.
+        Otherwise only while the thread is stored as it was read or saved here; if it changed
+        meanwhile, :class:`~bridge.core.errors.KeyTakenError` (409) and no run. ``thread``
+        gains the run once it is created.
         """
+        written: list[KvWrite] = []
 
         def bound(run: RunRecord) -> list[KvWrite]:
+            key, before = self.key(thread.tenant, thread.thread_id), thread.stored_form
             thread.runs.append(run.run_id)
-            try:
-                return [self._write(thread, create=create)]
+            try:  # encoded at once, with the run
+                value = thread.as_json()
+                written.append(self._state.write(key, value, only_if_absent=create or before is None, expected=before))
             finally:
                 thread.runs.pop()
+            return written
 
         try:
             run = await self._engine.create_run(
@@ -114,4 +129,5 @@ class Threads(Generic[T]):
                 return None
             raise
         thread.runs.append(run.run_id)
+        thread.stored_form = loads(written[0].text)
         return run

@@ -63,7 +63,8 @@ class KvWrite:
     ``text`` is the value's JSON, encoded when the write is made (later changes to
     the caller's objects do not reach it). With ``only_if_absent``, a key already
     stored refuses the whole transaction (:class:`~bridge.core.errors.KeyTakenError`):
-    the run is not created either.
+    the run is not created either; with ``expected`` (JSON text), so does a key that
+    no longer holds it (a compare-and-set).
     """
 
     namespace: str
@@ -71,6 +72,7 @@ class KvWrite:
     text: str
     now_ms: int
     only_if_absent: bool = False
+    expected: str | None = None
 
 
 @dataclass(slots=True)

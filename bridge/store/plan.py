@@ -73,10 +73,11 @@ def insert_run(
     if has_nul((run.run_id, run.tenant, run.workflow_id)):
         raise ValidationError("run identifiers and tenants must not contain U+0000")
     for w in writes:
-        if not (yield from _kv_put_text(w.namespace, w.key, w.text, w.now_ms, w.only_if_absent)):
-            raise KeyTakenError(
-                f"{w.namespace} {w.key!r} is stored already", details={"namespace": w.namespace, "key": w.key}
-            )
+        if w.expected is not None:
+            if not (yield from _kv_replace_text(w.namespace, w.key, w.expected, w.text, w.now_ms)):
+                raise KeyTakenError(f"{w.namespace} {w.key!r} changed meanwhile", details={"key": w.key})
+        elif not (yield from _kv_put_text(w.namespace, w.key, w.text, w.now_ms, w.only_if_absent)):
+            raise KeyTakenError(f"{w.namespace} {w.key!r} is stored already", details={"key": w.key})
     docs, rows = codec.event_rows(run.run_id, 0, events)
     yield Sql(codec.INSERT_RUN, codec.run_params(run, len(rows)))
     if rows:
@@ -335,10 +336,15 @@ def _kv_put_text(namespace: str, key: str, text: str, now_ms: int, only_if_absen
 
 def kv_replace(namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> Plan[bool]:
     """Compare-and-set an adapter's value: replace it only while it is still ``expected`` (compared as stored text)."""
+    return (yield from _kv_replace_text(namespace, key, codec.dumps(expected), codec.dumps(value), now_ms))
+
+
+def _kv_replace_text(namespace: str, key: str, expected: str, text: str, now_ms: int) -> Plan[bool]:
+    """:func:`kv_replace` of values already encoded."""
     rows = yield Sql(
         "UPDATE kv SET value=%s::json, updated_at=%s WHERE namespace=%s AND key=%s AND CAST(value AS TEXT)=%s "
         "RETURNING 1",
-        (codec.dumps(value), now_ms, namespace, key, codec.dumps(expected)),
+        (text, now_ms, namespace, key, expected),
     )
     return bool(rows)
 

@@ -80,3 +80,25 @@ async def test_a_thread_names_exactly_the_runs_started_on_it(engine: Engine) -> 
     assert reloaded is not None and reloaded.runs == [first.run_id, second.run_id]
     # Another tenant has no such thread.
     assert await threads.load("other", "t") is None
+
+
+async def test_a_run_started_on_a_thread_that_changed_meanwhile_is_refused(engine: Engine) -> None:
+    one_gate(engine)
+    threads = Threads(engine, "test.thread", Bound.from_json)
+    first = await threads.start_run(ADMIN, "one-gate", Bound("t", ADMIN.tenant), create=True)
+    assert first is not None
+    # Two requests read the thread, then both start a run on it: the second must not drop the first's.
+    one, other = await threads.load(ADMIN.tenant, "t"), await threads.load(ADMIN.tenant, "t")
+    assert one is not None and other is not None
+    second = await threads.start_run(ADMIN, "one-gate", one)
+    assert second is not None
+    with pytest.raises(KeyTakenError):
+        await threads.start_run(ADMIN, "one-gate", other)
+    stored = await threads.load(ADMIN.tenant, "t")
+    assert stored is not None and stored.runs == [first.run_id, second.run_id]
+    runs, _ = await engine.list_runs(ADMIN)
+    assert sorted(r.run_id for r in runs) == sorted([first.run_id, second.run_id])
+    # A thread saved since it was read is current again for the next run.
+    await threads.save(one)
+    third = await threads.start_run(ADMIN, "one-gate", one)
+    assert third is not None and one.runs == [first.run_id, second.run_id, third.run_id]

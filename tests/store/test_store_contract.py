@@ -816,6 +816,15 @@ async def test_a_new_run_carries_adapter_writes_in_its_transaction(store: Store)
     step.create = ChildStart(new, [draft("run.started")], [KvWrite("ns", "thread-2", "[2]", 2_000, True)])
     committed = await store.commit(step)
     assert [d["sequence"] for d in committed.events] == [0, 1] and await store.kv_get("ns", "thread-2") == [2]
+    # A compare-and-set write: only while the key holds the value expected.
+    stale = make_run()
+    with pytest.raises(KeyTakenError):
+        await store.create_run(stale, [draft("run.started")], [KvWrite("ns", "thread", "[3]", 3_000, expected="[]")])
+    assert await store.load_run(stale.run_id) is None and await store.kv_get("ns", "thread") == {"runs": ["r"]}
+    await store.create_run(
+        make_run(), [draft("run.started")], [KvWrite("ns", "thread", "[3]", 3_000, expected=bound.text)]
+    )
+    assert await store.kv_get("ns", "thread") == [3]
 
 
 async def _idempotency_rows(store: Store, request: pytest.FixtureRequest) -> int:
