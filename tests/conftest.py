@@ -55,7 +55,7 @@ def db_path(tmp_path: Path) -> Path:
 STORE = os.environ.get("BRIDGE_TEST_STORE", "sqlite")
 # Tests about SQLite itself (its query plans, its group commit): they keep their SQLite engine under
 # BRIDGE_TEST_STORE=postgres; tests/store/test_store_contract.py covers PostgreSQL's plans.
-SQLITE_ONLY = {"test_inbox_queries_use_their_index", "test_an_agui_cycle_makes_three_durable_commits"}
+SQLITE_ONLY = {"test_inbox_queries_use_their_index", "test_an_agui_cycle_makes_two_durable_commits"}
 
 
 def pytest_configure(config: pytest.Config) -> None:

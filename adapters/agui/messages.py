@@ -51,9 +51,9 @@ class MessagesProjection:
             self.fold.feed(doc)
             self.cursor = doc["sequence"]
 
-    async def catch_up(self, engine: Engine) -> None:
-        """Fold the run's committed events past the cursor."""
-        while True:
+    async def catch_up(self, engine: Engine, last_seq: int | None = None) -> None:
+        """Fold the run's committed events past the cursor (none to read when it reaches ``last_seq`` already)."""
+        while last_seq is None or self.cursor < last_seq:
             docs = await engine.run_events(self.run_id, self.cursor, PAGE)
             for doc in docs:
                 if doc["sequence"] > self.cursor:

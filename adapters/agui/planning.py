@@ -106,22 +106,23 @@ class Planner:
         inputs = _inputs_from_state(agent_input.state)
         inputs["messages"] = [m.model_dump(by_alias=True, mode="json") for m in agent_input.messages]
         last = agent_input.messages[-1] if agent_input.messages else None
-        run = await self.engine.create_run(
-            principal, workflow.id, inputs=inputs, metadata={"agui": {"threadId": agent_input.thread_id}}
-        )
+        new_thread = binding is None
         if binding is None:
-            binding = threads.ThreadBinding(agent_input.thread_id, principal.tenant, workflow.id, [run.run_id])
-            if isinstance(last, UserMessage):
-                binding.started_with.append(last.id)
-            if not await threads.save(self.engine, binding, create=True):
-                # Another request bound this new thread first: keep its run, cancel ours.
-                await self.engine.cancel_run(run.run_id, principal, "thread already bound")
-                raise ConflictError(f"thread {agent_input.thread_id!r} was started by another request")
-        else:
-            binding.runs.append(run.run_id)
-            if isinstance(last, UserMessage):
-                binding.started_with.append(last.id)
-            await threads.save(self.engine, binding)
+            binding = threads.ThreadBinding(agent_input.thread_id, principal.tenant, workflow.id)
+        if isinstance(last, UserMessage):
+            binding.started_with.append(last.id)
+        # The run and the binding that names it are one transaction.
+        run = await threads.bindings(self.engine).start_run(
+            principal,
+            workflow.id,
+            binding,
+            create=new_thread,
+            inputs=inputs,
+            metadata={"agui": {"threadId": agent_input.thread_id}},
+        )
+        if run is None:
+            # Another request bound this new thread first: it keeps the thread, and no run was created here.
+            raise ConflictError(f"thread {agent_input.thread_id!r} was started by another request")
         warnings = [await self._not_open(e, binding) for e in entries]
         return Plan(run.run_id, -1, warnings)
 

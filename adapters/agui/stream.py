@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import (
@@ -35,9 +36,17 @@ from adapters.agui.mapping import interrupt_to_agui
 from adapters.agui.messages import MessagesProjection
 from adapters.agui.planning import Plan
 from adapters.agui.translate import Translator, results_after_calls
-from bridge import BridgeError, Engine, RunRecord
+from bridge import BridgeError, Engine, InterruptRecord, RunRecord
 
 log = logging.getLogger("adapters.agui")
+
+
+@dataclass
+class Settled:
+    """The run as the stream's last check found it settled (ended, or waiting on ``interrupts``), if it did."""
+
+    run: RunRecord | None = None
+    interrupts: list[InterruptRecord] | None = None
 
 
 class AguiStream:
@@ -57,15 +66,22 @@ class AguiStream:
         for warning in plan.warnings:
             yield encoder.encode(CustomEvent(name="openwop.warning", value=warning))
         try:
-            projection = await MessagesProjection.load(self.engine, plan.run_id)
-            async with aclosing(self._follow(plan, translator, encoder, projection)) as frames:
+            # A stream from the run's first event (a run this request started) folds every event it
+            # streams: no saved projection to read.
+            fresh = plan.cursor < 0
+            projection = (
+                MessagesProjection(plan.run_id) if fresh else await MessagesProjection.load(self.engine, plan.run_id)
+            )
+            settled = Settled()
+            async with aclosing(self._follow(plan, translator, encoder, projection, settled)) as frames:
                 async for chunk in frames:
                     yield chunk
-            run = await self.engine.run_record(plan.run_id)
+            run = settled.run or await self.engine.run_record(plan.run_id)
             assert run is not None
             ending = [encoder.encode(event) for event in translator.close()]
             ending += [
-                chunk async for chunk in self._finish(agent_input, run, plan.consumed, projection, encoder, current)
+                chunk
+                async for chunk in self._finish(agent_input, run, settled, plan.consumed, projection, encoder, current)
             ]
             yield "".join(ending)
         except Exception as exc:
@@ -76,13 +92,19 @@ class AguiStream:
             yield encoder.encode(RunErrorEvent(message="the run failed on the server; see its log", code=code))
 
     async def _follow(
-        self, plan: Plan, translator: Translator, encoder: EventEncoder, projection: MessagesProjection
+        self,
+        plan: Plan,
+        translator: Translator,
+        encoder: EventEncoder,
+        projection: MessagesProjection,
+        settled: Settled,
     ) -> AsyncGenerator[str]:
         """The run's events from the plan's cursor as AG-UI frames, until the run ends or waits.
 
         The run is followed the engine's one way (:meth:`bridge.Engine.follow`); the
         events of one batch go out as one write. The stream stops once every
-        committed event is out and the run is terminal or idle with open interrupts.
+        committed event is out and the run is terminal or idle with open interrupts;
+        ``settled`` then holds the run and its open interrupts as that check read them.
         """
         cursor = plan.cursor
         async with aclosing(self.engine.follow(plan.run_id, plan.cursor, idle_s=self.poll_s)) as batches:
@@ -97,13 +119,18 @@ class AguiStream:
                 run = await self.engine.run_record(plan.run_id)
                 if run is None or run.next_seq - 1 > cursor:
                     continue
-                if run.terminal or (not run.needs_work and await self.engine.open_interrupts(plan.run_id)):
+                if run.terminal:
+                    settled.run = run
+                    return
+                if not run.needs_work and (waiting := await self.engine.open_interrupts(plan.run_id)):
+                    settled.run, settled.interrupts = run, waiting
                     return
 
     async def _finish(
         self,
         agent_input: RunAgentInput,
         run: RunRecord,
+        settled: Settled,
         consumed: set[str],
         projection: MessagesProjection,
         encoder: EventEncoder,
@@ -119,7 +146,8 @@ class AguiStream:
             "variables": {k: v for k, v in run.state.get("variables", {}).items() if k != "messages"},
         }
         yield encoder.encode(StateSnapshotEvent(snapshot=state))
-        yield encoder.encode(MessagesSnapshotEvent(messages=await self._messages(agent_input, projection, consumed)))
+        messages = await self._messages(agent_input, projection, consumed, run.next_seq - 1)
+        yield encoder.encode(MessagesSnapshotEvent(messages=messages))
         if run.status == "completed":
             outcome: Any = RunFinishedSuccessOutcome()
             finished = RunFinishedEvent(
@@ -130,13 +158,16 @@ class AguiStream:
             cancelled = RunFinishedCancelledOutcome() if current else None
             finished = RunFinishedEvent(thread_id=thread_id, run_id=agui_run, outcome=cancelled)
         else:
-            views = [self.engine.interrupt_view(r, link=None) for r in await self.engine.open_interrupts(run.run_id)]
+            waiting = settled.interrupts
+            if waiting is None or settled.run is not run:
+                waiting = await self.engine.open_interrupts(run.run_id)
+            views = [self.engine.interrupt_view(r, link=None) for r in waiting]
             outcome = RunFinishedInterruptOutcome(interrupts=[interrupt_to_agui(v) for v in views])
             finished = RunFinishedEvent(thread_id=thread_id, run_id=agui_run, outcome=outcome)
         yield encoder.encode(finished)
 
     async def _messages(
-        self, agent_input: RunAgentInput, projection: MessagesProjection, consumed: set[str]
+        self, agent_input: RunAgentInput, projection: MessagesProjection, consumed: set[str], last_seq: int
     ) -> list[Message]:
         """The thread's messages: the client's earlier ones, then this run's, each id once.
 
@@ -144,7 +175,7 @@ class AguiStream:
         message, a tool call's answer shown as its result) are left out, and each
         tool call has one result, after the call.
         """
-        await projection.catch_up(self.engine)
+        await projection.catch_up(self.engine, last_seq)
         await projection.save(self.engine)
         derived = projection.messages
         derived_ids = {m.id for m in derived}

@@ -1,28 +1,27 @@
 """AG-UI threads, bound durably to the OpenWOP runs they started.
 
-A binding lives in the adapter's key-value state (``agui.thread``), keyed by the
-JSON array ``[tenant, threadId]`` (no separator a name could contain), and a
-binding is only ever returned to the tenant it records, so two tenants never
-share a thread. It names the thread's
-current run and remembers which user messages were already taken (as
-conversation turns, or to start a run), so a reconnect that resends them has
-no second effect.
+A binding is a thread of the host's shared face (:class:`bridge.host.Threads`),
+stored under ``agui.thread``: only ever returned to the tenant it records, so two
+tenants never share a thread, and written with the run that starts on it, in one
+transaction. It names the thread's current run and remembers which user
+messages were already taken (as conversation turns, or to start a run), so a
+reconnect that resends them has no second effect.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from bridge import Engine
+from bridge.host import ThreadRecord, Threads
 
 NAMESPACE = "agui.thread"
 _MAX_REMEMBERED = 200
 
 
 @dataclass
-class ThreadBinding:
+class ThreadBinding(ThreadRecord):
     """A thread's runs (the last is current) and the user messages it has already taken.
 
     ``consumed_messages`` were answers to conversation turns; ``started_with``
@@ -44,11 +43,6 @@ class ThreadBinding:
         """Whether a user message already started a run or answered a turn on this thread."""
         return message_id in self.consumed_messages or message_id in self.started_with
 
-    @property
-    def run_id(self) -> str | None:
-        """The thread's current OpenWOP run."""
-        return self.runs[-1] if self.runs else None
-
     def as_json(self) -> dict[str, Any]:
         """The stored form."""
         return {
@@ -61,9 +55,23 @@ class ThreadBinding:
             "idlessResumes": self.idless_resumes[-_MAX_REMEMBERED:],
         }
 
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> ThreadBinding:
+        """A binding from its stored form."""
+        return cls(
+            thread_id=raw["threadId"],
+            tenant=raw["tenant"],
+            workflow_id=raw["workflowId"],
+            runs=list(raw.get("runs", [])),
+            consumed_messages=list(raw.get("consumedMessages", [])),
+            started_with=list(raw.get("startedWith", [])),
+            idless_resumes=list(raw.get("idlessResumes", [])),
+        )
 
-def _key(tenant: str, thread_id: str) -> str:
-    return json.dumps([tenant, thread_id], ensure_ascii=False, separators=(",", ":"))
+
+def bindings(engine: Engine) -> Threads[ThreadBinding]:
+    """The engine's AG-UI thread bindings (:meth:`~bridge.host.Threads.start_run` starts a run on one)."""
+    return Threads(engine, NAMESPACE, ThreadBinding.from_json)
 
 
 def _older_key(tenant: str, thread_id: str) -> str:
@@ -78,25 +86,9 @@ async def load(engine: Engine, tenant: str, thread_id: str) -> ThreadBinding | N
     only when the tenant and thread it records are the ones asked for; the next
     save stores it under the structured key.
     """
-    state = engine.adapter_state(NAMESPACE)
-    raw = await state.get(_key(tenant, thread_id))
-    if raw is None:
-        raw = await state.get(_older_key(tenant, thread_id))
-    if not isinstance(raw, dict) or raw.get("tenant") != tenant or raw.get("threadId") != thread_id:
-        return None
-    return ThreadBinding(
-        thread_id=raw["threadId"],
-        tenant=raw["tenant"],
-        workflow_id=raw["workflowId"],
-        runs=list(raw.get("runs", [])),
-        consumed_messages=list(raw.get("consumedMessages", [])),
-        started_with=list(raw.get("startedWith", [])),
-        idless_resumes=list(raw.get("idlessResumes", [])),
-    )
+    return await bindings(engine).load(tenant, thread_id, _older_key(tenant, thread_id))
 
 
-async def save(engine: Engine, binding: ThreadBinding, *, create: bool = False) -> bool:
-    """Store a binding; with ``create``, only when the thread has none yet (False if it had)."""
-    return await engine.adapter_state(NAMESPACE).put(
-        _key(binding.tenant, binding.thread_id), binding.as_json(), only_if_absent=create
-    )
+async def save(engine: Engine, binding: ThreadBinding) -> None:
+    """Store a binding."""
+    await bindings(engine).save(binding)

@@ -9,7 +9,7 @@ the engine's preview before any is applied, so a bad resume changes nothing).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.requests import Request
@@ -161,13 +161,16 @@ class LangGraphService:
             raise ValidationError("input must be an object")
         inputs = {**shapes.values_of(thread, run), **(given or {})}
         metadata = {"langgraph": {"threadId": thread.thread_id, "metadata": _metadata(body.get("metadata"))}}
-        new = await self.engine.create_run(principal, assistant, inputs=inputs, metadata=metadata)
-        # As LangGraph's server does: a thread names the assistant (graph) of its latest run.
-        thread.metadata = {**thread.metadata, "graph_id": new.workflow_id, "assistant_id": new.workflow_id}
-        thread.runs.append(new.run_id)
-        thread.values = {}
-        await threads.save(self.engine, thread)
-        return Segment(thread, new, -1)
+        # As LangGraph's server does: a thread names the assistant (graph) of its latest run. The
+        # thread, naming the new run, is stored in the run's own transaction.
+        named = {**thread.metadata, "graph_id": assistant, "assistant_id": assistant}
+        now = self.engine.clock.now_ms()
+        started = replace(thread, metadata=named, runs=list(thread.runs), values={}, updated_at_ms=now)
+        started.stored_form = thread.stored_form  # the run starts only while the thread is still as read
+        stored = threads.stored(self.engine)
+        new = await stored.start_run(principal, assistant, started, inputs=inputs, metadata=metadata)
+        assert new is not None  # only a thread being created can refuse its run
+        return Segment(started, new, -1)
 
     async def _resume(self, principal: Principal, thread: threads.Thread, resume: Any) -> Segment:
         run, views, _ = await self.current(thread)

@@ -1,10 +1,11 @@
 """LangGraph threads, kept durably beside the OpenWOP runs started on them.
 
-A thread lives in the store's key-value space (``langgraph.thread``), keyed by
-the JSON array ``[tenant, threadId]``, and is only ever returned to the tenant
-it records: another tenant's thread does not exist for the caller. It names
-the OpenWOP runs started on it (the last is current), its metadata, and values
-set with ``update_state`` before a run took them as inputs.
+A thread is a thread of the host's shared face (:class:`bridge.host.Threads`),
+stored under ``langgraph.thread``: only ever returned to the tenant it records
+(another tenant's thread does not exist for the caller), and written with the
+run that starts on it, in one transaction. It names the OpenWOP runs started on
+it (the last is current), its metadata, and values set with ``update_state``
+before a run took them as inputs.
 
 Each tenant also has an index of its newest threads (``langgraph.threads``),
 which ``POST /threads/search`` reads. The index keeps the newest
@@ -14,11 +15,11 @@ which ``POST /threads/search`` reads. The index keeps the newest
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from bridge import Engine
+from bridge.host import ThreadRecord, Threads
 
 NAMESPACE = "langgraph.thread"
 INDEX = "langgraph.threads"
@@ -29,7 +30,7 @@ _index_lock = asyncio.Lock()
 
 
 @dataclass
-class Thread:
+class Thread(ThreadRecord):
     """A LangGraph thread: its OpenWOP runs (the last is current), metadata and pending values."""
 
     thread_id: str
@@ -39,11 +40,6 @@ class Thread:
     metadata: dict[str, Any] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def run_id(self) -> str | None:
-        """The thread's current OpenWOP run."""
-        return self.runs[-1] if self.runs else None
 
     def as_json(self) -> dict[str, Any]:
         """The stored form."""
@@ -57,39 +53,40 @@ class Thread:
             "values": self.values,
         }
 
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Thread:
+        """A thread from its stored form."""
+        return cls(
+            thread_id=raw["threadId"],
+            tenant=raw["tenant"],
+            created_at_ms=int(raw["createdAt"]),
+            updated_at_ms=int(raw["updatedAt"]),
+            metadata=dict(raw.get("metadata") or {}),
+            runs=list(raw.get("runs") or []),
+            values=dict(raw.get("values") or {}),
+        )
 
-def _key(tenant: str, thread_id: str) -> str:
-    return json.dumps([tenant, thread_id], ensure_ascii=False, separators=(",", ":"))
+
+def stored(engine: Engine) -> Threads[Thread]:
+    """The engine's LangGraph threads (:meth:`~bridge.host.Threads.start_run` starts a run on one)."""
+    return Threads(engine, NAMESPACE, Thread.from_json)
 
 
 async def load(engine: Engine, tenant: str, thread_id: str) -> Thread | None:
     """The thread ``thread_id`` of a tenant, if any."""
-    raw = await engine.adapter_state(NAMESPACE).get(_key(tenant, thread_id))
-    if not isinstance(raw, dict) or raw.get("tenant") != tenant or raw.get("threadId") != thread_id:
-        return None
-    return Thread(
-        thread_id=raw["threadId"],
-        tenant=raw["tenant"],
-        created_at_ms=int(raw["createdAt"]),
-        updated_at_ms=int(raw["updatedAt"]),
-        metadata=dict(raw.get("metadata") or {}),
-        runs=list(raw.get("runs") or []),
-        values=dict(raw.get("values") or {}),
-    )
+    return await stored(engine).load(tenant, thread_id)
 
 
 async def save(engine: Engine, thread: Thread, *, create: bool = False) -> bool:
     """Store a thread; with ``create``, only when it does not exist yet (False if it did)."""
     thread.updated_at_ms = engine.clock.now_ms()
-    stored = await engine.adapter_state(NAMESPACE).put(
-        _key(thread.tenant, thread.thread_id), thread.as_json(), only_if_absent=create
-    )
-    if stored and create:
+    saved = await stored(engine).save(thread, create=create)
+    if saved and create:
         async with _index_lock:
             ids = await index(engine, thread.tenant)
             ids = [*[i for i in ids if i != thread.thread_id], thread.thread_id][-INDEX_LIMIT:]
             await engine.adapter_state(INDEX).put(thread.tenant, ids)
-    return stored
+    return saved
 
 
 async def index(engine: Engine, tenant: str) -> list[str]:

@@ -86,6 +86,10 @@ class ConflictError(BridgeError, code="conflict", status=409):
     """The resource is in a state that does not allow this request."""
 
 
+class KeyTakenError(ConflictError):
+    """A value to be stored only under a free key found the key taken; nothing of its transaction was written."""
+
+
 class IdempotencyKeyMismatchError(BridgeError, code="idempotency_key_mismatch", status=409):
     """An ``Idempotency-Key`` already used for a different request (another body, another target)."""
 

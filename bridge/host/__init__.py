@@ -1,7 +1,8 @@
 """The host: the HTTP surface, the web pages, the command line, discovery and plugins.
 
 Adapters take what they need of the host from here: how to join ``serve``
-(:class:`ServerBuild`), and the helpers that make their routes speak like the rest.
+(:class:`ServerBuild`), the helpers that make their routes speak like the rest, and
+the threads a protocol binds to runs (:class:`Threads`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from bridge.host.http.openapi import error_responses
 from bridge.host.http.responses import JSONResponse
 from bridge.host.plugins import ServerBuild
 from bridge.host.web.pages import page_headers
+from bridge.runtime.adapter_threads import ThreadRecord, Threads
 from bridge.runtime.telemetry import configure_logging
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "JSONResponse",
     "ServerBuild",
+    "ThreadRecord",
+    "Threads",
     "base_url",
     "build_parser",
     "build_server",

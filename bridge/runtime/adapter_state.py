@@ -3,7 +3,9 @@
 An adapter (the AG-UI thread bindings, its message projections) stores what
 belongs to its protocol in the store's key-value space, under a namespace of its
 own. It reaches that space through :meth:`bridge.runtime.engine.Engine.adapter_state`,
-never through the store.
+never through the store. A value that must exist exactly when a new run does
+(the thread a run was started on) goes with the run's creation
+(:meth:`AdapterState.write`, ``Engine.create_run(..., with_state=...)``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from bridge.core.clock import Clock
-from bridge.store.base import Store
+from bridge.store.base import KvWrite, Store
+from bridge.store.codec import dumps
 
 
 class AdapterState:
@@ -29,6 +32,16 @@ class AdapterState:
     async def put(self, key: str, value: Any, *, only_if_absent: bool = False) -> bool:
         """Store a JSON value; with ``only_if_absent`` it returns False (and stores nothing) when the key exists."""
         return await self._store.kv_put(self.namespace, key, value, self._clock.now_ms(), only_if_absent=only_if_absent)
+
+    def write(self, key: str, value: Any, *, only_if_absent: bool = False, expected: Any = None) -> KvWrite:
+        """A write of ``value`` that commits with a new run (``Engine.create_run``'s ``with_state``).
+
+        With ``only_if_absent``, a key stored already refuses the run's creation as a whole
+        (:class:`~bridge.core.errors.KeyTakenError`): neither the run nor the value is written.
+        So does, with ``expected`` (not None), a key that no longer holds that value.
+        """
+        held = None if expected is None else dumps(expected)
+        return KvWrite(self.namespace, key, dumps(value), self._clock.now_ms(), only_if_absent, held)
 
     async def replace(self, key: str, expected: Any, value: Any) -> bool:
         """Store ``value`` only while ``key`` still holds ``expected`` (a compare-and-set); False if it changed."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bridge.core import kinds, run_state
@@ -39,7 +39,7 @@ from bridge.runtime.kernel import ExecutorHost
 from bridge.runtime.outcome import Outcome, run_node
 from bridge.runtime.step import Step
 from bridge.runtime.wake import Wake, settle_once
-from bridge.store.base import ChildStart, RunCommit
+from bridge.store.base import ChildStart, KvWrite, RunCommit
 
 log = logging.getLogger("bridge.runtime.executor")
 
@@ -134,9 +134,9 @@ class RunExecutor:
 
     # --- lifecycle -----------------------------------------------------------------
 
-    def prime(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None]:
+    def prime(self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()) -> asyncio.Future[None]:
         """Make this executor's first commit insert the new run ``run``; the future resolves once it is durable."""
-        return self.first.prime(run, events)
+        return self.first.prime(run, events, writes)
 
     def notify(self) -> None:
         """Something changed for this run (a resolution, a cancel, a child ended)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -27,7 +27,7 @@ from bridge.runtime.hub import EventHub
 from bridge.runtime.joint import Handoff
 from bridge.runtime.kernel import ExecutorHost
 from bridge.runtime.telemetry import interrupt_requested, run_span
-from bridge.store.base import CommitResult, MutationResult, RunCommit
+from bridge.store.base import CommitResult, KvWrite, MutationResult, RunCommit
 
 log = logging.getLogger("bridge.runtime.engine")
 
@@ -96,15 +96,17 @@ class Executors:
             return
         self._run(RunExecutor(self._host, run_id), claimed)
 
-    def start_new_run(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None] | None:
-        """Execute a run not yet stored: its executor's first commit inserts it with ``events``.
+    def start_new_run(
+        self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()
+    ) -> asyncio.Future[None] | None:
+        """Execute a run not yet stored: its executor's first commit inserts it with ``events`` and ``writes``.
 
         The future resolves once that commit is durable; None while the engine is stopping.
         """
         if self.stopping:
             return None
         executor = RunExecutor(self._host, run.run_id)
-        created = executor.prime(run, events)
+        created = executor.prime(run, events, writes)
         # The executor works on its own copy: ``run`` keeps the state it is inserted with. The
         # document is JSON, so a JSON round trip copies it (several times faster than deepcopy).
         self._run(executor, replace(run, state=orjson.loads(orjson.dumps(run.state))))

@@ -1,7 +1,8 @@
 """An executor's first commit, which may do more than record a step.
 
-It inserts a new run (:meth:`FirstCommit.prime`): creating a run and running it
-until its first suspension (or its end) is then one transaction. Or it rides
+It inserts a new run (:meth:`FirstCommit.prime`), with the adapter-state writes
+its creator gave: creating a run and running it until its first suspension (or
+its end) is then one transaction. Or it rides
 with the answer that resumed the run and is not committed yet
 (:mod:`bridge.runtime.joint`): the answer's transaction carries it, and until
 then the interrupt that answer settles is seen as the answer will leave it.
@@ -11,11 +12,12 @@ Every later commit goes straight to the store.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.runtime.joint import Handoff
-from bridge.store.base import ChildStart, CommitResult, RunCommit, Store
+from bridge.store.base import ChildStart, CommitResult, KvWrite, RunCommit, Store
 
 
 class FirstCommit:
@@ -34,9 +36,9 @@ class FirstCommit:
         #: ... and until then, the interrupt that answer settles, as it will be stored.
         self.settled: InterruptRecord | None = None
 
-    def prime(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None]:
-        """Make the first commit insert the new run ``run``; the future resolves once it is durable."""
-        self.create = ChildStart(run, events)
+    def prime(self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()) -> asyncio.Future[None]:
+        """Make the first commit insert the new run ``run`` (and ``writes``); the future resolves once it is durable."""
+        self.create = ChildStart(run, events, writes)
         self.created = asyncio.get_running_loop().create_future()
         return self.created
 

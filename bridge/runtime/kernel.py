@@ -11,7 +11,7 @@ through :class:`ExecutorHost`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from bridge.core.clock import Clock
@@ -25,7 +25,7 @@ from bridge.runtime.context import NodeContext
 from bridge.runtime.hub import EventHub
 from bridge.runtime.joint import Handoff
 from bridge.runtime.nodes.base import NodeRegistry
-from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
+from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit, Store
 
 S = TypeVar("S")
 P = ParamSpec("P")
@@ -57,8 +57,10 @@ class Kernel(Protocol):
     def start_executor(self, run_id: str, claimed: RunRecord | None = None) -> None:
         """Execute a run here (``claimed``: this instance already leased it)."""
 
-    def start_new_run(self, run: RunRecord, events: list[EventDraft]) -> asyncio.Future[None] | None:
-        """Execute a run not yet stored, whose first commit inserts it (None while stopping)."""
+    def start_new_run(
+        self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()
+    ) -> asyncio.Future[None] | None:
+        """Execute a run not yet stored, whose first commit inserts it with ``writes`` (None while stopping)."""
 
     def dispatch(self, run_id: str) -> None:
         """Make sure the run's work gets done: wake its executor here or start one."""

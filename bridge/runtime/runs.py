@@ -1,7 +1,8 @@
 """Runs: create, fork, cancel, children, and the one place a run's first state is built.
 
-A run is created durably with its ``run.started`` event, already leased to this
-instance, and its executor starts at once. A child run (``core.subWorkflow``) is
+A run is created durably with its ``run.started`` event (and the adapter state
+its creator writes with it), already leased to this instance, and its executor
+starts at once. A child run (``core.subWorkflow``) is
 built the same way and committed with its parent's step. Cancelling a run is a
 guarded transaction (:func:`bridge.core.decisions.cancel.run_cancel_decision`) that
 cascades to the children that propagate cancellation.
@@ -10,7 +11,7 @@ cascades to the children that propagate cancellation.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bridge.core import kinds
@@ -23,6 +24,7 @@ from bridge.core.run_state import RunState
 from bridge.core.workflow import WorkflowDefinition, thaw
 from bridge.runtime.context import NodeContext
 from bridge.runtime.kernel import Kernel
+from bridge.store.base import KvWrite
 
 
 class RunService:
@@ -94,8 +96,16 @@ class RunService:
         tenant: str | None = None,
         replay_of: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        with_state: Callable[[RunRecord], Sequence[KvWrite]] | None = None,
     ) -> RunRecord:
-        """Start a run of a workflow; returns once the run is durably created."""
+        """Start a run of a workflow; returns once the run is durably created.
+
+        ``with_state`` is given the new run (not stored yet) and returns adapter-state
+        writes (:meth:`bridge.runtime.adapter_state.AdapterState.write`) that commit in
+        the run's own transaction: they exist exactly when the run does. One of them
+        ``only_if_absent`` whose key is taken raises
+        :class:`~bridge.core.errors.KeyTakenError`, and no run is created.
+        """
         principal.require("runs:create")
         workflow = self._k.workflow(workflow_id)
         configurable = dict(configurable or {})
@@ -126,7 +136,8 @@ class RunService:
             epoch=1,
         )
         events = [self.run_started(run)]
-        created = self._k.start_new_run(run, events)
+        writes = list(with_state(run)) if with_state is not None else []
+        created = self._k.start_new_run(run, events, writes)
         if created is not None:
             # One transaction inserts the run and its steps up to its first suspension (or its end).
             try:
@@ -137,7 +148,7 @@ class RunService:
                     raise
         # The engine is stopping (or stopped the executor before its first commit): store the run
         # alone; the next start runs it.
-        docs = await self._k.store.create_run(run, events)
+        docs = await self._k.store.create_run(run, events, writes)
         self._k.hub.publish(run.run_id, docs)
         return run
 

@@ -56,12 +56,35 @@ class Claim:
     lease_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class KvWrite:
+    """An adapter's key-value write that goes in the transaction creating a run (see :meth:`Store.create_run`).
+
+    ``text`` is the value's JSON, encoded when the write is made (later changes to
+    the caller's objects do not reach it). With ``only_if_absent``, a key already
+    stored refuses the whole transaction (:class:`~bridge.core.errors.KeyTakenError`):
+    the run is not created either; with ``expected`` (JSON text), so does a key that
+    no longer holds it (a compare-and-set).
+    """
+
+    namespace: str
+    key: str
+    text: str
+    now_ms: int
+    only_if_absent: bool = False
+    expected: str | None = None
+
+
 @dataclass(slots=True)
 class ChildStart:
-    """A child run created in the same transaction as its parent's commit."""
+    """A run created in the same transaction as a commit: a child with its parent's, a new run with its first step.
+
+    ``writes`` go in that transaction too (a new run's, :meth:`Store.create_run`).
+    """
 
     run: RunRecord
     events: list[EventDraft]
+    writes: Sequence[KvWrite] = ()
 
 
 @dataclass(slots=True)
@@ -204,8 +227,14 @@ class Store(Protocol):
         """Stop a key from verifying."""
 
     # --- runs ---------------------------------------------------------------
-    async def create_run(self, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
-        """Insert a run and its first events."""
+    async def create_run(
+        self, run: RunRecord, events: Sequence[EventDraft], writes: Sequence[KvWrite] = ()
+    ) -> list[dict[str, Any]]:
+        """Insert a run and its first events, with adapters' ``writes`` in the same transaction.
+
+        A write ``only_if_absent`` whose key is stored already raises
+        :class:`~bridge.core.errors.KeyTakenError` and nothing is written.
+        """
 
     async def load_run(self, run_id: str) -> RunRecord | None:
         """One run, or None."""

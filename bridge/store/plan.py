@@ -20,7 +20,14 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
-from bridge.core.errors import BridgeError, InterruptNotFoundError, RunNotFoundError, StaleOwnerError, ValidationError
+from bridge.core.errors import (
+    BridgeError,
+    InterruptNotFoundError,
+    KeyTakenError,
+    RunNotFoundError,
+    StaleOwnerError,
+    ValidationError,
+)
 from bridge.core.events import EventDraft
 from bridge.core.records import (
     TERMINAL_RUN_STATUSES,
@@ -33,7 +40,7 @@ from bridge.core.records import (
     has_nul,
 )
 from bridge.store import codec
-from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit
+from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
 
 T = TypeVar("T")
@@ -73,10 +80,18 @@ Plan = Generator[Sql | Note | Ahead, Rows, T]
 Decided = tuple[MutationResult, BridgeError | None]
 
 
-def insert_run(run: RunRecord, events: Sequence[EventDraft]) -> Plan[list[dict[str, Any]]]:
-    """Insert a run and its first events."""
+def insert_run(
+    run: RunRecord, events: Sequence[EventDraft], writes: Sequence[KvWrite] = ()
+) -> Plan[list[dict[str, Any]]]:
+    """Insert a run and its first events, and the adapters' ``writes`` that go with it."""
     if has_nul((run.run_id, run.tenant, run.workflow_id)):
         raise ValidationError("run identifiers and tenants must not contain U+0000")
+    for w in writes:
+        if w.expected is not None:
+            if not (yield from _kv_replace_text(w.namespace, w.key, w.expected, w.text, w.now_ms)):
+                raise KeyTakenError(f"{w.namespace} {w.key!r} changed meanwhile", details={"key": w.key})
+        elif not (yield from _kv_put_text(w.namespace, w.key, w.text, w.now_ms, w.only_if_absent)):
+            raise KeyTakenError(f"{w.namespace} {w.key!r} is stored already", details={"key": w.key})
     docs, rows = codec.event_rows(run.run_id, 0, events)
     yield Sql(codec.INSERT_RUN, codec.run_params(run, len(rows)))
     if rows:
@@ -146,7 +161,7 @@ def commit(d: Dialect, c: RunCommit, held: RunRecord | None = None) -> Plan[Comm
     """
     created: list[dict[str, Any]] = []
     if c.create is not None:
-        created = yield from insert_run(c.create.run, c.create.events)
+        created = yield from insert_run(c.create.run, c.create.events, c.create.writes)
         held = replace(c.create.run, next_seq=len(created))
     owner, epoch, start, wake, status, control = yield from _fence(d, c, held)
     if owner != c.owner or epoch != c.epoch:
@@ -360,6 +375,11 @@ def mutate_run(d: Dialect, run_id: str, decide: RunDecision, now_ms: int, claim:
 
 def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bool) -> Plan[bool]:
     """Store an adapter's JSON value; with ``only_if_absent``, False when the key exists."""
+    return (yield from _kv_put_text(namespace, key, codec.dumps(value), now_ms, only_if_absent))
+
+
+def _kv_put_text(namespace: str, key: str, text: str, now_ms: int, only_if_absent: bool) -> Plan[bool]:
+    """:func:`kv_put` of a value already encoded."""
     if has_nul((namespace, key)):
         raise ValidationError("a stored key must not contain U+0000")
     on_conflict = (
@@ -370,17 +390,22 @@ def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bo
     rows = yield Sql(
         f"INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) ON CONFLICT {on_conflict} "
         "RETURNING 1",
-        (namespace, key, codec.dumps(value), now_ms),
+        (namespace, key, text, now_ms),
     )
     return bool(rows) or not only_if_absent
 
 
 def kv_replace(namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> Plan[bool]:
     """Compare-and-set an adapter's value: replace it only while it is still ``expected`` (compared as stored text)."""
+    return (yield from _kv_replace_text(namespace, key, codec.dumps(expected), codec.dumps(value), now_ms))
+
+
+def _kv_replace_text(namespace: str, key: str, expected: str, text: str, now_ms: int) -> Plan[bool]:
+    """:func:`kv_replace` of values already encoded."""
     rows = yield Sql(
         "UPDATE kv SET value=%s::json, updated_at=%s WHERE namespace=%s AND key=%s AND CAST(value AS TEXT)=%s "
         "RETURNING 1",
-        (codec.dumps(value), now_ms, namespace, key, codec.dumps(expected)),
+        (text, now_ms, namespace, key, expected),
     )
     return bool(rows)
 

@@ -14,7 +14,7 @@ from bridge.core.errors import BridgeError
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
 from bridge.store import plan
-from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit
+from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import Dialect
 from bridge.store.plan import Plan
 
@@ -33,8 +33,10 @@ class Writes(ABC):
     async def retire_signing_key(self, kid: str, now_ms: int) -> None:
         await self._plan(lambda: plan.retire_signing_key(kid, now_ms))
 
-    async def create_run(self, run: RunRecord, events: Sequence[EventDraft]) -> list[dict[str, Any]]:
-        return await self._plan(lambda: plan.insert_run(run, events))
+    async def create_run(
+        self, run: RunRecord, events: Sequence[EventDraft], writes: Sequence[KvWrite] = ()
+    ) -> list[dict[str, Any]]:
+        return await self._plan(lambda: plan.insert_run(run, events, writes))
 
     async def commit(self, commit: RunCommit) -> CommitResult:
         return await self._plan(lambda: plan.commit(self._dialect, commit))

@@ -24,6 +24,7 @@ from bridge.core.errors import (
     ForbiddenError,
     InterruptAlreadyResolvedError,
     InterruptNotFoundError,
+    KeyTakenError,
     RunNotFoundError,
     StaleOwnerError,
     ValidationError,
@@ -31,7 +32,7 @@ from bridge.core.errors import (
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, Mutation, RunRecord
 from bridge.store import open_store
-from bridge.store.base import ChildStart, Claim, RunCommit, Store
+from bridge.store.base import ChildStart, Claim, KvWrite, RunCommit, Store
 from bridge.store.cursor import encode_cursor
 from bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS, SchemaTooNewError
 from bridge.store.sqlite import SqliteStore
@@ -790,6 +791,40 @@ async def test_kv_replace_and_forget_if_compare_first(store: Store) -> None:
     assert await store.kv_forget_if("ns", "claim", {"runId": "r1"}) is True
     assert await store.kv_get("ns", "claim") is None
     assert await store.kv_forget_if("ns", "claim", {"runId": "r1"}) is False
+
+
+async def test_a_new_run_carries_adapter_writes_in_its_transaction(store: Store) -> None:
+    bound = KvWrite("ns", "thread", '{"runs":["r"]}', 1_000, only_if_absent=True)
+    before = store.commits
+    await store.create_run(make_run(), [draft("run.started")], [bound])
+    assert store.commits - before == 1
+    assert await store.kv_get("ns", "thread") == {"runs": ["r"]}
+    # Its key taken, a write only_if_absent refuses the whole creation: no run, no events, no other write.
+    again = make_run()
+    with pytest.raises(KeyTakenError):
+        await store.create_run(again, [draft("run.started")], [KvWrite("ns", "other", "1", 1_000), bound])
+    assert await store.load_run(again.run_id) is None and await store.read_events(again.run_id) == []
+    assert await store.kv_get("ns", "other") is None and await store.kv_get("ns", "thread") == {"runs": ["r"]}
+    # The same through an executor's first commit, which inserts the run with its first step.
+    new = make_run()
+    new.owner, new.epoch = "A", 1
+    step = RunCommit(new.run_id, "A", 1, 2_000, events=[draft("node.started", node="a")])
+    step.create = ChildStart(new, [draft("run.started")], [bound])
+    with pytest.raises(KeyTakenError):
+        await store.commit(step)
+    assert await store.load_run(new.run_id) is None
+    step.create = ChildStart(new, [draft("run.started")], [KvWrite("ns", "thread-2", "[2]", 2_000, True)])
+    committed = await store.commit(step)
+    assert [d["sequence"] for d in committed.events] == [0, 1] and await store.kv_get("ns", "thread-2") == [2]
+    # A compare-and-set write: only while the key holds the value expected.
+    stale = make_run()
+    with pytest.raises(KeyTakenError):
+        await store.create_run(stale, [draft("run.started")], [KvWrite("ns", "thread", "[3]", 3_000, expected="[]")])
+    assert await store.load_run(stale.run_id) is None and await store.kv_get("ns", "thread") == {"runs": ["r"]}
+    await store.create_run(
+        make_run(), [draft("run.started")], [KvWrite("ns", "thread", "[3]", 3_000, expected=bound.text)]
+    )
+    assert await store.kv_get("ns", "thread") == [3]
 
 
 async def _idempotency_rows(store: Store, request: pytest.FixtureRequest) -> int:
