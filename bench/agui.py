@@ -29,7 +29,7 @@ from bench.http import bridge_servers
 from bench.servers import Server
 
 NAME = "agui_roundtrip"
-TARGET = Target("<=", 0.5, on_ratio=True)
+TARGET = Target("<=", 0.25, on_ratio=True)
 PEER_MODULES = ("ag_ui_langgraph", "fastapi", "aiosqlite", "langgraph.checkpoint.sqlite.aio")
 
 
