@@ -114,60 +114,70 @@ def map_interrupt(value: Any, response_schema: Any) -> Mapped:
                 payload[name] = spec[name]
         return Mapped(payload, "helper")
     if isinstance(value, Mapping) and value.get("type") == "tool_approval" and "tool_call_id" in value:
-        call = {
-            "toolCallId": str(value["tool_call_id"]),
-            "name": str(value["name"]),
-            "args": to_json(dict(value["args"])),
-        }
-        data = {
-            "artifactId": call["toolCallId"],
-            "artifactType": TOOL_CALL_ARTIFACT,
-            "title": f"Run {call['name']}?",
-            "actions": _actions(allowed_decisions(response_schema)),
-            "artifactData": call,
-        }
-        if value.get("description"):
-            data["description"] = str(value["description"])
-        data["answerCheck"] = ANSWER_CHECK
-        schema = _jsonable_schema(response_schema)
-        if schema is not None:
-            data["decisionSchema"] = schema
-        return Mapped(kinds.APPROVAL.payload(data), "per_call", call)
+        return _tool_approval(value, response_schema)
     if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
-        requests = value["action_requests"]
-        configs = value.get("review_configs") or []
-        allowed: list[str] = []
-        for config in configs:
-            for decision in config.get("allowed_decisions", []):
-                if decision not in allowed:
-                    allowed.append(decision)
-        calls = [
-            {"name": r["name"], "args": to_json(dict(r.get("args") or {})), "description": r.get("description", "")}
-            for r in requests
-        ]
-        by_name = {c.get("action_name"): list(c.get("allowed_decisions") or []) for c in configs}
-        every = list(_DECISION_TO_ACTION)
-        if len(calls) > 1 and allowed and "edit" not in allowed:
-            # Per-call decisions (approve one, reject another) come as edit-accept; check_tool_review
-            # still holds each call to the decisions it allows, so no call can be edited.
-            allowed.append("edit")
-        data = {
-            "artifactId": "tool-calls",
-            "artifactType": TOOL_CALLS_ARTIFACT,
-            "title": f"Run {len(calls)} tool call{'s' if len(calls) != 1 else ''}?",
-            "description": "; ".join(f"{c['name']}({c['args']})" for c in calls),
-            "actions": _actions(allowed or every),
-            "artifactData": {"actions": calls},
-            "answerCheck": ANSWER_CHECK,
-            "allowedDecisions": [by_name.get(c["name"]) or every for c in calls],
-        }
-        return Mapped(kinds.APPROVAL.payload(data), "batched")
+        return _tool_review(value)
     # Pydantic models, messages, dataclasses…: stored as JSON, as the graph's state is.
     payload = kinds.CUSTOM.payload({"customKind": CUSTOM_KIND, "payload": to_json(value)})
     schema = _jsonable_schema(response_schema)
     if schema is not None:
         payload["resumeSchema"] = schema
     return Mapped(payload, "value")
+
+
+def _tool_approval(value: Mapping[str, Any], response_schema: Any) -> Mapped:
+    """One tool call to approve (``{"type": "tool_approval", "tool_call_id", "name", "args", …}``)."""
+    call = {
+        "toolCallId": str(value["tool_call_id"]),
+        "name": str(value["name"]),
+        "args": to_json(dict(value["args"])),
+    }
+    data = {
+        "artifactId": call["toolCallId"],
+        "artifactType": TOOL_CALL_ARTIFACT,
+        "title": f"Run {call['name']}?",
+        "actions": _actions(allowed_decisions(response_schema)),
+        "artifactData": call,
+    }
+    if value.get("description"):
+        data["description"] = str(value["description"])
+    data["answerCheck"] = ANSWER_CHECK
+    schema = _jsonable_schema(response_schema)
+    if schema is not None:
+        data["decisionSchema"] = schema
+    return Mapped(kinds.APPROVAL.payload(data), "per_call", call)
+
+
+def _tool_review(value: Mapping[str, Any]) -> Mapped:
+    """A batch of tool calls to review, in the HITL middleware's shape (``action_requests``, ``review_configs``)."""
+    requests = value["action_requests"]
+    configs = value.get("review_configs") or []
+    allowed: list[str] = []
+    for config in configs:
+        for decision in config.get("allowed_decisions", []):
+            if decision not in allowed:
+                allowed.append(decision)
+    calls = [
+        {"name": r["name"], "args": to_json(dict(r.get("args") or {})), "description": r.get("description", "")}
+        for r in requests
+    ]
+    by_name = {c.get("action_name"): list(c.get("allowed_decisions") or []) for c in configs}
+    every = list(_DECISION_TO_ACTION)
+    if len(calls) > 1 and allowed and "edit" not in allowed:
+        # Per-call decisions (approve one, reject another) come as edit-accept; check_tool_review
+        # still holds each call to the decisions it allows, so no call can be edited.
+        allowed.append("edit")
+    data = {
+        "artifactId": "tool-calls",
+        "artifactType": TOOL_CALLS_ARTIFACT,
+        "title": f"Run {len(calls)} tool call{'s' if len(calls) != 1 else ''}?",
+        "description": "; ".join(f"{c['name']}({c['args']})" for c in calls),
+        "actions": _actions(allowed or every),
+        "artifactData": {"actions": calls},
+        "answerCheck": ANSWER_CHECK,
+        "allowedDecisions": [by_name.get(c["name"]) or every for c in calls],
+    }
+    return Mapped(kinds.APPROVAL.payload(data), "batched")
 
 
 def _feedback(answer: Mapping[str, Any]) -> str | None:

@@ -135,8 +135,12 @@ class RunService:
             lease_until_ms=now + self._k.config.lease_ms,
             epoch=1,
         )
+        return await self._insert(run, list(with_state(run)) if with_state is not None else [])
+
+    async def _insert(self, run: RunRecord, writes: list[KvWrite]) -> RunRecord:
+        """Insert a new run with its ``run.started`` and ``writes``: through its executor's first commit,
+        or alone while the engine is stopping."""
         events = [self.run_started(run)]
-        writes = list(with_state(run)) if with_state is not None else []
         created = self._k.start_new_run(run, events, writes)
         if created is not None:
             # One transaction inserts the run and its steps up to its first suspension (or its end).
