@@ -3,11 +3,27 @@
 ``openwop-bridge bench [--quick] [--json PATH] [--only NAME]`` runs every
 scenario (see :data:`~bench.harness.SCENARIOS`), printing progress on
 stderr and a table on stdout. Peers (LangGraph, ``ag-ui-langgraph``) are
-optional dependencies, imported only by the scenario that needs them.
+optional dependencies, imported only by the scenario that needs them. The
+harness loads on first use of a name below, so the CLI can offer ``bench``
+(its options come from :mod:`bench.options`) without loading it.
 """
 
 from __future__ import annotations
 
-from bench.harness import SCENARIOS, Result, Target, add_arguments, main, run
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from bench.options import add_arguments
+
+if TYPE_CHECKING:
+    from bench.harness import SCENARIOS, Result, Target, main, run
 
 __all__ = ["SCENARIOS", "Result", "Target", "add_arguments", "main", "run"]
+_LAZY = frozenset({"SCENARIOS", "Result", "Target", "main", "run"})
+
+
+def __getattr__(name: str) -> Any:
+    """The harness's public names, imported on first use."""
+    if name in _LAZY:
+        return getattr(importlib.import_module("bench.harness"), name)
+    raise AttributeError(f"module 'bench' has no attribute {name!r}")

@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--db", default=env("DB", "./openwop-bridge.db"))
     keys.add_argument("--kid", help="key id (for retire)")
 
-    from bench import add_arguments as add_bench_arguments
+    from bench.options import add_arguments as add_bench_arguments
 
     add_bench_arguments(sub.add_parser("bench", help="benchmarks side by side with peers, printed as a table"))
     return parser
