@@ -74,17 +74,19 @@ class FirstCommit:
     async def before_answer(self, claimed: bool) -> None:
         """Woken again before the answer that leased the run here committed: wait for it to."""
         if self.handoff is not None and not claimed:
-            await self.handoff.answered
+            # Shielded here and below: stopping this executor must not cancel what the answer,
+            # and whatever waits for it (``joint_settled``), share.
+            await asyncio.shield(self.handoff.answered)
 
     async def send(self, commit: RunCommit) -> CommitResult:
         """Commit ``commit``: with the answer in flight, as the inserting commit, or on its own."""
         handoff, self.handoff = self.handoff, None
         if handoff is not None and not handoff.closed:
             handoff.offered.set_result(commit)
-            result = await handoff.result
+            result = await asyncio.shield(handoff.result)
         else:
             if handoff is not None:
-                await handoff.answered  # the answer that leased the run here commits first
+                await asyncio.shield(handoff.answered)  # the answer that leased the run here commits first
             result = await (self.store.commit(commit) if commit.create is None else self._inserting(commit))
         self.settled = None
         return result
