@@ -8,7 +8,10 @@ and body one the document lists.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 
 import httpx
@@ -112,3 +115,20 @@ def _refusal_the_document_cannot_state(case: schemathesis.Case) -> str | None:
 def test_get_on_the_fork_path_is_method_not_allowed(server: ServerProcess) -> None:
     r = httpx.get(f"{server.url}/runs/run-0:fork", headers={**AUTH, "OpenWOP-Version": "2.0"})
     assert r.status_code == 405 and r.headers["allow"] == "POST"
+
+
+def test_the_document_is_the_same_bytes_in_every_process() -> None:
+    # Served at /v2/openapi.json: a client caching it by its bytes (ETag) must not see it change on a restart.
+    probe = "import json; from bridge.host.v2.openapi import openapi_document; print(json.dumps(openapi_document()))"
+    texts = {
+        subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(texts) == 1

@@ -192,10 +192,14 @@ def component_schemas() -> dict[str, Any]:
         "InterruptInspection": _inspection(),
     }
     defs = spec.schema("ids.schema.json")["$defs"]
-    pending = set(used)
+    # In name order, so the document is the same bytes in every process (a set's order follows the hash seed).
+    pending = sorted(used)
+    done: set[str] = set()
     while pending:
-        name = pending.pop()
-        before = set(used)
+        name = pending.pop(0)
+        if name in done:
+            continue
+        done.add(name)
         out[_id(name)] = _rewrite(defs[name], used)
-        pending |= used - before
+        pending = sorted(set(pending) | (used - done))
     return out
