@@ -19,6 +19,7 @@ import linecache
 import re
 import shutil
 import signal
+import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -35,8 +36,11 @@ class Profiler:
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
         self.written: list[Path] = []
-        if folder is not None and shutil.which("py-spy") is None:
-            raise RuntimeError("--profile needs py-spy on PATH: pip install 'openwop-bridge[bench]'")
+        #: py-spy beside this interpreter (the venv's, without it on PATH), else the one on PATH.
+        beside = Path(sys.executable).parent / "py-spy"
+        self.executable = str(beside) if beside.is_file() else shutil.which("py-spy")
+        if folder is not None and self.executable is None:
+            raise RuntimeError("--profile needs py-spy (beside Python or on PATH): pip install 'openwop-bridge[bench]'")
 
     @contextlib.asynccontextmanager
     async def record(self, label: str, pid: int) -> AsyncIterator[None]:
@@ -46,8 +50,9 @@ class Profiler:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{label}.speedscope.json"
+        assert self.executable is not None  # checked when a folder was given
         spy = await asyncio.create_subprocess_exec(
-            "py-spy",
+            self.executable,
             "record",
             "--pid",
             str(pid),

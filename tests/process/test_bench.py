@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import langgraph_client
+from bench import langgraph_client, profiles
 from bench.harness import SCENARIOS, Result, Target, select, table
 
 FIGURES = {
@@ -201,3 +201,11 @@ def test_engine_round_trip_on_postgresql_runs_against_postgres_saver(pg_url: str
     assert isinstance(entry["bridge"], int | float) and isinstance(entry["peer"], int | float), entry
     assert isinstance(entry["ratio"], int | float) and entry["n"] >= 1, entry
     assert "the peer on LangGraph's PostgresSaver" in proc.stdout
+
+
+def test_profiling_finds_py_spy_beside_the_interpreter_when_it_is_not_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `.venv/bin/openwop-bridge bench --profile DIR` from a shell whose PATH lacks the venv's bin.
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert profiles.Profiler(tmp_path).executable == str(Path(sys.executable).parent / "py-spy")
