@@ -193,13 +193,9 @@ def component_schemas() -> dict[str, Any]:
     }
     defs = spec.schema("ids.schema.json")["$defs"]
     # In name order, so the document is the same bytes in every process (a set's order follows the hash seed).
-    pending = sorted(used)
     done: set[str] = set()
-    while pending:
-        name = pending.pop(0)
-        if name in done:
-            continue
+    while todo := used - done:
+        name = min(todo)
         done.add(name)
         out[_id(name)] = _rewrite(defs[name], used)
-        pending = sorted(set(pending) | (used - done))
     return out
