@@ -104,7 +104,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     keys = _load_keys(args)
     ring = KeyRing(keys)
     dev: dict[str, str] = {}
-    ensure_dev_key = _dev_key_starter(store, engine, ring, keys, dev)
+    ensure_dev_key = _dev_key_starter(engine, ring, keys, dev)
     routes = list(build.routes)
     banner = _banner(args, store, engine, ring, dev, routes)
 
@@ -148,21 +148,22 @@ def _install(engine: Engine, args: argparse.Namespace) -> ServerBuild:
 
 
 def _dev_key_starter(
-    store: Store, engine: Engine, ring: KeyRing, keys: list[ApiKey], dev: dict[str, str]
+    engine: Engine, ring: KeyRing, keys: list[ApiKey], dev: dict[str, str]
 ) -> Callable[[], Awaitable[None]]:
     """A startup step that, when no key is configured, adds the database's dev key (written once) to ``ring``."""
 
     async def ensure_dev_key() -> None:
         if keys:
             return
-        stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
+        state = engine.adapter_state(DEV_KEY_NAMESPACE)
+        stored = await state.get("key")
         if stored is None:
             candidate, _ = generate_dev_key()
             # Instances starting together on a new database agree on the first key written.
-            if await store.kv_put(DEV_KEY_NAMESPACE, "key", candidate, engine.clock.now_ms(), only_if_absent=True):
+            if await state.put("key", candidate, only_if_absent=True):
                 stored = candidate
             else:
-                stored = await store.kv_get(DEV_KEY_NAMESPACE, "key")
+                stored = await state.get("key")
         ring.add(make_key(str(stored), principal="dev", scopes=["*"], roles=["admin"]))
         dev["key"] = str(stored)
 
