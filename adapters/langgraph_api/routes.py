@@ -15,7 +15,7 @@ from starlette.routing import Route
 from adapters.langgraph_api import shapes, threads
 from adapters.langgraph_api.service import LangGraphService, Segment
 from adapters.langgraph_api.stream import run_stream, stream_modes
-from bridge import BridgeError, Engine, Principal, RunRecord, ValidationError
+from bridge import BridgeError, Engine, NotFoundError, Principal, RunRecord, ValidationError
 from bridge.host import JSONResponse, read_json
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -107,13 +107,13 @@ class LangGraphRoutes:
         principal = self.service.principal(request)
         body = await _body(request)
         thread_id = request.path_params["thread_id"]
-        if (
-            body.get("if_not_exists") == "create"
-            and await threads.load(self.engine, principal.tenant, thread_id) is None
-        ):
-            await self.service.create_thread(principal, {"thread_id": thread_id, "if_exists": "do_nothing"})
-        thread = await self.service.thread(principal, thread_id)
         stream_modes(body.get("stream_mode"))
+        thread = await threads.load(self.engine, principal.tenant, thread_id)
+        if thread is None and body.get("if_not_exists") == "create":
+            # A run that makes its thread stores it with the run, in the run's transaction.
+            thread = self.service.new_thread(principal, thread_id)
+        elif thread is None:
+            raise NotFoundError(f"no thread {thread_id!r}")
         return await self.service.start_or_resume(principal, thread, body), body
 
     def _location(self, segment: Segment, rejoin: str | None = None) -> dict[str, str]:

@@ -85,14 +85,19 @@ class LangGraphService:
         records = await self.engine.open_interrupts(run.run_id)
         return [self.engine.interrupt_view(r, link=None) for r in records]
 
-    async def create_thread(self, principal: Principal, body: Mapping[str, Any]) -> threads.Thread:
-        """``POST /threads``: a new thread (or the existing one with ``if_exists: do_nothing``)."""
+    def new_thread(self, principal: Principal, thread_id: Any, metadata: Any = None) -> threads.Thread:
+        """A thread of the caller's tenant, not stored yet (``thread_id`` None: a new id)."""
         principal.require("runs:create")
-        thread_id = body.get("thread_id") or self.engine.clock.new_id("thread")
+        thread_id = thread_id or self.engine.clock.new_id("thread")
         if not isinstance(thread_id, str) or not 0 < len(thread_id) <= 200:
             raise ValidationError("thread_id must be a string of at most 200 characters")
         now = self.engine.clock.now_ms()
-        thread = threads.Thread(thread_id, principal.tenant, now, now, _metadata(body.get("metadata")))
+        return threads.Thread(thread_id, principal.tenant, now, now, _metadata(metadata))
+
+    async def create_thread(self, principal: Principal, body: Mapping[str, Any]) -> threads.Thread:
+        """``POST /threads``: a new thread (or the existing one with ``if_exists: do_nothing``)."""
+        thread = self.new_thread(principal, body.get("thread_id"), body.get("metadata"))
+        thread_id = thread.thread_id
         if await threads.save(self.engine, thread, create=True):
             return thread
         if body.get("if_exists") == "do_nothing":
@@ -170,6 +175,8 @@ class LangGraphService:
         stored = threads.stored(self.engine)
         new = await stored.start_run(principal, assistant, started, inputs=inputs, metadata=metadata)
         assert new is not None  # only a thread being created can refuse its run
+        if thread.stored_form is None:  # the run made its thread: the tenant's index names it now
+            await threads.remember(self.engine, started)
         return Segment(started, new, -1)
 
     async def _resume(self, principal: Principal, thread: threads.Thread, resume: Any) -> Segment:

@@ -82,11 +82,16 @@ async def save(engine: Engine, thread: Thread, *, create: bool = False) -> bool:
     thread.updated_at_ms = engine.clock.now_ms()
     saved = await stored(engine).save(thread, create=create)
     if saved and create:
-        async with _index_lock:
-            ids = await index(engine, thread.tenant)
-            ids = [*[i for i in ids if i != thread.thread_id], thread.thread_id][-INDEX_LIMIT:]
-            await engine.adapter_state(INDEX).put(thread.tenant, ids)
+        await remember(engine, thread)
     return saved
+
+
+async def remember(engine: Engine, thread: Thread) -> None:
+    """Name a new thread in its tenant's index of newest threads."""
+    async with _index_lock:
+        ids = await index(engine, thread.tenant)
+        ids = [*[i for i in ids if i != thread.thread_id], thread.thread_id][-INDEX_LIMIT:]
+        await engine.adapter_state(INDEX).put(thread.tenant, ids)
 
 
 async def index(engine: Engine, tenant: str) -> list[str]:

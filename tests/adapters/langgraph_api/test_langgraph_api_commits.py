@@ -25,3 +25,33 @@ async def test_starting_a_run_on_a_thread_is_one_durable_commit(served: str, eng
     assert stored.metadata["assistant_id"] == "conformance-approval"
     await c.runs.wait(thread["thread_id"], "conformance-approval", command=Command(resume={"action": "accept"}))
     assert (await settle(engine, stored.run_id)).status == "completed"
+
+
+async def test_a_run_that_makes_its_thread_commits_the_thread_with_the_run(served: str, engine: Engine) -> None:
+    c = get_client(url=served, api_key=TOKENS["admin"])
+    before = engine.store.commits
+    waited = await c.runs.wait("t-new-with-run", "conformance-approval", input={}, if_not_exists="create")
+    assert waited["__interrupt__"]
+    # The thread, the run and its steps to the approval in one transaction; the tenant's thread index in a second.
+    assert engine.store.commits - before == 2
+    stored = await threads.load(engine, DEFAULT_TENANT, "t-new-with-run")
+    assert stored is not None and stored.run_id is not None
+    assert stored.metadata == {"graph_id": "conformance-approval", "assistant_id": "conformance-approval"}
+    assert "t-new-with-run" in await threads.index(engine, DEFAULT_TENANT)
+    [found] = await c.threads.search(metadata={"graph_id": "conformance-approval"}, limit=10)
+    assert found["thread_id"] == "t-new-with-run"
+
+
+async def test_a_run_on_a_missing_thread_without_if_not_exists_is_404_and_commits_nothing(
+    served: str, engine: Engine
+) -> None:
+    c = get_client(url=served, api_key=TOKENS["admin"])
+    before = engine.store.commits
+    try:
+        await c.runs.wait("t-never-made", "conformance-approval", input={})
+    except Exception as exc:  # langgraph_sdk raises httpx.HTTPStatusError
+        assert getattr(getattr(exc, "response", None), "status_code", None) == 404
+    else:
+        raise AssertionError("a run on a missing thread was accepted")
+    assert engine.store.commits == before
+    assert await threads.load(engine, DEFAULT_TENANT, "t-never-made") is None

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 from langgraph_sdk import get_client
+from langgraph_sdk.schema import Command
 
 from tests.conftest import TOKENS
 
@@ -54,3 +56,25 @@ async def test_an_approval_without_an_artifact_shows_no_null_artifact(served: st
     value = interrupt["value"]
     assert value["action_request"] == {"action": "Promote build 2026.11.21-3 to production", "args": {}}
     assert value["description"]
+
+
+async def test_a_refused_run_on_a_missing_thread_leaves_no_thread(served: str) -> None:
+    c = client(served)
+    for bad in (
+        {"command": Command(resume={"action": "accept"})},  # nothing to resume on a new thread
+        {"input": {}, "stream_mode": ["no-such-mode"]},
+    ):
+        try:
+            await c.runs.create("t-refused", "conformance-approval", if_not_exists="create", **bad)
+        except httpx.HTTPStatusError as exc:
+            assert exc.response.status_code in (400, 409), exc.response.text
+        else:
+            raise AssertionError(f"accepted {bad}")
+    missing = await c.threads.search(ids=["t-refused"])
+    assert missing == []
+    try:
+        await c.threads.get("t-refused")
+    except httpx.HTTPStatusError as exc:
+        assert exc.response.status_code == 404
+    else:
+        raise AssertionError("the refused run left its thread")
