@@ -57,15 +57,13 @@ class SqliteReads(Reads):
     async def exchange_answers(
         self, run_id: str, exec_node: str, conversation_id: str, kind: str
     ) -> list[tuple[str, Any]]:
-        # Only the answer leaves the database: json_type tells a JSON string from JSON text.
+        # One range of ``interrupts_answers``: only the answers' own column leaves the database.
         rows = await self._all(
-            "SELECT key, json_type(resolution, '$.resumeValue'), json_extract(resolution, '$.resumeValue') "
-            "FROM interrupts WHERE run_id=? AND exec_node=? AND kind=? AND status='resolved' "
-            "AND json_extract(payload, '$.data.conversationId')=? AND json_extract(resolution, '$.closed') IS NULL "
-            "ORDER BY visit, ordinal",
-            (run_id, exec_node, kind, conversation_id),
+            "SELECT key, answer FROM interrupts WHERE run_id=? AND conversation=? AND answer IS NOT NULL "
+            "AND exec_node=? AND kind=? ORDER BY visit, ordinal",
+            (run_id, conversation_id, exec_node, kind),
         )
-        return [(key, _json_value(kind, value)) for key, kind, value in rows]
+        return [(key, loads(answer)) for key, answer in rows]
 
     async def unconsumed(self, run_id: str) -> list[InterruptRecord]:
         # ``consumed=0`` matches the partial index ``interrupts_unconsumed``.
@@ -74,12 +72,3 @@ class SqliteReads(Reads):
             "ORDER BY requested_at",
             (run_id,),
         )
-
-
-def _json_value(kind: str | None, value: Any) -> Any:
-    """A value ``json_extract`` returned, as JSON had it (``kind`` is its ``json_type``)."""
-    if kind in ("array", "object"):
-        return loads(value)
-    if kind in ("true", "false"):
-        return kind == "true"
-    return value
