@@ -54,14 +54,12 @@ class SqliteReads(Reads):
             f"SELECT doc FROM events WHERE run_id=%s AND type IN ({marks}) ORDER BY seq", (run_id, *types)
         )
 
-    async def exchange_answers(
-        self, run_id: str, exec_node: str, conversation_id: str, kind: str
-    ) -> list[tuple[str, Any]]:
-        # One range of ``interrupts_answers``: only the answers' own column leaves the database.
+    async def exchange_answers(self, run_id: str, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
+        # One range of the covering index ``interrupts_answers``: no table page is read.
         rows = await self._all(
-            "SELECT key, answer FROM interrupts WHERE run_id=? AND conversation=? AND answer IS NOT NULL "
-            "AND exec_node=? AND kind=? ORDER BY visit, ordinal",
-            (run_id, conversation_id, exec_node, kind),
+            "SELECT key, answer FROM interrupts WHERE run_id=? AND exec_node=? AND conversation=? "
+            "AND answer IS NOT NULL ORDER BY visit, ordinal",
+            (run_id, exec_node, conversation_id),
         )
         return [(key, loads(answer)) for key, answer in rows]
 

@@ -73,10 +73,10 @@ async def test_answers_come_back_in_turn_order_however_they_were_written(store: 
     for record, value in zip(opened, ANSWERS, strict=False):
         await store.mutate_interrupt(answering(value), 4_000, interrupt_id=record.interrupt_id)
     keys = [r.key for r in opened + inserted]
-    got = await store.exchange_answers(run.run_id, "gate", "c1", EXCHANGE)
+    got = await store.exchange_answers(run.run_id, "gate", "c1")
     assert dumps(got) == dumps(list(zip(keys, ANSWERS, strict=True)))  # as JSON: True is not 1
-    assert await store.exchange_answers(run.run_id, "gate", "c2", EXCHANGE) == [(others[2].key, "elsewhere")]
-    assert await store.exchange_answers(run.run_id, "other", "c1", EXCHANGE) == []
+    assert await store.exchange_answers(run.run_id, "gate", "c2") == [(others[2].key, "elsewhere")]
+    assert await store.exchange_answers(run.run_id, "other", "c1") == []
 
 
 def _old_rows(run: RunRecord) -> list[InterruptRecord]:
@@ -125,8 +125,8 @@ async def test_a_database_from_before_the_answer_column_keeps_its_answers(
     await store.open()
     try:
         keys = [r.key for r in rows]
-        got = await store.exchange_answers(run.run_id, "gate", "c1", EXCHANGE)
+        got = await store.exchange_answers(run.run_id, "gate", "c1")
         assert dumps(got) == dumps(list(zip(keys, ANSWERS, strict=False)))  # as JSON: True is not 1
-        assert await store.exchange_answers(run.run_id, "gate", "c2", EXCHANGE) == [(keys[-1], "x")]
+        assert await store.exchange_answers(run.run_id, "gate", "c2") == [(keys[-1], "x")]
     finally:
         await store.close()
