@@ -27,7 +27,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge.core import kinds, run_state
+from bridge.core import run_state
 from bridge.core.errors import StaleOwnerError
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
@@ -100,8 +100,7 @@ class RunExecutor:
         return [] if source is None else await self.store.activation_events(source, exec_node, visit)
 
     async def exchange_answers(self, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
-        kind = kinds.CONVERSATION_EXCHANGE.name
-        return await self.store.exchange_answers(self.run_id, exec_node, conversation_id, kind)
+        return await self.store.exchange_answers(self.run_id, exec_node, conversation_id)
 
     async def flush(self, ctx: NodeContext) -> None:
         async with self._lock:

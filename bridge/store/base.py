@@ -317,11 +317,9 @@ class Store(Protocol):
     async def node_interrupts(self, run_id: str, exec_node: str) -> list[InterruptRecord]:
         """Every interrupt a workflow node raised in a run."""
 
-    async def exchange_answers(
-        self, run_id: str, exec_node: str, conversation_id: str, kind: str
-    ) -> list[tuple[str, Any]]:
+    async def exchange_answers(self, run_id: str, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
         """``(key, resumeValue)`` of each answered (not closing) exchange of a node's conversation, in turn order
-        (``kind``: the exchange kind's name)."""
+        (the rows' ``answer`` column: see :func:`~bridge.core.decisions.exchange.kept_answer`)."""
 
     async def run_interrupts(self, run_id: str, *, open_only: bool) -> list[InterruptRecord]:
         """Interrupts of a run, oldest first."""

@@ -9,12 +9,13 @@ placeholders look, whether JSON columns arrive parsed, and row locking.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from bridge.core.decisions.exchange import exchange_conversation, kept_answer
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
 
@@ -33,9 +34,10 @@ INSERT_RUN = (
     f"INSERT INTO runs({RUN_COLS}) VALUES "
     "(%s,%s,%s,%s,%s,%s,%s::json,%s::json,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::json)"
 )
+#: With the two columns an exchange's row keeps for its conversation's close (see :func:`answer_text`).
 INSERT_INTERRUPT = (
-    f"INSERT INTO interrupts({INT_COLS}) VALUES "
-    "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::json,%s,%s,%s,%s,%s::json,%s::json,%s)"
+    f"INSERT INTO interrupts({INT_COLS}, conversation, answer) VALUES "
+    "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::json,%s,%s,%s,%s,%s::json,%s::json,%s,%s,%s::json)"
 )
 INSERT_EVENT = "INSERT INTO events(run_id, seq, type, node_id, visit, cmd, doc) VALUES (%s,%s,%s,%s,%s,%s,%s::json)"
 INSERT_AUDIT = (
@@ -181,7 +183,16 @@ def interrupt_params(i: InterruptRecord) -> tuple[Any, ...]:
         dumps(i.resolution) if i.resolution is not None else None,
         dumps(i.state) if i.state else None,
         i.requested_seq,
+        exchange_conversation(i.kind, i.payload),
+        answer_text(i.kind, i.status, i.resolution),
     )
+
+
+def answer_text(kind: str, status: str, resolution: Mapping[str, Any] | None) -> str | None:
+    """The ``answer`` column of an interrupt row: the JSON of an answered exchange's answer, else NULL
+    (see :func:`~bridge.core.decisions.exchange.kept_answer`)."""
+    kept = kept_answer(kind, status, resolution)
+    return None if kept is None else dumps(kept[0])
 
 
 def event_rows(

@@ -73,14 +73,11 @@ class PostgresReads(Reads):
         )
         return [r[0] for r in rows]
 
-    async def exchange_answers(
-        self, run_id: str, exec_node: str, conversation_id: str, kind: str
-    ) -> list[tuple[str, Any]]:
+    async def exchange_answers(self, run_id: str, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
         rows = await self._all(
-            "SELECT key, resolution->'resumeValue' FROM interrupts WHERE run_id=%s AND exec_node=%s "
-            "AND kind=%s AND status='resolved' "
-            "AND payload->'data'->>'conversationId'=%s AND resolution->'closed' IS NULL ORDER BY visit, ordinal",
-            (run_id, exec_node, kind, conversation_id),
+            "SELECT key, answer FROM interrupts WHERE run_id=%s AND exec_node=%s AND conversation=%s "
+            "AND answer IS NOT NULL ORDER BY visit, ordinal",
+            (run_id, exec_node, conversation_id),
         )
         return [(r[0], r[1]) for r in rows]
 

@@ -211,10 +211,12 @@ def _update_interrupt(intr: InterruptRecord, m: Mutation) -> Plan[InterruptRecor
         return intr
     state = None if m.interrupt_state is None else codec.dumps(m.interrupt_state)
     resolution = None if m.resolution is None else codec.dumps(m.resolution)
+    answer = codec.answer_text(intr.kind, m.interrupt_status or intr.status, m.resolution)
     yield Sql(
         "UPDATE interrupts SET status=COALESCE(%s, status), state=COALESCE(%s::json, state), "
-        "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at) WHERE interrupt_id=%s",
-        (m.interrupt_status, state, resolution, m.resolved_at_ms, intr.interrupt_id),
+        "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at), "
+        "answer=COALESCE(%s::json, answer) WHERE interrupt_id=%s",
+        (m.interrupt_status, state, resolution, m.resolved_at_ms, answer, intr.interrupt_id),
     )
     return replace(
         intr,

@@ -301,6 +301,23 @@ async def test_fork_replay_of_an_unfinished_run_continues_live(client: httpx.Asy
     assert bad.status_code == 400
 
 
+async def test_a_fork_continued_live_closes_with_the_source_answers_and_its_own(
+    client: httpx.AsyncClient, engine: Engine
+) -> None:
+    # The fork settles the source's answer as it replays; a later activation's close reads it from the store.
+    source = await _start_chat(client, engine, turnCount=3)
+    await _say(client, source, "a")
+    await settle(engine, source)
+    fork = (await client.post(f"/v1/runs/{source}:fork", json={}, headers=auth("admin"))).json()["runId"]
+    await settle(engine, fork)
+    for answer in ("b", "c"):
+        assert (await _say(client, fork, answer)).status_code == 200
+        await settle(engine, fork)
+    done = await engine.store.load_run(fork)
+    assert done is not None and done.status == "completed"
+    assert done.state["nodes"]["talk"]["outputs"]["outcome"] == {"replies": ["a", "b", "c"]}
+
+
 async def test_conversation_fixtures(engine: Engine) -> None:
     for fixture in (
         "conformance-conversation-lifecycle",

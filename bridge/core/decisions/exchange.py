@@ -313,6 +313,29 @@ def rebuilt_events(record: InterruptRecord) -> list[dict[str, Any]]:
     return answer_events(record, record.resolution)
 
 
+def exchange_conversation(kind: str, payload: Mapping[str, Any]) -> str | None:
+    """The conversation an exchange interrupt belongs to (None for another kind): its row keeps it in a column
+    of its own, so the close finds the conversation's answers through an index."""
+    if kind != kinds.CONVERSATION_EXCHANGE.name:
+        return None
+    cid = payload.get("data", {}).get("conversationId")
+    return cid if isinstance(cid, str) else None
+
+
+def kept_answer(kind: str, status: str, resolution: Mapping[str, Any] | None) -> tuple[Any] | None:
+    """``(answer,)`` when an interrupt of ``kind`` settled as ``status`` with ``resolution`` is an answered
+    exchange that did not close its conversation, else None.
+
+    The row keeps that answer in a column of its own: the close reads the conversation's answers
+    without decoding each exchange's resolution.
+    """
+    if kind != kinds.CONVERSATION_EXCHANGE.name or status != "resolved" or resolution is None:
+        return None
+    if resolution.get("closed") is not None or "resumeValue" not in resolution:
+        return None
+    return (resolution["resumeValue"],)
+
+
 def timeout_close_events(record: InterruptRecord, now: int, new_id: NewId) -> list[dict[str, Any]]:
     """When a pending exchange hits the conversation deadline: close with a system turn."""
     cid = record.payload["data"]["conversationId"]
