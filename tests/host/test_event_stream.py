@@ -7,6 +7,7 @@ server would write is seen as it is sent.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
 import pytest
@@ -122,3 +123,45 @@ async def test_a_client_leaving_ends_the_stream_and_its_subscription(
     )
     assert r.status_code == 200
     assert (await settle(engine, run_id)).status == "completed"
+
+
+async def test_opening_a_stream_on_a_waiting_run_reads_the_run_once(
+    app: ASGIApp, engine: Engine, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = await _suspended_run(client, engine)
+    loads: list[str] = []
+    load_run = engine.store.load_run
+
+    async def counted(wanted: str) -> Any:
+        loads.append(wanted)
+        return await load_run(wanted)
+
+    monkeypatch.setattr(engine.store, "load_run", counted)
+    stream = Stream(app, f"/v1/runs/{run_id}/events", {"authorization": auth("admin")["Authorization"]})
+    await stream.until(b": connected")
+    assert loads == [run_id]  # the visibility check's read; the follower goes live on it
+    monkeypatch.undo()
+    r = await client.post(
+        f"/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=auth("admin")
+    )
+    assert r.status_code == 200
+    await asyncio.wait_for(stream.task, 5)
+    assert b"event: run.completed" in stream.bodies[-1]["body"]
+
+
+async def test_a_stream_resumed_after_the_end_of_an_ended_run_closes_at_once(
+    app: ASGIApp, engine: Engine, client: httpx.AsyncClient
+) -> None:
+    run_id = await _suspended_run(client, engine)
+    r = await client.post(
+        f"/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=auth("admin")
+    )
+    assert r.status_code == 200
+    assert (await settle(engine, run_id)).status == "completed"
+    last = (await engine.store.read_events(run_id))[-1]["sequence"]
+    for after in (last, last - 1):
+        headers = {"authorization": auth("admin")["Authorization"], "last-event-id": str(after)}
+        stream = Stream(app, f"/v1/runs/{run_id}/events", headers)
+        await asyncio.wait_for(stream.task, 5)
+        body = b"".join(m["body"] for m in stream.bodies)
+        assert body.count(b"event: ") == last - after and stream.bodies[-1]["more_body"] is False

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from bridge.core.events import is_terminal
+from bridge.core.records import RunRecord
 from bridge.runtime.engine import Engine
 
 KEEPALIVE_S = 15.0
@@ -71,9 +72,14 @@ async def chunks(batches: AsyncIterator[list[dict[str, Any]]], render: Render) -
         yield held, True
 
 
-async def follow(engine: Engine, run_id: str, after: int, *, keepalive_s: float = KEEPALIVE_S) -> AsyncGenerator[Chunk]:
-    """The SSE body for a run's events after ``after``, live until the run ends (see :func:`chunks`)."""
-    async with aclosing(engine.follow(run_id, after, idle_s=keepalive_s)) as batches:
+async def follow(
+    engine: Engine, run_id: str, after: int, *, keepalive_s: float = KEEPALIVE_S, seen: RunRecord | None = None
+) -> AsyncGenerator[Chunk]:
+    """The SSE body for a run's events after ``after``, live until the run ends (see :func:`chunks`).
+
+    ``seen``: the run as the visibility check read it (see :meth:`Engine.follow`).
+    """
+    async with aclosing(engine.follow(run_id, after, idle_s=keepalive_s, seen=seen)) as batches:
         async for chunk in chunks(batches, frames):
             yield chunk
 
