@@ -17,7 +17,7 @@ from bridge import Engine
 from bridge.core.auth import KeyRing
 from bridge.host.http import create_app
 from tests.conftest import KEYS, auth
-from tests.helpers import settle
+from tests.helpers import created_waiting, settle
 
 
 class Stream:
@@ -74,19 +74,11 @@ def app(engine: Engine) -> ASGIApp:
     return create_app(engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=30)
 
 
-async def _suspended_run(client: httpx.AsyncClient, engine: Engine) -> str:
-    r = await client.post("/v1/runs", json={"workflowId": "conformance-approval"}, headers=auth("admin"))
-    assert r.status_code == 201, r.text
-    run_id: str = r.json()["runId"]
-    await settle(engine, run_id)
-    return run_id
-
-
 @pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
 async def test_the_backlog_and_connected_go_out_together_and_the_run_end_closes_the_body(
     app: ASGIApp, engine: Engine, client: httpx.AsyncClient, v2: bool
 ) -> None:
-    run_id = await _suspended_run(client, engine)
+    run_id = await created_waiting(client, engine, auth("admin"))
     headers = {"authorization": auth("admin")["Authorization"]}
     path = f"/v1/runs/{run_id}/events"
     if v2:
@@ -110,7 +102,7 @@ async def test_the_backlog_and_connected_go_out_together_and_the_run_end_closes_
 async def test_a_client_leaving_ends_the_stream_and_its_subscription(
     app: ASGIApp, engine: Engine, client: httpx.AsyncClient
 ) -> None:
-    run_id = await _suspended_run(client, engine)
+    run_id = await created_waiting(client, engine, auth("admin"))
     stream = Stream(app, f"/v1/runs/{run_id}/events", {"authorization": auth("admin")["Authorization"]})
     await stream.until(b": connected")
     assert engine.hub.subscriber_count(run_id) == 1
@@ -128,7 +120,7 @@ async def test_a_client_leaving_ends_the_stream_and_its_subscription(
 async def test_opening_a_stream_on_a_waiting_run_reads_the_run_once(
     app: ASGIApp, engine: Engine, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run_id = await _suspended_run(client, engine)
+    run_id = await created_waiting(client, engine, auth("admin"))
     loads: list[str] = []
     load_run = engine.store.load_run
 
@@ -152,7 +144,7 @@ async def test_opening_a_stream_on_a_waiting_run_reads_the_run_once(
 async def test_a_stream_resumed_after_the_end_of_an_ended_run_closes_at_once(
     app: ASGIApp, engine: Engine, client: httpx.AsyncClient
 ) -> None:
-    run_id = await _suspended_run(client, engine)
+    run_id = await created_waiting(client, engine, auth("admin"))
     r = await client.post(
         f"/v1/runs/{run_id}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=auth("admin")
     )
