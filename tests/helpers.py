@@ -44,6 +44,17 @@ async def settle(
         await asyncio.sleep(0.005)
 
 
+async def created_waiting(
+    client: httpx.AsyncClient, engine: Engine, headers: dict[str, str], workflow: str = "conformance-approval"
+) -> str:
+    """``POST /v1/runs`` for ``workflow`` (201), settled at its first wait or end; returns the run id."""
+    r = await client.post("/v1/runs", json={"workflowId": workflow}, headers=headers)
+    assert r.status_code == 201, r.text
+    run_id: str = r.json()["runId"]
+    await settle(engine, run_id)
+    return run_id
+
+
 async def event_types(engine: Engine, run_id: str) -> list[str]:
     """The types of a run's committed events, in order."""
     return [e["type"] for e in await engine.store.read_events(run_id)]

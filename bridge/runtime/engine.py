@@ -286,13 +286,14 @@ class Engine:
     # --- following and reading runs (surfaces that checked visibility) -----------------
 
     def follow(
-        self, run_id: str, after: int = -1, *, idle_s: float | None = None
+        self, run_id: str, after: int = -1, *, idle_s: float | None = None, seen: RunRecord | None = None
     ) -> AsyncGenerator[list[dict[str, Any]]]:
         """A run's committed events after ``after``, live until it ends (see :mod:`bridge.runtime.follow`).
 
-        The caller has already checked that the run is visible to whoever follows it.
+        The caller has already checked that the run is visible to whoever follows it; ``seen``
+        is the record that check read, if it read one just before (the run is not read again).
         """
-        return self._follower.follow(run_id, after, idle_s=idle_s)
+        return self._follower.follow(run_id, after, idle_s=idle_s, seen=seen)
 
     async def run_record(self, run_id: str) -> RunRecord | None:
         """A run's record as stored, with no visibility check (for surfaces that made one)."""

@@ -25,6 +25,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 from bridge.core.events import is_terminal
+from bridge.core.records import RunRecord
 from bridge.runtime.hub import EventHub, Subscription
 from bridge.store.base import Store
 
@@ -39,9 +40,21 @@ class RunFollower:
         self._hub = hub
 
     async def follow(
-        self, run_id: str, after: int, *, idle_s: float | None = None, page: int = PAGE
+        self,
+        run_id: str,
+        after: int,
+        *,
+        idle_s: float | None = None,
+        page: int = PAGE,
+        seen: RunRecord | None = None,
     ) -> AsyncGenerator[list[dict[str, Any]]]:
-        """Batches of event documents with ``sequence > after``, in order, ending after the terminal one."""
+        """Batches of event documents with ``sequence > after``, in order, ending after the terminal one.
+
+        ``seen``: the run as the caller read it just before (a visibility check). The
+        run is then not read again after the backlog: had it ended before that read, the
+        record says so; if it ends later, its last events are committed after the
+        subscription began, so they are in the backlog or come live.
+        """
         last = after
         with self._hub.subscribe(run_id) as sub:
             reread = False
@@ -52,6 +65,10 @@ class RunFollower:
                         yield docs
                     if ended:
                         return
+                if seen is not None:
+                    if seen.terminal:
+                        return  # its terminal event was at or before ``after``
+                    break
                 run = await self._store.load_run(run_id)
                 if run is None or (run.terminal and reread):
                     return

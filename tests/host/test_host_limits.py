@@ -378,3 +378,22 @@ async def test_apps_built_without_allowed_hosts_answer_to_any_host(engine: Engin
     app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://anything.test") as c:
         assert (await c.get("/.well-known/openwop")).status_code == 200
+
+
+async def test_allowed_hosts_are_matched_on_each_request_whatever_came_before(engine: Engine) -> None:
+    allowed = ["approvals.example.com", "::1"]
+    app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False, allowed_hosts=allowed)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://approvals.example.com") as c:
+        for _ in range(2):  # the second round meets names already seen
+            for host, status in [
+                ("approvals.example.com", 200),
+                ("APPROVALS.example.com:8443", 200),
+                ("[::1]:8000", 200),
+                ("evil.example", 400),
+                ("approvals.example.com.evil.example", 400),
+                ("x" * 300, 400),
+            ]:
+                r = await c.get("/.well-known/openwop", headers={"Host": host})
+                assert r.status_code == status, (host, r.text)
+                if status == 400:
+                    assert envelope(r, 400, "validation_error")["details"]["host"] == host.lower()

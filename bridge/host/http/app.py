@@ -9,6 +9,7 @@ The app starts and stops the engine in its lifespan.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -123,14 +124,40 @@ class TrustedHosts:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] != "/healthz":
-            host = URL(scope=scope).hostname or ""
-            if not self.allows(host.lower()):
+            host = host_name(scope)
+            if not self.allows(host):
                 refusal = envelope(
                     "validation_error", f"this server does not answer to the host name {host!r}", {"host": host}
                 )
                 await JSONResponse(refusal, status_code=400)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def host_name(scope: Scope) -> str:
+    """The host name a request is for, lower-cased, as Starlette's ``URL`` reads it (``Host``, else the server).
+
+    Requests name the same few hosts over and over: the name is parsed once per
+    ``Host`` value (the last :data:`HOST_NAMES_KEPT` of them, each at most 255 bytes).
+    """
+    raw = next((value for name, value in scope["headers"] if name == b"host"), None)
+    server = scope.get("server")
+    where = tuple(server) if server else None
+    if raw is not None and len(raw) > 255:
+        return _parse_host_name(raw, where)
+    return _known_host_name(raw, where)
+
+
+#: How many ``Host`` values :func:`host_name` remembers.
+HOST_NAMES_KEPT = 64
+
+
+def _parse_host_name(raw: bytes | None, server: tuple[str, int | None] | None) -> str:
+    scope: Scope = {"type": "http", "path": "/", "headers": [] if raw is None else [(b"host", raw)], "server": server}
+    return (URL(scope=scope).hostname or "").lower()
+
+
+_known_host_name = functools.lru_cache(maxsize=HOST_NAMES_KEPT)(_parse_host_name)
 
 
 def _lifespan(

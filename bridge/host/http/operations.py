@@ -8,16 +8,16 @@ path ids, then calls one of these.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, TypeVar
 
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
 
 from bridge.core.auth import Principal
 from bridge.core.errors import ValidationError
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.tokens import TokenClaims
+from bridge.host.http import sse
 from bridge.host.http.body import ClosedModel, CreateRunBody, ResolveBody, parse, read_json
 from bridge.host.http.deps import PAGE_LIMIT, engine, int_param
 
@@ -101,8 +101,6 @@ def last_event_id(request: Request) -> int:
     return value
 
 
-def event_stream(frames: AsyncIterator[Any]) -> StreamingResponse:
+def event_stream(body: AsyncGenerator[sse.Chunk]) -> sse.EventStream:
     """A ``text/event-stream`` response that proxies neither cache nor buffer."""
-    return StreamingResponse(
-        frames, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    )
+    return sse.EventStream(body, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -88,9 +88,9 @@ async def run_events(request: Request) -> Response:
         events = await eng.events(run_id, who, after, int_param(request, "limit", 10_000, **EVENTS_LIMIT))
         return JSONResponse({"events": events})
     who.require("runs:read")
-    await eng.visible_run(run_id, who)
+    run = await eng.visible_run(run_id, who)
     keepalive = float(request.app.state.keepalive_s)
-    return operations.event_stream(sse.follow(eng, run_id, after, keepalive_s=keepalive))
+    return operations.event_stream(sse.follow(eng, run_id, after, keepalive_s=keepalive, seen=run))
 
 
 async def _readable(request: Request) -> tuple[Engine, str]:

@@ -10,12 +10,13 @@ array of ``RunEventDoc`` and whose ``id:`` is its highest ``sequence`` (so
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
 import orjson
 
+from bridge.host.http.sse import Chunk
 from bridge.host.v2 import documents, events
 from bridge.runtime.engine import Engine
 
@@ -34,8 +35,8 @@ def batch_frame(docs: list[dict[str, Any]]) -> bytes:
 
 async def batched_frames(
     eng: Engine, run_id: str, tenant: str, after: int, keepalive_s: float, buffer_ms: int, lookup_of: LookupOf
-) -> AsyncIterator[bytes]:
-    """SSE bytes of a run's events in v2 ``batch`` frames, live until the run ends."""
+) -> AsyncGenerator[Chunk]:
+    """The SSE body of a run's events in v2 ``batch`` frames, live until the run ends."""
     buffer_s = buffer_ms / 1000
     pending: list[dict[str, Any]] = []
     since = 0.0
@@ -48,10 +49,10 @@ async def batched_frames(
                 since = since if pending else loop.time()
                 pending.extend(documents.event(doc, tenant, lookup) for doc in docs)
             if pending and (loop.time() - since >= buffer_s or any(d["type"] in FLUSH_ON for d in pending)):
-                yield batch_frame(pending)
+                yield batch_frame(pending), True
                 pending, idle = [], loop.time()
             elif not docs and loop.time() - idle >= keepalive_s:
                 idle = loop.time()
-                yield b": keep-alive\n\n"
+                yield b": keep-alive\n\n", True
     if pending:
-        yield batch_frame(pending)
+        yield batch_frame(pending), True

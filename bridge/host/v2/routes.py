@@ -7,7 +7,7 @@ engine exactly as the ``/v1`` route does (the shared :mod:`bridge.host.http.oper
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -137,19 +137,16 @@ async def _interrupts_of(eng: Engine, run_id: str) -> events.InterruptOf:
     return interrupt_of
 
 
-async def _frames(eng: Engine, run_id: str, tenant: str, after: int, keepalive_s: float) -> AsyncIterator[bytes]:
-    """SSE bytes of a run's events in their v2 shape, live until the run ends."""
-    live = False
+async def _frames(eng: Engine, run_id: str, tenant: str, after: int, keepalive_s: float) -> AsyncGenerator[sse.Chunk]:
+    """The SSE body of a run's events in their v2 shape, live until the run ends (see :func:`sse.chunks`)."""
+
+    async def render(docs: list[dict[str, Any]]) -> bytes:
+        lookup = await _interrupts_of(eng, run_id) if any(d["type"] in events.RESOLVED for d in docs) else None
+        return b"".join(sse.frame(documents.event(doc, tenant, lookup)) for doc in docs)
+
     async with aclosing(eng.follow(run_id, after, idle_s=keepalive_s)) as batches:
-        async for docs in batches:
-            if docs:
-                lookup = await _interrupts_of(eng, run_id) if any(d["type"] in events.RESOLVED for d in docs) else None
-                yield b"".join(sse.frame(documents.event(doc, tenant, lookup)) for doc in docs)
-            elif not live:
-                live = True
-                yield b": connected\n\n"
-            else:
-                yield b": keep-alive\n\n"
+        async for chunk in sse.chunks(batches, render):
+            yield chunk
 
 
 @v2_route
