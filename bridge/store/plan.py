@@ -100,23 +100,29 @@ def insert_run(
     return docs
 
 
-def _run_updates(c: RunCommit, start: int, appended: int, closed_as: str | None, released: bool) -> Sql:
-    """The one ``UPDATE runs`` of an executor's commit."""
-    sets = ["updated_at=%s", "next_seq=%s"]
-    args: list[Any] = [c.now_ms, start + appended]
+#: Columns of ``runs`` that hold JSON, written as ``%s::json``.
+_JSON_RUN_COLS = frozenset({"state", "control"})
+
+
+def _run_updates(
+    c: RunCommit, start: int, appended: int, closed_as: str | None, released: bool, answered: dict[str, Any]
+) -> Sql:
+    """The one ``UPDATE runs`` of an executor's commit, with the columns an answer in the same
+    transaction set (``answered``, see :func:`answer_and_step`) where the step leaves them."""
+    sets = dict(answered)
+    sets["updated_at"] = c.now_ms
+    sets["next_seq"] = start + appended
     if c.state is not None:
-        sets.append("state=%s::json")
-        args.append(codec.dumps(c.state))
+        sets["state"] = codec.dumps(c.state)
     if c.status is not None and (c.terminal or not closed_as):
         # A run whose cancel committed stays ``cancelling`` until its executor ends it.
-        sets.append("status=%s")
-        args.append(c.status)
+        sets["status"] = c.status
     if c.terminal:
-        sets += ["completed_at=%s", "owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
-        args.append(c.now_ms)
-    if released:
-        sets += ["owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
-    return Sql(f"UPDATE runs SET {', '.join(sets)} WHERE run_id=%s", (*args, c.run_id))
+        sets["completed_at"] = c.now_ms
+    if c.terminal or released:
+        sets.update(owner=None, lease_until=None, needs_work=False)
+    columns = ", ".join(f"{k}=%s::json" if k in _JSON_RUN_COLS else f"{k}=%s" for k in sets)
+    return Sql(f"UPDATE runs SET {columns} WHERE run_id=%s", (*sets.values(), c.run_id))
 
 
 def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]], closed_as: str | None) -> Plan[None]:
@@ -153,11 +159,14 @@ def _fence(d: Dialect, c: RunCommit, held: RunRecord | None) -> Plan[tuple[str |
     return owner, epoch, start, wake, status, d.json_in(control)
 
 
-def commit(d: Dialect, c: RunCommit, held: RunRecord | None = None) -> Plan[CommitResult]:
+def commit(
+    d: Dialect, c: RunCommit, held: RunRecord | None = None, answered: dict[str, Any] | None = None
+) -> Plan[CommitResult]:
     """An executor's step, fenced by its owner and epoch, under the run's row lock.
 
     With ``c.create``, the run is inserted first: a new run and its first step are one transaction.
-    ``held`` is the run's row as this transaction left it, when it wrote the row already (no need to read it).
+    ``held`` is the run's row as this transaction left it, when it wrote the row already (no need to read it);
+    ``answered`` is what an answer before it in this transaction left to write to that row (one ``UPDATE``).
     """
     created: list[dict[str, Any]] = []
     if c.create is not None:
@@ -182,7 +191,7 @@ def commit(d: Dialect, c: RunCommit, held: RunRecord | None = None) -> Plan[Comm
         )
     # ``wake`` cannot move while this transaction holds the row, so the release check needs no statement of its own.
     released = c.release_if_wake is not None and not c.terminal and c.release_if_wake == wake
-    yield _run_updates(c, start, len(rows), closed_as, released)
+    yield _run_updates(c, start, len(rows), closed_as, released, answered or {})
     if docs:
         yield Note("events", c.run_id)
     child_events: dict[str, list[dict[str, Any]]] = {}
@@ -234,17 +243,36 @@ def _claimable(run: RunRecord, m: Mutation, claim: Claim | None, now_ms: int) ->
     return run.owner is None or (run.lease_until_ms is not None and run.lease_until_ms < now_ms)
 
 
+def _run_after(run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: Claim | None) -> RunRecord:
+    """The run's row once ``m`` woke it, set its status and control, moved its event counter and, with
+    ``lease``, leased it (``run``: the row as read under the lock)."""
+    next_seq = run.next_seq + appended
+    if not (m.wake or m.run_status or m.control is not None):
+        return replace(run, next_seq=next_seq) if appended else run
+    after = replace(
+        run,
+        wake=run.wake + int(m.wake),
+        needs_work=run.needs_work or bool(m.wake),
+        status=run.status if m.run_status is None else m.run_status,
+        control=run.control if m.control is None else codec.loads(codec.dumps(m.control)),
+        updated_at_ms=now_ms,
+        next_seq=next_seq,
+    )
+    if lease is None:
+        return after
+    return replace(after, owner=lease.owner, lease_until_ms=now_ms + lease.lease_ms, epoch=run.epoch + 1)
+
+
 def _update_run(run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: Claim | None) -> Plan[RunRecord]:
     """Wake the run, set its status and control requests, move its event counter and, with ``lease``, lease it.
 
     ``run`` is the row as read under the lock: the row the ``UPDATE`` leaves is known without reading it back.
     """
-    next_seq = run.next_seq + appended
+    after = _run_after(run, m, appended, now_ms, lease)
     if not (m.wake or m.run_status or m.control is not None):
-        if not appended:
-            return run
-        yield Sql("UPDATE runs SET next_seq=%s WHERE run_id=%s", (next_seq, run.run_id))
-        return replace(run, next_seq=next_seq)
+        if appended:
+            yield Sql("UPDATE runs SET next_seq=%s WHERE run_id=%s", (after.next_seq, run.run_id))
+        return after
     control = None if m.control is None else codec.dumps(m.control)
     leased = ", owner=%s, lease_until=%s, epoch=epoch+1" if lease is not None else ""
     yield Sql(
@@ -256,29 +284,45 @@ def _update_run(run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: 
             m.run_status,
             control,
             now_ms,
-            next_seq,
-            *(() if lease is None else (lease.owner, now_ms + lease.lease_ms)),
+            after.next_seq,
+            *(() if lease is None else (lease.owner, after.lease_until_ms)),
             run.run_id,
         ),
     )
-    after = replace(
-        run,
-        wake=run.wake + int(m.wake),
-        needs_work=run.needs_work or bool(m.wake),
-        status=run.status if m.run_status is None else m.run_status,
-        control=run.control if control is None else codec.loads(control),
-        updated_at_ms=now_ms,
-        next_seq=next_seq,
-    )
-    if lease is None:
-        return after
-    return replace(after, owner=lease.owner, lease_until_ms=now_ms + lease.lease_ms, epoch=run.epoch + 1)
+    return after
+
+
+def _answered_columns(after: RunRecord, m: Mutation) -> dict[str, Any]:
+    """What an answer's ``UPDATE runs`` writes, as the values ``after`` holds: for the step that follows it
+    in the same transaction to write with its own (the row is locked, so these are its values)."""
+    columns: dict[str, Any] = {
+        "wake": after.wake,
+        "needs_work": after.needs_work,
+        "status": after.status,
+        "owner": after.owner,
+        "lease_until": after.lease_until_ms,
+        "epoch": after.epoch,
+    }
+    if m.control is not None:
+        columns["control"] = codec.dumps(after.control)
+    return columns
 
 
 def apply(
-    d: Dialect, run: RunRecord, intr: InterruptRecord | None, m: Mutation, now_ms: int, claim: Claim | None
+    d: Dialect,
+    run: RunRecord,
+    intr: InterruptRecord | None,
+    m: Mutation,
+    now_ms: int,
+    claim: Claim | None,
+    *,
+    defer_run: bool = False,
 ) -> Plan[MutationResult]:
-    """Apply a decision's :class:`Mutation`; the run's row is locked already."""
+    """Apply a decision's :class:`Mutation`; the run's row is locked already.
+
+    With ``defer_run``, the run's row is left to the step that follows in the same transaction
+    (:func:`answer_and_step`): the result's run is the row as it will be, nothing is written to it here.
+    """
     after_int = intr if intr is None else (yield from _update_interrupt(intr, m))
     if m.cancel_interrupts:
         cancelled = yield Sql(
@@ -294,7 +338,11 @@ def apply(
         yield Sql(codec.INSERT_EVENT, rows, many=True)
         yield Note("events", run.run_id)
     claimed = _claimable(run, m, claim, now_ms)
-    after_run = yield from _update_run(run, m, len(rows), now_ms, claim if claimed else None)
+    lease = claim if claimed else None
+    if defer_run:
+        after_run = _run_after(run, m, len(rows), now_ms, lease)
+    else:
+        after_run = yield from _update_run(run, m, len(rows), now_ms, lease)
     if m.audit:
         yield Sql(codec.INSERT_AUDIT, codec.audit_params(run.tenant, run.run_id, now_ms, m.audit), many=True)
     if m.wake and not claimed:
@@ -474,8 +522,12 @@ def answer_and_step(
     if run_version(run) != run_version(run_seen) or intr != intr_seen:
         again = decide(intr, run)
         return ((yield from apply(d, run, intr, again, now_ms, claim)), again.error), None, False
-    result = yield from apply(d, run, intr, decided, now_ms, claim)
-    if step is None or not result.claimed or result.run is None or result.run.epoch != step.epoch:
+    # The step goes in only if the answer leases the run to the step's epoch; then the run's row is
+    # written once, by the step's UPDATE, with what the answer set.
+    joined = step is not None and _claimable(run, decided, claim, now_ms) and run.epoch + 1 == step.epoch
+    result = yield from apply(d, run, intr, decided, now_ms, claim, defer_run=joined)
+    if step is None or not joined or result.run is None:
         return (result, decided.error), None, True
-    # The answer's lease left the run's row locked, and its RETURNING is the row the step is fenced by.
-    return (result, decided.error), (yield from commit(d, step, result.run)), True
+    # The answer's lease left the run's row locked, and the row it leaves is the one the step is fenced by.
+    answered = _answered_columns(result.run, decided)
+    return (result, decided.error), (yield from commit(d, step, result.run, answered)), True
