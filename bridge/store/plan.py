@@ -80,10 +80,8 @@ Plan = Generator[Sql | Note | Ahead, Rows, T]
 Decided = tuple[MutationResult, BridgeError | None]
 
 
-def insert_run(
-    run: RunRecord, events: Sequence[EventDraft], writes: Sequence[KvWrite] = ()
-) -> Plan[list[dict[str, Any]]]:
-    """Insert a run and its first events, and the adapters' ``writes`` that go with it."""
+def _new_run(run: RunRecord, writes: Sequence[KvWrite]) -> Plan[None]:
+    """Check a new run's identifiers and write the adapters' ``writes`` that go with it."""
     if has_nul((run.run_id, run.tenant, run.workflow_id)):
         raise ValidationError("run identifiers and tenants must not contain U+0000")
     for w in writes:
@@ -92,6 +90,13 @@ def insert_run(
                 raise KeyTakenError(f"{w.namespace} {w.key!r} changed meanwhile", details={"key": w.key})
         elif not (yield from _kv_put_text(w.namespace, w.key, w.text, w.now_ms, w.only_if_absent)):
             raise KeyTakenError(f"{w.namespace} {w.key!r} is stored already", details={"key": w.key})
+
+
+def insert_run(
+    run: RunRecord, events: Sequence[EventDraft], writes: Sequence[KvWrite] = ()
+) -> Plan[list[dict[str, Any]]]:
+    """Insert a run and its first events, and the adapters' ``writes`` that go with it."""
+    yield from _new_run(run, writes)
     docs, rows = codec.event_rows(run.run_id, 0, events)
     yield Sql(codec.INSERT_RUN, codec.run_params(run, len(rows)))
     if rows:
@@ -104,11 +109,11 @@ def insert_run(
 _JSON_RUN_COLS = frozenset({"state", "control"})
 
 
-def _run_updates(
+def _run_sets(
     c: RunCommit, start: int, appended: int, closed_as: str | None, released: bool, answered: dict[str, Any]
-) -> Sql:
-    """The one ``UPDATE runs`` of an executor's commit, with the columns an answer in the same
-    transaction set (``answered``, see :func:`answer_and_step`) where the step leaves them."""
+) -> dict[str, Any]:
+    """The columns an executor's commit writes to the run's row, by name (JSON as text), with those an
+    answer in the same transaction set (``answered``, see :func:`answer_and_step`) where the step leaves them."""
     sets = dict(answered)
     sets["updated_at"] = c.now_ms
     sets["next_seq"] = start + appended
@@ -121,8 +126,13 @@ def _run_updates(
         sets["completed_at"] = c.now_ms
     if c.terminal or released:
         sets.update(owner=None, lease_until=None, needs_work=False)
+    return sets
+
+
+def _run_update(run_id: str, sets: dict[str, Any]) -> Sql:
+    """The one ``UPDATE runs`` of an executor's commit (``sets``: see :func:`_run_sets`)."""
     columns = ", ".join(f"{k}=%s::json" if k in _JSON_RUN_COLS else f"{k}=%s" for k in sets)
-    return Sql(f"UPDATE runs SET {columns} WHERE run_id=%s", (*sets.values(), c.run_id))
+    return Sql(f"UPDATE runs SET {columns} WHERE run_id=%s", (*sets.values(), run_id))
 
 
 def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]], closed_as: str | None) -> Plan[None]:
@@ -164,23 +174,33 @@ def commit(
 ) -> Plan[CommitResult]:
     """An executor's step, fenced by its owner and epoch, under the run's row lock.
 
-    With ``c.create``, the run is inserted first: a new run and its first step are one transaction.
-    ``held`` is the run's row as this transaction left it, when it wrote the row already (no need to read it);
-    ``answered`` is what an answer before it in this transaction left to write to that row (one ``UPDATE``).
+    With ``c.create``, the run is inserted as the step leaves it: a new run and its first step are one
+    transaction, and its row is written once. ``held`` is the run's row as this transaction left it, when
+    it wrote the row already (no need to read it); ``answered`` is what an answer before it in this
+    transaction left to write to that row (one ``UPDATE``).
     """
-    created: list[dict[str, Any]] = []
+    events = c.events
     if c.create is not None:
-        created = yield from insert_run(c.create.run, c.create.events, c.create.writes)
-        held = replace(c.create.run, next_seq=len(created))
-    owner, epoch, start, wake, status, control = yield from _fence(d, c, held)
+        # Not inserted yet: the fence is the new row itself, and its first events come before the step's.
+        yield from _new_run(c.create.run, c.create.writes)
+        new = c.create.run
+        owner, epoch, start, wake, status, control = new.owner, new.epoch, 0, new.wake, new.status, new.control
+        events = [*c.create.events, *c.events]
+    else:
+        owner, epoch, start, wake, status, control = yield from _fence(d, c, held)
     if owner != c.owner or epoch != c.epoch:
         raise StaleOwnerError(f"run {c.run_id} is owned by another executor")
     # Under the run's lock, so a cancel is either committed here or waits for this commit.
     closed_as = cancel_committed(status, control)
-    step_docs, rows = codec.event_rows(c.run_id, start, c.events)
+    docs, rows = codec.event_rows(c.run_id, start, events)
+    # ``wake`` cannot move while this transaction holds the row, so the release check needs no statement of its own.
+    released = c.release_if_wake is not None and not c.terminal and c.release_if_wake == wake
+    sets = _run_sets(c, start, len(rows), closed_as, released, answered or {})
+    if c.create is not None:
+        yield Sql(codec.INSERT_RUN, codec.run_params(c.create.run, len(rows), sets))
+        yield Note("locked", c.run_id)
     if rows:
         yield Sql(codec.INSERT_EVENT, rows, many=True)
-    docs = created + step_docs
     yield from _new_interrupts(c, docs, closed_as)
     if c.consume:
         yield Sql("UPDATE interrupts SET consumed=TRUE WHERE interrupt_id=%s", [(i,) for i in c.consume], many=True)
@@ -189,9 +209,8 @@ def commit(
             "UPDATE interrupts SET status=%s, resolved_at=%s WHERE interrupt_id=%s AND status='pending'",
             (new_status, c.now_ms, iid),
         )
-    # ``wake`` cannot move while this transaction holds the row, so the release check needs no statement of its own.
-    released = c.release_if_wake is not None and not c.terminal and c.release_if_wake == wake
-    yield _run_updates(c, start, len(rows), closed_as, released, answered or {})
+    if c.create is None:
+        yield _run_update(c.run_id, sets)
     if docs:
         yield Note("events", c.run_id)
     child_events: dict[str, list[dict[str, Any]]] = {}
