@@ -229,23 +229,27 @@ def commit(
     return CommitResult(docs, released, wake, child_events)
 
 
-def _update_interrupt(intr: InterruptRecord, m: Mutation) -> Plan[InterruptRecord]:
-    """The decided interrupt's new status, state and resolution.
+def _update_interrupt(intr: InterruptRecord, m: Mutation, consume: bool) -> Plan[InterruptRecord]:
+    """The decided interrupt's new status, state and resolution (and, with ``consume``, its consumption
+    by the step that follows in the same transaction).
 
     ``intr`` is the row as read under the lock, so the row this ``UPDATE`` leaves is known without
     reading it back (JSON values as the database returns them: parsed from the text written).
     """
-    if not (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None):
+    if not (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None or consume):
         return intr
     state = None if m.interrupt_state is None else codec.dumps(m.interrupt_state)
     resolution = None if m.resolution is None else codec.dumps(m.resolution)
+    consumed = ", consumed=TRUE" if consume else ""
     yield Sql(
         "UPDATE interrupts SET status=COALESCE(%s, status), state=COALESCE(%s::json, state), "
-        "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at) WHERE interrupt_id=%s",
+        f"resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at){consumed} "
+        "WHERE interrupt_id=%s",
         (m.interrupt_status, state, resolution, m.resolved_at_ms, intr.interrupt_id),
     )
     return replace(
         intr,
+        consumed=intr.consumed or consume,
         status=intr.status if m.interrupt_status is None else m.interrupt_status,
         state=intr.state if state is None else codec.loads(state) or {},
         resolution=intr.resolution if resolution is None else codec.loads(resolution),
@@ -336,13 +340,15 @@ def apply(
     claim: Claim | None,
     *,
     defer_run: bool = False,
+    consume: bool = False,
 ) -> Plan[MutationResult]:
     """Apply a decision's :class:`Mutation`; the run's row is locked already.
 
     With ``defer_run``, the run's row is left to the step that follows in the same transaction
-    (:func:`answer_and_step`): the result's run is the row as it will be, nothing is written to it here.
+    (:func:`answer_and_step`): the result's run is the row as it will be, nothing is written to it here;
+    with ``consume``, that step consumes the interrupt, which is marked so by the answer's ``UPDATE``.
     """
-    after_int = intr if intr is None else (yield from _update_interrupt(intr, m))
+    after_int = intr if intr is None else (yield from _update_interrupt(intr, m, consume))
     if m.cancel_interrupts:
         cancelled = yield Sql(
             "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending' "
@@ -544,9 +550,13 @@ def answer_and_step(
     # The step goes in only if the answer leases the run to the step's epoch; then the run's row is
     # written once, by the step's UPDATE, with what the answer set.
     joined = step is not None and _claimable(run, decided, claim, now_ms) and run.epoch + 1 == step.epoch
-    result = yield from apply(d, run, intr, decided, now_ms, claim, defer_run=joined)
+    # Likewise the interrupt's row, when the step consumes the interrupt the answer settles.
+    consume = joined and step is not None and intr.interrupt_id in step.consume
+    result = yield from apply(d, run, intr, decided, now_ms, claim, defer_run=joined, consume=consume)
     if step is None or not joined or result.run is None:
         return (result, decided.error), None, True
+    if consume:
+        step = replace(step, consume=[i for i in step.consume if i != intr.interrupt_id])
     # The answer's lease left the run's row locked, and the row it leaves is the one the step is fenced by.
     answered = _answered_columns(result.run, decided)
     return (result, decided.error), (yield from commit(d, step, result.run, answered)), True
