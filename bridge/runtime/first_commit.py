@@ -81,7 +81,7 @@ class FirstCommit:
     async def send(self, commit: RunCommit) -> CommitResult:
         """Commit ``commit``: with the answer in flight, as the inserting commit, or on its own."""
         handoff, self.handoff = self.handoff, None
-        if handoff is not None and not handoff.closed:
+        if handoff is not None and not handoff.closed and not handoff.offered.done():
             handoff.offered.set_result(commit)
             result = await asyncio.shield(handoff.result)
         else:
