@@ -16,6 +16,7 @@ No correctness rests on process-local locks: the ``pending`` status guard, the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -251,6 +252,10 @@ class Store(Protocol):
 
     async def commit(self, commit: RunCommit) -> CommitResult:
         """Apply an executor step; raises :class:`~bridge.core.errors.StaleOwnerError` when fenced."""
+
+    def commit_soon(self, commit: RunCommit) -> asyncio.Future[CommitResult]:
+        """:meth:`commit`, started now: the future settles once the step is durable (or failed), whether or
+        not anyone still awaits it."""
 
     async def answer_and_step(
         self,
