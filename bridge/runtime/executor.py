@@ -359,7 +359,12 @@ class RunExecutor:
 
     async def _execute(self, ctx: NodeContext) -> Outcome:
         node_type = self.engine.node_types.get(ctx.node.type_id)
-        return await run_node(node_type, ctx, self.engine.clock.now_ms, self._transient)
+        try:
+            return await run_node(node_type, ctx, self.engine.clock.now_ms, self._transient)
+        finally:
+            # Ends the drive loop's wait at once: the task is done by the time the loop looks, a turn
+            # before the done callback :meth:`_wait` adds to it would end the wait.
+            settle_once(self._wake.waiter)
 
     # --- committing -------------------------------------------------------------------
 
