@@ -15,7 +15,7 @@ from typing import Protocol
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 #: Every pair of Crockford digits, by the 10 bits it encodes: a ULID is 13 lookups.
 _PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
-_PAIR_SHIFTS = tuple(range(120, -1, -10))
+_PAIR_SHIFTS = tuple(range(40, -1, -10))
 
 
 class Clock(Protocol):
@@ -79,10 +79,38 @@ _ENTROPY = _Entropy()
 os.register_at_fork(after_in_child=_ENTROPY.reset)
 
 
+#: The time digits of the last millisecond a ULID was minted for (one tuple: read and replaced whole).
+_last_ms: tuple[int, str] = (-1, "")
+
+
+def _time_digits(ms: int) -> str:
+    """The 10 digits of a ULID's 48-bit time (two zero bits on top): 5 pairs of 10 bits."""
+    global _last_ms
+    cached = _last_ms
+    if cached[0] != ms:
+        value = ms & ((1 << 48) - 1)
+        cached = (ms, "".join([_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS]))
+        _last_ms = cached
+    return cached[1]
+
+
 def ulid(ms: int) -> str:
     """A 26-character Crockford base32 ULID for the given millisecond time."""
-    value = (ms & ((1 << 48) - 1)) << 80 | int.from_bytes(_ENTROPY.take(10), "big")
-    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS])
+    # The 80 random bits as two 40-bit halves of 4 pairs each: small integers, no 128-bit arithmetic.
+    random = _ENTROPY.take(10)
+    hi, lo = int.from_bytes(random[:5], "big"), int.from_bytes(random[5:], "big")
+    pairs = _PAIRS
+    return (
+        _time_digits(ms)
+        + pairs[hi >> 30]
+        + pairs[(hi >> 20) & 1023]
+        + pairs[(hi >> 10) & 1023]
+        + pairs[hi & 1023]
+        + pairs[lo >> 30]
+        + pairs[(lo >> 20) & 1023]
+        + pairs[(lo >> 10) & 1023]
+        + pairs[lo & 1023]
+    )
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

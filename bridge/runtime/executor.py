@@ -71,6 +71,8 @@ class RunExecutor:
         self._transient: tuple[type[BaseException], ...] = engine.store.transient_errors
         #: What the first commit carries besides its step (a new run, an answer in flight).
         self.first = FirstCommit(engine.store)
+        #: A node's interrupts, read with the run's unconsumed ones for the node an answer resumes.
+        self._read_ahead: tuple[str, list[InterruptRecord]] | None = None
 
     # --- ContextHost ---------------------------------------------------------------
 
@@ -272,7 +274,7 @@ class RunExecutor:
         # that activation, which may suspend on it again: look once more when it settles.
         self._recheck = bool(running)
         # A run its first commit has yet to insert has no interrupts in the store.
-        stored = [] if self.first.create is not None else await self.store.unconsumed(self.run_id)
+        stored = [] if self.first.create is not None else await self._unconsumed()
         for rec in self.first.overlaid(stored):
             ns = nodes.get(rec.exec_node)
             if ns is None or rec.exec_node in running:
@@ -317,8 +319,10 @@ class RunExecutor:
         known = []
         node_type = self.engine.node_types.get(self.workflow.nodes[node_id].type_id)
         lazy = node_type is not None and node_type.resumes_at_last_request
+        read_ahead, self._read_ahead = self._read_ahead, None
         if not lazy and (not fresh or ns.get("ints", 0) > ns.get("intBase", 0)):
-            known = await launch.known_interrupts(self.store, self.run_id, node_id, self.step.consume)
+            ahead = read_ahead[1] if read_ahead is not None and read_ahead[0] == node_id else None
+            known = await launch.known_interrupts(self.store, self.run_id, node_id, self.step.consume, ahead)
             known = self.first.replaced(known, node_id)
         history, once = await launch.recorded_history(self.store, self.run_id, node_id, ns, self._source_run)
         ctx = launch.node_context(
@@ -340,9 +344,26 @@ class RunExecutor:
             self.tasks[task] = ctx
         return ctx
 
+    async def _unconsumed(self) -> list[InterruptRecord]:
+        """The run's unconsumed interrupts; with an answer in flight, the interrupts of the node it
+        resumes too, in the same read (kept for :meth:`_start`, unless that node reads none)."""
+        settled = self.first.settled
+        node = None if settled is None else self.workflow.nodes.get(settled.exec_node)
+        node_type = None if node is None else self.engine.node_types.get(node.type_id)
+        if settled is None or node_type is None or node_type.resumes_at_last_request:
+            return await self.store.unconsumed(self.run_id)
+        stored, known = await self.store.unconsumed_and_node(self.run_id, settled.exec_node)
+        self._read_ahead = (settled.exec_node, known)
+        return stored
+
     async def _execute(self, ctx: NodeContext) -> Outcome:
         node_type = self.engine.node_types.get(ctx.node.type_id)
-        return await run_node(node_type, ctx, self.engine.clock.now_ms, self._transient)
+        try:
+            return await run_node(node_type, ctx, self.engine.clock.now_ms, self._transient)
+        finally:
+            # Ends the drive loop's wait at once: the task is done by the time the loop looks, a turn
+            # before the done callback :meth:`_wait` adds to it would end the wait.
+            settle_once(self._wake.waiter)
 
     # --- committing -------------------------------------------------------------------
 

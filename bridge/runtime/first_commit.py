@@ -81,7 +81,7 @@ class FirstCommit:
     async def send(self, commit: RunCommit) -> CommitResult:
         """Commit ``commit``: with the answer in flight, as the inserting commit, or on its own."""
         handoff, self.handoff = self.handoff, None
-        if handoff is not None and not handoff.closed:
+        if handoff is not None and not handoff.closed and not handoff.offered.done():
             handoff.offered.set_result(commit)
             result = await asyncio.shield(handoff.result)
         else:
@@ -93,10 +93,10 @@ class FirstCommit:
 
     async def _inserting(self, commit: RunCommit) -> CommitResult:
         """The commit that inserts the run: it settles :attr:`created` even if the executor is cancelled."""
-        task = asyncio.ensure_future(self.store.commit(commit))
-        task.add_done_callback(self._created)
+        sent = self.store.commit_soon(commit)
+        sent.add_done_callback(self._created)
         try:
-            return await asyncio.shield(task)
+            return await asyncio.shield(sent)
         except asyncio.CancelledError:
             raise
         except BaseException:

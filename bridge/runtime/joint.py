@@ -39,7 +39,8 @@ BUDGET_S = 0.05
 class Handoff:
     """Between an answer and the executor it resumed: the executor's first commit, and its outcome."""
 
-    offered: asyncio.Future[RunCommit]
+    #: The step, or None once the answer stopped waiting for it (see :func:`_offered_within`).
+    offered: asyncio.Future[RunCommit | None]
     result: asyncio.Future[CommitResult]
     #: Resolved once the answer's transaction ended (committed or not).
     answered: asyncio.Future[None]
@@ -151,10 +152,7 @@ async def _join(
     """Wait (within the budget) for the resumed step, commit it with the answer, and tell the executor."""
     run_id = seen[0].run_id
     try:
-        try:
-            step: RunCommit | None = await asyncio.wait_for(asyncio.shield(handoff.offered), BUDGET_S)
-        except TimeoutError:
-            step = handoff.offered.result() if handoff.offered.done() else None
+        step = await _offered_within(handoff.offered, BUDGET_S)
         handoff.closed = step is None
         result, error, committed, held = await host.store.answer_and_step(seen, decided, decide, now, claim, step)
     except BaseException as exc:
@@ -182,6 +180,22 @@ async def _join(
     if error is not None:
         raise error
     return result
+
+
+async def _offered_within(offered: asyncio.Future[RunCommit | None], budget_s: float) -> RunCommit | None:
+    """The step the resumed executor offers within ``budget_s``, else None (then it is offered no more:
+    the executor sees ``offered`` done and commits on its own, after the answer)."""
+    timer = asyncio.get_running_loop().call_later(budget_s, _stop_offers, offered)
+    try:
+        return await offered
+    finally:
+        timer.cancel()
+
+
+def _stop_offers(offered: asyncio.Future[RunCommit | None]) -> None:
+    """The answer waits for the step no longer."""
+    if not offered.done():
+        offered.set_result(None)
 
 
 def _answered(handoff: Handoff) -> None:

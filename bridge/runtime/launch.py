@@ -73,9 +73,12 @@ def activate(
     return ns, False, drafts
 
 
-async def known_interrupts(store: Store, run_id: str, node_id: str, consumed: Collection[str]) -> list[InterruptRecord]:
-    """The node's interrupts so far, marking those an earlier activation consumed (``consumed``, not yet committed)."""
-    known = await store.node_interrupts(run_id, node_id)
+async def known_interrupts(
+    store: Store, run_id: str, node_id: str, consumed: Collection[str], read: list[InterruptRecord] | None = None
+) -> list[InterruptRecord]:
+    """The node's interrupts so far (``read`` when they were read already), marking those an earlier
+    activation consumed (``consumed``, not yet committed)."""
+    known = await store.node_interrupts(run_id, node_id) if read is None else read
     for record in known:
         record.consumed = record.consumed or record.interrupt_id in consumed
     return known

@@ -16,6 +16,7 @@ No correctness rests on process-local locks: the ``pending`` status guard, the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -252,6 +253,10 @@ class Store(Protocol):
     async def commit(self, commit: RunCommit) -> CommitResult:
         """Apply an executor step; raises :class:`~bridge.core.errors.StaleOwnerError` when fenced."""
 
+    def commit_soon(self, commit: RunCommit) -> asyncio.Future[CommitResult]:
+        """:meth:`commit`, started now: the future settles once the step is durable (or failed), whether or
+        not anyone still awaits it."""
+
     async def answer_and_step(
         self,
         seen: tuple[RunRecord, InterruptRecord],
@@ -326,6 +331,11 @@ class Store(Protocol):
 
     async def unconsumed(self, run_id: str) -> list[InterruptRecord]:
         """Settled interrupts whose node has not yet seen the answer."""
+
+    async def unconsumed_and_node(
+        self, run_id: str, exec_node: str
+    ) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
+        """:meth:`unconsumed` and :meth:`node_interrupts` of ``exec_node``, read together."""
 
     async def mutate_interrupt(
         self,

@@ -26,6 +26,8 @@ RUN_COLS = (
     "parent_node_id, parent_visit, child_ordinal, completed_at, next_seq, owner, lease_until, epoch, "
     "wake, needs_work, control"
 )
+#: The names in :data:`RUN_COLS`, in order.
+RUN_NAMES = tuple(RUN_COLS.split(", "))
 INT_COLS = (
     "interrupt_id, run_id, tenant, workflow_id, node_id, exec_node, visit, ordinal, key, kind, status, "
     "payload, requested_at, deadline, resolved_at, consumed, resolution, state, requested_seq"
@@ -135,9 +137,9 @@ def interrupt_from_row(row: Sequence[Any], json_in: Callable[[Any], Any] = parse
     )  # fmt: skip
 
 
-def run_params(run: RunRecord, next_seq: int) -> tuple[Any, ...]:
-    """Parameters of :data:`INSERT_RUN`."""
-    return (
+def run_params(run: RunRecord, next_seq: int, sets: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
+    """Parameters of :data:`INSERT_RUN`; ``sets`` replaces columns by name (JSON ones as text)."""
+    params = (
         run.run_id,
         run.tenant,
         run.workflow_id,
@@ -145,7 +147,7 @@ def run_params(run: RunRecord, next_seq: int) -> tuple[Any, ...]:
         run.created_at_ms,
         run.updated_at_ms,
         dumps(run.spec),
-        dumps(run.state),
+        None if sets and "state" in sets else dumps(run.state),
         run.parent_run_id,
         run.parent_node_id,
         run.parent_visit,
@@ -159,6 +161,9 @@ def run_params(run: RunRecord, next_seq: int) -> tuple[Any, ...]:
         run.needs_work,
         dumps(run.control) if run.control else None,
     )
+    if not sets:
+        return params
+    return tuple(sets.get(name, value) for name, value in zip(RUN_NAMES, params, strict=True))
 
 
 def interrupt_params(i: InterruptRecord) -> tuple[Any, ...]:

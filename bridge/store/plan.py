@@ -80,10 +80,8 @@ Plan = Generator[Sql | Note | Ahead, Rows, T]
 Decided = tuple[MutationResult, BridgeError | None]
 
 
-def insert_run(
-    run: RunRecord, events: Sequence[EventDraft], writes: Sequence[KvWrite] = ()
-) -> Plan[list[dict[str, Any]]]:
-    """Insert a run and its first events, and the adapters' ``writes`` that go with it."""
+def _new_run(run: RunRecord, writes: Sequence[KvWrite]) -> Plan[None]:
+    """Check a new run's identifiers and write the adapters' ``writes`` that go with it."""
     if has_nul((run.run_id, run.tenant, run.workflow_id)):
         raise ValidationError("run identifiers and tenants must not contain U+0000")
     for w in writes:
@@ -92,6 +90,13 @@ def insert_run(
                 raise KeyTakenError(f"{w.namespace} {w.key!r} changed meanwhile", details={"key": w.key})
         elif not (yield from _kv_put_text(w.namespace, w.key, w.text, w.now_ms, w.only_if_absent)):
             raise KeyTakenError(f"{w.namespace} {w.key!r} is stored already", details={"key": w.key})
+
+
+def insert_run(
+    run: RunRecord, events: Sequence[EventDraft], writes: Sequence[KvWrite] = ()
+) -> Plan[list[dict[str, Any]]]:
+    """Insert a run and its first events, and the adapters' ``writes`` that go with it."""
+    yield from _new_run(run, writes)
     docs, rows = codec.event_rows(run.run_id, 0, events)
     yield Sql(codec.INSERT_RUN, codec.run_params(run, len(rows)))
     if rows:
@@ -100,23 +105,34 @@ def insert_run(
     return docs
 
 
-def _run_updates(c: RunCommit, start: int, appended: int, closed_as: str | None, released: bool) -> Sql:
-    """The one ``UPDATE runs`` of an executor's commit."""
-    sets = ["updated_at=%s", "next_seq=%s"]
-    args: list[Any] = [c.now_ms, start + appended]
+#: Columns of ``runs`` that hold JSON, written as ``%s::json``.
+_JSON_RUN_COLS = frozenset({"state", "control"})
+
+
+def _run_sets(
+    c: RunCommit, start: int, appended: int, closed_as: str | None, released: bool, answered: dict[str, Any]
+) -> dict[str, Any]:
+    """The columns an executor's commit writes to the run's row, by name (JSON as text), with those an
+    answer in the same transaction set (``answered``, see :func:`answer_and_step`) where the step leaves them."""
+    sets = dict(answered)
+    sets["updated_at"] = c.now_ms
+    sets["next_seq"] = start + appended
     if c.state is not None:
-        sets.append("state=%s::json")
-        args.append(codec.dumps(c.state))
+        sets["state"] = codec.dumps(c.state)
     if c.status is not None and (c.terminal or not closed_as):
         # A run whose cancel committed stays ``cancelling`` until its executor ends it.
-        sets.append("status=%s")
-        args.append(c.status)
+        sets["status"] = c.status
     if c.terminal:
-        sets += ["completed_at=%s", "owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
-        args.append(c.now_ms)
-    if released:
-        sets += ["owner=NULL", "lease_until=NULL", "needs_work=FALSE"]
-    return Sql(f"UPDATE runs SET {', '.join(sets)} WHERE run_id=%s", (*args, c.run_id))
+        sets["completed_at"] = c.now_ms
+    if c.terminal or released:
+        sets.update(owner=None, lease_until=None, needs_work=False)
+    return sets
+
+
+def _run_update(run_id: str, sets: dict[str, Any]) -> Sql:
+    """The one ``UPDATE runs`` of an executor's commit (``sets``: see :func:`_run_sets`)."""
+    columns = ", ".join(f"{k}=%s::json" if k in _JSON_RUN_COLS else f"{k}=%s" for k in sets)
+    return Sql(f"UPDATE runs SET {columns} WHERE run_id=%s", (*sets.values(), run_id))
 
 
 def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]], closed_as: str | None) -> Plan[None]:
@@ -153,25 +169,38 @@ def _fence(d: Dialect, c: RunCommit, held: RunRecord | None) -> Plan[tuple[str |
     return owner, epoch, start, wake, status, d.json_in(control)
 
 
-def commit(d: Dialect, c: RunCommit, held: RunRecord | None = None) -> Plan[CommitResult]:
+def commit(
+    d: Dialect, c: RunCommit, held: RunRecord | None = None, answered: dict[str, Any] | None = None
+) -> Plan[CommitResult]:
     """An executor's step, fenced by its owner and epoch, under the run's row lock.
 
-    With ``c.create``, the run is inserted first: a new run and its first step are one transaction.
-    ``held`` is the run's row as this transaction left it, when it wrote the row already (no need to read it).
+    With ``c.create``, the run is inserted as the step leaves it: a new run and its first step are one
+    transaction, and its row is written once. ``held`` is the run's row as this transaction left it, when
+    it wrote the row already (no need to read it); ``answered`` is what an answer before it in this
+    transaction left to write to that row (one ``UPDATE``).
     """
-    created: list[dict[str, Any]] = []
+    events = c.events
     if c.create is not None:
-        created = yield from insert_run(c.create.run, c.create.events, c.create.writes)
-        held = replace(c.create.run, next_seq=len(created))
-    owner, epoch, start, wake, status, control = yield from _fence(d, c, held)
+        # Not inserted yet: the fence is the new row itself, and its first events come before the step's.
+        yield from _new_run(c.create.run, c.create.writes)
+        new = c.create.run
+        owner, epoch, start, wake, status, control = new.owner, new.epoch, 0, new.wake, new.status, new.control
+        events = [*c.create.events, *c.events]
+    else:
+        owner, epoch, start, wake, status, control = yield from _fence(d, c, held)
     if owner != c.owner or epoch != c.epoch:
         raise StaleOwnerError(f"run {c.run_id} is owned by another executor")
     # Under the run's lock, so a cancel is either committed here or waits for this commit.
     closed_as = cancel_committed(status, control)
-    step_docs, rows = codec.event_rows(c.run_id, start, c.events)
+    docs, rows = codec.event_rows(c.run_id, start, events)
+    # ``wake`` cannot move while this transaction holds the row, so the release check needs no statement of its own.
+    released = c.release_if_wake is not None and not c.terminal and c.release_if_wake == wake
+    sets = _run_sets(c, start, len(rows), closed_as, released, answered or {})
+    if c.create is not None:
+        yield Sql(codec.INSERT_RUN, codec.run_params(c.create.run, len(rows), sets))
+        yield Note("locked", c.run_id)
     if rows:
         yield Sql(codec.INSERT_EVENT, rows, many=True)
-    docs = created + step_docs
     yield from _new_interrupts(c, docs, closed_as)
     if c.consume:
         yield Sql("UPDATE interrupts SET consumed=TRUE WHERE interrupt_id=%s", [(i,) for i in c.consume], many=True)
@@ -180,9 +209,8 @@ def commit(d: Dialect, c: RunCommit, held: RunRecord | None = None) -> Plan[Comm
             "UPDATE interrupts SET status=%s, resolved_at=%s WHERE interrupt_id=%s AND status='pending'",
             (new_status, c.now_ms, iid),
         )
-    # ``wake`` cannot move while this transaction holds the row, so the release check needs no statement of its own.
-    released = c.release_if_wake is not None and not c.terminal and c.release_if_wake == wake
-    yield _run_updates(c, start, len(rows), closed_as, released)
+    if c.create is None:
+        yield _run_update(c.run_id, sets)
     if docs:
         yield Note("events", c.run_id)
     child_events: dict[str, list[dict[str, Any]]] = {}
@@ -201,25 +229,28 @@ def commit(d: Dialect, c: RunCommit, held: RunRecord | None = None) -> Plan[Comm
     return CommitResult(docs, released, wake, child_events)
 
 
-def _update_interrupt(intr: InterruptRecord, m: Mutation) -> Plan[InterruptRecord]:
-    """The decided interrupt's new status, state and resolution.
+def _update_interrupt(intr: InterruptRecord, m: Mutation, consume: bool) -> Plan[InterruptRecord]:
+    """The decided interrupt's new status, state and resolution (and, with ``consume``, its consumption
+    by the step that follows in the same transaction).
 
     ``intr`` is the row as read under the lock, so the row this ``UPDATE`` leaves is known without
     reading it back (JSON values as the database returns them: parsed from the text written).
     """
-    if not (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None):
+    if not (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None or consume):
         return intr
     state = None if m.interrupt_state is None else codec.dumps(m.interrupt_state)
     resolution = None if m.resolution is None else codec.dumps(m.resolution)
     answer = codec.answer_text(intr.kind, m.interrupt_status or intr.status, m.resolution)
+    consumed = ", consumed=TRUE" if consume else ""
     yield Sql(
         "UPDATE interrupts SET status=COALESCE(%s, status), state=COALESCE(%s::json, state), "
         "resolution=COALESCE(%s::json, resolution), resolved_at=COALESCE(%s, resolved_at), "
-        "answer=COALESCE(%s::json, answer) WHERE interrupt_id=%s",
+        f"answer=COALESCE(%s::json, answer){consumed} WHERE interrupt_id=%s",
         (m.interrupt_status, state, resolution, m.resolved_at_ms, answer, intr.interrupt_id),
     )
     return replace(
         intr,
+        consumed=intr.consumed or consume,
         status=intr.status if m.interrupt_status is None else m.interrupt_status,
         state=intr.state if state is None else codec.loads(state) or {},
         resolution=intr.resolution if resolution is None else codec.loads(resolution),
@@ -236,17 +267,36 @@ def _claimable(run: RunRecord, m: Mutation, claim: Claim | None, now_ms: int) ->
     return run.owner is None or (run.lease_until_ms is not None and run.lease_until_ms < now_ms)
 
 
+def _run_after(run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: Claim | None) -> RunRecord:
+    """The run's row once ``m`` woke it, set its status and control, moved its event counter and, with
+    ``lease``, leased it (``run``: the row as read under the lock)."""
+    next_seq = run.next_seq + appended
+    if not (m.wake or m.run_status or m.control is not None):
+        return replace(run, next_seq=next_seq) if appended else run
+    after = replace(
+        run,
+        wake=run.wake + int(m.wake),
+        needs_work=run.needs_work or bool(m.wake),
+        status=run.status if m.run_status is None else m.run_status,
+        control=run.control if m.control is None else codec.loads(codec.dumps(m.control)),
+        updated_at_ms=now_ms,
+        next_seq=next_seq,
+    )
+    if lease is None:
+        return after
+    return replace(after, owner=lease.owner, lease_until_ms=now_ms + lease.lease_ms, epoch=run.epoch + 1)
+
+
 def _update_run(run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: Claim | None) -> Plan[RunRecord]:
     """Wake the run, set its status and control requests, move its event counter and, with ``lease``, lease it.
 
     ``run`` is the row as read under the lock: the row the ``UPDATE`` leaves is known without reading it back.
     """
-    next_seq = run.next_seq + appended
+    after = _run_after(run, m, appended, now_ms, lease)
     if not (m.wake or m.run_status or m.control is not None):
-        if not appended:
-            return run
-        yield Sql("UPDATE runs SET next_seq=%s WHERE run_id=%s", (next_seq, run.run_id))
-        return replace(run, next_seq=next_seq)
+        if appended:
+            yield Sql("UPDATE runs SET next_seq=%s WHERE run_id=%s", (after.next_seq, run.run_id))
+        return after
     control = None if m.control is None else codec.dumps(m.control)
     leased = ", owner=%s, lease_until=%s, epoch=epoch+1" if lease is not None else ""
     yield Sql(
@@ -258,30 +308,48 @@ def _update_run(run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: 
             m.run_status,
             control,
             now_ms,
-            next_seq,
-            *(() if lease is None else (lease.owner, now_ms + lease.lease_ms)),
+            after.next_seq,
+            *(() if lease is None else (lease.owner, after.lease_until_ms)),
             run.run_id,
         ),
     )
-    after = replace(
-        run,
-        wake=run.wake + int(m.wake),
-        needs_work=run.needs_work or bool(m.wake),
-        status=run.status if m.run_status is None else m.run_status,
-        control=run.control if control is None else codec.loads(control),
-        updated_at_ms=now_ms,
-        next_seq=next_seq,
-    )
-    if lease is None:
-        return after
-    return replace(after, owner=lease.owner, lease_until_ms=now_ms + lease.lease_ms, epoch=run.epoch + 1)
+    return after
+
+
+def _answered_columns(after: RunRecord, m: Mutation) -> dict[str, Any]:
+    """What an answer's ``UPDATE runs`` writes, as the values ``after`` holds: for the step that follows it
+    in the same transaction to write with its own (the row is locked, so these are its values)."""
+    columns: dict[str, Any] = {
+        "wake": after.wake,
+        "needs_work": after.needs_work,
+        "status": after.status,
+        "owner": after.owner,
+        "lease_until": after.lease_until_ms,
+        "epoch": after.epoch,
+    }
+    if m.control is not None:
+        columns["control"] = codec.dumps(after.control)
+    return columns
 
 
 def apply(
-    d: Dialect, run: RunRecord, intr: InterruptRecord | None, m: Mutation, now_ms: int, claim: Claim | None
+    d: Dialect,
+    run: RunRecord,
+    intr: InterruptRecord | None,
+    m: Mutation,
+    now_ms: int,
+    claim: Claim | None,
+    *,
+    defer_run: bool = False,
+    consume: bool = False,
 ) -> Plan[MutationResult]:
-    """Apply a decision's :class:`Mutation`; the run's row is locked already."""
-    after_int = intr if intr is None else (yield from _update_interrupt(intr, m))
+    """Apply a decision's :class:`Mutation`; the run's row is locked already.
+
+    With ``defer_run``, the run's row is left to the step that follows in the same transaction
+    (:func:`answer_and_step`): the result's run is the row as it will be, nothing is written to it here;
+    with ``consume``, that step consumes the interrupt, which is marked so by the answer's ``UPDATE``.
+    """
+    after_int = intr if intr is None else (yield from _update_interrupt(intr, m, consume))
     if m.cancel_interrupts:
         cancelled = yield Sql(
             "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending' "
@@ -296,7 +364,11 @@ def apply(
         yield Sql(codec.INSERT_EVENT, rows, many=True)
         yield Note("events", run.run_id)
     claimed = _claimable(run, m, claim, now_ms)
-    after_run = yield from _update_run(run, m, len(rows), now_ms, claim if claimed else None)
+    lease = claim if claimed else None
+    if defer_run:
+        after_run = _run_after(run, m, len(rows), now_ms, lease)
+    else:
+        after_run = yield from _update_run(run, m, len(rows), now_ms, lease)
     if m.audit:
         yield Sql(codec.INSERT_AUDIT, codec.audit_params(run.tenant, run.run_id, now_ms, m.audit), many=True)
     if m.wake and not claimed:
@@ -476,8 +548,16 @@ def answer_and_step(
     if run_version(run) != run_version(run_seen) or intr != intr_seen:
         again = decide(intr, run)
         return ((yield from apply(d, run, intr, again, now_ms, claim)), again.error), None, False
-    result = yield from apply(d, run, intr, decided, now_ms, claim)
-    if step is None or not result.claimed or result.run is None or result.run.epoch != step.epoch:
+    # The step goes in only if the answer leases the run to the step's epoch; then the run's row is
+    # written once, by the step's UPDATE, with what the answer set.
+    joined = step is not None and _claimable(run, decided, claim, now_ms) and run.epoch + 1 == step.epoch
+    # Likewise the interrupt's row, when the step consumes the interrupt the answer settles.
+    consume = joined and step is not None and intr.interrupt_id in step.consume
+    result = yield from apply(d, run, intr, decided, now_ms, claim, defer_run=joined, consume=consume)
+    if step is None or not joined or result.run is None:
         return (result, decided.error), None, True
-    # The answer's lease left the run's row locked, and its RETURNING is the row the step is fenced by.
-    return (result, decided.error), (yield from commit(d, step, result.run)), True
+    if consume:
+        step = replace(step, consume=[i for i in step.consume if i != intr.interrupt_id])
+    # The answer's lease left the run's row locked, and the row it leaves is the one the step is fenced by.
+    answered = _answered_columns(result.run, decided)
+    return (result, decided.error), (yield from commit(d, step, result.run, answered)), True

@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bridge.core.records import RunRecord
+from bridge.store import plan
 from bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
+    CommitResult,
     IdempotencyRecord,
+    RunCommit,
     idempotency_from_row,
 )
 from bridge.store.codec import RUN_COLS, SQLITE, TERMINAL_SQL, dumps
@@ -126,11 +129,15 @@ class SqliteStore(Writes, SqliteReads):
                 (str(version),),
             )
 
-    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _submit(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """Queue ``fn`` for the writer now; the future settles once its transaction committed (or failed)."""
         assert self._writer is not None, "store is not open"
         if self._soon:
             fn = self._soon.riding(fn)
-        return await self._writer.submit(fn)
+        return self._writer.submit(fn)
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._submit(fn)
 
     # --- adapters' derived state --------------------------------------------
 
@@ -160,6 +167,10 @@ class SqliteStore(Writes, SqliteReads):
 
     async def _plan(self, make: Callable[[], Plan[T]]) -> T:
         return await self._write(lambda conn: run_plan(conn, make()))
+
+    def commit_soon(self, commit: RunCommit) -> asyncio.Future[CommitResult]:
+        # Queued at once: no task between the executor and the writer.
+        return self._submit(lambda conn: run_plan(conn, plan.commit(SQLITE, commit)))
 
     async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
         def tx(conn: sqlite3.Connection) -> RunRecord | None:

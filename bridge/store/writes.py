@@ -6,6 +6,7 @@ transactions; what the transactions decide is written once, in the plans.
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -40,6 +41,9 @@ class Writes(ABC):
 
     async def commit(self, commit: RunCommit) -> CommitResult:
         return await self._plan(lambda: plan.commit(self._dialect, commit))
+
+    def commit_soon(self, commit: RunCommit) -> asyncio.Future[CommitResult]:
+        return asyncio.ensure_future(self.commit(commit))
 
     async def mutate_interrupt(
         self,
