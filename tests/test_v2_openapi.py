@@ -19,12 +19,11 @@ import orjson
 import schemathesis
 from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
-from schemathesis.specs.openapi.checks import positive_data_acceptance
 from starlette.routing import Route
 
 from bridge.host.v2.openapi import openapi_document
 from bridge.host.v2.routes import routes as v2_routes
-from tests.fuzz import BUDGET_S, fuzz_fixtures, fuzz_schema
+from tests.fuzz import BUDGET_S, call_and_validate, fuzz_fixtures, fuzz_schema
 from tests.server import ServerProcess
 
 KEY = "fuzz-v2-key-0123456789"
@@ -86,30 +85,7 @@ def test_the_fuzzed_document_is_the_one_served(server: ServerProcess) -> None:
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_response_is_documented(case: schemathesis.Case, server: ServerProcess, deadline: float) -> None:
     assert time.monotonic() < deadline, f"the fuzz took longer than {BUDGET_S} s"
-    refusal = _refusal_the_document_cannot_state(case)
-    if refusal is None:
-        case.call_and_validate(base_url=server.url, headers=AUTH)
-        return
-    # A schema-valid request the document cannot mark as wrong (``refusal`` says why): every other
-    # check holds (no 5xx, a documented status, content type and body), but it may be refused.
-    response = case.call(base_url=server.url, headers=AUTH)
-    case.validate_response(response, excluded_checks=[positive_data_acceptance])
-
-
-def _refusal_the_document_cannot_state(case: schemathesis.Case) -> str | None:
-    """Why a schema-valid request may still be refused with a documented 400, else None.
-
-    OpenAPI cannot tie a header to a body field (``OpenWOP-Dedup`` needs a ``scopeId``), nor say
-    which strings are cursors this host issued (a ``cursor`` is opaque).
-    """
-    headers = {name.lower() for name in (case.headers or {})}
-    body = case.body if isinstance(case.body, dict) else {}
-    creates = case.method.upper() == "POST" and case.path == "/runs"
-    if creates and "openwop-dedup" in headers and not isinstance(body.get("scopeId"), str):
-        return "scopeId"
-    if "cursor" in (case.query or {}):
-        return "cursor"
-    return None
+    call_and_validate(case, server.url, AUTH)
 
 
 def test_get_on_the_fork_path_is_method_not_allowed(server: ServerProcess) -> None:

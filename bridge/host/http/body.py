@@ -56,7 +56,8 @@ class CancelBody(ClosedModel):
 class ForkBody(ClosedModel):
     """``POST /v1/runs/{runId}:fork``."""
 
-    mode: str = "replay"
+    #: Only ``replay`` is offered (the document says so); another mode is refused with the modes offered.
+    mode: str = Field(default="replay", json_schema_extra={"enum": ["replay"]})
     #: A replay re-runs the source from its start, so 0 is the only position offered.
     fromSeq: Literal[0] | None = None
 
@@ -64,7 +65,7 @@ class ForkBody(ClosedModel):
 class LinkBody(ClosedModel):
     """``POST …/interrupts/{nodeId}/links``: mint a signed link."""
 
-    intent: str = "resolve"
+    intent: str = Field(default="resolve", json_schema_extra={"enum": ["resolve", "inspect"]})
     subject: str | None = Field(default=None, min_length=1, max_length=256)
     ttlMs: int | None = Field(default=None, ge=1000, le=30 * 24 * 3600 * 1000)
 
