@@ -23,7 +23,6 @@ notices in :mod:`bridge.store.pg_tx`, the listener in :mod:`bridge.store.pg_list
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -47,7 +46,7 @@ from bridge.store.codec import POSTGRES, RUN_COLS, TERMINAL_SQL
 from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
 from bridge.store.pg_listen import Listener
 from bridge.store.pg_reads import PostgresReads
-from bridge.store.pg_tx import ReturnOrder, Tx, redact
+from bridge.store.pg_tx import ReturnOrder, Tx, pipelined, redact
 from bridge.store.plan import Ahead, Note, Plan, Rows, Sql
 from bridge.store.writes import Writes
 
@@ -204,13 +203,14 @@ class PostgresStore(Writes, PostgresReads):
                     (str(version),),
                 )
 
-    async def _transaction(self, work: Callable[[Conn, Tx], Awaitable[T]], *, pipelined: bool = False) -> T:
+    async def _transaction(self, work: Callable[[Conn, Tx], Awaitable[T]], *, pipeline: bool = False) -> T:
         """Run ``work`` in one transaction, send its notices from inside it, and
         return in the order of the run row locks it took (see :class:`ReturnOrder`).
 
-        With ``pipelined``, the connection is in pipeline mode (see :func:`run_plan`):
-        ``BEGIN``, the statements nobody waits for, the notices and ``COMMIT`` travel
-        together, and the commit is durable once the pipeline's last sync returned.
+        With ``pipeline``, the connection is in pipeline mode (see :func:`run_plan` and
+        :func:`~bridge.store.pg_tx.pipelined`): ``BEGIN``, the statements nobody waits for,
+        the notices and ``COMMIT`` travel together, and the commit is durable once the
+        pipeline's one sync returned.
 
         PostgreSQL may abort a transaction to break a deadlock; nothing of it
         was committed, so it is run again from the start.
@@ -219,11 +219,7 @@ class PostgresStore(Writes, PostgresReads):
         while True:
             tx = Tx(self._order)
             try:
-                async with (
-                    self._connection() as conn,
-                    conn.pipeline() if pipelined else contextlib.nullcontext(),
-                    conn.transaction(),
-                ):
+                async with self._connection() as conn, pipelined(conn) if pipeline else conn.transaction():
                     result = await work(conn, tx)
                     if tx.outbox.notices:
                         await conn.execute(q.NOTIFY, (q.CHANNEL, tx.outbox.payloads(self._instance)))
@@ -252,7 +248,7 @@ class PostgresStore(Writes, PostgresReads):
         async def work(conn: Conn, tx: Tx) -> T:
             return await run_plan(conn, tx, make())
 
-        return await self._transaction(work, pipelined=True)
+        return await self._transaction(work, pipeline=True)
 
     # --- signing keys -------------------------------------------------------
 

@@ -2,9 +2,12 @@
 
 A cycle is a run created, suspended on one approval, answered and completed.
 Every statement the store sends goes through psycopg's cursor, and every
-transaction opens with ``Connection.transaction()``: counting both pins how
-many times a cycle talks to the server, which bounds its latency far more than
-the work done on either side.
+transaction opens with ``Connection.transaction()`` or, in pipeline mode, with a
+``BEGIN`` sent through the cursor: counting them pins how many times a cycle
+talks to the server, which bounds its latency far more than the work done on
+either side. The waits for the server are counted too: a statement outside a
+pipeline, a read of rows inside one, and each pipeline's sync (nested pipelines
+included) is one round trip at most.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ class Driver:
         self.counts: Counter[str] = Counter()
         self.statements: list[str] = []
         execute, executemany = psycopg.AsyncCursor.execute, psycopg.AsyncCursor.executemany
+        fetchall, fetchone = psycopg.AsyncCursor.fetchall, psycopg.AsyncCursor.fetchone
         transaction = psycopg.AsyncConnection.transaction
+        pipeline_exit = psycopg.AsyncPipeline.__aexit__
         driver = self
 
         async def counted_execute(cur: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
@@ -45,14 +50,30 @@ class Driver:
             driver.sent(cur.connection, str(query))
             return await executemany(cur, query, *args, **kwargs)
 
+        async def counted_fetchall(cur: psycopg.AsyncCursor[Any]) -> Any:
+            driver.read(cur.connection)
+            return await fetchall(cur)
+
+        async def counted_fetchone(cur: psycopg.AsyncCursor[Any]) -> Any:
+            driver.read(cur.connection)
+            return await fetchone(cur)
+
         def counted_transaction(conn: psycopg.AsyncConnection[Any], *args: Any, **kwargs: Any) -> Any:
             if driver.ours(conn):
                 driver.counts["transactions"] += 1
             return transaction(conn, *args, **kwargs)
 
+        async def counted_pipeline_exit(pipeline: psycopg.AsyncPipeline, *args: Any) -> Any:
+            if driver.ours(pipeline._conn):
+                driver.counts["round_trips"] += 1  # every pipeline exit syncs and waits for the server
+            return await pipeline_exit(pipeline, *args)
+
         monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted_execute)
         monkeypatch.setattr(psycopg.AsyncCursor, "executemany", counted_executemany)
+        monkeypatch.setattr(psycopg.AsyncCursor, "fetchall", counted_fetchall)
+        monkeypatch.setattr(psycopg.AsyncCursor, "fetchone", counted_fetchone)
         monkeypatch.setattr(psycopg.AsyncConnection, "transaction", counted_transaction)
+        monkeypatch.setattr(psycopg.AsyncPipeline, "__aexit__", counted_pipeline_exit)
 
     @staticmethod
     def ours(conn: psycopg.AsyncConnection[Any]) -> bool:
@@ -60,11 +81,22 @@ class Driver:
         return conn.info.parameter_status("application_name") != LISTENER
 
     def sent(self, conn: psycopg.AsyncConnection[Any], query: str) -> None:
-        if self.ours(conn):
-            self.counts["statements"] += 1
-            self.statements.append(query.split(" WHERE ")[0][:80])
-            if query.lstrip().startswith("SELECT pg_notify"):
-                self.counts["notify"] += 1
+        if not self.ours(conn):
+            return
+        if conn._pipeline is None:
+            self.counts["round_trips"] += 1  # outside a pipeline, execute waits for the result
+        if query in ("BEGIN", "COMMIT", "ROLLBACK"):
+            # Sent in a pipeline instead of by ``Connection.transaction()``: the transaction, not a statement in it.
+            self.counts["transactions"] += query == "BEGIN"
+            return
+        self.counts["statements"] += 1
+        self.statements.append(query.split(" WHERE ")[0][:80])
+        if query.lstrip().startswith("SELECT pg_notify"):
+            self.counts["notify"] += 1
+
+    def read(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        if self.ours(conn) and conn._pipeline is not None:
+            self.counts["round_trips"] += 1  # in a pipeline, reading rows flushes and waits (at most once each)
 
     def reset(self) -> None:
         self.counts.clear()
@@ -120,3 +152,6 @@ async def test_a_cycle_is_two_transactions_and_few_statements(engine: Engine, mo
     # Reads of the answer and the executor included (26 before the answer joined its step and the
     # reads of rows the transaction had just written were folded).
     assert counted["statements"] <= 22, (counted, driver.statements)
+    # Waits for the server: one per transaction (its pipeline's sync: 4 while psycopg's
+    # ``Connection.transaction()`` opened it), one per read of rows, one per statement alone.
+    assert counted["round_trips"] <= 8, (counted, driver.statements)
