@@ -160,15 +160,18 @@ def commit(d: Dialect, c: RunCommit, held: RunRecord | None = None) -> Plan[Comm
     ``held`` is the run's row as this transaction left it, when it wrote the row already (no need to read it).
     """
     created: list[dict[str, Any]] = []
+    step_events: Sequence[EventDraft] = c.events
     if c.create is not None:
-        created = yield from insert_run(c.create.run, c.create.events, c.create.writes)
+        # The new run's first events and the step's are numbered on and inserted together.
+        created = yield from insert_run(c.create.run, [*c.create.events, *c.events], c.create.writes)
         held = replace(c.create.run, next_seq=len(created))
+        step_events = ()
     owner, epoch, start, wake, status, control = yield from _fence(d, c, held)
     if owner != c.owner or epoch != c.epoch:
         raise StaleOwnerError(f"run {c.run_id} is owned by another executor")
     # Under the run's lock, so a cancel is either committed here or waits for this commit.
     closed_as = cancel_committed(status, control)
-    step_docs, rows = codec.event_rows(c.run_id, start, c.events)
+    step_docs, rows = codec.event_rows(c.run_id, start, step_events)
     if rows:
         yield Sql(codec.INSERT_EVENT, rows, many=True)
     docs = created + step_docs
