@@ -515,6 +515,21 @@ async def test_interrupt_lookups(store: Store) -> None:
     assert await store.get_interrupt("int_missing") is None
 
 
+async def test_a_run_and_the_interrupt_at_its_address_are_read_together(store: Store) -> None:
+    run, recs = await with_interrupts(
+        store,
+        {"node_id": "gate", "requested": 2_000, "visit": 0, "ordinal": 0},
+        {"node_id": "gate", "requested": 2_000, "visit": 0, "ordinal": 1},
+        {"node_id": "other", "requested": 2_500, "visit": 0, "ordinal": 0},
+    )
+    both = await store.run_and_interrupt_at(run.run_id, "gate")
+    assert both == (await store.load_run(run.run_id), await store.interrupt_at(run.run_id, "gate"))
+    assert both[1] is not None and both[1].interrupt_id == recs[1].interrupt_id
+    assert await store.run_and_interrupt_at(run.run_id, "nowhere") == (await store.load_run(run.run_id), None)
+    assert await store.run_and_interrupt_at(run.run_id, "ga\x00te") == (await store.load_run(run.run_id), None)
+    assert await store.run_and_interrupt_at("run_missing", "gate") == (None, None)
+
+
 async def test_mutate_interrupt_by_id_and_by_address(store: Store) -> None:
     run, (old, new) = await with_interrupts(
         store, {"node_id": "gate", "requested": 2_000}, {"node_id": "gate", "requested": 2_500}
