@@ -1,47 +1,15 @@
-"""Transaction plumbing of the PostgreSQL store: return order, notices, lost cancellations, pipelined transactions.
+"""Transaction plumbing of the PostgreSQL store: return order, notices, lost cancellations.
 
-Apart from :func:`pipelined`, nothing here touches the database; :mod:`bridge.store.postgres`
-runs the transactions and uses these to keep SQLite's guarantees on many connections.
+Nothing here touches the database; :mod:`bridge.store.postgres` runs the
+transactions and uses these to keep SQLite's guarantees on many connections.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from psycopg import AsyncConnection
-from psycopg.pq import TransactionStatus
-
 from bridge.store import pg_sql as q
-
-#: Where a transaction that did not commit is left open (explicitly begun, or aborted by an error).
-_OPEN = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
-
-
-@contextlib.asynccontextmanager
-async def pipelined(conn: AsyncConnection[Any]) -> AsyncIterator[None]:
-    """One transaction in pipeline mode that waits for the server once, at its end.
-
-    ``BEGIN``, the statements and ``COMMIT`` are queued in one pipeline, and the pipeline's single
-    sync returns once ``COMMIT`` did, that is once the transaction is durable. (psycopg's
-    ``Connection.transaction()`` syncs as it opens, before ``COMMIT`` and after it: three more
-    waits for the server.) If anything fails, here or at the server, the pipeline's sync leaves
-    the transaction open or aborted, never committed, and it is rolled back before the
-    connection goes back to the pool.
-    """
-    try:
-        async with conn.pipeline():
-            await conn.execute("BEGIN", prepare=False)
-            yield
-            await conn.execute("COMMIT", prepare=False)
-    except BaseException:
-        if conn.info.transaction_status in _OPEN:
-            with contextlib.suppress(Exception):
-                await conn.execute("ROLLBACK", prepare=False)
-        raise
 
 
 def reraise_lost_cancellation() -> None:

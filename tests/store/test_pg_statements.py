@@ -1,13 +1,12 @@
 """What one approval cycle costs on PostgreSQL, counted at the driver.
 
 A cycle is a run created, suspended on one approval, answered and completed.
-Every statement the store sends goes through psycopg's cursor, and every
-transaction opens with ``Connection.transaction()`` or, in pipeline mode, with a
-``BEGIN`` sent through the cursor: counting them pins how many times a cycle
-talks to the server, which bounds its latency far more than the work done on
-either side. The waits for the server are counted too: a statement outside a
-pipeline, a read of rows inside one, and each pipeline's sync (nested pipelines
-included) is one round trip at most.
+Every message the store sends goes through psycopg's cursor, and is answered
+once: counting them counts the cycle's round trips, which bound its latency far
+more than the work done on either side. A message may hold several statements
+(bound on the client and sent together): the server answers each with a result
+of its own, which counts the statements. Transactions open with
+``Connection.transaction()`` or with a ``BEGIN`` at the head of a message.
 """
 
 from __future__ import annotations
@@ -28,75 +27,56 @@ from tests.helpers import ADMIN
 pytestmark = pytest.mark.postgres
 
 LISTENER = "openwop-bridge-listen"
+NOTIFY = "SELECT pg_notify("
 
 
 class Driver:
-    """Counts the statements and transactions the store's pooled connections send."""
+    """Counts the messages, statements and transactions the store's pooled connections send."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.counts: Counter[str] = Counter()
         self.statements: list[str] = []
         execute, executemany = psycopg.AsyncCursor.execute, psycopg.AsyncCursor.executemany
-        fetchall, fetchone = psycopg.AsyncCursor.fetchall, psycopg.AsyncCursor.fetchone
         transaction = psycopg.AsyncConnection.transaction
-        pipeline_exit = psycopg.AsyncPipeline.__aexit__
         driver = self
 
         async def counted_execute(cur: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-            driver.sent(cur.connection, str(query))
-            return await execute(cur, query, *args, **kwargs)
+            result = await execute(cur, query, *args, **kwargs)
+            driver.sent(cur, str(query), len(cur._results))
+            return result
 
         async def counted_executemany(cur: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-            driver.sent(cur.connection, str(query))
+            driver.sent(cur, str(query), 1)
             return await executemany(cur, query, *args, **kwargs)
-
-        async def counted_fetchall(cur: psycopg.AsyncCursor[Any]) -> Any:
-            driver.read(cur.connection)
-            return await fetchall(cur)
-
-        async def counted_fetchone(cur: psycopg.AsyncCursor[Any]) -> Any:
-            driver.read(cur.connection)
-            return await fetchone(cur)
 
         def counted_transaction(conn: psycopg.AsyncConnection[Any], *args: Any, **kwargs: Any) -> Any:
             if driver.ours(conn):
                 driver.counts["transactions"] += 1
             return transaction(conn, *args, **kwargs)
 
-        async def counted_pipeline_exit(pipeline: psycopg.AsyncPipeline, *args: Any) -> Any:
-            if driver.ours(pipeline._conn):
-                driver.counts["round_trips"] += 1  # every pipeline exit syncs and waits for the server
-            return await pipeline_exit(pipeline, *args)
-
         monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted_execute)
         monkeypatch.setattr(psycopg.AsyncCursor, "executemany", counted_executemany)
-        monkeypatch.setattr(psycopg.AsyncCursor, "fetchall", counted_fetchall)
-        monkeypatch.setattr(psycopg.AsyncCursor, "fetchone", counted_fetchone)
         monkeypatch.setattr(psycopg.AsyncConnection, "transaction", counted_transaction)
-        monkeypatch.setattr(psycopg.AsyncPipeline, "__aexit__", counted_pipeline_exit)
 
     @staticmethod
     def ours(conn: psycopg.AsyncConnection[Any]) -> bool:
         """A pooled connection of the store (the listener's only waits for notices)."""
         return conn.info.parameter_status("application_name") != LISTENER
 
-    def sent(self, conn: psycopg.AsyncConnection[Any], query: str) -> None:
-        if not self.ours(conn):
+    def sent(self, cur: psycopg.AsyncCursor[Any], query: str, results: int) -> None:
+        """One message (answered once) of ``results`` statements; ``BEGIN`` and ``COMMIT`` are not counted as such."""
+        if not self.ours(cur.connection):
             return
-        if conn._pipeline is None:
-            self.counts["round_trips"] += 1  # outside a pipeline, execute waits for the result
-        if query in ("BEGIN", "COMMIT", "ROLLBACK"):
-            # Sent in a pipeline instead of by ``Connection.transaction()``: the transaction, not a statement in it.
-            self.counts["transactions"] += query == "BEGIN"
-            return
-        self.counts["statements"] += 1
-        self.statements.append(query.split(" WHERE ")[0][:80])
-        if query.lstrip().startswith("SELECT pg_notify"):
-            self.counts["notify"] += 1
-
-    def read(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        if self.ours(conn) and conn._pipeline is not None:
-            self.counts["round_trips"] += 1  # in a pipeline, reading rows flushes and waits (at most once each)
+        self.counts["round_trips"] += 1
+        statements = max(results, 1)
+        if query == "BEGIN" or query.startswith("BEGIN;"):
+            self.counts["transactions"] += 1
+            statements -= 1
+        if query == "COMMIT" or query.endswith(";COMMIT"):
+            statements -= 1
+        self.counts["statements"] += statements
+        self.counts["notify"] += query.startswith(NOTIFY) + query.count(f";{NOTIFY}")
+        self.statements.append(query.removeprefix("BEGIN;")[:80])
 
     def reset(self) -> None:
         self.counts.clear()
@@ -150,8 +130,11 @@ async def test_a_cycle_is_two_transactions_and_few_statements(engine: Engine, mo
     # One notice per transaction, whatever it touched.
     assert counted["notify"] == 2, counted
     # Reads of the answer and the executor included (26 before the answer joined its step and the
-    # reads of rows the transaction had just written were folded).
-    assert counted["statements"] <= 22, (counted, driver.statements)
-    # Waits for the server: one per transaction (its pipeline's sync: 4 while psycopg's
-    # ``Connection.transaction()`` opened it), one per read of rows, one per statement alone.
-    assert counted["round_trips"] <= 8, (counted, driver.statements)
+    # reads of rows the transaction had just written were folded, 20 before a new run's events and
+    # its first step's were one INSERT, the answer read its run and interrupt together and each
+    # INSERT of several rows became one).
+    assert counted["statements"] <= 18, (counted, driver.statements)
+    # Messages, each answered once: a transaction without reads is one message, one that locks and
+    # reads its rows first is two; the answer's read and the executor's two after it are one each
+    # (14 while each statement was sent on its own, with psycopg's pipeline syncs).
+    assert counted["round_trips"] <= 6, (counted, driver.statements)

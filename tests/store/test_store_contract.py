@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from bridge.core.errors import (
@@ -806,6 +807,19 @@ async def test_kv_replace_and_forget_if_compare_first(store: Store) -> None:
     assert await store.kv_forget_if("ns", "claim", {"runId": "r1"}) is True
     assert await store.kv_get("ns", "claim") is None
     assert await store.kv_forget_if("ns", "claim", {"runId": "r1"}) is False
+
+
+async def test_a_statement_the_database_refuses_commits_nothing_of_its_transaction(store: Store) -> None:
+    run = make_run()
+    await store.create_run(run, [draft("run.started")])
+    # The adapter's write goes first, then the run's row, which exists already: the whole transaction fails.
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
+        await store.create_run(run, [draft("run.started"), draft()], [KvWrite("ns", "refused", "1", 1_000)])
+    assert await store.kv_get("ns", "refused") is None and len(await store.read_events(run.run_id)) == 1
+    # The connection it ran on is clean again: the next transactions commit.
+    for _ in range(3):
+        await store.create_run(make_run(), [draft("run.started")], [KvWrite("ns", f"k{_}", "1", 1_000)])
+    assert await store.kv_get("ns", "k2") == 1
 
 
 async def test_a_new_run_carries_adapter_writes_in_its_transaction(store: Store) -> None:
