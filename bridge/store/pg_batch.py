@@ -9,6 +9,10 @@ transaction with no read in it (a new run and its first step) is one message;
 one that locks and reads its rows first (an answer and the step it wakes) is
 two. Rows are the result sets of the statements that read them, taken in order.
 
+A query of the simple protocol is parsed and planned anew each time, so each
+statement with parameters is prepared once per connection (``PREPARE``, in the
+message that first needs it) and queued as ``EXECUTE name(values)``.
+
 The simple query protocol runs the statements of one message one after the
 other and stops at the first error, which leaves the transaction aborted (it
 began with ``BEGIN``, so nothing of it commits); the pool's connection context
@@ -17,6 +21,9 @@ rolls it back when the error reaches it.
 
 from __future__ import annotations
 
+import itertools
+import re
+import weakref
 from typing import Any, TypeVar
 
 from psycopg import AsyncClientCursor, AsyncConnection
@@ -32,6 +39,31 @@ def returns_rows(text: str) -> bool:
     return text.startswith("SELECT") or " RETURNING " in text
 
 
+#: The statements prepared on each connection (plan text -> name). A rollback may deallocate them
+#: all (psycopg does when it had prepared statements of its own), and ``PREPARE`` is not undone by
+#: one: after an error on a connection (:func:`forget_prepared`) its next batch first deallocates
+#: whatever of ours is still there, and prepares afresh.
+_PREPARED: weakref.WeakKeyDictionary[AsyncConnection[Any], dict[str, str]] = weakref.WeakKeyDictionary()
+_UNSURE: weakref.WeakSet[AsyncConnection[Any]] = weakref.WeakSet()
+_PREFIX = "owb_"
+_names = itertools.count()
+_PLACEHOLDER = re.compile(r"%s")
+#: Multi-row ``INSERT``s up to this many rows are prepared (one statement per row count).
+PREPARED_ROWS = 8
+
+
+def forget_prepared(conn: AsyncConnection[Any]) -> None:
+    """An error reached ``conn`` (rolled back as it goes back to the pool): what it has prepared is unknown."""
+    _PREPARED.pop(conn, None)
+    _UNSURE.add(conn)
+
+
+def _numbered(text: str) -> str:
+    """``text`` with its ``%s`` placeholders numbered ``$1``, ``$2``… (for ``PREPARE``)."""
+    count = itertools.count(1)
+    return _PLACEHOLDER.sub(lambda _: f"${next(count)}", text)
+
+
 def _one_row(text: str) -> bool:
     """Whether ``text`` is one parenthesised row of values and nothing else."""
     return text.startswith("(") and text.endswith(")") and text.count("(") == 1
@@ -41,8 +73,12 @@ class Batch:
     """Statements bound on the client and queued; sent in one message when rows are wanted (see the module)."""
 
     def __init__(self, conn: AsyncConnection[Any]) -> None:
+        self._conn = conn
         self._cur = AsyncClientCursor(conn)
         self._texts: list[str] = []
+        self._prepared = _PREPARED.setdefault(conn, {})
+        #: Statements this batch prepares, known to the connection once their message succeeded.
+        self._preparing: dict[str, str] = {}
         #: The statements queued whose rows are wanted, by their place in the queue.
         self._reads: dict[int, Sql] = {}
         #: Statements queued ahead (:class:`~bridge.store.plan.Ahead`), until the plan yields them.
@@ -52,9 +88,19 @@ class Batch:
 
     def add(self, text: str, args: Any = None, *, read: Sql | None = None) -> None:
         """Queue a statement (with ``read``, one whose rows :meth:`rows` is asked for later)."""
+        if args:
+            text, args = self._execute(text), tuple(args)
         if read is not None:
             self._reads[len(self._texts)] = read
-        self._texts.append(self._cur.mogrify(text, args))
+        self._texts.append(self._cur.mogrify(text, args or None))
+
+    def _execute(self, text: str) -> str:
+        """``EXECUTE`` of ``text`` prepared on this connection (queuing its ``PREPARE`` the first time)."""
+        name = self._prepared.get(text) or self._preparing.get(text)
+        if name is None:
+            name = self._preparing[text] = f"{_PREFIX}{next(_names)}"
+            self._texts.append(f"PREPARE {name} AS {_numbered(text)}")
+        return f"EXECUTE {name}({','.join(['%s'] * text.count('%s'))})"
 
     def ahead(self, step: Sql) -> None:
         """Queue a statement the plan yields later (it is then not queued again)."""
@@ -70,7 +116,10 @@ class Batch:
         head, values, row = step.text.rpartition(" VALUES ")
         if step.many and values and step.text.startswith("INSERT ") and _one_row(row):
             # A parameter tuple per row, and the statement ends with its row: one INSERT of them all.
-            self._texts.append(f"{head} VALUES {','.join(self._cur.mogrify(row, args) for args in step.args)}")
+            if len(step.args) <= PREPARED_ROWS:
+                self.add(f"{head} VALUES {','.join([row] * len(step.args))}", [a for r in step.args for a in r])
+            else:
+                self._texts.append(f"{head} VALUES {','.join(self._cur.mogrify(row, args) for args in step.args)}")
         elif step.many:
             for args in step.args:
                 self.add(step.text, args)
@@ -101,12 +150,25 @@ class Batch:
             return
         self._texts, self._reads = [], {}
         cur = self._cur
+        if self._conn in _UNSURE:
+            await self._deallocate()
         await cur.execute(";".join(texts))
+        self._prepared.update(self._preparing)
+        self._preparing = {}
         for i in range(len(texts)):
             if i in reads:
                 self._rows.append((reads[i], await cur.fetchall()))
             if i + 1 < len(texts) and not cur.nextset():
                 raise RuntimeError(f"PostgreSQL answered {i + 1} of {len(texts)} statements")
+
+    async def _deallocate(self) -> None:
+        """Deallocate the statements of ours still prepared on an unsure connection (before this batch's ``BEGIN``)."""
+        cur = await self._cur.execute("SELECT name FROM pg_prepared_statements WHERE starts_with(name, %s)", (_PREFIX,))
+        found = [name for (name,) in await cur.fetchall()]
+        if found:
+            await self._cur.execute(";".join(f"DEALLOCATE {name}" for name in found))
+        self._prepared.clear()
+        _UNSURE.discard(self._conn)
 
 
 async def run_plan(batch: Batch, tx: Tx, steps: Plan[T]) -> T:

@@ -5,8 +5,10 @@ Every message the store sends goes through psycopg's cursor, and is answered
 once: counting them counts the cycle's round trips, which bound its latency far
 more than the work done on either side. A message may hold several statements
 (bound on the client and sent together): the server answers each with a result
-of its own, which counts the statements. Transactions open with
-``Connection.transaction()`` or with a ``BEGIN`` at the head of a message.
+of its own, which counts the statements (a ``PREPARE`` a connection needs the
+first time it runs a statement aside). Transactions open with
+``Connection.transaction()`` or with a ``BEGIN`` at the head of a message; the
+notices are counted as another session listening receives them.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ import pytest
 
 from bridge import Engine, NodeContext, Workflow, approval
 from bridge.runtime.config import EngineConfig
+from bridge.store.pg_sql import CHANNEL
 from bridge.store.postgres import PostgresStore
 from tests.helpers import ADMIN
 
 pytestmark = pytest.mark.postgres
 
 LISTENER = "openwop-bridge-listen"
-NOTIFY = "SELECT pg_notify("
+PREPARE = "PREPARE "
 
 
 class Driver:
@@ -74,8 +77,9 @@ class Driver:
             statements -= 1
         if query == "COMMIT" or query.endswith(";COMMIT"):
             statements -= 1
-        self.counts["statements"] += statements
-        self.counts["notify"] += query.startswith(NOTIFY) + query.count(f";{NOTIFY}")
+        # Statements prepared on a connection the first time it runs them are not the cycle's own.
+        prepared = query.startswith(PREPARE) + query.count(f";{PREPARE}")
+        self.counts["statements"] += statements - prepared
         self.statements.append(query.removeprefix("BEGIN;")[:80])
 
     def reset(self) -> None:
@@ -118,12 +122,18 @@ async def _cycle(engine: Engine) -> None:
         await asyncio.sleep(0.001)
 
 
-async def test_a_cycle_is_two_transactions_and_few_statements(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_cycle_is_two_transactions_and_few_statements(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
     await _cycle(engine)  # warm-up: pool connections, prepared statements
+    listening = await psycopg.AsyncConnection.connect(pg_url, autocommit=True)
+    await listening.execute(f"LISTEN {CHANNEL}")
     driver = Driver(monkeypatch)
     before = engine.store.commits
     await _cycle(engine)
     counted = dict(driver.counts)
+    counted["notify"] = len([n async for n in listening.notifies(timeout=0.5)])
+    await listening.close()
     # An answer commits with the step it wakes, as on SQLite: create-and-suspend, answer-and-complete.
     assert engine.store.commits - before == 2, counted
     assert counted["transactions"] == 2, counted
@@ -138,3 +148,42 @@ async def test_a_cycle_is_two_transactions_and_few_statements(engine: Engine, mo
     # reads its rows first is two; the answer's read and the executor's two after it are one each
     # (14 while each statement was sent on its own, with psycopg's pipeline syncs).
     assert counted["round_trips"] <= 6, (counted, driver.statements)
+
+
+async def _prepared_alike(store: PostgresStore) -> None:
+    """Every statement of ours prepared on the store's one connection is one its batches know, and back."""
+    from bridge.store import pg_batch
+
+    async with store._connection() as conn:
+        cur = await conn.execute("SELECT name FROM pg_prepared_statements WHERE starts_with(name, 'owb_')")
+        on_server = sorted(name for (name,) in await cur.fetchall())
+        known = sorted(pg_batch._PREPARED[conn].values())
+    assert on_server == known and known, (on_server, known)
+
+
+async def test_statements_stay_prepared_alike_on_the_server_and_in_the_store_after_a_refusal(pg_url: str) -> None:
+    from tests.store.test_store_contract import draft, make_run
+
+    first, second = PostgresStore(pg_url), PostgresStore(pg_url, min_size=1, max_size=1)
+    await first.open()
+    await second.open()
+    try:
+        run = make_run()
+        await first.create_run(run, [draft("run.started")])
+        # The second store's one connection prepares the INSERT, which the database then refuses:
+        # the PREPARE stays (a rollback does not undo it) though the store never learnt it worked.
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            await second.create_run(run, [draft("run.started")])
+        await second.create_run(make_run(), [draft("run.started")])
+        await _prepared_alike(second)
+        # psycopg prepares a read it repeats, and then deallocates every prepared statement when a
+        # transaction rolls back: the store's must be prepared again, not executed as they were.
+        for _ in range(8):
+            await second.load_run(run.run_id)
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            await second.create_run(run, [draft("run.started")])
+        await second.create_run(make_run(), [draft("run.started")])
+        await _prepared_alike(second)
+    finally:
+        await first.close()
+        await second.close()
