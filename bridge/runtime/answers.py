@@ -41,8 +41,7 @@ class AnswerService:
 
     async def interrupt_at(self, run_id: str, node_id: str, principal: Principal) -> InterruptRecord:
         """The latest interrupt at a run-scoped address, visible to the principal."""
-        await self._runs.visible_run(run_id, principal)
-        record = await self._k.store.interrupt_at(run_id, node_id)
+        _, record = await self._runs.visible_run_at(run_id, node_id, principal)
         if record is None:
             raise InterruptNotFoundError(f"no interrupt at node {node_id!r} of run {run_id!r}")
         return record
@@ -76,14 +75,15 @@ class AnswerService:
         interrupt settled, ``pending`` when a quorum vote or an ``ask`` left it open.
         """
         principal.require("approvals:respond")
-        run = None if run_id is None else await self._runs.visible_run(run_id, principal)
         if interrupt_id is not None:
+            run = None if run_id is None else await self._runs.visible_run(run_id, principal)
             current = await self._k.store.get_interrupt(interrupt_id)
             if current is None or principal.tenant not in (current.tenant, "*"):
                 raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
         else:
             assert run_id is not None and node_id is not None
-            current = await self._k.store.interrupt_at(run_id, node_id)
+            # The run and the interrupt at its address in one read.
+            run, current = await self._runs.visible_run_at(run_id, node_id, principal)
             if current is None:
                 raise InterruptNotFoundError(f"no interrupt at node {node_id!r} of run {run_id!r}")
             interrupt_id = None if kinds.kind_of(current.kind).turn else current.interrupt_id

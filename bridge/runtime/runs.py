@@ -19,12 +19,19 @@ from bridge.core.auth import SYSTEM, Principal
 from bridge.core.decisions.cancel import run_cancel_decision
 from bridge.core.errors import CapabilityRefusedError, ForbiddenError, RunNotFoundError, ValidationError
 from bridge.core.events import ENGINE_VERSION, EventDraft
-from bridge.core.records import RunRecord
+from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.run_state import RunState
 from bridge.core.workflow import WorkflowDefinition, thaw
 from bridge.runtime.context import NodeContext
 from bridge.runtime.kernel import Kernel
 from bridge.store.base import KvWrite
+
+
+def _visible(run: RunRecord | None, run_id: str, principal: Principal) -> RunRecord:
+    """``run`` if the principal's tenant may see it, else 404."""
+    if run is None or principal.tenant not in (run.tenant, "*"):
+        raise RunNotFoundError(f"no run {run_id!r}")
+    return run
 
 
 class RunService:
@@ -177,10 +184,14 @@ class RunService:
 
     async def visible_run(self, run_id: str, principal: Principal) -> RunRecord:
         """A run the principal's tenant may see, else 404."""
-        run = await self._k.store.load_run(run_id)
-        if run is None or principal.tenant not in (run.tenant, "*"):
-            raise RunNotFoundError(f"no run {run_id!r}")
-        return run
+        return _visible(await self._k.store.load_run(run_id), run_id, principal)
+
+    async def visible_run_at(
+        self, run_id: str, node_id: str, principal: Principal
+    ) -> tuple[RunRecord, InterruptRecord | None]:
+        """:meth:`visible_run` and the latest interrupt at its address ``node_id``, read together."""
+        run, record = await self._k.store.run_and_interrupt_at(run_id, node_id)
+        return _visible(run, run_id, principal), record
 
     async def cancel_run(
         self, run_id: str, principal: Principal, reason: str | None = None, *, parent_run_id: str | None = None

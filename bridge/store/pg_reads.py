@@ -16,6 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from bridge.core.records import InterruptRecord, has_nul
 from bridge.store.codec import INT_COLS, POSTGRES
+from bridge.store.pg_batch import forget_prepared
 from bridge.store.pg_tx import reraise_lost_cancellation
 from bridge.store.reads import Reads
 
@@ -32,8 +33,12 @@ class PostgresReads(Reads):
     async def _connection(self) -> AsyncIterator[Conn]:
         assert self._pool_ is not None, "store is not open"
         async with self._pool_.connection() as conn:
-            reraise_lost_cancellation()
-            yield conn
+            try:
+                reraise_lost_cancellation()
+                yield conn
+            except BaseException:
+                forget_prepared(conn)  # the rollback that follows may deallocate them
+                raise
 
     async def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         if has_nul(args):

@@ -23,7 +23,6 @@ notices in :mod:`bridge.store.pg_tx`, the listener in :mod:`bridge.store.pg_list
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -31,7 +30,7 @@ from typing import Any, TypeVar
 
 import orjson
 import psycopg
-from psycopg import AsyncConnection, AsyncCursor, errors
+from psycopg import AsyncConnection, errors
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -45,10 +44,11 @@ from bridge.store.base import (
 )
 from bridge.store.codec import POSTGRES, RUN_COLS, TERMINAL_SQL
 from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
+from bridge.store.pg_batch import Batch, run_plan
 from bridge.store.pg_listen import Listener
 from bridge.store.pg_reads import PostgresReads
 from bridge.store.pg_tx import ReturnOrder, Tx, redact
-from bridge.store.plan import Ahead, Note, Plan, Rows, Sql
+from bridge.store.plan import Plan
 from bridge.store.writes import Writes
 
 log = logging.getLogger("bridge.store.postgres")
@@ -57,54 +57,6 @@ T = TypeVar("T")
 Conn = AsyncConnection[Any]
 
 RETRIES = 5  # attempts of a transaction PostgreSQL aborted as a deadlock victim
-
-
-def returns_rows(text: str) -> bool:
-    """Whether a plan's statement answers with rows (the plan reads them before it goes on)."""
-    return text.startswith("SELECT") or " RETURNING " in text
-
-
-async def run_plan(conn: Conn, tx: Tx, steps: Plan[T]) -> T:
-    """Run a plan's statements in the transaction of ``conn``; its notes become ``tx``'s order and notices.
-
-    ``conn`` is in pipeline mode: a statement whose rows the plan does not read is sent without
-    waiting for it, and so is one the plan announces (:class:`~bridge.store.plan.Ahead`), so the
-    server is waited for only where the plan needs an answer (and at ``COMMIT``).
-    """
-    sent: list[tuple[Sql, AsyncCursor[Any]]] = []
-    try:
-        step = next(steps)
-        while True:
-            rows: Rows = []
-            if isinstance(step, Ahead):
-                sent.append((step.sql, await conn.execute(step.sql.text, step.sql.args)))
-            elif isinstance(step, Note):
-                if step.what == "locked":
-                    tx.locked(step.run_id)
-                elif step.what == "events":
-                    tx.events(step.run_id)
-                else:
-                    tx.wake(step.run_id, step.owner)
-            elif step.many:
-                async with conn.cursor() as cur:
-                    await cur.executemany(step.text, step.args)
-            else:
-                cur = _announced(sent, step) or await conn.execute(step.text, step.args)
-                if returns_rows(step.text):
-                    rows = await cur.fetchall()
-            step = steps.send(rows)
-    except StopIteration as done:
-        result: T = done.value
-        return result
-
-
-def _announced(sent: list[tuple[Sql, AsyncCursor[Any]]], step: Sql) -> AsyncCursor[Any] | None:
-    """The cursor of ``step`` if it was sent ahead (and is now taken off that list)."""
-    for i, (sql, cur) in enumerate(sent):
-        if sql == step:
-            del sent[i]
-            return cur
-    return None
 
 
 class PostgresStore(Writes, PostgresReads):
@@ -204,37 +156,59 @@ class PostgresStore(Writes, PostgresReads):
                     (str(version),),
                 )
 
-    async def _transaction(self, work: Callable[[Conn, Tx], Awaitable[T]], *, pipelined: bool = False) -> T:
-        """Run ``work`` in one transaction, send its notices from inside it, and
-        return in the order of the run row locks it took (see :class:`ReturnOrder`).
+    async def _transaction(self, work: Callable[[Conn, Tx], Awaitable[T]]) -> T:
+        """Run ``work`` in one transaction and send its notices from inside it (see :meth:`_retried`)."""
 
-        With ``pipelined``, the connection is in pipeline mode (see :func:`run_plan`):
-        ``BEGIN``, the statements nobody waits for, the notices and ``COMMIT`` travel
-        together, and the commit is durable once the pipeline's last sync returned.
+        async def attempt(tx: Tx) -> T:
+            async with self._connection() as conn, conn.transaction():
+                result = await work(conn, tx)
+                if tx.outbox.notices:
+                    await conn.execute(q.NOTIFY, (q.CHANNEL, tx.outbox.payloads(self._instance)))
+            return result
+
+        return await self._retried(attempt)
+
+    async def _plan(self, make: Callable[[], Plan[T]]) -> T:
+        """Run a plan in one transaction (a fresh plan for each attempt, see :meth:`_retried`).
+
+        Its statements are bound here and sent in few messages (see :mod:`bridge.store.pg_batch`):
+        ``BEGIN``, the statements nobody waits for, the notices and ``COMMIT`` travel together,
+        and the commit is durable once the message holding ``COMMIT`` was answered.
+        """
+
+        async def attempt(tx: Tx) -> T:
+            # A transaction an error leaves open or aborted is rolled back as the pool takes its connection back.
+            async with self._connection() as conn:
+                batch = Batch(conn)
+                batch.add("BEGIN")
+                result = await run_plan(batch, tx, make())
+                if tx.outbox.notices:
+                    batch.add(q.NOTIFY, (q.CHANNEL, tx.outbox.payloads(self._instance)))
+                batch.add("COMMIT")
+                await batch.send()
+            return result
+
+        return await self._retried(attempt)
+
+    async def _retried(self, attempt: Callable[[Tx], Awaitable[T]]) -> T:
+        """Run one transaction, and return in the order of the run row locks it took (see :class:`ReturnOrder`).
 
         PostgreSQL may abort a transaction to break a deadlock; nothing of it
         was committed, so it is run again from the start.
         """
-        attempt = 0
+        attempts = 0
         while True:
             tx = Tx(self._order)
             try:
-                async with (
-                    self._connection() as conn,
-                    conn.pipeline() if pipelined else contextlib.nullcontext(),
-                    conn.transaction(),
-                ):
-                    result = await work(conn, tx)
-                    if tx.outbox.notices:
-                        await conn.execute(q.NOTIFY, (q.CHANNEL, tx.outbox.payloads(self._instance)))
+                result = await attempt(tx)
                 self._commits += 1
             except (errors.DeadlockDetected, errors.SerializationFailure):
                 tx.release()
-                attempt += 1
-                if attempt >= RETRIES:
+                attempts += 1
+                if attempts >= RETRIES:
                     raise
-                log.warning("transaction aborted by PostgreSQL (attempt %d of %d); retrying", attempt, RETRIES)
-                await asyncio.sleep(0.01 * attempt)
+                log.warning("transaction aborted by PostgreSQL (attempt %d of %d); retrying", attempts, RETRIES)
+                await asyncio.sleep(0.01 * attempts)
                 continue
             except BaseException:
                 tx.release()
@@ -245,14 +219,6 @@ class PostgresStore(Writes, PostgresReads):
             finally:
                 tx.release()
             return result
-
-    async def _plan(self, make: Callable[[], Plan[T]]) -> T:
-        """Run a plan in one transaction (a fresh plan for each attempt, see :meth:`_transaction`)."""
-
-        async def work(conn: Conn, tx: Tx) -> T:
-            return await run_plan(conn, tx, make())
-
-        return await self._transaction(work, pipelined=True)
 
     # --- signing keys -------------------------------------------------------
 

@@ -13,13 +13,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.core.kinds import REGISTRY
-from bridge.core.records import InterruptRecord, RunRecord
+from bridge.core.records import InterruptRecord, RunRecord, has_nul
 from bridge.store.base import InboxPage
 from bridge.store.codec import INT_COLS, RUN_COLS, Dialect
 from bridge.store.cursor import encode_cursor, page_cursor
 
 #: The kinds an inbox leaves out when no kind is asked for: those not listed among open interrupts.
 UNLISTED_KINDS: tuple[str, ...] = tuple(name for name, k in REGISTRY.items() if not k.listed)
+_RUN_WIDTH = len(RUN_COLS.split(","))
+#: A run's row and, joined to it, the latest interrupt at one of its addresses (NULLs when there is none).
+_RUN_AND_INTERRUPT_AT = (
+    f"SELECT {', '.join('r.' + c.strip() for c in RUN_COLS.split(','))}, "
+    f"{', '.join('i.' + c.strip() for c in INT_COLS.split(','))} FROM runs r LEFT JOIN interrupts i "
+    "ON i.interrupt_id=(SELECT interrupt_id FROM interrupts WHERE run_id=%s AND node_id=%s "
+    "ORDER BY requested_at DESC, ordinal DESC LIMIT 1) WHERE r.run_id=%s"
+)
 
 
 class Reads(ABC):
@@ -116,6 +124,15 @@ class Reads(ABC):
             "ORDER BY requested_at DESC, ordinal DESC LIMIT 1",
             (run_id, node_id),
         )
+
+    async def run_and_interrupt_at(self, run_id: str, node_id: str) -> tuple[RunRecord | None, InterruptRecord | None]:
+        if has_nul((node_id,)):
+            return await self.load_run(run_id), None  # no address holds U+0000 (PostgreSQL refuses to compare it)
+        row = await self._one(self._dialect.sql(_RUN_AND_INTERRUPT_AT), (run_id, node_id, run_id))
+        if row is None:
+            return None, None
+        run = self._dialect.run(row[:_RUN_WIDTH])
+        return run, None if row[_RUN_WIDTH] is None else self._dialect.interrupt(row[_RUN_WIDTH:])
 
     async def interrupt_by_key(self, run_id: str, key: str) -> InterruptRecord | None:
         return await self._interrupt(f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND key=%s", (run_id, key))

@@ -1,10 +1,14 @@
 """What one approval cycle costs on PostgreSQL, counted at the driver.
 
 A cycle is a run created, suspended on one approval, answered and completed.
-Every statement the store sends goes through psycopg's cursor, and every
-transaction opens with ``Connection.transaction()``: counting both pins how
-many times a cycle talks to the server, which bounds its latency far more than
-the work done on either side.
+Every message the store sends goes through psycopg's cursor, and is answered
+once: counting them counts the cycle's round trips, which bound its latency far
+more than the work done on either side. A message may hold several statements
+(bound on the client and sent together): the server answers each with a result
+of its own, which counts the statements (a ``PREPARE`` a connection needs the
+first time it runs a statement aside). Transactions open with
+``Connection.transaction()`` or with a ``BEGIN`` at the head of a message; the
+notices are counted as another session listening receives them.
 """
 
 from __future__ import annotations
@@ -19,16 +23,18 @@ import pytest
 
 from bridge import Engine, NodeContext, Workflow, approval
 from bridge.runtime.config import EngineConfig
+from bridge.store.pg_sql import CHANNEL
 from bridge.store.postgres import PostgresStore
 from tests.helpers import ADMIN
 
 pytestmark = pytest.mark.postgres
 
 LISTENER = "openwop-bridge-listen"
+PREPARE = "PREPARE "
 
 
 class Driver:
-    """Counts the statements and transactions the store's pooled connections send."""
+    """Counts the messages, statements and transactions the store's pooled connections send."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.counts: Counter[str] = Counter()
@@ -38,11 +44,12 @@ class Driver:
         driver = self
 
         async def counted_execute(cur: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-            driver.sent(cur.connection, str(query))
-            return await execute(cur, query, *args, **kwargs)
+            result = await execute(cur, query, *args, **kwargs)
+            driver.sent(cur, str(query), len(cur._results))
+            return result
 
         async def counted_executemany(cur: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-            driver.sent(cur.connection, str(query))
+            driver.sent(cur, str(query), 1)
             return await executemany(cur, query, *args, **kwargs)
 
         def counted_transaction(conn: psycopg.AsyncConnection[Any], *args: Any, **kwargs: Any) -> Any:
@@ -59,12 +66,21 @@ class Driver:
         """A pooled connection of the store (the listener's only waits for notices)."""
         return conn.info.parameter_status("application_name") != LISTENER
 
-    def sent(self, conn: psycopg.AsyncConnection[Any], query: str) -> None:
-        if self.ours(conn):
-            self.counts["statements"] += 1
-            self.statements.append(query.split(" WHERE ")[0][:80])
-            if query.lstrip().startswith("SELECT pg_notify"):
-                self.counts["notify"] += 1
+    def sent(self, cur: psycopg.AsyncCursor[Any], query: str, results: int) -> None:
+        """One message (answered once) of ``results`` statements; ``BEGIN`` and ``COMMIT`` are not counted as such."""
+        if not self.ours(cur.connection):
+            return
+        self.counts["round_trips"] += 1
+        statements = max(results, 1)
+        if query == "BEGIN" or query.startswith("BEGIN;"):
+            self.counts["transactions"] += 1
+            statements -= 1
+        if query == "COMMIT" or query.endswith(";COMMIT"):
+            statements -= 1
+        # Statements prepared on a connection the first time it runs them are not the cycle's own.
+        prepared = query.startswith(PREPARE) + query.count(f";{PREPARE}")
+        self.counts["statements"] += statements - prepared
+        self.statements.append(query.removeprefix("BEGIN;")[:80])
 
     def reset(self) -> None:
         self.counts.clear()
@@ -106,17 +122,68 @@ async def _cycle(engine: Engine) -> None:
         await asyncio.sleep(0.001)
 
 
-async def test_a_cycle_is_two_transactions_and_few_statements(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_cycle_is_two_transactions_and_few_statements(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
     await _cycle(engine)  # warm-up: pool connections, prepared statements
+    listening = await psycopg.AsyncConnection.connect(pg_url, autocommit=True)
+    await listening.execute(f"LISTEN {CHANNEL}")
     driver = Driver(monkeypatch)
     before = engine.store.commits
     await _cycle(engine)
     counted = dict(driver.counts)
+    counted["notify"] = len([n async for n in listening.notifies(timeout=0.5)])
+    await listening.close()
     # An answer commits with the step it wakes, as on SQLite: create-and-suspend, answer-and-complete.
     assert engine.store.commits - before == 2, counted
     assert counted["transactions"] == 2, counted
     # One notice per transaction, whatever it touched.
     assert counted["notify"] == 2, counted
     # Reads of the answer and the executor included (26 before the answer joined its step and the
-    # reads of rows the transaction had just written were folded).
-    assert counted["statements"] <= 22, (counted, driver.statements)
+    # reads of rows the transaction had just written were folded, 20 before a new run's events and
+    # its first step's were one INSERT, the answer read its run and interrupt together and each
+    # INSERT of several rows became one).
+    assert counted["statements"] <= 18, (counted, driver.statements)
+    # Messages, each answered once: a transaction without reads is one message, one that locks and
+    # reads its rows first is two; the answer's read and the executor's two after it are one each
+    # (14 while each statement was sent on its own, with psycopg's pipeline syncs).
+    assert counted["round_trips"] <= 6, (counted, driver.statements)
+
+
+async def _prepared_alike(store: PostgresStore) -> None:
+    """Every statement of ours prepared on the store's one connection is one its batches know, and back."""
+    from bridge.store import pg_batch
+
+    async with store._connection() as conn:
+        cur = await conn.execute("SELECT name FROM pg_prepared_statements WHERE starts_with(name, 'owb_')")
+        on_server = sorted(name for (name,) in await cur.fetchall())
+        known = sorted(pg_batch._PREPARED[conn].values())
+    assert on_server == known and known, (on_server, known)
+
+
+async def test_statements_stay_prepared_alike_on_the_server_and_in_the_store_after_a_refusal(pg_url: str) -> None:
+    from tests.store.test_store_contract import draft, make_run
+
+    first, second = PostgresStore(pg_url), PostgresStore(pg_url, min_size=1, max_size=1)
+    await first.open()
+    await second.open()
+    try:
+        run = make_run()
+        await first.create_run(run, [draft("run.started")])
+        # The second store's one connection prepares the INSERT, which the database then refuses:
+        # the PREPARE stays (a rollback does not undo it) though the store never learnt it worked.
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            await second.create_run(run, [draft("run.started")])
+        await second.create_run(make_run(), [draft("run.started")])
+        await _prepared_alike(second)
+        # psycopg prepares a read it repeats, and then deallocates every prepared statement when a
+        # transaction rolls back: the store's must be prepared again, not executed as they were.
+        for _ in range(8):
+            await second.load_run(run.run_id)
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            await second.create_run(run, [draft("run.started")])
+        await second.create_run(make_run(), [draft("run.started")])
+        await _prepared_alike(second)
+    finally:
+        await first.close()
+        await second.close()

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from bridge.core.errors import (
@@ -515,6 +516,21 @@ async def test_interrupt_lookups(store: Store) -> None:
     assert await store.get_interrupt("int_missing") is None
 
 
+async def test_a_run_and_the_interrupt_at_its_address_are_read_together(store: Store) -> None:
+    run, recs = await with_interrupts(
+        store,
+        {"node_id": "gate", "requested": 2_000, "visit": 0, "ordinal": 0},
+        {"node_id": "gate", "requested": 2_000, "visit": 0, "ordinal": 1},
+        {"node_id": "other", "requested": 2_500, "visit": 0, "ordinal": 0},
+    )
+    both = await store.run_and_interrupt_at(run.run_id, "gate")
+    assert both == (await store.load_run(run.run_id), await store.interrupt_at(run.run_id, "gate"))
+    assert both[1] is not None and both[1].interrupt_id == recs[1].interrupt_id
+    assert await store.run_and_interrupt_at(run.run_id, "nowhere") == (await store.load_run(run.run_id), None)
+    assert await store.run_and_interrupt_at(run.run_id, "ga\x00te") == (await store.load_run(run.run_id), None)
+    assert await store.run_and_interrupt_at("run_missing", "gate") == (None, None)
+
+
 async def test_mutate_interrupt_by_id_and_by_address(store: Store) -> None:
     run, (old, new) = await with_interrupts(
         store, {"node_id": "gate", "requested": 2_000}, {"node_id": "gate", "requested": 2_500}
@@ -810,6 +826,19 @@ async def test_kv_replace_and_forget_if_compare_first(store: Store) -> None:
     assert await store.kv_forget_if("ns", "claim", {"runId": "r1"}) is True
     assert await store.kv_get("ns", "claim") is None
     assert await store.kv_forget_if("ns", "claim", {"runId": "r1"}) is False
+
+
+async def test_a_statement_the_database_refuses_commits_nothing_of_its_transaction(store: Store) -> None:
+    run = make_run()
+    await store.create_run(run, [draft("run.started")])
+    # The adapter's write goes first, then the run's row, which exists already: the whole transaction fails.
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
+        await store.create_run(run, [draft("run.started"), draft()], [KvWrite("ns", "refused", "1", 1_000)])
+    assert await store.kv_get("ns", "refused") is None and len(await store.read_events(run.run_id)) == 1
+    # The connection it ran on is clean again: the next transactions commit.
+    for _ in range(3):
+        await store.create_run(make_run(), [draft("run.started")], [KvWrite("ns", f"k{_}", "1", 1_000)])
+    assert await store.kv_get("ns", "k2") == 1
 
 
 async def test_a_new_run_carries_adapter_writes_in_its_transaction(store: Store) -> None:

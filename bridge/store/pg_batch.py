@@ -1,0 +1,201 @@
+"""How a plan's transaction travels to PostgreSQL: its statements bound on the client, sent in few messages.
+
+Most statements of a write transaction return nothing the plan reads. Sent one
+by one, each costs a driver call and a message of its own; here they are bound
+on the client (psycopg's ``ClientCursor`` quotes every value) and queued, and
+the queue goes to the server as one multi-statement query when the plan needs
+rows, together with the statements that read them, and at ``COMMIT``. A
+transaction with no read in it (a new run and its first step) is one message;
+one that locks and reads its rows first (an answer and the step it wakes) is
+two. Rows are the result sets of the statements that read them, taken in order.
+
+A query of the simple protocol is parsed and planned anew each time, so each
+statement with parameters is prepared once per connection (``PREPARE``, in the
+message that first needs it) and queued as ``EXECUTE name(values)``.
+
+The simple query protocol runs the statements of one message one after the
+other and stops at the first error, which leaves the transaction aborted (it
+began with ``BEGIN``, so nothing of it commits); the pool's connection context
+rolls it back when the error reaches it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import weakref
+from typing import Any, TypeVar
+
+from psycopg import AsyncClientCursor, AsyncConnection
+
+from bridge.store.pg_tx import Tx
+from bridge.store.plan import Ahead, Note, Plan, Rows, Sql
+
+T = TypeVar("T")
+
+
+def returns_rows(text: str) -> bool:
+    """Whether a plan's statement answers with rows (the plan reads them before it goes on)."""
+    return text.startswith("SELECT") or " RETURNING " in text
+
+
+#: The statements prepared on each connection (plan text -> name). A rollback may deallocate them
+#: all (psycopg does when it had prepared statements of its own), and ``PREPARE`` is not undone by
+#: one: after an error on a connection (:func:`forget_prepared`) its next batch first deallocates
+#: whatever of ours is still there, and prepares afresh.
+_PREPARED: weakref.WeakKeyDictionary[AsyncConnection[Any], dict[str, str]] = weakref.WeakKeyDictionary()
+_UNSURE: weakref.WeakSet[AsyncConnection[Any]] = weakref.WeakSet()
+_PREFIX = "owb_"
+_names = itertools.count()
+_PLACEHOLDER = re.compile(r"%s")
+#: Multi-row ``INSERT``s up to this many rows are prepared (one statement per row count).
+PREPARED_ROWS = 8
+
+
+def forget_prepared(conn: AsyncConnection[Any]) -> None:
+    """An error reached ``conn`` (rolled back as it goes back to the pool): what it has prepared is unknown."""
+    _PREPARED.pop(conn, None)
+    _UNSURE.add(conn)
+
+
+def _numbered(text: str) -> str:
+    """``text`` with its ``%s`` placeholders numbered ``$1``, ``$2``… (for ``PREPARE``)."""
+    count = itertools.count(1)
+    return _PLACEHOLDER.sub(lambda _: f"${next(count)}", text)
+
+
+def _one_row(text: str) -> bool:
+    """Whether ``text`` is one parenthesised row of values and nothing else."""
+    return text.startswith("(") and text.endswith(")") and text.count("(") == 1
+
+
+class Batch:
+    """Statements bound on the client and queued; sent in one message when rows are wanted (see the module)."""
+
+    def __init__(self, conn: AsyncConnection[Any]) -> None:
+        self._conn = conn
+        self._cur = AsyncClientCursor(conn)
+        self._texts: list[str] = []
+        self._prepared = _PREPARED.setdefault(conn, {})
+        #: Statements this batch prepares, known to the connection once their message succeeded.
+        self._preparing: dict[str, str] = {}
+        #: The statements queued whose rows are wanted, by their place in the queue.
+        self._reads: dict[int, Sql] = {}
+        #: Statements queued ahead (:class:`~bridge.store.plan.Ahead`), until the plan yields them.
+        self._ahead: list[Sql] = []
+        #: Rows of statements sent, until the plan asks for them.
+        self._rows: list[tuple[Sql, Rows]] = []
+
+    def add(self, text: str, args: Any = None, *, read: Sql | None = None) -> None:
+        """Queue a statement (with ``read``, one whose rows :meth:`rows` is asked for later)."""
+        if args:
+            text, args = self._execute(text), tuple(args)
+        if read is not None:
+            self._reads[len(self._texts)] = read
+        self._texts.append(self._cur.mogrify(text, args or None))
+
+    def _execute(self, text: str) -> str:
+        """``EXECUTE`` of ``text`` prepared on this connection (queuing its ``PREPARE`` the first time)."""
+        name = self._prepared.get(text) or self._preparing.get(text)
+        if name is None:
+            name = self._preparing[text] = f"{_PREFIX}{next(_names)}"
+            self._texts.append(f"PREPARE {name} AS {_numbered(text)}")
+        return f"EXECUTE {name}({','.join(['%s'] * text.count('%s'))})"
+
+    def ahead(self, step: Sql) -> None:
+        """Queue a statement the plan yields later (it is then not queued again)."""
+        self.add_step(step)
+        self._ahead.append(step)
+
+    def add_step(self, step: Sql) -> None:
+        """Queue a plan's statement, unless it was queued ahead (a ``many`` one as one statement per tuple,
+        or one multi-row ``INSERT``)."""
+        if step in self._ahead:
+            self._ahead.remove(step)
+            return
+        head, values, row = step.text.rpartition(" VALUES ")
+        if step.many and values and step.text.startswith("INSERT ") and _one_row(row):
+            # A parameter tuple per row, and the statement ends with its row: one INSERT of them all.
+            if len(step.args) <= PREPARED_ROWS:
+                self.add(f"{head} VALUES {','.join([row] * len(step.args))}", [a for r in step.args for a in r])
+            else:
+                self._texts.append(f"{head} VALUES {','.join(self._cur.mogrify(row, args) for args in step.args)}")
+        elif step.many:
+            for args in step.args:
+                self.add(step.text, args)
+        else:
+            self.add(step.text, step.args, read=step if returns_rows(step.text) else None)
+
+    async def rows(self, step: Sql) -> Rows:
+        """The rows of ``step``, queued before: sends the queue if they are not here yet."""
+        rows = self._take(step)
+        if rows is None:
+            await self.send()
+            rows = self._take(step)
+        if rows is None:
+            raise RuntimeError(f"rows asked for a statement never queued: {step.text[:80]}")
+        return rows
+
+    def _take(self, step: Sql) -> Rows | None:
+        for i, (sql, rows) in enumerate(self._rows):
+            if sql == step:
+                del self._rows[i]
+                return rows
+        return None
+
+    async def send(self) -> None:
+        """Send every queued statement in one message and keep the rows of those that read."""
+        texts, reads = self._texts, self._reads
+        if not texts:
+            return
+        self._texts, self._reads = [], {}
+        cur = self._cur
+        if self._conn in _UNSURE:
+            await self._deallocate()
+        await cur.execute(";".join(texts))
+        self._prepared.update(self._preparing)
+        self._preparing = {}
+        for i in range(len(texts)):
+            if i in reads:
+                self._rows.append((reads[i], await cur.fetchall()))
+            if i + 1 < len(texts) and not cur.nextset():
+                raise RuntimeError(f"PostgreSQL answered {i + 1} of {len(texts)} statements")
+
+    async def _deallocate(self) -> None:
+        """Deallocate the statements of ours still prepared on an unsure connection (before this batch's ``BEGIN``)."""
+        cur = await self._cur.execute("SELECT name FROM pg_prepared_statements WHERE starts_with(name, %s)", (_PREFIX,))
+        found = [name for (name,) in await cur.fetchall()]
+        if found:
+            await self._cur.execute(";".join(f"DEALLOCATE {name}" for name in found))
+        self._prepared.clear()
+        _UNSURE.discard(self._conn)
+
+
+async def run_plan(batch: Batch, tx: Tx, steps: Plan[T]) -> T:
+    """Queue a plan's statements in ``batch``; its notes become ``tx``'s order and notices.
+
+    The server is waited for only where the plan reads rows; statements the plan announces
+    (:class:`~bridge.store.plan.Ahead`) travel with the first of them. What is still queued at the
+    end goes with ``COMMIT``.
+    """
+    try:
+        step = next(steps)
+        while True:
+            rows: Rows = []
+            if isinstance(step, Ahead):
+                batch.ahead(step.sql)
+            elif isinstance(step, Note):
+                if step.what == "locked":
+                    tx.locked(step.run_id)
+                elif step.what == "events":
+                    tx.events(step.run_id)
+                else:
+                    tx.wake(step.run_id, step.owner)
+            else:
+                batch.add_step(step)
+                if not step.many and returns_rows(step.text):
+                    rows = await batch.rows(step)
+            step = steps.send(rows)
+    except StopIteration as done:
+        result: T = done.value
+        return result
