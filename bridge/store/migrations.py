@@ -82,6 +82,14 @@ SQLITE_MIGRATIONS: list[list[str]] = [
         """CREATE INDEX interrupts_answers ON interrupts(run_id, exec_node, conversation, visit, ordinal, key, answer)
             WHERE answer IS NOT NULL""",
     ],
+    # 5: an inbox without a kind merges the listed kinds' ranges of ``interrupts_inbox_kind``, so
+    # ``interrupts_inbox`` goes (one index less to write for every interrupt opened or settled); an address's
+    # latest interrupt (``ORDER BY requested_at DESC, ordinal DESC``) comes off ``interrupts_addr`` unsorted.
+    [
+        "DROP INDEX interrupts_inbox",
+        "DROP INDEX interrupts_addr",
+        "CREATE INDEX interrupts_addr ON interrupts(run_id, node_id, requested_at, ordinal)",
+    ],
 ]
 
 
@@ -159,6 +167,12 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
             WHERE kind = 'conversation.exchange'""",
         """CREATE INDEX interrupts_answers ON interrupts(run_id, exec_node, conversation, visit, ordinal)
             WHERE answer IS NOT NULL""",
+    ],
+    # 5: as SQLite's 5.
+    [
+        "DROP INDEX interrupts_inbox",
+        "DROP INDEX interrupts_addr",
+        "CREATE INDEX interrupts_addr ON interrupts(run_id, node_id, requested_at, ordinal)",
     ],
 ]
 
