@@ -90,6 +90,10 @@ SQLITE_MIGRATIONS: list[list[str]] = [
         "DROP INDEX interrupts_addr",
         "CREATE INDEX interrupts_addr ON interrupts(run_id, node_id, requested_at, ordinal)",
     ],
+    # 6: a run's events of some types are read from the run's range of the primary key, in order, and
+    # ``events_type`` goes: every event wrote an entry to it, and on appends such an index splits a page
+    # every few commits, for one read of conversation runs' snapshots.
+    ["DROP INDEX events_type"],
 ]
 
 
@@ -174,6 +178,8 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
         "DROP INDEX interrupts_addr",
         "CREATE INDEX interrupts_addr ON interrupts(run_id, node_id, requested_at, ordinal)",
     ],
+    # 6: as SQLite's 6.
+    ["DROP INDEX events_type"],
 ]
 
 
