@@ -76,14 +76,16 @@ class AnswerService:
         interrupt settled, ``pending`` when a quorum vote or an ``ask`` left it open.
         """
         principal.require("approvals:respond")
-        run = None if run_id is None else await self._runs.visible_run(run_id, principal)
         if interrupt_id is not None:
+            run = None if run_id is None else await self._runs.visible_run(run_id, principal)
             current = await self._k.store.get_interrupt(interrupt_id)
             if current is None or principal.tenant not in (current.tenant, "*"):
                 raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
         else:
             assert run_id is not None and node_id is not None
-            current = await self._k.store.interrupt_at(run_id, node_id)
+            # The run and its latest interrupt at the address in one read (the run checked first, as before).
+            found, current = await self._k.store.run_and_interrupt_at(run_id, node_id)
+            run = self._runs.visible(found, run_id, principal)
             if current is None:
                 raise InterruptNotFoundError(f"no interrupt at node {node_id!r} of run {run_id!r}")
             interrupt_id = None if kinds.kind_of(current.kind).turn else current.interrupt_id

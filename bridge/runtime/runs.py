@@ -177,7 +177,11 @@ class RunService:
 
     async def visible_run(self, run_id: str, principal: Principal) -> RunRecord:
         """A run the principal's tenant may see, else 404."""
-        run = await self._k.store.load_run(run_id)
+        return self.visible(await self._k.store.load_run(run_id), run_id, principal)
+
+    @staticmethod
+    def visible(run: RunRecord | None, run_id: str, principal: Principal) -> RunRecord:
+        """``run`` (read as ``run_id``) if the principal's tenant may see it, else 404."""
         if run is None or principal.tenant not in (run.tenant, "*"):
             raise RunNotFoundError(f"no run {run_id!r}")
         return run

@@ -313,6 +313,9 @@ class Store(Protocol):
     async def interrupt_at(self, run_id: str, node_id: str) -> InterruptRecord | None:
         """The latest interrupt at a run-scoped address (``nodeId``)."""
 
+    async def run_and_interrupt_at(self, run_id: str, node_id: str) -> tuple[RunRecord | None, InterruptRecord | None]:
+        """:meth:`load_run` and :meth:`interrupt_at`, read together."""
+
     async def interrupt_by_key(self, run_id: str, key: str) -> InterruptRecord | None:
         """The interrupt of a run with this key."""
 

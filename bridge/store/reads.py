@@ -117,6 +117,9 @@ class Reads(ABC):
             (run_id, node_id),
         )
 
+    async def run_and_interrupt_at(self, run_id: str, node_id: str) -> tuple[RunRecord | None, InterruptRecord | None]:
+        return await self.load_run(run_id), await self.interrupt_at(run_id, node_id)
+
     async def interrupt_by_key(self, run_id: str, key: str) -> InterruptRecord | None:
         return await self._interrupt(f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s AND key=%s", (run_id, key))
 

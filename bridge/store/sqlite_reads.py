@@ -11,8 +11,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.core.records import InterruptRecord
-from bridge.store.codec import INT_COLS, SQLITE, loads
+from bridge.core.records import InterruptRecord, RunRecord
+from bridge.store.codec import INT_COLS, RUN_NAMES, SQLITE, loads
 from bridge.store.reads import Reads
 
 
@@ -71,6 +71,14 @@ class SqliteReads(Reads):
             (run_id,),
         )
 
+    async def run_and_interrupt_at(self, run_id: str, node_id: str) -> tuple[RunRecord | None, InterruptRecord | None]:
+        # One statement: the run's row and, joined to it, the latest interrupt off ``interrupts_addr``.
+        row = await self._one(_RUN_AND_INTERRUPT_AT, (node_id, run_id))
+        if row is None:
+            return None, None
+        run, intr = row[:_RUN_WIDTH], row[_RUN_WIDTH:]
+        return self._dialect.run(run), None if intr[0] is None else self._dialect.interrupt(intr)
+
     async def unconsumed_and_node(
         self, run_id: str, exec_node: str
     ) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
@@ -83,6 +91,12 @@ class SqliteReads(Reads):
         return unconsumed, node
 
 
+_RUN_WIDTH = len(RUN_NAMES)
+_RUN_AND_INTERRUPT_AT = (
+    f"SELECT {', '.join('r.' + c for c in RUN_NAMES)}, {', '.join('i.' + c for c in INT_COLS.split(', '))} "
+    "FROM runs r LEFT JOIN interrupts i ON i.interrupt_id = (SELECT interrupt_id FROM interrupts "
+    "WHERE run_id=r.run_id AND node_id=? ORDER BY requested_at DESC, ordinal DESC LIMIT 1) WHERE r.run_id=?"
+)
 _UNCONSUMED_AND_NODE = (
     f"SELECT 0, {INT_COLS} FROM interrupts WHERE run_id=? AND consumed=0 AND status!='pending' "
     f"UNION ALL SELECT 1, {INT_COLS} FROM interrupts WHERE run_id=? AND exec_node=?"

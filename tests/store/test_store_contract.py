@@ -702,6 +702,23 @@ async def test_unconsumed_and_a_nodes_interrupts_read_together_are_both_lists(st
     ]
 
 
+async def test_a_run_and_its_latest_interrupt_at_an_address_read_together(store: Store) -> None:
+    run, recs = await with_interrupts(
+        store,
+        {"node_id": "a", "requested": 2_000, "ordinal": 0},
+        {"node_id": "a", "requested": 2_000, "ordinal": 1},
+        {"node_id": "b", "requested": 2_500},
+        {"node_id": "a", "requested": 1_000, "ordinal": 2},
+    )
+    await store.mutate_interrupt(resolve(), 9_000, interrupt_id=recs[2].interrupt_id)
+    for node in ("a", "b", "nowhere"):
+        both = await store.run_and_interrupt_at(run.run_id, node)
+        assert both == (await store.load_run(run.run_id), await store.interrupt_at(run.run_id, node))
+    latest = (await store.run_and_interrupt_at(run.run_id, "a"))[1]
+    assert latest is not None and latest.interrupt_id == recs[1].interrupt_id  # same time: the higher ordinal
+    assert await store.run_and_interrupt_at("run_missing", "a") == (None, None)
+
+
 async def test_inbox_filters_orders_and_pages(store: Store) -> None:
     _, recs = await with_interrupts(
         store,

@@ -181,6 +181,7 @@ async def test_a_runs_reads_seek_its_range_and_sort_nothing(store: SqliteStore) 
     store._reader.set_trace_callback(sent.append)
     try:
         await store.interrupt_at("run_1", "gate")
+        await store.run_and_interrupt_at("run_1", "gate")
         await store.events_of_types("run_1", ["node.suspended", "conversation.opened"])
     finally:
         store._reader.set_trace_callback(None)
