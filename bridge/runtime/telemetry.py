@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -26,8 +27,18 @@ _NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 _NO_SPAN: AbstractContextManager[None] = nullcontext()
 
 
+#: Whether the environment names a tracer provider for OpenTelemetry to load (read once, at import).
+_PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+
+
 def tracing() -> bool:
-    """Whether an OpenTelemetry SDK is collecting spans (checked on every call: it may be set late)."""
+    """Whether an OpenTelemetry SDK is collecting spans (checked on every call: it may be set late).
+
+    Until a provider is set, ``get_tracer_provider`` looks the environment up on every call; a cycle asks
+    several times, so while none is set and the environment named none at import, one attribute read answers.
+    """
+    if trace._TRACER_PROVIDER is None and not _PROVIDER_FROM_ENV:
+        return False
     return not isinstance(trace.get_tracer_provider(), _NO_SDK)
 
 

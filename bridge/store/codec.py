@@ -77,6 +77,9 @@ class Dialect:
     lock: str
     #: ``?`` placeholders and JSON as plain text (SQLite) instead of ``%s``/``%s::json`` (PostgreSQL).
     question_marks: bool
+    #: A ``UNION ALL`` whose merged order an index gives is written with each branch in parentheses with its
+    #: own ``ORDER BY … LIMIT`` (PostgreSQL merges those in order); SQLite merges plain branches in order itself.
+    limited_branches: bool = False
 
     def sql(self, neutral: str) -> str:
         """The dialect's text of a neutral statement."""
@@ -92,7 +95,7 @@ class Dialect:
 
 
 SQLITE = Dialect(json_in=loads, lock="", question_marks=True)
-POSTGRES = Dialect(json_in=parsed, lock=" FOR UPDATE", question_marks=False)
+POSTGRES = Dialect(json_in=parsed, lock=" FOR UPDATE", question_marks=False, limited_branches=True)
 
 
 def run_from_row(row: Sequence[Any], json_in: Callable[[Any], Any] = parsed) -> RunRecord:

@@ -82,6 +82,18 @@ SQLITE_MIGRATIONS: list[list[str]] = [
         """CREATE INDEX interrupts_answers ON interrupts(run_id, exec_node, conversation, visit, ordinal, key, answer)
             WHERE answer IS NOT NULL""",
     ],
+    # 5: an inbox without a kind merges the listed kinds' ranges of ``interrupts_inbox_kind``, so
+    # ``interrupts_inbox`` goes (one index less to write for every interrupt opened or settled); an address's
+    # latest interrupt (``ORDER BY requested_at DESC, ordinal DESC``) comes off ``interrupts_addr`` unsorted.
+    [
+        "DROP INDEX interrupts_inbox",
+        "DROP INDEX interrupts_addr",
+        "CREATE INDEX interrupts_addr ON interrupts(run_id, node_id, requested_at, ordinal)",
+    ],
+    # 6: a run's events of some types are read from the run's range of the primary key, in order, and
+    # ``events_type`` goes: every event wrote an entry to it, and on appends such an index splits a page
+    # every few commits, for one read of conversation runs' snapshots.
+    ["DROP INDEX events_type"],
 ]
 
 
@@ -160,6 +172,14 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
         """CREATE INDEX interrupts_answers ON interrupts(run_id, exec_node, conversation, visit, ordinal)
             WHERE answer IS NOT NULL""",
     ],
+    # 5: as SQLite's 5.
+    [
+        "DROP INDEX interrupts_inbox",
+        "DROP INDEX interrupts_addr",
+        "CREATE INDEX interrupts_addr ON interrupts(run_id, node_id, requested_at, ordinal)",
+    ],
+    # 6: as SQLite's 6.
+    ["DROP INDEX events_type"],
 ]
 
 

@@ -18,8 +18,8 @@ from bridge.store.base import InboxPage
 from bridge.store.codec import INT_COLS, RUN_COLS, Dialect
 from bridge.store.cursor import encode_cursor, page_cursor
 
-#: The kinds an inbox leaves out when no kind is asked for: those not listed among open interrupts.
-UNLISTED_KINDS: tuple[str, ...] = tuple(name for name, k in REGISTRY.items() if not k.listed)
+#: The kinds an inbox lists when no kind is asked for (the others are not listed among open interrupts).
+LISTED_KINDS: tuple[str, ...] = tuple(name for name, k in REGISTRY.items() if k.listed)
 _RUN_WIDTH = len(RUN_COLS.split(","))
 #: A run's row and, joined to it, the latest interrupt at one of its addresses (NULLs when there is none).
 _RUN_AND_INTERRUPT_AT = (
@@ -165,23 +165,24 @@ class Reads(ABC):
         return await self._interrupts(sql + " ORDER BY requested_at, ordinal", (run_id,))
 
     async def inbox(self, tenant: str, *, kind: str | None, status: str, limit: int, cursor: str | None) -> InboxPage:
-        where = ["tenant=%s", "status=%s"]
+        where = "tenant=%s AND status=%s AND kind=%s"
         args: list[Any] = [tenant, status]
-        if kind:
-            where.append("kind=%s")
-            args.append(kind)
-        else:
-            where.append(f"kind NOT IN ({','.join(['%s'] * len(UNLISTED_KINDS))})")
-            args += UNLISTED_KINDS
         if cursor:
             at, iid = page_cursor(cursor)
             # A row-value comparison, so that the page seeks into the inbox index instead of walking to it.
-            where.append("(requested_at, interrupt_id) > (%s, %s)")
+            where += " AND (requested_at, interrupt_id) > (%s, %s)"
             args += [at, iid]
+        # Without a kind, the listed kinds' ranges of ``interrupts_inbox_kind`` merged in their order: each range
+        # is read only as far as the page needs, and no second index is kept up to date for every interrupt.
+        order = " ORDER BY requested_at, interrupt_id LIMIT %s"
+        branch = f"SELECT {INT_COLS} FROM interrupts WHERE {where}"
+        kinds = (kind,) if kind else LISTED_KINDS
+        if len(kinds) > 1 and self._dialect.limited_branches:
+            branch = f"({branch}{order})"
+            args.append(limit + 1)
         rows = await self._rows(
-            f"SELECT {INT_COLS} FROM interrupts WHERE {' AND '.join(where)} "
-            "ORDER BY requested_at, interrupt_id LIMIT %s",
-            (*args, limit + 1),
+            " UNION ALL ".join([branch] * len(kinds)) + order,
+            (*(a for k in kinds for a in (*args[:2], k, *args[2:])), limit + 1),
         )
         items = [self._dialect.interrupt(r) for r in rows[:limit]]
         nxt = encode_cursor(items[-1].requested_at_ms, items[-1].interrupt_id) if len(rows) > limit else None

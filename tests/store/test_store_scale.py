@@ -172,3 +172,21 @@ async def test_postgres_pages_seek_with_their_cursor(pg_url: str, monkeypatch: p
     # Before: the cursor was a filter on rows read from the start of the (tenant, status, kind) range.
     assert "Index Cond" in inbox and "ROW(requested_at, interrupt_id) > ROW" in inbox and "Sort" not in inbox, inbox
     assert "Index Cond" in runs and "ROW(created_at, run_id) < ROW" in runs and "Sort" not in runs, runs
+
+
+async def test_a_runs_reads_seek_its_range_and_sort_nothing(store: SqliteStore) -> None:
+    """An address's latest interrupt and a run's events of some types come off an index range in order."""
+    assert store._reader is not None
+    sent: list[str] = []
+    store._reader.set_trace_callback(sent.append)
+    try:
+        await store.interrupt_at("run_1", "gate")
+        await store.run_and_interrupt_at("run_1", "gate")
+        await store.events_of_types("run_1", ["node.suspended", "conversation.opened"])
+    finally:
+        store._reader.set_trace_callback(None)
+    for sql in sent:
+        plan = " / ".join(row[3] for row in store._reader.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "SEARCH" in plan and "(run_id=?" in plan, plan
+        # Before interrupts_addr held ``ordinal``, the latest interrupt at an address was sorted in a temp b-tree.
+        assert "TEMP B-TREE" not in plan and not FULL_SCAN.search(plan), plan
