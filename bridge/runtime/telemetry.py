@@ -37,7 +37,8 @@ def tracing() -> bool:
     Until a provider is set, ``get_tracer_provider`` looks the environment up on every call; a cycle asks
     several times, so while none is set and the environment named none at import, one attribute read answers.
     """
-    if trace._TRACER_PROVIDER is None and not _PROVIDER_FROM_ENV:
+    # OpenTelemetry's own slot for the provider set; without it (another version) the full check runs.
+    if getattr(trace, "_TRACER_PROVIDER", trace) is None and not _PROVIDER_FROM_ENV:
         return False
     return not isinstance(trace.get_tracer_provider(), _NO_SDK)
 
