@@ -117,10 +117,16 @@ async def test_a_client_leaving_ends_the_stream_and_its_subscription(
     assert (await settle(engine, run_id)).status == "completed"
 
 
+@pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
 async def test_opening_a_stream_on_a_waiting_run_reads_the_run_once(
-    app: ASGIApp, engine: Engine, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+    app: ASGIApp, engine: Engine, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, v2: bool
 ) -> None:
     run_id = await created_waiting(client, engine, auth("admin"))
+    headers = {"authorization": auth("admin")["Authorization"]}
+    path = f"/v1/runs/{run_id}/events"
+    if v2:
+        headers["openwop-version"] = "2"
+        path = f"/runs/{run_id}/events"
     loads: list[str] = []
     load_run = engine.store.load_run
 
@@ -129,7 +135,7 @@ async def test_opening_a_stream_on_a_waiting_run_reads_the_run_once(
         return await load_run(wanted)
 
     monkeypatch.setattr(engine.store, "load_run", counted)
-    stream = Stream(app, f"/v1/runs/{run_id}/events", {"authorization": auth("admin")["Authorization"]})
+    stream = Stream(app, path, headers)
     await stream.until(b": connected")
     assert loads == [run_id]  # the visibility check's read; the follower goes live on it
     monkeypatch.undo()

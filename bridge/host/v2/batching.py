@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from bridge.core.records import RunRecord
 from bridge.host.http.sse import Chunk
 from bridge.host.v2 import documents, events
 from bridge.runtime.engine import Engine
@@ -34,15 +35,19 @@ def batch_frame(docs: list[dict[str, Any]]) -> bytes:
 
 
 async def batched_frames(
-    eng: Engine, run_id: str, tenant: str, after: int, keepalive_s: float, buffer_ms: int, lookup_of: LookupOf
+    eng: Engine, seen: RunRecord, after: int, keepalive_s: float, buffer_ms: int, lookup_of: LookupOf
 ) -> AsyncGenerator[Chunk]:
-    """The SSE body of a run's events in v2 ``batch`` frames, live until the run ends."""
+    """The SSE body of a run's events in v2 ``batch`` frames, live until the run ends.
+
+    ``seen``: the run as the visibility check read it (see :meth:`Engine.follow`).
+    """
+    run_id, tenant = seen.run_id, seen.tenant
     buffer_s = buffer_ms / 1000
     pending: list[dict[str, Any]] = []
     since = 0.0
     idle = 0.0
     loop = asyncio.get_running_loop()
-    async with aclosing(eng.follow(run_id, after, idle_s=min(keepalive_s, buffer_s))) as batches:
+    async with aclosing(eng.follow(run_id, after, idle_s=min(keepalive_s, buffer_s), seen=seen)) as batches:
         async for docs in batches:
             if docs:
                 lookup = await lookup_of(eng, run_id) if any(d["type"] in events.RESOLVED for d in docs) else None

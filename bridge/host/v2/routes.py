@@ -19,6 +19,7 @@ from starlette.routing import Route
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
 from bridge.core.errors import InterruptNotFoundError
+from bridge.core.records import RunRecord
 from bridge.host.http import operations, sse
 from bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read_json
 from bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
@@ -45,16 +46,26 @@ register_url_convertor("v2run", RunIdConvertor())
 
 async def _run(request: Request, who: Principal) -> tuple[str, str]:
     """``(engine run id, tenant)`` of the ``{run_id}`` path parameter, visible to ``who`` (else 404)."""
-    run_id = ids.resolve_param(request.path_params["run_id"], who)
-    run = await engine(request).visible_run(run_id, who)
+    run = await _run_record(request, who)
     return run.run_id, run.tenant
 
 
-async def _readable_run(request: Request) -> tuple[str, str]:
-    """The run the path names (see :func:`_run`), once the caller is known to hold ``runs:read``."""
+async def _run_record(request: Request, who: Principal) -> RunRecord:
+    """The run the ``{run_id}`` path parameter names, visible to ``who`` (else 404)."""
+    return await engine(request).visible_run(ids.resolve_param(request.path_params["run_id"], who), who)
+
+
+async def _readable_record(request: Request) -> RunRecord:
+    """The run the path names (see :func:`_run_record`), once the caller is known to hold ``runs:read``."""
     who = principal(request)
     who.require("runs:read")
-    return await _run(request, who)
+    return await _run_record(request, who)
+
+
+async def _readable_run(request: Request) -> tuple[str, str]:
+    """``(engine run id, tenant)`` of :func:`_readable_record`."""
+    run = await _readable_record(request)
+    return run.run_id, run.tenant
 
 
 def _created(request: Request, run_id: str, tenant: str, status: str, **extra: Any) -> JSONResponse:
@@ -137,14 +148,18 @@ async def _interrupts_of(eng: Engine, run_id: str) -> events.InterruptOf:
     return interrupt_of
 
 
-async def _frames(eng: Engine, run_id: str, tenant: str, after: int, keepalive_s: float) -> AsyncGenerator[sse.Chunk]:
-    """The SSE body of a run's events in their v2 shape, live until the run ends (see :func:`sse.chunks`)."""
+async def _frames(eng: Engine, seen: RunRecord, after: int, keepalive_s: float) -> AsyncGenerator[sse.Chunk]:
+    """The SSE body of a run's events in their v2 shape, live until the run ends (see :func:`sse.chunks`).
+
+    ``seen``: the run as the visibility check read it (see :meth:`Engine.follow`).
+    """
+    run_id, tenant = seen.run_id, seen.tenant
 
     async def render(docs: list[dict[str, Any]]) -> bytes:
         lookup = await _interrupts_of(eng, run_id) if any(d["type"] in events.RESOLVED for d in docs) else None
         return b"".join(sse.frame(documents.event(doc, tenant, lookup)) for doc in docs)
 
-    async with aclosing(eng.follow(run_id, after, idle_s=keepalive_s)) as batches:
+    async with aclosing(eng.follow(run_id, after, idle_s=keepalive_s, seen=seen)) as batches:
         async for chunk in sse.chunks(batches, render):
             yield chunk
 
@@ -152,7 +167,7 @@ async def _frames(eng: Engine, run_id: str, tenant: str, after: int, keepalive_s
 @v2_route
 async def run_events(request: Request) -> Response:
     """``GET /runs/{runId}/events``: SSE resuming after ``Last-Event-ID``."""
-    run_id, tenant = await _readable_run(request)
+    run = await _readable_record(request)
     mode = request.query_params.get("streamMode")
     if mode not in (None, "", "updates", "debug", "updates,debug", "debug,updates"):
         from bridge.host.v2.errors import v2_envelope
@@ -165,9 +180,9 @@ async def run_events(request: Request) -> Response:
     keepalive = float(request.app.state.keepalive_s)
     buffer_ms = int_param(request, "bufferMs", 0, **batching.BUFFER_MS)
     frames = (
-        batching.batched_frames(engine(request), run_id, tenant, after, keepalive, buffer_ms, _interrupts_of)
+        batching.batched_frames(engine(request), run, after, keepalive, buffer_ms, _interrupts_of)
         if buffer_ms
-        else _frames(engine(request), run_id, tenant, after, keepalive)
+        else _frames(engine(request), run, after, keepalive)
     )
     return operations.event_stream(frames)
 
