@@ -74,16 +74,20 @@ def app(engine: Engine) -> ASGIApp:
     return create_app(engine, KeyRing(KEYS.values()), manage_engine=False, keepalive_s=30)
 
 
+def _events_route(run_id: str, v2: bool) -> tuple[str, dict[str, str]]:
+    """The path and headers of a run's event stream on ``/v1`` or (``v2``) the v2 root routes."""
+    headers = {"authorization": auth("admin")["Authorization"]}
+    if v2:
+        return f"/runs/{run_id}/events", {**headers, "openwop-version": "2"}
+    return f"/v1/runs/{run_id}/events", headers
+
+
 @pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
 async def test_the_backlog_and_connected_go_out_together_and_the_run_end_closes_the_body(
     app: ASGIApp, engine: Engine, client: httpx.AsyncClient, v2: bool
 ) -> None:
     run_id = await created_waiting(client, engine, auth("admin"))
-    headers = {"authorization": auth("admin")["Authorization"]}
-    path = f"/v1/runs/{run_id}/events"
-    if v2:
-        headers["openwop-version"] = "2"
-        path = f"/runs/{run_id}/events"
+    path, headers = _events_route(run_id, v2)
     stream = Stream(app, path, headers)
     await stream.until(b": connected")
     first = stream.bodies[0]
@@ -122,11 +126,7 @@ async def test_opening_a_stream_on_a_waiting_run_reads_the_run_once(
     app: ASGIApp, engine: Engine, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, v2: bool
 ) -> None:
     run_id = await created_waiting(client, engine, auth("admin"))
-    headers = {"authorization": auth("admin")["Authorization"]}
-    path = f"/v1/runs/{run_id}/events"
-    if v2:
-        headers["openwop-version"] = "2"
-        path = f"/runs/{run_id}/events"
+    path, headers = _events_route(run_id, v2)
     loads: list[str] = []
     load_run = engine.store.load_run
 
