@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from psycopg import AsyncClientCursor, AsyncConnection
 
 from bridge.store.pg_tx import Tx
-from bridge.store.plan import Ahead, Note, Plan, Rows, Sql
+from bridge.store.steps import Ahead, Note, Plan, Rows, Sql
 
 T = TypeVar("T")
 
@@ -81,7 +81,7 @@ class Batch:
         self._preparing: dict[str, str] = {}
         #: The statements queued whose rows are wanted, by their place in the queue.
         self._reads: dict[int, Sql] = {}
-        #: Statements queued ahead (:class:`~bridge.store.plan.Ahead`), until the plan yields them.
+        #: Statements queued ahead (:class:`~bridge.store.steps.Ahead`), until the plan yields them.
         self._ahead: list[Sql] = []
         #: Rows of statements sent, until the plan asks for them.
         self._rows: list[tuple[Sql, Rows]] = []
@@ -175,7 +175,7 @@ async def run_plan(batch: Batch, tx: Tx, steps: Plan[T]) -> T:
     """Queue a plan's statements in ``batch``; its notes become ``tx``'s order and notices.
 
     The server is waited for only where the plan reads rows; statements the plan announces
-    (:class:`~bridge.store.plan.Ahead`) travel with the first of them. What is still queued at the
+    (:class:`~bridge.store.steps.Ahead`) travel with the first of them. What is still queued at the
     end goes with ``COMMIT``.
     """
     try:

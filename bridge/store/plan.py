@@ -1,24 +1,17 @@
-"""The write transactions of both stores, written once as plans of statements.
+"""The run and interrupt write transactions of both stores, written once as plans of statements.
 
-A plan is a generator: it yields a :class:`Sql` statement (or a :class:`Note`)
-and receives the rows the statement returned, so the decisions between
-statements are made here, once, while each store only runs the statements on
-its own connection (synchronously on SQLite's writer thread, awaited on a
-PostgreSQL connection). Statements are neutral text that the
-:class:`~bridge.store.codec.Dialect` turns into the database's own.
-
-:class:`Note` steps run nothing: they tell the store what the transaction did
-(a run's row is locked, a run gained events, a run was woken), which
-PostgreSQL turns into its return order and its notices to other instances.
-:class:`Ahead` steps announce statements to come, which PostgreSQL sends at once
-in its pipeline; SQLite, which runs one statement at a time in process, skips both.
+A plan is a generator of :mod:`bridge.store.steps`: it yields a statement and receives the rows it
+returned, so the decisions between statements are made here, once, while each store only runs the
+statements on its own connection (synchronously on SQLite's writer thread, awaited on a PostgreSQL
+connection). Statements are neutral text that the :class:`~bridge.store.codec.Dialect` turns into
+the database's own. The key-value, idempotency and signing-key plans are in :mod:`bridge.store.plan_kv`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from bridge.core.errors import (
     BridgeError,
@@ -42,41 +35,9 @@ from bridge.core.records import (
 from bridge.store import codec
 from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
+from bridge.store.plan_kv import kv_put_text, kv_replace_text
+from bridge.store.steps import Ahead, Note, Plan, Rows, Sql
 
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Sql:
-    """One statement in neutral text; with ``many``, ``args`` is a list of parameter tuples."""
-
-    text: str
-    args: Sequence[Any] = ()
-    many: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Ahead:
-    """A statement the plan yields next (or soon after): a store may send it now without waiting for it.
-
-    The plan then yields ``sql`` itself and gets its rows as usual; a store that runs one statement at
-    a time ignores this step.
-    """
-
-    sql: Sql
-
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """What the transaction did to a run, for stores that tell other instances."""
-
-    what: Literal["locked", "events", "wake"]
-    run_id: str
-    owner: str | None = None
-
-
-Rows = list[tuple[Any, ...]]
-Plan = Generator[Sql | Note | Ahead, Rows, T]
 Decided = tuple[MutationResult, BridgeError | None]
 
 
@@ -86,9 +47,9 @@ def _new_run(run: RunRecord, writes: Sequence[KvWrite]) -> Plan[None]:
         raise ValidationError("run identifiers and tenants must not contain U+0000")
     for w in writes:
         if w.expected is not None:
-            if not (yield from _kv_replace_text(w.namespace, w.key, w.expected, w.text, w.now_ms)):
+            if not (yield from kv_replace_text(w.namespace, w.key, w.expected, w.text, w.now_ms)):
                 raise KeyTakenError(f"{w.namespace} {w.key!r} changed meanwhile", details={"key": w.key})
-        elif not (yield from _kv_put_text(w.namespace, w.key, w.text, w.now_ms, w.only_if_absent)):
+        elif not (yield from kv_put_text(w.namespace, w.key, w.text, w.now_ms, w.only_if_absent)):
             raise KeyTakenError(f"{w.namespace} {w.key!r} is stored already", details={"key": w.key})
 
 
@@ -445,78 +406,6 @@ def mutate_run(d: Dialect, run_id: str, decide: RunDecision, now_ms: int, claim:
         raise RunNotFoundError(f"run {run_id} does not exist")
     m = decide(run, [d.interrupt(r) for r in rows])
     return (yield from apply(d, run, None, m, now_ms, claim)), m.error
-
-
-def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bool) -> Plan[bool]:
-    """Store an adapter's JSON value; with ``only_if_absent``, False when the key exists."""
-    return (yield from _kv_put_text(namespace, key, codec.dumps(value), now_ms, only_if_absent))
-
-
-def _kv_put_text(namespace: str, key: str, text: str, now_ms: int, only_if_absent: bool) -> Plan[bool]:
-    """:func:`kv_put` of a value already encoded."""
-    if has_nul((namespace, key)):
-        raise ValidationError("a stored key must not contain U+0000")
-    on_conflict = (
-        "DO NOTHING"
-        if only_if_absent
-        else "(namespace, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at"
-    )
-    rows = yield Sql(
-        f"INSERT INTO kv(namespace, key, value, updated_at) VALUES(%s,%s,%s::json,%s) ON CONFLICT {on_conflict} "
-        "RETURNING 1",
-        (namespace, key, text, now_ms),
-    )
-    return bool(rows) or not only_if_absent
-
-
-def kv_replace(namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> Plan[bool]:
-    """Compare-and-set an adapter's value: replace it only while it is still ``expected`` (compared as stored text)."""
-    return (yield from _kv_replace_text(namespace, key, codec.dumps(expected), codec.dumps(value), now_ms))
-
-
-def _kv_replace_text(namespace: str, key: str, expected: str, text: str, now_ms: int) -> Plan[bool]:
-    """:func:`kv_replace` of values already encoded."""
-    rows = yield Sql(
-        "UPDATE kv SET value=%s::json, updated_at=%s WHERE namespace=%s AND key=%s AND CAST(value AS TEXT)=%s "
-        "RETURNING 1",
-        (text, now_ms, namespace, key, expected),
-    )
-    return bool(rows)
-
-
-def kv_forget_if(namespace: str, key: str, expected: Any) -> Plan[bool]:
-    """Compare-and-delete an adapter's value: delete it only while it is still ``expected`` (as stored text)."""
-    rows = yield Sql(
-        "DELETE FROM kv WHERE namespace=%s AND key=%s AND CAST(value AS TEXT)=%s RETURNING 1",
-        (namespace, key, codec.dumps(expected)),
-    )
-    return bool(rows)
-
-
-def kv_forget_before(namespace: str, before_ms: int) -> Plan[int]:
-    """Delete a namespace's values last written before ``before_ms``; returns how many."""
-    rows = yield Sql("DELETE FROM kv WHERE namespace=%s AND updated_at<%s RETURNING 1", (namespace, before_ms))
-    return len(rows)
-
-
-def idempotency_finish(key_id: str, owner: str, status: int, headers: dict[str, str], body: str) -> Plan[bool]:
-    """Record the final response of the request ``owner`` handled; False if it no longer holds the key."""
-    rows = yield Sql(
-        "UPDATE idempotency SET status=%s, headers=%s, body=%s, owner=NULL, lease_until=NULL "
-        "WHERE key_id=%s AND owner=%s AND status IS NULL RETURNING key_id",
-        (status, codec.dumps(headers), body, key_id, owner),
-    )
-    return bool(rows)
-
-
-def idempotency_release(key_id: str, owner: str) -> Plan[None]:
-    """Forget a pending record."""
-    yield Sql("DELETE FROM idempotency WHERE key_id=%s AND owner=%s AND status IS NULL", (key_id, owner))
-
-
-def retire_signing_key(kid: str, now_ms: int) -> Plan[None]:
-    """Stop a key from verifying."""
-    yield Sql("UPDATE signing_keys SET retired_at=%s, active=FALSE WHERE kid=%s", (now_ms, kid))
 
 
 def run_version(run: RunRecord) -> tuple[Any, ...]:

@@ -48,7 +48,7 @@ from bridge.store.pg_batch import Batch, run_plan
 from bridge.store.pg_listen import Listener
 from bridge.store.pg_reads import PostgresReads
 from bridge.store.pg_tx import ReturnOrder, Tx, redact
-from bridge.store.plan import Plan
+from bridge.store.steps import Plan
 from bridge.store.writes import Writes
 
 log = logging.getLogger("bridge.store.postgres")

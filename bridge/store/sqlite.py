@@ -33,10 +33,10 @@ from bridge.store.codec import RUN_COLS, SQLITE, TERMINAL_SQL, dumps
 from bridge.store.cursor import decode_cursor as decode_cursor
 from bridge.store.cursor import encode_cursor as encode_cursor
 from bridge.store.migrations import SQLITE_MIGRATIONS, check_version
-from bridge.store.plan import Plan
 from bridge.store.sqlite_reads import SqliteReads
 from bridge.store.sqlite_soon import SoonValues
 from bridge.store.sqlite_writer import Writer, connect, run_plan
+from bridge.store.steps import Plan
 from bridge.store.writes import Writes
 
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from bridge.core.errors import ValidationError
 from bridge.core.records import has_nul
-from bridge.store import plan
+from bridge.store import plan_kv
 from bridge.store.codec import dumps, loads
 from bridge.store.sqlite_writer import run_plan
 
@@ -54,7 +54,7 @@ class SoonValues:
             conn.execute("SAVEPOINT soon")
             try:
                 for (namespace, key), (text, now_ms) in held.items():
-                    run_plan(conn, plan.kv_put(namespace, key, loads(text), now_ms, False))
+                    run_plan(conn, plan_kv.kv_put(namespace, key, loads(text), now_ms, False))
             except sqlite3.Error:
                 log.exception("derived adapter state was not written; it will be derived again")
                 conn.execute("ROLLBACK TO soon")

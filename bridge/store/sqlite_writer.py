@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bridge.store.codec import SQLITE
-from bridge.store.plan import Plan, Rows, Sql
+from bridge.store.steps import Plan, Rows, Sql
 
 T = TypeVar("T")
 Outcome = asyncio.Future[Any]

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 from bridge.core.errors import BridgeError
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
-from bridge.store import plan
+from bridge.store import plan, plan_kv
 from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import Dialect
-from bridge.store.plan import Plan
+from bridge.store.steps import Plan
 
 T = TypeVar("T")
 
@@ -32,7 +32,7 @@ class Writes(ABC):
         """Run the plan ``make()`` returns in one transaction (called again if the transaction is retried)."""
 
     async def retire_signing_key(self, kid: str, now_ms: int) -> None:
-        await self._plan(lambda: plan.retire_signing_key(kid, now_ms))
+        await self._plan(lambda: plan_kv.retire_signing_key(kid, now_ms))
 
     async def create_run(
         self, run: RunRecord, events: Sequence[EventDraft], writes: Sequence[KvWrite] = ()
@@ -86,24 +86,24 @@ class Writes(ABC):
         return result
 
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
-        return await self._plan(lambda: plan.kv_put(namespace, key, value, now_ms, only_if_absent))
+        return await self._plan(lambda: plan_kv.kv_put(namespace, key, value, now_ms, only_if_absent))
 
     async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
-        return await self._plan(lambda: plan.kv_replace(namespace, key, expected, value, now_ms))
+        return await self._plan(lambda: plan_kv.kv_replace(namespace, key, expected, value, now_ms))
 
     async def kv_forget_if(self, namespace: str, key: str, expected: Any) -> bool:
-        return await self._plan(lambda: plan.kv_forget_if(namespace, key, expected))
+        return await self._plan(lambda: plan_kv.kv_forget_if(namespace, key, expected))
 
     async def kv_put_soon(self, namespace: str, key: str, value: Any, now_ms: int) -> None:
         await self.kv_put(namespace, key, value, now_ms)
 
     async def kv_forget_before(self, namespace: str, before_ms: int) -> int:
-        return await self._plan(lambda: plan.kv_forget_before(namespace, before_ms))
+        return await self._plan(lambda: plan_kv.kv_forget_before(namespace, before_ms))
 
     async def idempotency_finish(
         self, key_id: str, owner: str, status: int, headers: dict[str, str], body: str
     ) -> bool:
-        return await self._plan(lambda: plan.idempotency_finish(key_id, owner, status, headers, body))
+        return await self._plan(lambda: plan_kv.idempotency_finish(key_id, owner, status, headers, body))
 
     async def idempotency_release(self, key_id: str, owner: str) -> None:
-        await self._plan(lambda: plan.idempotency_release(key_id, owner))
+        await self._plan(lambda: plan_kv.idempotency_release(key_id, owner))

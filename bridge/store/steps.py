@@ -1,0 +1,50 @@
+"""The steps of a plan: what a write transaction yields to the store that runs it.
+
+A plan (:mod:`bridge.store.plan`, :mod:`bridge.store.plan_kv`) is a generator: it yields a
+:class:`Sql` statement (or a :class:`Note`, or an :class:`Ahead`) and receives the rows the
+statement returned. :class:`Note` steps run nothing: they tell the store what the transaction did
+(a run's row is locked, a run gained events, a run was woken), which PostgreSQL turns into its
+return order and its notices to other instances. :class:`Ahead` steps announce statements to come,
+which PostgreSQL sends at once; SQLite, which runs one statement at a time in process, skips both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Sql:
+    """One statement in neutral text; with ``many``, ``args`` is a list of parameter tuples."""
+
+    text: str
+    args: Sequence[Any] = ()
+    many: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """A statement the plan yields next (or soon after): a store may send it now without waiting for it.
+
+    The plan then yields ``sql`` itself and gets its rows as usual; a store that runs one statement at
+    a time ignores this step.
+    """
+
+    sql: Sql
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """What the transaction did to a run, for stores that tell other instances."""
+
+    what: Literal["locked", "events", "wake"]
+    run_id: str
+    owner: str | None = None
+
+
+Rows = list[tuple[Any, ...]]
+Plan = Generator[Sql | Note | Ahead, Rows, T]
