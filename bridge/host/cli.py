@@ -260,9 +260,9 @@ async def _keys(args: argparse.Namespace) -> int:
             if not args.kid:
                 print("keys retire needs --kid", file=sys.stderr)
                 return 2
-            await store.retire_signing_key(args.kid, engine.clock.now_ms())
+            await engine.retire_signing_key(args.kid)
             print(f"retired {args.kid}: links signed with it are refused from now on")
-        for kid, _, active in await store.signing_keys():
+        for kid, active in await engine.signing_key_ids():
             print(f"{kid}\t{'active' if active else 'verify-only'}")
     finally:
         await store.close()

@@ -269,6 +269,8 @@ class Engine:
     channels = Delegate("views", RunViews.channels)
     load_signing_keys = Delegate("links", LinkService.load_signing_keys)
     rotate_signing_key = Delegate("links", LinkService.rotate_signing_key)
+    retire_signing_key = Delegate("links", LinkService.retire_signing_key)
+    signing_key_ids = Delegate("links", LinkService.signing_key_ids)
     mint_token = Delegate("links", LinkService.mint_token)
     interrupt_view = Delegate("links", LinkService.interrupt_view)
     link_for = staticmethod(LinkService.link_for)

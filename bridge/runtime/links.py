@@ -58,6 +58,14 @@ class LinkService:
         await self.load_signing_keys()
         return kid
 
+    async def retire_signing_key(self, kid: str) -> None:
+        """Stop a signing key from verifying: links signed with it are refused from now on."""
+        await self._k.store.retire_signing_key(kid, self._k.clock.now_ms())
+
+    async def signing_key_ids(self) -> list[tuple[str, bool]]:
+        """The stored signing keys' ids, oldest first, each with whether it is the one that signs."""
+        return [(kid, active) for kid, _, active in await self._k.store.signing_keys()]
+
     def _signer(self) -> TokenSigner:
         if self.signer is None:
             raise RuntimeError("the engine is not started")

@@ -6,6 +6,11 @@ the code knows refuses to start, naming both versions.
 
 from __future__ import annotations
 
+from bridge.core.kinds import CONVERSATION_EXCHANGE
+
+#: The kind whose rows migration 4 fills, as stored.
+EXCHANGE = CONVERSATION_EXCHANGE.name
+
 SQLITE_MIGRATIONS: list[list[str]] = [
     [
         """CREATE TABLE signing_keys (
@@ -71,14 +76,14 @@ SQLITE_MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE interrupts ADD COLUMN conversation TEXT",
         "ALTER TABLE interrupts ADD COLUMN answer TEXT",
-        """UPDATE interrupts SET conversation = json_extract(payload, '$.data.conversationId'),
+        f"""UPDATE interrupts SET conversation = json_extract(payload, '$.data.conversationId'),
             answer = CASE
                 WHEN status != 'resolved' OR json_extract(resolution, '$.closed') IS NOT NULL
                     OR json_type(resolution, '$.resumeValue') IS NULL THEN NULL
                 WHEN json_type(resolution, '$.resumeValue') IN ('true', 'false')
                     THEN json_type(resolution, '$.resumeValue')
                 ELSE json_quote(json_extract(resolution, '$.resumeValue')) END
-            WHERE kind = 'conversation.exchange'""",
+            WHERE kind = '{EXCHANGE}'""",
         """CREATE INDEX interrupts_answers ON interrupts(run_id, exec_node, conversation, visit, ordinal, key, answer)
             WHERE answer IS NOT NULL""",
     ],
@@ -165,10 +170,10 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
     # answer out: a B-tree entry has a size limit an answer may pass.
     [
         "ALTER TABLE interrupts ADD COLUMN conversation TEXT, ADD COLUMN answer JSON",
-        """UPDATE interrupts SET conversation = payload->'data'->>'conversationId',
+        f"""UPDATE interrupts SET conversation = payload->'data'->>'conversationId',
             answer = CASE WHEN status = 'resolved' AND (resolution->>'closed') IS NULL
                 THEN resolution->'resumeValue' END
-            WHERE kind = 'conversation.exchange'""",
+            WHERE kind = '{EXCHANGE}'""",
         """CREATE INDEX interrupts_answers ON interrupts(run_id, exec_node, conversation, visit, ordinal)
             WHERE answer IS NOT NULL""",
     ],
