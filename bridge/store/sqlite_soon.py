@@ -54,7 +54,7 @@ class SoonValues:
             conn.execute("SAVEPOINT soon")
             try:
                 for (namespace, key), (text, now_ms) in held.items():
-                    run_plan(conn, plan_kv.kv_put(namespace, key, loads(text), now_ms, False))
+                    run_plan(conn, plan_kv.kv_put_text(namespace, key, text, now_ms, False))
             except sqlite3.Error:
                 log.exception("derived adapter state was not written; it will be derived again")
                 conn.execute("ROLLBACK TO soon")
