@@ -16,6 +16,13 @@ With ``--db postgresql://…`` both sides use that PostgreSQL server: the engine
 runs on :class:`~bridge.store.postgres.PostgresStore` and the peer graph is
 compiled with LangGraph's ``PostgresSaver`` (langgraph-checkpoint-postgres) on
 the same database.
+
+``durable_commit_ms`` (SQLite only) is the disk's share: one bare ``BEGIN
+IMMEDIATE``, one small ``INSERT`` and ``COMMIT`` on a SQLite file of its own in
+the same folder (WAL, ``synchronous=FULL``), the median of as many samples as
+cycles, alternated with them. A cycle makes two durable commits
+(``commits_per_cycle``); the engine figure's note says what a cycle at the
+target ratio would leave for everything else.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from bridge.store.base import Store
 from bridge.store.sqlite import SqliteStore
 
 NAME = "engine_roundtrip"
+COMMIT = "durable_commit_ms"
 #: Event types a cycle waits for, kept when they commit before the cycle asks.
 EXPECTED = ("node.suspended", "run.completed")
 TARGET = Target("<=", 0.25, on_ratio=True)
@@ -85,6 +93,40 @@ class EngineCycles:
         )
         await completed
         return time.perf_counter() - started
+
+
+class DurableCommits:
+    """Bare durable commits on a SQLite file: what the disk alone asks of each of a cycle's commits."""
+
+    def __init__(self, path: str) -> None:
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+
+    async def sample(self) -> float:
+        """One ``BEGIN IMMEDIATE``, ``INSERT`` and ``COMMIT``; returns the seconds it took."""
+        started = time.perf_counter()
+        self._conn.execute("BEGIN IMMEDIATE")
+        self._conn.execute("INSERT INTO t (v) VALUES ('x')")
+        self._conn.execute("COMMIT")
+        return time.perf_counter() - started
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+
+def budget_note(ours_ms: float | None, theirs_ms: float | None, commit_ms: float | None) -> str | None:
+    """What two durable commits take of a cycle, and what a cycle at the target ratio leaves beside them."""
+    if ours_ms is None or theirs_ms is None or commit_ms is None:
+        return None
+    at_target = TARGET.value * theirs_ms
+    return (
+        f"two durable commits alone take {2 * commit_ms:.2f} ms of the {ours_ms:.2f} ms cycle; "
+        f"a cycle at ratio {TARGET.value:g} ({at_target:.2f} ms) would leave {at_target - 2 * commit_ms:.2f} ms "
+        "for everything else"
+    )
 
 
 def _is_postgres(location: str) -> bool:
@@ -145,7 +187,7 @@ def _stores(bench: Bench) -> tuple[Store, str, str | None]:
 
 
 async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
-    """Measure ``engine_roundtrip`` against the LangGraph peer, alternating."""
+    """Measure ``engine_roundtrip`` against the LangGraph peer, alternating, and the bare durable commit."""
     n = bench.scale(1000, 60)
     warmup = bench.scale(50, 10)
     store, peer_location, where = _stores(bench)
@@ -153,8 +195,10 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
     note = peer if isinstance(peer, str) else where
     if isinstance(peer, str):
         bench.progress.say("engine", f"WARNING: {peer}; measuring the bridge alone")
+    commits = None if where is not None or COMMIT not in wanted else DurableCommits(str(bench.path("commit.db")))
     engine = Engine(store, workflows=workflows.definitions())
     await engine.start()
+    results: list[Result] = []
     try:
         side = EngineCycles(engine)
 
@@ -162,11 +206,19 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
             assert not isinstance(peer, str)
             return peer[0]()
 
-        bench.progress.say("engine", f"{warmup} warm-up + {n} cycles each, alternating")
-        ours, theirs = await alternate(
-            bench, "engine", side.cycle, None if isinstance(peer, str) else peer_sample, n=n, warmup=warmup
-        )
-        if bench.profiling:
+        if NAME in wanted:
+            bench.progress.say("engine", f"{warmup} warm-up + {n} cycles each, alternating")
+            ours, theirs = await alternate(
+                bench, "engine", side.cycle, None if isinstance(peer, str) else peer_sample, n=n, warmup=warmup
+            )
+            results.append(Result.timed(NAME, ours, theirs, target=TARGET, note=note))
+        if commits is not None:
+            bench.progress.say("engine", f"{warmup} warm-up + {n} bare durable commits, alternated with cycles")
+            bare, _ = await alternate(
+                bench, "commit", commits.sample, side.cycle, n=n, warmup=warmup, labels=("commit", "cycle")
+            )
+            results.append(Result.timed(COMMIT, bare))
+        if bench.profiling and NAME in wanted:
             bench.progress.say("engine", f"profiling {n} bridge cycles")
             async with bench.profiler.record(NAME, os.getpid()):
                 for _ in range(n):
@@ -175,4 +227,12 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
         await engine.stop()
         if not isinstance(peer, str):
             peer[1]()
-    return [Result.timed(NAME, ours, theirs, target=TARGET, note=note)]
+        if commits is not None:
+            commits.close()
+    figures = {r.name: r for r in results}
+    if NAME in figures and COMMIT in figures:
+        cycle = figures[NAME]
+        extra = budget_note(cycle.bridge, cycle.peer, figures[COMMIT].bridge)
+        if extra is not None:
+            cycle.note = extra if cycle.note is None else f"{cycle.note}; {extra}"
+    return results

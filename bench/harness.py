@@ -308,7 +308,12 @@ class Scenario:
 
 
 SCENARIOS: tuple[Scenario, ...] = (
-    Scenario("engine", {"engine_roundtrip": "ms"}, "bench.engine", "engine round trip (in process)"),
+    Scenario(
+        "engine",
+        {"engine_roundtrip": "ms", "durable_commit_ms": "ms"},
+        "bench.engine",
+        "engine round trip (in process)",
+    ),
     Scenario("http", {"http_roundtrip": "ms", "http_throughput": "cycles/s"}, "bench.http", "HTTP round trip"),
     Scenario("agui", {"agui_roundtrip": "ms"}, "bench.agui", "AG-UI round trip"),
     Scenario("a2a", {"a2a_roundtrip": "ms"}, "bench.a2a", "A2A round trip"),

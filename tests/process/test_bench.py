@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import langgraph_client, profiles
+from bench import engine, langgraph_client, profiles
 from bench.harness import SCENARIOS, Result, Target, select, table
 
 FIGURES = {
     "engine_roundtrip": "ms",
+    "durable_commit_ms": "ms",
     "http_roundtrip": "ms",
     "http_throughput": "cycles/s",
     "agui_roundtrip": "ms",
@@ -38,6 +39,8 @@ FIGURES = {
 }
 #: Measured only with ``--db postgresql://…``.
 ON_POSTGRES = {"commits_per_cycle_postgres"}
+#: Measured only on SQLite (without ``--db``).
+ON_SQLITE = {"durable_commit_ms"}
 
 
 def _installed(*modules: str) -> bool:
@@ -88,10 +91,18 @@ def test_quick_run_reports_every_figure(tmp_path: Path) -> None:
     assert "-- engine round trip" in proc.stderr
 
 
+def test_the_engine_note_says_what_a_cycle_at_the_target_leaves_beside_its_two_commits() -> None:
+    note = engine.budget_note(2.0, 5.0, 0.25)
+    assert note is not None
+    assert "two durable commits alone take 0.50 ms of the 2.00 ms cycle" in note
+    assert "a cycle at ratio 0.25 (1.25 ms) would leave 0.75 ms for everything else" in note
+    assert engine.budget_note(2.0, None, 0.25) is None and engine.budget_note(2.0, 5.0, None) is None
+
+
 def test_only_takes_families_figures_and_comma_lists() -> None:
     chosen = select(["http_roundtrip", "engine,scale"])
     assert {s.family: set(w) for s, w in chosen.items()} == {
-        "engine": {"engine_roundtrip"},
+        "engine": {"engine_roundtrip", "durable_commit_ms"},
         "http": {"http_roundtrip"},
         "scale": {
             "pending_rss_mb",
@@ -201,6 +212,7 @@ def test_engine_round_trip_on_postgresql_runs_against_postgres_saver(pg_url: str
     assert isinstance(entry["bridge"], int | float) and isinstance(entry["peer"], int | float), entry
     assert isinstance(entry["ratio"], int | float) and entry["n"] >= 1, entry
     assert "the peer on LangGraph's PostgresSaver" in proc.stdout
+    assert not ON_SQLITE & set(json.loads(out.read_text())), "a bare SQLite commit says nothing about PostgreSQL"
 
 
 def test_profiling_finds_py_spy_beside_the_interpreter_when_it_is_not_on_path(
