@@ -19,6 +19,7 @@ from adapters.langgraph_api.interrupts import answer_for, resume_entries
 from bridge import BridgeError, ConflictError, Engine, KeyRing, NotFoundError, Principal, RunRecord, ValidationError
 
 MAX_METADATA_KEYS = 64
+MAX_SEARCH_IDS = 1000
 
 
 @dataclass
@@ -36,6 +37,14 @@ def _metadata(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping) or len(value) > MAX_METADATA_KEYS:
         raise ValidationError(f"metadata must be an object of at most {MAX_METADATA_KEYS} keys")
     return dict(value)
+
+
+def _ids(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) > MAX_SEARCH_IDS or not all(isinstance(i, str) for i in value):
+        raise ValidationError(f"ids must be a list of at most {MAX_SEARCH_IDS} thread ids")
+    return value
 
 
 class LangGraphService:
@@ -105,27 +114,39 @@ class LangGraphService:
         raise ConflictError(f"thread {thread_id!r} already exists", details={"threadId": thread_id})
 
     async def search(self, principal: Principal, body: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """``POST /threads/search``: newest first, filtered by ``status``, ``metadata`` and ``ids``."""
+        """``POST /threads/search``: by id, newest first, filtered by ``status``, ``metadata``, ``values`` and ``ids``.
+
+        The threads are read page by page from the store; only ``offset + limit`` matches are
+        looked for, and only ``limit`` are kept.
+        """
         principal.require("runs:read")
         limit, offset = body.get("limit", 10), body.get("offset", 0)
         if not isinstance(limit, int) or not isinstance(offset, int) or not 0 < limit <= 1000 or offset < 0:
             raise ValidationError("limit must be 1-1000 and offset 0 or more")
-        wanted = _metadata(body.get("metadata"))
-        status, ids = body.get("status"), body.get("ids")
+        wanted, values = _metadata(body.get("metadata")), _metadata(body.get("values"))
+        status, ids, order = body.get("status"), _ids(body.get("ids")), body.get("sort_order") or "desc"
+        if order not in ("asc", "desc"):
+            raise ValidationError("sort_order must be asc or desc")
         found: list[dict[str, Any]] = []
-        for thread_id in reversed(await threads.index(self.engine, principal.tenant)):
-            if isinstance(ids, list) and thread_id not in ids:
+        skipped = 0
+        async for thread in threads.listed(self.engine, principal.tenant, descending=order == "desc", ids=ids):
+            if any(thread.metadata.get(k) != v for k, v in wanted.items()):
                 continue
-            thread = await threads.load(self.engine, principal.tenant, thread_id)
-            if thread is None or any(thread.metadata.get(k) != v for k, v in wanted.items()):
+            if status is None and not values and skipped < offset:  # a match before the page: nothing more to read
+                skipped += 1
                 continue
             shown = shapes.thread_json(thread, *await self.current(thread))
-            if status is not None and shown["status"] != status:
+            if (status is not None and shown["status"] != status) or any(
+                shown["values"].get(k) != v for k, v in values.items()
+            ):
+                continue
+            if skipped < offset:
+                skipped += 1
                 continue
             found.append(shown)
-            if len(found) >= offset + limit:
+            if len(found) >= limit:
                 break
-        return found[offset:]
+        return found
 
     async def update_state(self, principal: Principal, thread: threads.Thread, body: Mapping[str, Any]) -> None:
         """``POST /threads/{id}/state``: set the values the thread's next run starts with."""
@@ -175,8 +196,6 @@ class LangGraphService:
         stored = threads.stored(self.engine)
         new = await stored.start_run(principal, assistant, started, inputs=inputs, metadata=metadata)
         assert new is not None  # only a thread being created can refuse its run
-        if thread.stored_form is None:  # the run made its thread: the tenant's index names it now
-            await threads.remember(self.engine, started)
         return Segment(started, new, -1)
 
     async def _resume(self, principal: Principal, thread: threads.Thread, resume: Any) -> Segment:

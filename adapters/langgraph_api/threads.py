@@ -7,14 +7,17 @@ run that starts on it, in one transaction. It names the OpenWOP runs started on
 it (the last is current), its metadata, and values set with ``update_state``
 before a run took them as inputs.
 
-Each tenant also has an index of its newest threads (``langgraph.threads``),
-which ``POST /threads/search`` reads. The index keeps the newest
-:data:`INDEX_LIMIT` thread ids; an older thread is still reachable by its id.
+``POST /threads/search`` reads a tenant's threads page by page from the range
+of their keys (:func:`listed`): no index is kept beside them, so two instances
+creating threads at once cannot drop one from the listing. Ids the host makes
+are time-ordered, so newest first is descending id order. (Databases written
+before kept a list of the newest thread ids under ``langgraph.threads``; it is
+no longer read or written, and every thread is still under its own key.)
 """
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +25,9 @@ from bridge import Engine
 from bridge.host import ThreadRecord, Threads
 
 NAMESPACE = "langgraph.thread"
-INDEX = "langgraph.threads"
-INDEX_LIMIT = 2000
 RUNS_LIMIT = 500
-
-_index_lock = asyncio.Lock()
+#: Threads read from the store at a time while listing.
+PAGE = 100
 
 
 @dataclass
@@ -80,21 +81,27 @@ async def load(engine: Engine, tenant: str, thread_id: str) -> Thread | None:
 async def save(engine: Engine, thread: Thread, *, create: bool = False) -> bool:
     """Store a thread; with ``create``, only when it does not exist yet (False if it did)."""
     thread.updated_at_ms = engine.clock.now_ms()
-    saved = await stored(engine).save(thread, create=create)
-    if saved and create:
-        await remember(engine, thread)
-    return saved
+    return await stored(engine).save(thread, create=create)
 
 
-async def remember(engine: Engine, thread: Thread) -> None:
-    """Name a new thread in its tenant's index of newest threads."""
-    async with _index_lock:
-        ids = await index(engine, thread.tenant)
-        ids = [*[i for i in ids if i != thread.thread_id], thread.thread_id][-INDEX_LIMIT:]
-        await engine.adapter_state(INDEX).put(thread.tenant, ids)
+async def listed(
+    engine: Engine, tenant: str, *, descending: bool = True, ids: Iterable[str] | None = None
+) -> AsyncIterator[Thread]:
+    """A tenant's threads by id (newest first when ``descending``), or only those of ``ids`` that exist.
 
-
-async def index(engine: Engine, tenant: str) -> list[str]:
-    """The ids of a tenant's newest threads, oldest first."""
-    raw = await engine.adapter_state(INDEX).get(tenant)
-    return [str(i) for i in raw] if isinstance(raw, list) else []
+    Read a page at a time: a caller that stops early reads no further.
+    """
+    threads = stored(engine)
+    if ids is not None:
+        for thread_id in sorted(set(ids), key=lambda i: threads.key(tenant, i), reverse=descending):
+            thread = await threads.load(tenant, thread_id)
+            if thread is not None:
+                yield thread
+        return
+    cursor: str | None = None
+    while True:
+        page, cursor = await threads.page(tenant, limit=PAGE, after=cursor, descending=descending)
+        for thread in page:
+            yield thread
+        if cursor is None:
+            return

@@ -29,6 +29,17 @@ class AdapterState:
         """The JSON value stored under ``key``, or None."""
         return await self._store.kv_get(self.namespace, key)
 
+    async def scan(
+        self, prefix: str, *, limit: int, after: str | None = None, descending: bool = True
+    ) -> list[tuple[str, Any]]:
+        """One keyset page of the ``(key, value)`` pairs whose key starts with ``prefix``, by key.
+
+        From the greatest key (``descending``) or the least, past ``after`` (the last key of
+        the previous page); at most ``limit`` pairs, and never more than the store's page
+        bound (:data:`~bridge.store.base.KV_SCAN_MAX`). A short page ends the range.
+        """
+        return await self._store.kv_scan(self.namespace, prefix, limit=limit, after=after, descending=descending)
+
     async def put(self, key: str, value: Any, *, only_if_absent: bool = False) -> bool:
         """Store a JSON value; with ``only_if_absent`` it returns False (and stores nothing) when the key exists."""
         return await self._store.kv_put(self.namespace, key, value, self._clock.now_ms(), only_if_absent=only_if_absent)

@@ -26,7 +26,7 @@ from bridge.core.errors import KeyTakenError
 from bridge.core.records import RunRecord
 from bridge.runtime.adapter_state import AdapterState
 from bridge.runtime.engine import Engine
-from bridge.store.base import KvWrite
+from bridge.store.base import KV_SCAN_MAX, KvWrite
 from bridge.store.codec import dumps, loads
 
 
@@ -64,6 +64,30 @@ class Threads(Generic[T]):
     def key(tenant: str, thread_id: str) -> str:
         """The stored key of a tenant's thread."""
         return json.dumps([tenant, thread_id], ensure_ascii=False, separators=(",", ":"))
+
+    @staticmethod
+    def tenant_prefix(tenant: str) -> str:
+        """What the stored key of every thread of a tenant starts with (and no other tenant's does)."""
+        return json.dumps([tenant], ensure_ascii=False, separators=(",", ":"))[:-1] + ","
+
+    async def page(
+        self, tenant: str, *, limit: int, after: str | None = None, descending: bool = True
+    ) -> tuple[list[T], str | None]:
+        """One keyset page of a tenant's threads, by thread id, and the cursor of the next (None: no more).
+
+        Ids the host makes (``thread_…``) are time-ordered, so ``descending`` lists the newest of
+        them first. ``after`` is the cursor a previous page returned; ``limit`` is bounded by the
+        store's page size. A stored value that is not this tenant's thread is passed over.
+        """
+        pairs = await self._state.scan(self.tenant_prefix(tenant), limit=limit, after=after, descending=descending)
+        threads: list[T] = []
+        for key, raw in pairs:
+            thread_id = raw.get("threadId") if isinstance(raw, dict) else None
+            if isinstance(thread_id, str) and raw.get("tenant") == tenant and key == self.key(tenant, thread_id):
+                thread = self._decode(raw)
+                thread.stored_form = raw
+                threads.append(thread)
+        return threads, (pairs[-1][0] if len(pairs) == min(limit, KV_SCAN_MAX) and pairs else None)
 
     async def load(self, tenant: str, thread_id: str, *older_keys: str) -> T | None:
         """The thread ``thread_id`` of a tenant, if any.

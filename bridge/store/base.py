@@ -143,6 +143,10 @@ class IdempotencyRecord:
         return self.status is None
 
 
+#: The most pairs one :meth:`Store.kv_scan` page holds, whatever the caller asks for.
+KV_SCAN_MAX = 500
+
+
 IDEMPOTENCY_COLS = "key_id, digest, expires_at, owner, lease_until, status, headers, body"
 #: Expired ``Idempotency-Key`` records deleted by each new one: more than are added, so they never pile up.
 IDEMPOTENCY_PRUNE = 16
@@ -364,6 +368,17 @@ class Store(Protocol):
     # --- adapters' own small state ------------------------------------------
     async def kv_get(self, namespace: str, key: str) -> Any:
         """A JSON value stored by an adapter, or None."""
+
+    async def kv_scan(
+        self, namespace: str, prefix: str, *, limit: int, after: str | None = None, descending: bool = True
+    ) -> list[tuple[str, Any]]:
+        """The ``(key, value)`` pairs of ``namespace`` whose key starts with ``prefix``, one keyset page.
+
+        Keys are ordered by their UTF-8 bytes, from the greatest (``descending``) or the
+        least; ``after`` (the last key of the previous page) resumes past it. A page holds
+        ``limit`` pairs at most, and never more than :data:`KV_SCAN_MAX`: fewer means the
+        range is done. One range of the primary key is read, whatever else the namespace holds.
+        """
 
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         """Store a JSON value; with ``only_if_absent`` returns False when the key exists."""

@@ -99,6 +99,9 @@ SQLITE_MIGRATIONS: list[list[str]] = [
     # ``events_type`` goes: every event wrote an entry to it, and on appends such an index splits a page
     # every few commits, for one read of conversation runs' snapshots.
     ["DROP INDEX events_type"],
+    # 7: nothing to change here: the key-value primary key already orders keys by their bytes, which a
+    # range of keys sharing a prefix (``Store.kv_scan``) reads. PostgreSQL's 7 makes its own do so.
+    [],
 ]
 
 
@@ -185,6 +188,10 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
     ],
     # 6: as SQLite's 6.
     ["DROP INDEX events_type"],
+    # 7: key-value keys compare bytewise, as identifiers that order pages do: a range of keys sharing a
+    # prefix (``Store.kv_scan``) is then one range of the primary key, whatever the database's collation.
+    # The column's type and values stay as they are; the primary key is rebuilt in the new order.
+    ['ALTER TABLE kv ALTER COLUMN key TYPE TEXT COLLATE "C"'],
 ]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from bridge.core.kinds import REGISTRY
 from bridge.core.records import InterruptRecord, RunRecord, has_nul
-from bridge.store.base import InboxPage
+from bridge.store.base import KV_SCAN_MAX, InboxPage
 from bridge.store.codec import INT_COLS, RUN_COLS, Dialect
 from bridge.store.cursor import encode_cursor, page_cursor
 
@@ -204,9 +204,40 @@ class Reads(ABC):
         row = await self._one(self._dialect.sql("SELECT value FROM kv WHERE namespace=%s AND key=%s"), (namespace, key))
         return self._dialect.json_in(row[0]) if row else None
 
+    async def kv_scan(
+        self, namespace: str, prefix: str, *, limit: int, after: str | None = None, descending: bool = True
+    ) -> list[tuple[str, Any]]:
+        if limit < 1:
+            return []
+        where, args = ["namespace=%s", "key>=%s"], [namespace, prefix]
+        end = prefix_end(prefix)
+        if end is not None:
+            where.append("key<%s")
+            args.append(end)
+        if after is not None:
+            where.append("key<%s" if descending else "key>%s")
+            args.append(after)
+        rows = await self._rows(
+            f"SELECT key, value FROM kv WHERE {' AND '.join(where)} ORDER BY key {'DESC' if descending else 'ASC'} "
+            "LIMIT %s",
+            (*args, min(limit, KV_SCAN_MAX)),
+        )
+        return [(r[0], self._dialect.json_in(r[1])) for r in rows]
+
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         rows = await self._rows(
             "SELECT at, principal, action, resource, details FROM audit WHERE run_id=%s ORDER BY id", (run_id,)
         )
         parse = self._dialect.json_in
         return [{"at": r[0], "principal": r[1], "action": r[2], "resource": r[3], "details": parse(r[4])} for r in rows]
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string past every string that starts with ``prefix`` (None: there is none, or no prefix)."""
+    while prefix:
+        last = ord(prefix[-1])
+        if last < 0x10FFFF:
+            following = 0xE000 if 0xD800 <= last + 1 <= 0xDFFF else last + 1  # no surrogate is stored
+            return prefix[:-1] + chr(following)
+        prefix = prefix[:-1]
+    return None

@@ -24,6 +24,7 @@ from bridge.store import plan
 from bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
+    KV_SCAN_MAX,
     CommitResult,
     IdempotencyRecord,
     RunCommit,
@@ -148,6 +149,20 @@ class SqliteStore(Writes, SqliteReads):
     async def kv_get(self, namespace: str, key: str) -> Any:
         held, value = self._soon.get(namespace, key)
         return value if held else await super().kv_get(namespace, key)
+
+    async def kv_scan(
+        self, namespace: str, prefix: str, *, limit: int, after: str | None = None, descending: bool = True
+    ) -> list[tuple[str, Any]]:
+        """The committed page, with the values held for the next transaction in their places."""
+        page = await super().kv_scan(namespace, prefix, limit=limit, after=after, descending=descending)
+        held = self._soon.under(namespace, prefix) if self._soon else {}
+        if after is not None:
+            held = {k: v for k, v in held.items() if (k < after if descending else k > after)}
+        if not held:
+            return page
+        merged = {**dict(page), **held}
+        keys = sorted(merged, reverse=descending)[: min(limit, KV_SCAN_MAX)]
+        return [(k, merged[k]) for k in keys]
 
     # --- signing keys -------------------------------------------------------
 

@@ -46,6 +46,10 @@ class SoonValues:
         held = self._held.get((namespace, key))
         return (False, None) if held is None else (True, loads(held[0]))
 
+    def under(self, namespace: str, prefix: str) -> dict[str, Any]:
+        """The values held for the keys of ``namespace`` that start with ``prefix``."""
+        return {k: loads(text) for (ns, k), (text, _) in self._held.items() if ns == namespace and k.startswith(prefix)}
+
     def riding(self, fn: Callable[[sqlite3.Connection], T]) -> Callable[[sqlite3.Connection], T]:
         """``fn`` preceded by the held writes, which leave this holder."""
         held, self._held = self._held, {}

@@ -33,7 +33,7 @@ from bridge.core.errors import (
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, Mutation, RunRecord
 from bridge.store import open_store
-from bridge.store.base import ChildStart, Claim, KvWrite, RunCommit, Store
+from bridge.store.base import KV_SCAN_MAX, ChildStart, Claim, KvWrite, RunCommit, Store
 from bridge.store.cursor import encode_cursor
 from bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS, SchemaTooNewError
 from bridge.store.reads import LISTED_KINDS
@@ -813,6 +813,49 @@ async def test_kv_and_audit(store: Store) -> None:
         ("cal", {}),
     ]
     assert await store.audit("run_missing") == []
+
+
+async def test_kv_scan_pages_a_prefix_by_key_bytes_newest_first(store: Store) -> None:
+    ids = ["01a", "01b", "01c", "z", "é", "中", "😀"]  # keys sort by their UTF-8 bytes, past ASCII too
+    for i in ids:
+        await store.kv_put("ns", f'["t1","{i}"]', {"id": i}, 1_000)
+    await store.kv_put("ns", '["t10","x"]', 0, 1_000)  # shares "t1" but not the prefix '["t1",'
+    await store.kv_put("ns", '["t1"]', 0, 1_000)
+    await store.kv_put("other-ns", '["t1","01a"]', 0, 1_000)
+    await store.kv_put("ns", '["t2","a"]', 0, 1_000)
+
+    async def every(descending: bool, size: int) -> list[str]:
+        keys: list[str] = []
+        while True:
+            page = await store.kv_scan(
+                "ns", '["t1",', limit=size, after=keys[-1] if keys else None, descending=descending
+            )
+            assert len(page) <= size
+            keys += [k for k, _ in page]
+            if len(page) < size:
+                return keys
+
+    newest_first = [f'["t1","{i}"]' for i in reversed(ids)]
+    for size in (1, 2, 3, len(ids), 100):
+        assert await every(True, size) == newest_first
+        assert await every(False, size) == newest_first[::-1]
+    assert await store.kv_scan("ns", '["t1",', limit=2) == [
+        ('["t1","😀"]', {"id": "😀"}),
+        ('["t1","中"]', {"id": "中"}),
+    ]
+    assert await store.kv_scan("ns", '["t1",', limit=2, after='["t1","01b"]') == [('["t1","01a"]', {"id": "01a"})]
+    assert await store.kv_scan("ns", '["t1","😀', limit=5) == [('["t1","😀"]', {"id": "😀"})]
+    assert [k for k, _ in await store.kv_scan("ns", "", limit=100)][-1] == '["t1","01a"]'
+    assert await store.kv_scan("ns", '["t1",', limit=0) == []
+    assert await store.kv_scan("ns", '["t1\x00', limit=5) == []
+    assert await store.kv_scan("ns", '["t3",', limit=5) == []
+
+
+async def test_a_kv_scan_page_holds_at_most_kv_scan_max_pairs(store: Store) -> None:
+    await asyncio.gather(*(store.kv_put("ns", f"k{i:04d}", i, 1_000) for i in range(KV_SCAN_MAX + 1)))
+    page = await store.kv_scan("ns", "k", limit=10 * KV_SCAN_MAX)
+    assert len(page) == KV_SCAN_MAX and page[0] == (f"k{KV_SCAN_MAX:04d}", KV_SCAN_MAX)
+    assert await store.kv_scan("ns", "k", limit=KV_SCAN_MAX, after=page[-1][0]) == [("k0000", 0)]
 
 
 async def test_kv_replace_and_forget_if_compare_first(store: Store) -> None:
