@@ -99,6 +99,25 @@ SQLITE_MIGRATIONS: list[list[str]] = [
     # ``events_type`` goes: every event wrote an entry to it, and on appends such an index splits a page
     # every few commits, for one read of conversation runs' snapshots.
     ["DROP INDEX events_type"],
+    # 7: events go to a rowid table, each appended after the last, with ``events_seq`` for a run's range. In a
+    # table keyed by (run_id, seq) every commit's events landed in the rightmost leaf of a b-tree of whole
+    # documents, and a full leaf was split by rebalancing it with its neighbours: about 4 pages written for a
+    # commit's 4 events. A rowid table adds a new page at its end instead, and the small index splits seldom.
+    # ``interrupts_node`` (run_id, exec_node) goes: a node's interrupts are read from the run's range of
+    # ``interrupts_key`` or ``interrupts_addr`` (a run holds few interrupts besides that node's), one b-tree less
+    # to write for every interrupt opened.
+    [
+        """CREATE TABLE events_by_id (
+            id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, node_id TEXT,
+            visit INTEGER, cmd INTEGER, doc TEXT NOT NULL)""",
+        """INSERT INTO events_by_id(run_id, seq, type, node_id, visit, cmd, doc)
+            SELECT run_id, seq, type, node_id, visit, cmd, doc FROM events ORDER BY run_id, seq""",
+        "DROP TABLE events",
+        "ALTER TABLE events_by_id RENAME TO events",
+        "CREATE UNIQUE INDEX events_seq ON events(run_id, seq)",
+        "CREATE INDEX events_activation ON events(run_id, node_id, visit, cmd) WHERE cmd IS NOT NULL",
+        "DROP INDEX interrupts_node",
+    ],
 ]
 
 
@@ -185,6 +204,8 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
     ],
     # 6: as SQLite's 6.
     ["DROP INDEX events_type"],
+    # 7: as SQLite's 7 for ``interrupts_node``; events already sit in a heap with their key in an index of its own.
+    ["DROP INDEX interrupts_node"],
 ]
 
 

@@ -183,6 +183,9 @@ async def test_a_runs_reads_seek_its_range_and_sort_nothing(store: SqliteStore) 
         await store.interrupt_at("run_1", "gate")
         await store.run_and_interrupt_at("run_1", "gate")
         await store.events_of_types("run_1", ["node.suspended", "conversation.opened"])
+        await store.read_events("run_1", 3)
+        await store.activation_events("run_1", "gate", 0)
+        await store.audit("run_1")
     finally:
         store._reader.set_trace_callback(None)
     for sql in sent:
@@ -190,3 +193,21 @@ async def test_a_runs_reads_seek_its_range_and_sort_nothing(store: SqliteStore) 
         assert "SEARCH" in plan and "(run_id=?" in plan, plan
         # Before interrupts_addr held ``ordinal``, the latest interrupt at an address was sorted in a temp b-tree.
         assert "TEMP B-TREE" not in plan and not FULL_SCAN.search(plan), plan
+
+
+async def test_a_nodes_interrupts_seek_the_runs_range(store: SqliteStore) -> None:
+    """Without an index of their own, a node's interrupts are read from the run's range of another index."""
+    assert store._reader is not None
+    sent: list[str] = []
+    store._reader.set_trace_callback(sent.append)
+    try:
+        await store.node_interrupts("run_1", "gate")
+        await store.interrupt_at_slot("run_1", "gate", 0, 0)
+        await store.interrupt_by_key("run_1", "run_1:gate:0")
+        await store.unconsumed_and_node("run_1", "gate")
+    finally:
+        store._reader.set_trace_callback(None)
+    assert len(sent) == 4
+    for sql in sent:
+        plan = " / ".join(row[3] for row in store._reader.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "SEARCH" in plan and "(run_id=?" in plan and not FULL_SCAN.search(plan), plan

@@ -1,0 +1,120 @@
+"""Fewer b-trees written by each commit, and databases from before that keep what they hold.
+
+A commit's events are appended to a rowid table (a new page at its end, where a table keyed by
+(run_id, seq) rebalanced its rightmost leaves with their neighbours), and an interrupt opened no
+longer writes ``interrupts_node``: a node's interrupts come from the run's range of another index.
+A database written at schema version 6 is migrated with its events (in each run's order, each
+document as written, each (run_id, seq) still unique) and its interrupts still found by node.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bridge.core.records import RunRecord
+from bridge.store import open_store
+from bridge.store.base import RunCommit, Store
+from bridge.store.codec import INT_COLS, SQLITE, dumps, interrupt_params
+from bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
+from bridge.store.sqlite import SqliteStore
+from tests import pg
+from tests.store.test_store_contract import claimed, draft, make_interrupt, make_run
+
+#: The schema version before events were appended by rowid and ``interrupts_node`` went.
+BEFORE = 6
+OLD_EVENT = "INSERT INTO events(run_id, seq, type, node_id, visit, cmd, doc) VALUES (%s,%s,%s,%s,%s,%s,%s::json)"
+OLD_INTERRUPT = f"INSERT INTO interrupts({INT_COLS}) VALUES ({','.join(['%s'] * len(INT_COLS.split(',')))})"
+OLD_RUN = (
+    "INSERT INTO runs(run_id, tenant, workflow_id, status, created_at, updated_at, spec, state, next_seq) "
+    "VALUES (%s,%s,%s,%s,%s,%s,%s::json,%s::json,4)"
+)
+
+
+def _event(run: RunRecord, seq: int) -> tuple[object, ...]:
+    doc = {"eventId": f"evt_{run.run_id}_{seq}", "runId": run.run_id, "type": "node.started", "sequence": seq}
+    return (run.run_id, seq, "node.started" if seq % 2 else "run.started", "gate", 0, None, dumps(doc))
+
+
+def _old_rows(runs: list[RunRecord]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """Events of both runs written interleaved and out of order; interrupts at two nodes of the first run."""
+    events = [_event(runs[i % 2], seq) for seq in (3, 0, 2, 1) for i in (1, 0)]
+    width = len(INT_COLS.split(","))
+    interrupts = [
+        interrupt_params(make_interrupt(runs[0], node, visit=visit, key=f"{node}:{visit}"))[:width]
+        for node, visit in (("gate", 1), ("other", 0), ("gate", 0))
+    ]
+    return events, interrupts
+
+
+async def _old_store(url: str | None, tmp_path: Path, runs: list[RunRecord]) -> Store:
+    """A store on a database written at schema version ``BEFORE`` (PostgreSQL at ``url``, else SQLite), not opened."""
+    events, interrupts = _old_rows(runs)
+    run_rows = [(r.run_id, r.tenant, r.workflow_id, r.status, 1, 1, dumps(r.spec), dumps(r.state)) for r in runs]
+    if url is None:
+        path = tmp_path / "old.db"
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            for statement in (s for script in SQLITE_MIGRATIONS[:BEFORE] for s in script):
+                conn.execute(statement)
+            conn.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(BEFORE),))
+            for sql, rows in ((OLD_RUN, run_rows), (OLD_EVENT, events), (OLD_INTERRUPT, interrupts)):
+                conn.executemany(SQLITE.sql(sql), rows)
+        return SqliteStore(path)
+    pg.execute(url, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    for statement in (s for script in POSTGRES_MIGRATIONS[:BEFORE] for s in script):
+        pg.execute(url, statement)
+    pg.execute(url, "INSERT INTO meta VALUES('schema_version', %s)", str(BEFORE))
+    for sql, rows in ((OLD_RUN, run_rows), (OLD_EVENT, events), (OLD_INTERRUPT, interrupts)):
+        for row in rows:
+            pg.execute(url, sql, *row)
+    return open_store(url)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_a_database_from_schema_6_keeps_its_events_and_its_interrupts_by_node(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    runs = [make_run(tenant="acme"), make_run(tenant="acme")]
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    store = await _old_store(url, tmp_path, runs)
+    await store.open()
+    try:
+        for run in runs:
+            got = await store.read_events(run.run_id)
+            assert [d["sequence"] for d in got] == [0, 1, 2, 3]
+            assert got == [{"eventId": f"evt_{run.run_id}_{s}", "runId": run.run_id, "type": "node.started",
+                            "sequence": s} for s in range(4)]  # fmt: skip
+            assert [d["sequence"] for d in await store.events_of_types(run.run_id, ["run.started"])] == [0, 2]
+        assert [(i.visit, i.key) for i in await store.node_interrupts(runs[0].run_id, "gate")] == [
+            (0, "gate:0"),
+            (1, "gate:1"),
+        ]
+        found = await store.interrupt_at_slot(runs[0].run_id, "other", 0, 0)
+        assert found is not None and found.key == "other:0"
+        # A step after the migration appends after the events it found.
+        own = await claimed(store, runs[0])
+        await store.commit(RunCommit(runs[0].run_id, "A", own.epoch, 3_000, events=[draft("node.completed")]))
+        got = await store.read_events(runs[0].run_id)
+        assert [(d["sequence"], d["type"]) for d in got[3:]] == [(3, "node.started"), (4, "node.completed")]
+    finally:
+        await store.close()
+
+
+async def test_events_append_by_rowid_and_a_runs_sequence_stays_unique(tmp_path: Path) -> None:
+    runs = [make_run(), make_run()]
+    store = await _old_store(None, tmp_path, runs)
+    await store.open()
+    await store.close()
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        table = conn.execute("SELECT sql FROM sqlite_schema WHERE name='events'").fetchone()[0]
+        assert "id INTEGER PRIMARY KEY" in table and "WITHOUT ROWID" not in table
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='index'")}
+        assert "interrupts_node" not in indexes and {"events_seq", "events_activation"} <= indexes
+        # Each run's events are together, in order, where the copy put them.
+        order = [r[0:2] for r in conn.execute("SELECT run_id, seq FROM events ORDER BY id")]
+        assert order == sorted(order)
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute(SQLITE.sql(OLD_EVENT), _event(runs[0], 2))
