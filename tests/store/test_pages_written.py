@@ -5,6 +5,9 @@ A commit's events are appended to a rowid table (a new page at its end, where a 
 longer writes ``interrupts_node``: a node's interrupts come from the run's range of another index.
 A database written at schema version 6 is migrated with its events (in each run's order, each
 document as written, each (run_id, seq) still unique) and its interrupts still found by node.
+An event's row keeps its document without what its columns hold (run id, type, sequence); it is
+read back as it was committed, key for key and in the same order, and documents stored whole
+before are read as they are.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.core.events import EventDraft
 from bridge.core.records import RunRecord
 from bridge.store import open_store
 from bridge.store.base import RunCommit, Store
@@ -21,7 +25,7 @@ from bridge.store.codec import INT_COLS, SQLITE, dumps, interrupt_params
 from bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
 from bridge.store.sqlite import SqliteStore
 from tests import pg
-from tests.store.test_store_contract import claimed, draft, make_interrupt, make_run
+from tests.store.test_store_contract import claimed, draft, make_interrupt, make_run, started, store  # noqa: F401
 
 #: The schema version before events were appended by rowid and ``interrupts_node`` went.
 BEFORE = 6
@@ -79,35 +83,35 @@ async def test_a_database_from_schema_6_keeps_its_events_and_its_interrupts_by_n
 ) -> None:
     runs = [make_run(tenant="acme"), make_run(tenant="acme")]
     url = request.getfixturevalue("pg_url") if backend == "postgres" else None
-    store = await _old_store(url, tmp_path, runs)
-    await store.open()
+    old = await _old_store(url, tmp_path, runs)
+    await old.open()
     try:
         for run in runs:
-            got = await store.read_events(run.run_id)
+            got = await old.read_events(run.run_id)
             assert [d["sequence"] for d in got] == [0, 1, 2, 3]
             assert got == [{"eventId": f"evt_{run.run_id}_{s}", "runId": run.run_id, "type": "node.started",
                             "sequence": s} for s in range(4)]  # fmt: skip
-            assert [d["sequence"] for d in await store.events_of_types(run.run_id, ["run.started"])] == [0, 2]
-        assert [(i.visit, i.key) for i in await store.node_interrupts(runs[0].run_id, "gate")] == [
+            assert [d["sequence"] for d in await old.events_of_types(run.run_id, ["run.started"])] == [0, 2]
+        assert [(i.visit, i.key) for i in await old.node_interrupts(runs[0].run_id, "gate")] == [
             (0, "gate:0"),
             (1, "gate:1"),
         ]
-        found = await store.interrupt_at_slot(runs[0].run_id, "other", 0, 0)
+        found = await old.interrupt_at_slot(runs[0].run_id, "other", 0, 0)
         assert found is not None and found.key == "other:0"
         # A step after the migration appends after the events it found.
-        own = await claimed(store, runs[0])
-        await store.commit(RunCommit(runs[0].run_id, "A", own.epoch, 3_000, events=[draft("node.completed")]))
-        got = await store.read_events(runs[0].run_id)
+        own = await claimed(old, runs[0])
+        await old.commit(RunCommit(runs[0].run_id, "A", own.epoch, 3_000, events=[draft("node.completed")]))
+        got = await old.read_events(runs[0].run_id)
         assert [(d["sequence"], d["type"]) for d in got[3:]] == [(3, "node.started"), (4, "node.completed")]
     finally:
-        await store.close()
+        await old.close()
 
 
 async def test_events_append_by_rowid_and_a_runs_sequence_stays_unique(tmp_path: Path) -> None:
     runs = [make_run(), make_run()]
-    store = await _old_store(None, tmp_path, runs)
-    await store.open()
-    await store.close()
+    old = await _old_store(None, tmp_path, runs)
+    await old.open()
+    await old.close()
     with sqlite3.connect(tmp_path / "old.db") as conn:
         table = conn.execute("SELECT sql FROM sqlite_schema WHERE name='events'").fetchone()[0]
         assert "id INTEGER PRIMARY KEY" in table and "WITHOUT ROWID" not in table
@@ -118,3 +122,22 @@ async def test_events_append_by_rowid_and_a_runs_sequence_stays_unique(tmp_path:
         assert order == sorted(order)
         with pytest.raises(sqlite3.IntegrityError):
             conn.execute(SQLITE.sql(OLD_EVENT), _event(runs[0], 2))
+
+
+async def test_an_event_reads_back_as_committed_though_its_row_keeps_less(store: Store) -> None:  # noqa: F811
+    run = await started(store)
+    own = await claimed(store, run)
+    drafts = [
+        EventDraft("evt_a", "node.started", {"nodeId": "gate", "n": [1, "ü"]}, 1_000, node_id="gate"),
+        EventDraft("evt_b", "node.suspended", {"why": None}, 1_001, node_id="gate", causation_id="evt_a"),
+        EventDraft("evt_c", "custom.note", {"text": "x"}, 1_002, node_id="gate", activation=("step", 2, 0)),
+    ]
+    committed = (await store.commit(RunCommit(run.run_id, "A", own.epoch, 3_000, events=drafts))).events
+    read = (await store.read_events(run.run_id))[1:]
+    assert dumps(read) == dumps(committed)  # as text: the same keys in the same order
+    assert dumps(await store.activation_events(run.run_id, "step", 2)) == dumps(committed[2:])
+    assert dumps(await store.events_of_types(run.run_id, ["node.suspended"])) == dumps(committed[1:2])
+    if isinstance(store, SqliteStore):
+        with sqlite3.connect(store.path) as conn:
+            stored = conn.execute("SELECT doc FROM events WHERE run_id=? AND seq=1", (run.run_id,)).fetchone()[0]
+        assert run.run_id not in stored and "sequence" not in stored and "node.started" not in stored
