@@ -22,9 +22,9 @@ from bridge.core.records import RunRecord
 from bridge.store import open_store
 from bridge.store.base import RunCommit, Store
 from bridge.store.codec import INT_COLS, SQLITE, dumps, interrupt_params
-from bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
 from bridge.store.sqlite import SqliteStore
 from tests import pg
+from tests.store.schemas import postgres_at, sqlite_at
 from tests.store.test_store_contract import claimed, draft, make_interrupt, make_run, started, store  # noqa: F401
 
 #: The schema version before events were appended by rowid and ``interrupts_node`` went.
@@ -59,18 +59,11 @@ async def _old_store(url: str | None, tmp_path: Path, runs: list[RunRecord]) -> 
     run_rows = [(r.run_id, r.tenant, r.workflow_id, r.status, 1, 1, dumps(r.spec), dumps(r.state)) for r in runs]
     if url is None:
         path = tmp_path / "old.db"
-        with sqlite3.connect(path) as conn:
-            conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            for statement in (s for script in SQLITE_MIGRATIONS[:BEFORE] for s in script):
-                conn.execute(statement)
-            conn.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(BEFORE),))
+        with sqlite_at(path, BEFORE) as conn:
             for sql, rows in ((OLD_RUN, run_rows), (OLD_EVENT, events), (OLD_INTERRUPT, interrupts)):
                 conn.executemany(SQLITE.sql(sql), rows)
         return SqliteStore(path)
-    pg.execute(url, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    for statement in (s for script in POSTGRES_MIGRATIONS[:BEFORE] for s in script):
-        pg.execute(url, statement)
-    pg.execute(url, "INSERT INTO meta VALUES('schema_version', %s)", str(BEFORE))
+    postgres_at(url, BEFORE)
     for sql, rows in ((OLD_RUN, run_rows), (OLD_EVENT, events), (OLD_INTERRUPT, interrupts)):
         for row in rows:
             pg.execute(url, sql, *row)
