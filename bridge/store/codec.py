@@ -213,9 +213,31 @@ def event_rows(
         doc = draft.envelope(run_id, seq)
         act = draft.activation
         node = act[0] if act else draft.node_id
-        rows.append((run_id, seq, draft.type, node, act[1] if act else None, act[2] if act else None, dumps(doc)))
+        stored = doc.copy()
+        del stored["runId"], stored["type"], stored["sequence"]  # in columns of their own
+        rows.append((run_id, seq, draft.type, node, act[1] if act else None, act[2] if act else None, dumps(stored)))
         docs.append(doc)
     return docs, rows
+
+
+#: What :func:`event_doc` reads: the columns an event row's stored document leaves out (its ``runId``, ``sequence``
+#: and ``type``, about a sixth of it; see :func:`event_rows`), then that document.
+EVENT_COLS = "run_id, seq, type, doc"
+
+
+def event_doc(row: Sequence[Any], json_in: Callable[[Any], Any] = parsed) -> dict[str, Any]:
+    """An event's document from a row of :data:`EVENT_COLS`, its keys in the envelope's order (see
+    :meth:`~bridge.core.events.EventDraft.envelope`); a document an older release stored whole, as it is."""
+    run_id, seq, type_, text = row
+    stored: dict[str, Any] = json_in(text)
+    if "runId" in stored:
+        return stored
+    doc = {"eventId": stored.pop("eventId"), "runId": run_id, "type": type_}
+    doc["payload"] = stored.pop("payload")
+    doc["timestamp"] = stored.pop("timestamp")
+    doc["sequence"] = seq
+    doc.update(stored)
+    return doc
 
 
 def audit_params(tenant: str, run_id: str, now_ms: int, entries: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:

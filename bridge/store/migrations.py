@@ -102,6 +102,10 @@ SQLITE_MIGRATIONS: list[list[str]] = [
     # 7: nothing to change here: the key-value primary key already orders keys by their bytes, which a
     # range of keys sharing a prefix (``Store.kv_scan``) reads. PostgreSQL's 7 makes its own do so.
     [],
+    # 8: ``interrupts_node`` (run_id, exec_node) goes: a node's interrupts are read from the run's range of
+    # ``interrupts_key`` or ``interrupts_addr`` (a run holds few interrupts besides that node's), one b-tree less
+    # to write for every interrupt opened.
+    ["DROP INDEX interrupts_node"],
 ]
 
 
@@ -192,6 +196,8 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
     # prefix (``Store.kv_scan``) is then one range of the primary key, whatever the database's collation.
     # The column's type and values stay as they are; the primary key is rebuilt in the new order.
     ['ALTER TABLE kv ALTER COLUMN key TYPE TEXT COLLATE "C"'],
+    # 8: as SQLite's 8.
+    ["DROP INDEX interrupts_node"],
 ]
 
 

@@ -15,7 +15,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from bridge.core.records import InterruptRecord, has_nul
-from bridge.store.codec import INT_COLS, POSTGRES
+from bridge.store.codec import EVENT_COLS, INT_COLS, POSTGRES, event_doc
 from bridge.store.pg_batch import forget_prepared
 from bridge.store.pg_tx import reraise_lost_cancellation
 from bridge.store.reads import Reads
@@ -74,9 +74,10 @@ class PostgresReads(Reads):
         if has_nul(types):
             types = [t for t in types if "\x00" not in t]
         rows = await self._all(
-            "SELECT doc FROM events WHERE run_id=%s AND type = ANY(%s::text[]) ORDER BY seq", (run_id, list(types))
+            f"SELECT {EVENT_COLS} FROM events WHERE run_id=%s AND type = ANY(%s::text[]) ORDER BY seq",
+            (run_id, list(types)),
         )
-        return [r[0] for r in rows]
+        return [event_doc(r) for r in rows]
 
     async def exchange_answers(self, run_id: str, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
         rows = await self._all(

@@ -15,7 +15,7 @@ from typing import Any
 from bridge.core.kinds import REGISTRY
 from bridge.core.records import InterruptRecord, RunRecord, has_nul
 from bridge.store.base import KV_SCAN_MAX, InboxPage
-from bridge.store.codec import INT_COLS, RUN_COLS, Dialect
+from bridge.store.codec import EVENT_COLS, INT_COLS, RUN_COLS, Dialect, event_doc
 from bridge.store.cursor import encode_cursor, page_cursor
 
 #: The kinds an inbox lists when no kind is asked for (the others are not listed among open interrupts).
@@ -58,8 +58,9 @@ class Reads(ABC):
         return [self._dialect.interrupt(r) for r in await self._rows(neutral, args)]
 
     async def _docs(self, neutral: str, args: Sequence[Any]) -> list[dict[str, Any]]:
+        """Event documents from rows of :data:`~bridge.store.codec.EVENT_COLS`."""
         parse = self._dialect.json_in
-        return [parse(r[0]) for r in await self._rows(neutral, args)]
+        return [event_doc(r, parse) for r in await self._rows(neutral, args)]
 
     async def load_run(self, run_id: str) -> RunRecord | None:
         return await self._run(f"SELECT {RUN_COLS} FROM runs WHERE run_id=%s", (run_id,))
@@ -106,12 +107,14 @@ class Reads(ABC):
 
     async def read_events(self, run_id: str, after_seq: int = -1, limit: int = 1000) -> list[dict[str, Any]]:
         return await self._docs(
-            "SELECT doc FROM events WHERE run_id=%s AND seq>%s ORDER BY seq LIMIT %s", (run_id, after_seq, limit)
+            f"SELECT {EVENT_COLS} FROM events WHERE run_id=%s AND seq>%s ORDER BY seq LIMIT %s",
+            (run_id, after_seq, limit),
         )
 
     async def activation_events(self, run_id: str, node_id: str, visit: int) -> list[dict[str, Any]]:
         return await self._docs(
-            "SELECT doc FROM events WHERE run_id=%s AND node_id=%s AND visit=%s AND cmd IS NOT NULL ORDER BY cmd",
+            f"SELECT {EVENT_COLS} FROM events WHERE run_id=%s AND node_id=%s AND visit=%s AND cmd IS NOT NULL "
+            "ORDER BY cmd",
             (run_id, node_id, visit),
         )
 

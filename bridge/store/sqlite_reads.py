@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.core.records import InterruptRecord
-from bridge.store.codec import INT_COLS, SQLITE, loads
+from bridge.store.codec import EVENT_COLS, INT_COLS, SQLITE, loads
 from bridge.store.reads import Reads
 
 
@@ -51,7 +51,7 @@ class SqliteReads(Reads):
     async def events_of_types(self, run_id: str, types: Sequence[str]) -> list[dict[str, Any]]:
         marks = ",".join("%s" for _ in types)
         return await self._docs(
-            f"SELECT doc FROM events WHERE run_id=%s AND type IN ({marks}) ORDER BY seq", (run_id, *types)
+            f"SELECT {EVENT_COLS} FROM events WHERE run_id=%s AND type IN ({marks}) ORDER BY seq", (run_id, *types)
         )
 
     async def exchange_answers(self, run_id: str, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:

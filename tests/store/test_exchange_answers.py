@@ -9,7 +9,6 @@ written before those columns existed is migrated with its answers.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,9 @@ from bridge.core.records import InterruptRecord, Mutation, RunRecord
 from bridge.store import open_store
 from bridge.store.base import RunCommit, Store
 from bridge.store.codec import INT_COLS, SQLITE, dumps, interrupt_params
-from bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
 from bridge.store.sqlite import SqliteStore
 from tests import pg
+from tests.store.schemas import postgres_at, sqlite_at
 from tests.store.test_store_contract import claimed, make_interrupt, make_run, started, store  # noqa: F401
 
 EXCHANGE = kinds.CONVERSATION_EXCHANGE.name
@@ -104,20 +103,13 @@ async def test_a_database_from_before_the_answer_column_keeps_its_answers(
     run_sql = "INSERT INTO runs(run_id, tenant, workflow_id, status, created_at, updated_at, spec, state) VALUES "
     if backend == "sqlite":
         path = tmp_path / "old.db"
-        with sqlite3.connect(path) as conn:
-            conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            for statement in (s for script in SQLITE_MIGRATIONS[:BEFORE] for s in script):
-                conn.execute(statement)
-            conn.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(BEFORE),))
+        with sqlite_at(path, BEFORE) as conn:
             conn.execute(run_sql + "(?,?,?,?,?,?,?,?)", run_row)
             conn.executemany(SQLITE.sql(OLD_INSERT), params)
         store: Store = SqliteStore(path)
     else:
         url = request.getfixturevalue("pg_url")
-        pg.execute(url, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        for statement in (s for script in POSTGRES_MIGRATIONS[:BEFORE] for s in script):
-            pg.execute(url, statement)
-        pg.execute(url, "INSERT INTO meta VALUES('schema_version', %s)", str(BEFORE))
+        postgres_at(url, BEFORE)
         pg.execute(url, run_sql + "(%s,%s,%s,%s,%s,%s,%s::json,%s::json)", *run_row)
         for p in params:
             pg.execute(url, OLD_INSERT, *p)

@@ -10,6 +10,7 @@ from bridge.store import open_store
 from bridge.store.migrations import POSTGRES_MIGRATIONS
 from bridge.store.sqlite import SqliteStore
 from tests import pg
+from tests.store.schemas import postgres_at
 
 #: The schema version before key-value keys compared bytewise on PostgreSQL.
 BEFORE = 6
@@ -21,12 +22,9 @@ KEYS = ['["t1","B"]', '["t1","a"]', '["t1-x","c"]', '["t1,"]']
 async def test_keys_stored_under_a_linguistic_collation_are_scanned_by_their_bytes_after_the_migration(
     pg_url: str,
 ) -> None:
-    pg.execute(pg_url, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    for statement in (s for script in POSTGRES_MIGRATIONS[:BEFORE] for s in script):
-        pg.execute(pg_url, statement)
+    postgres_at(pg_url, BEFORE)
     # As in a database created with a linguistic default collation (the test cluster's is C.UTF-8).
     pg.execute(pg_url, 'ALTER TABLE kv ALTER COLUMN key TYPE TEXT COLLATE "und-x-icu"')
-    pg.execute(pg_url, "INSERT INTO meta VALUES('schema_version', %s)", str(BEFORE))
     for i, key in enumerate(KEYS):
         pg.execute(
             pg_url, "INSERT INTO kv(namespace, key, value, updated_at) VALUES('ns', %s, %s::json, 1)", key, str(i)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,19 +174,47 @@ async def test_postgres_pages_seek_with_their_cursor(pg_url: str, monkeypatch: p
     assert "Index Cond" in runs and "ROW(created_at, run_id) < ROW" in runs and "Sort" not in runs, runs
 
 
-async def test_a_runs_reads_seek_its_range_and_sort_nothing(store: SqliteStore) -> None:
-    """An address's latest interrupt and a run's events of some types come off an index range in order."""
+async def plans_of(store: SqliteStore, reads: Callable[[], Awaitable[object]]) -> list[str]:
+    """The query plans of the statements ``reads`` runs on the store's reader connection."""
     assert store._reader is not None
     sent: list[str] = []
     store._reader.set_trace_callback(sent.append)
     try:
+        await reads()
+    finally:
+        store._reader.set_trace_callback(None)
+    return [" / ".join(row[3] for row in store._reader.execute("EXPLAIN QUERY PLAN " + sql)) for sql in sent]
+
+
+async def test_a_runs_reads_seek_its_range_and_sort_nothing(store: SqliteStore) -> None:
+    """An address's latest interrupt and a run's events of some types come off an index range in order."""
+
+    async def reads() -> None:
         await store.interrupt_at("run_1", "gate")
         await store.run_and_interrupt_at("run_1", "gate")
         await store.events_of_types("run_1", ["node.suspended", "conversation.opened"])
-    finally:
-        store._reader.set_trace_callback(None)
-    for sql in sent:
-        plan = " / ".join(row[3] for row in store._reader.execute("EXPLAIN QUERY PLAN " + sql))
+        await store.read_events("run_1", 3)
+        await store.activation_events("run_1", "gate", 0)
+        await store.audit("run_1")
+
+    plans = await plans_of(store, reads)
+    assert len(plans) == 6
+    for plan in plans:
         assert "SEARCH" in plan and "(run_id=?" in plan, plan
         # Before interrupts_addr held ``ordinal``, the latest interrupt at an address was sorted in a temp b-tree.
         assert "TEMP B-TREE" not in plan and not FULL_SCAN.search(plan), plan
+
+
+async def test_a_nodes_interrupts_seek_the_runs_range(store: SqliteStore) -> None:
+    """Without an index of their own, a node's interrupts are read from the run's range of another index."""
+
+    async def reads() -> None:
+        await store.node_interrupts("run_1", "gate")
+        await store.interrupt_at_slot("run_1", "gate", 0, 0)
+        await store.interrupt_by_key("run_1", "run_1:gate:0")
+        await store.unconsumed_and_node("run_1", "gate")
+
+    plans = await plans_of(store, reads)
+    assert len(plans) == 4
+    for plan in plans:
+        assert "SEARCH" in plan and "(run_id=?" in plan and not FULL_SCAN.search(plan), plan
