@@ -71,7 +71,7 @@ class RunExecutor:
         self._transient: tuple[type[BaseException], ...] = engine.store.transient_errors
         #: What the first commit carries besides its step (a new run, an answer in flight).
         self.first = FirstCommit(engine.store)
-        #: A node's interrupts, read with the run's unconsumed ones for the node an answer resumes.
+        #: The interrupts of the node an answer resumes, when they are known without reading them.
         self._read_ahead: tuple[str, list[InterruptRecord]] | None = None
 
     # --- ContextHost ---------------------------------------------------------------
@@ -259,6 +259,8 @@ class RunExecutor:
         if self.first.create is not None:
             # Not inserted yet: nothing outside can have changed it.
             self._claimed = self._claimed or self.run
+        # The first look at a run an answer in flight resumes: the run as that answer read it.
+        resumed = self._claimed is not None and self.first.settled is not None
         run, self._claimed = self._claimed or await self.store.load_run(self.run_id), None
         if run is None:
             raise StaleOwnerError(f"run {self.run_id} disappeared")
@@ -273,8 +275,12 @@ class RunExecutor:
         # An answer (or a child's end) for a node that is running right now is not seen by
         # that activation, which may suspend on it again: look once more when it settles.
         self._recheck = bool(running)
-        # A run its first commit has yet to insert has no interrupts in the store.
-        stored = [] if self.first.create is not None else await self._unconsumed()
+        # A run its first commit has yet to insert has no interrupts in the store; see
+        # :meth:`_resumed_reads` for a run an answer in flight resumes.
+        if self.first.create is not None or self._resumed_reads(resumed):
+            stored = []
+        else:
+            stored = await self.store.unconsumed(self.run_id)
         for rec in self.first.overlaid(stored):
             ns = nodes.get(rec.exec_node)
             if ns is None or rec.exec_node in running:
@@ -344,17 +350,27 @@ class RunExecutor:
             self.tasks[task] = ctx
         return ctx
 
-    async def _unconsumed(self) -> list[InterruptRecord]:
-        """The run's unconsumed interrupts; with an answer in flight, the interrupts of the node it
-        resumes too, in the same read (kept for :meth:`_start`, unless that node reads none)."""
+    def _resumed_reads(self, resumed: bool) -> bool:
+        """Whether the first look at a run an answer in flight resumes reads no interrupts (``resumed``:
+        this is that look); the node it resumes then reads its own only if it may hold others.
+
+        That answer found the run released with nothing to do: no lease, no pending wake-up
+        (:func:`bridge.runtime.joint._eligible`). Every answer, expiry or cancel that settles an
+        interrupt wakes its run in the same transaction, and a run is released only by an executor
+        that read, after the wake-up it released at, every settled interrupt not yet consumed and
+        resumed or consumed each one it could. So the answer's own interrupt is the only settled one
+        this look could act on; the answer commits, and this step with it, only if the run's row
+        is still the one it read (:func:`bridge.store.plan.answer_and_step`), else the executor is
+        dropped. A later look (another answer committed meanwhile) reads the store again.
+        """
         settled = self.first.settled
-        node = None if settled is None else self.workflow.nodes.get(settled.exec_node)
-        node_type = None if node is None else self.engine.node_types.get(node.type_id)
-        if settled is None or node_type is None or node_type.resumes_at_last_request:
-            return await self.store.unconsumed(self.run_id)
-        stored, known = await self.store.unconsumed_and_node(self.run_id, settled.exec_node)
-        self._read_ahead = (settled.exec_node, known)
-        return stored
+        if not resumed or settled is None:
+            return False
+        ns = self.state["nodes"].get(settled.exec_node, {})
+        if ns.get("ints", 0) <= 1:
+            # Every interrupt a node raises counts in ``ints``: this one is the node's only one.
+            self._read_ahead = (settled.exec_node, [settled])
+        return True
 
     async def _execute(self, ctx: NodeContext) -> Outcome:
         node_type = self.engine.node_types.get(ctx.node.type_id)
