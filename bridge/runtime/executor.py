@@ -34,6 +34,7 @@ from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime import launch
 from bridge.runtime.context import NodeContext
+from bridge.runtime.eager import start_eagerly
 from bridge.runtime.first_commit import FirstCommit
 from bridge.runtime.kernel import ExecutorHost
 from bridge.runtime.outcome import Outcome, run_node
@@ -57,7 +58,7 @@ class RunExecutor:
         self.run: RunRecord | None = None
         self.workflow: WorkflowDefinition
         self.state: dict[str, Any] = {}
-        self.tasks: dict[asyncio.Task[Outcome], NodeContext] = {}
+        self.tasks: dict[asyncio.Future[Outcome], NodeContext] = {}
         self._wake = Wake()
         self._wake_seen = -1
         self._recheck = False
@@ -212,25 +213,9 @@ class RunExecutor:
             await self._wait()
 
     async def _wait(self) -> None:
-        """Until a node settles, a wake-up, or (with events to commit) ``FLUSH_AFTER_S``."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
-        settle = functools.partial(settle_once, waiter)
-        tasks = list(self.tasks)
-        for task in tasks:
-            task.add_done_callback(settle)
-        timer = loop.call_later(FLUSH_AFTER_S, settle) if self.step.events else None
-        if self._wake.is_set() or any(task.done() for task in tasks):
-            settle()
-        self._wake.waiter = waiter
-        try:
-            await waiter
-        finally:
-            self._wake.waiter = None
-            for task in tasks:
-                task.remove_done_callback(settle)
-            if timer is not None:
-                timer.cancel()
+        """Take the nodes that settled, once one has (or a wake-up came, or the flush time passed)."""
+        if not (self._wake.is_set() or any(task.done() for task in self.tasks)):
+            await self._until_settled()
         finished = [t for t in self.tasks if t.done()]
         async with self._lock:
             if finished:
@@ -243,6 +228,25 @@ class RunExecutor:
             # drive loop folds these events into its release or final commit.
             if self.tasks and self.step.events and (finished or not self._wake.is_set()):
                 await self._commit()
+
+    async def _until_settled(self) -> None:
+        """Wait until a node settles, a wake-up, or (with events to commit) ``FLUSH_AFTER_S``."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        settle = functools.partial(settle_once, waiter)
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.add_done_callback(settle)
+        timer = loop.call_later(FLUSH_AFTER_S, settle) if self.step.events else None
+        self._wake.waiter = waiter
+        try:
+            await waiter
+        finally:
+            self._wake.waiter = None
+            for task in tasks:
+                task.remove_done_callback(settle)
+            if timer is not None:
+                timer.cancel()
 
     async def _stop_tasks(self) -> None:
         for task in self.tasks:
@@ -306,16 +310,17 @@ class RunExecutor:
         assert self.run is not None
         ready = list(self.state.get("ready", []))
         self.state["ready"] = []
-        for node_id in ready:
-            await self._start(node_id, resumed=[])
+        # Every activation is set up (its events drafted, its history read) before any node's code runs.
+        started = [await self._start(node_id, resumed=[]) for node_id in ready]
         reruns, self._rerun = self._rerun, {}
-        for node_id, records in reruns.items():
-            await self._start(node_id, resumed=records)
+        started += [await self._start(node_id, resumed=records) for node_id, records in reruns.items()]
+        for ctx in started:
+            self._launch(ctx)
 
     async def _start(
         self, node_id: str, *, resumed: list[InterruptRecord] | None, cancelling: bool = False
     ) -> NodeContext:
-        """Start (or resume, or replay to cancel) a node's activation; returns its context."""
+        """Set up a node's activation (a start, a resume, or a replay to cancel); returns its context."""
         assert self.run is not None
         now = self.clock_now_ms()
         ns, fresh, drafts = launch.activate(
@@ -345,10 +350,16 @@ class RunExecutor:
             replaying_fork=self._source_run is not None,
             known_complete=not lazy,
         )
-        if not cancelling:
-            task = asyncio.create_task(self._execute(ctx), name=f"node:{self.run_id}:{node_id}")
-            self.tasks[task] = ctx
         return ctx
+
+    def _launch(self, ctx: NodeContext) -> None:
+        """Run the activation ``ctx`` as a task (one whose type allows starts it in this turn)."""
+        node_type = self.engine.node_types.get(ctx.node.type_id)
+        name = f"node:{self.run_id}:{ctx.node_id}"
+        if node_type is not None and node_type.starts_at_once:
+            self.tasks[start_eagerly(self._execute(ctx), name)] = ctx
+        else:
+            self.tasks[asyncio.create_task(self._execute(ctx), name=name)] = ctx
 
     def _resumed_reads(self, resumed: bool) -> bool:
         """Whether the first look at a run an answer in flight resumes reads no interrupts (``resumed``:
