@@ -188,6 +188,8 @@ async def _join(
 async def _offered_within(offered: asyncio.Future[RunCommit | None], budget_s: float) -> RunCommit | None:
     """The step the resumed executor offers within ``budget_s``, else None (then it is offered no more:
     the executor sees ``offered`` done and commits on its own, after the answer)."""
+    if offered.done():  # a step ready at once (or no longer awaited) needs no timer
+        return offered.result()
     timer = asyncio.get_running_loop().call_later(budget_s, _stop_offers, offered)
     try:
         return await offered
