@@ -263,8 +263,8 @@ class RunExecutor:
         if self.first.create is not None:
             # Not inserted yet: nothing outside can have changed it.
             self._claimed = self._claimed or self.run
-        # The first look at a run an answer in flight resumes: the run as that answer read it.
-        resumed = self._claimed is not None and self.first.settled is not None
+        # The first look at a run an answer in flight resumes reads no interrupts (see FirstCommit.resumed).
+        resumed = self.first.resumed(self.state) if self._claimed is not None else None
         run, self._claimed = self._claimed or await self.store.load_run(self.run_id), None
         if run is None:
             raise StaleOwnerError(f"run {self.run_id} disappeared")
@@ -279,10 +279,11 @@ class RunExecutor:
         # An answer (or a child's end) for a node that is running right now is not seen by
         # that activation, which may suspend on it again: look once more when it settles.
         self._recheck = bool(running)
-        # A run its first commit has yet to insert has no interrupts in the store; see
-        # :meth:`_resumed_reads` for a run an answer in flight resumes.
-        if self.first.create is not None or self._resumed_reads(resumed):
-            stored = []
+        # A run its first commit has yet to insert has no interrupts in the store.
+        if self.first.create is not None or resumed is not None:
+            stored: list[InterruptRecord] = []
+            if resumed and self.first.settled is not None:
+                self._read_ahead = (self.first.settled.exec_node, resumed)
         else:
             stored = await self.store.unconsumed(self.run_id)
         for rec in self.first.overlaid(stored):
@@ -360,28 +361,6 @@ class RunExecutor:
             self.tasks[start_eagerly(self._execute(ctx), name)] = ctx
         else:
             self.tasks[asyncio.create_task(self._execute(ctx), name=name)] = ctx
-
-    def _resumed_reads(self, resumed: bool) -> bool:
-        """Whether the first look at a run an answer in flight resumes reads no interrupts (``resumed``:
-        this is that look); the node it resumes then reads its own only if it may hold others.
-
-        That answer found the run released with nothing to do: no lease, no pending wake-up
-        (:func:`bridge.runtime.joint._eligible`). Every answer, expiry or cancel that settles an
-        interrupt wakes its run in the same transaction, and a run is released only by an executor
-        that read, after the wake-up it released at, every settled interrupt not yet consumed and
-        resumed or consumed each one it could. So the answer's own interrupt is the only settled one
-        this look could act on; the answer commits, and this step with it, only if the run's row
-        is still the one it read (:func:`bridge.store.plan.answer_and_step`), else the executor is
-        dropped. A later look (another answer committed meanwhile) reads the store again.
-        """
-        settled = self.first.settled
-        if not resumed or settled is None:
-            return False
-        ns = self.state["nodes"].get(settled.exec_node, {})
-        if ns.get("ints", 0) <= 1:
-            # Every interrupt a node raises counts in ``ints``: this one is the node's only one.
-            self._read_ahead = (settled.exec_node, [settled])
-        return True
 
     async def _execute(self, ctx: NodeContext) -> Outcome:
         node_type = self.engine.node_types.get(ctx.node.type_id)
