@@ -108,9 +108,16 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+#: The types :func:`_freeze` leaves as they are: :func:`thaw` returns them without an ABC check.
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def thaw(value: Any) -> Any:
     """Turn a frozen config value back into plain JSON-compatible Python."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is MappingProxyType or isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, tuple):
         return [thaw(v) for v in value]

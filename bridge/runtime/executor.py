@@ -34,6 +34,7 @@ from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime import launch
 from bridge.runtime.context import NodeContext
+from bridge.runtime.eager import start_eagerly
 from bridge.runtime.first_commit import FirstCommit
 from bridge.runtime.kernel import ExecutorHost
 from bridge.runtime.outcome import Outcome, run_node
@@ -57,7 +58,7 @@ class RunExecutor:
         self.run: RunRecord | None = None
         self.workflow: WorkflowDefinition
         self.state: dict[str, Any] = {}
-        self.tasks: dict[asyncio.Task[Outcome], NodeContext] = {}
+        self.tasks: dict[asyncio.Future[Outcome], NodeContext] = {}
         self._wake = Wake()
         self._wake_seen = -1
         self._recheck = False
@@ -71,7 +72,7 @@ class RunExecutor:
         self._transient: tuple[type[BaseException], ...] = engine.store.transient_errors
         #: What the first commit carries besides its step (a new run, an answer in flight).
         self.first = FirstCommit(engine.store)
-        #: A node's interrupts, read with the run's unconsumed ones for the node an answer resumes.
+        #: The interrupts of the node an answer resumes, when they are known without reading them.
         self._read_ahead: tuple[str, list[InterruptRecord]] | None = None
 
     # --- ContextHost ---------------------------------------------------------------
@@ -212,25 +213,9 @@ class RunExecutor:
             await self._wait()
 
     async def _wait(self) -> None:
-        """Until a node settles, a wake-up, or (with events to commit) ``FLUSH_AFTER_S``."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
-        settle = functools.partial(settle_once, waiter)
-        tasks = list(self.tasks)
-        for task in tasks:
-            task.add_done_callback(settle)
-        timer = loop.call_later(FLUSH_AFTER_S, settle) if self.step.events else None
-        if self._wake.is_set() or any(task.done() for task in tasks):
-            settle()
-        self._wake.waiter = waiter
-        try:
-            await waiter
-        finally:
-            self._wake.waiter = None
-            for task in tasks:
-                task.remove_done_callback(settle)
-            if timer is not None:
-                timer.cancel()
+        """Take the nodes that settled, once one has (or a wake-up came, or the flush time passed)."""
+        if not (self._wake.is_set() or any(task.done() for task in self.tasks)):
+            await self._until_settled()
         finished = [t for t in self.tasks if t.done()]
         async with self._lock:
             if finished:
@@ -243,6 +228,25 @@ class RunExecutor:
             # drive loop folds these events into its release or final commit.
             if self.tasks and self.step.events and (finished or not self._wake.is_set()):
                 await self._commit()
+
+    async def _until_settled(self) -> None:
+        """Wait until a node settles, a wake-up, or (with events to commit) ``FLUSH_AFTER_S``."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        settle = functools.partial(settle_once, waiter)
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.add_done_callback(settle)
+        timer = loop.call_later(FLUSH_AFTER_S, settle) if self.step.events else None
+        self._wake.waiter = waiter
+        try:
+            await waiter
+        finally:
+            self._wake.waiter = None
+            for task in tasks:
+                task.remove_done_callback(settle)
+            if timer is not None:
+                timer.cancel()
 
     async def _stop_tasks(self) -> None:
         for task in self.tasks:
@@ -259,6 +263,8 @@ class RunExecutor:
         if self.first.create is not None:
             # Not inserted yet: nothing outside can have changed it.
             self._claimed = self._claimed or self.run
+        # The first look at a run an answer in flight resumes reads no interrupts (see FirstCommit.resumed).
+        resumed = self.first.resumed(self.state) if self._claimed is not None else None
         run, self._claimed = self._claimed or await self.store.load_run(self.run_id), None
         if run is None:
             raise StaleOwnerError(f"run {self.run_id} disappeared")
@@ -274,7 +280,12 @@ class RunExecutor:
         # that activation, which may suspend on it again: look once more when it settles.
         self._recheck = bool(running)
         # A run its first commit has yet to insert has no interrupts in the store.
-        stored = [] if self.first.create is not None else await self._unconsumed()
+        if self.first.create is not None or resumed is not None:
+            stored: list[InterruptRecord] = []
+            if resumed and self.first.settled is not None:
+                self._read_ahead = (self.first.settled.exec_node, resumed)
+        else:
+            stored = await self.store.unconsumed(self.run_id)
         for rec in self.first.overlaid(stored):
             ns = nodes.get(rec.exec_node)
             if ns is None or rec.exec_node in running:
@@ -300,16 +311,17 @@ class RunExecutor:
         assert self.run is not None
         ready = list(self.state.get("ready", []))
         self.state["ready"] = []
-        for node_id in ready:
-            await self._start(node_id, resumed=[])
+        # Every activation is set up (its events drafted, its history read) before any node's code runs.
+        started = [await self._start(node_id, resumed=[]) for node_id in ready]
         reruns, self._rerun = self._rerun, {}
-        for node_id, records in reruns.items():
-            await self._start(node_id, resumed=records)
+        started += [await self._start(node_id, resumed=records) for node_id, records in reruns.items()]
+        for ctx in started:
+            self._launch(ctx)
 
     async def _start(
         self, node_id: str, *, resumed: list[InterruptRecord] | None, cancelling: bool = False
     ) -> NodeContext:
-        """Start (or resume, or replay to cancel) a node's activation; returns its context."""
+        """Set up a node's activation (a start, a resume, or a replay to cancel); returns its context."""
         assert self.run is not None
         now = self.clock_now_ms()
         ns, fresh, drafts = launch.activate(
@@ -339,22 +351,16 @@ class RunExecutor:
             replaying_fork=self._source_run is not None,
             known_complete=not lazy,
         )
-        if not cancelling:
-            task = asyncio.create_task(self._execute(ctx), name=f"node:{self.run_id}:{node_id}")
-            self.tasks[task] = ctx
         return ctx
 
-    async def _unconsumed(self) -> list[InterruptRecord]:
-        """The run's unconsumed interrupts; with an answer in flight, the interrupts of the node it
-        resumes too, in the same read (kept for :meth:`_start`, unless that node reads none)."""
-        settled = self.first.settled
-        node = None if settled is None else self.workflow.nodes.get(settled.exec_node)
-        node_type = None if node is None else self.engine.node_types.get(node.type_id)
-        if settled is None or node_type is None or node_type.resumes_at_last_request:
-            return await self.store.unconsumed(self.run_id)
-        stored, known = await self.store.unconsumed_and_node(self.run_id, settled.exec_node)
-        self._read_ahead = (settled.exec_node, known)
-        return stored
+    def _launch(self, ctx: NodeContext) -> None:
+        """Run the activation ``ctx`` as a task (one whose type allows starts it in this turn)."""
+        node_type = self.engine.node_types.get(ctx.node.type_id)
+        name = f"node:{self.run_id}:{ctx.node_id}"
+        if node_type is not None and node_type.starts_at_once:
+            self.tasks[start_eagerly(self._execute(ctx), name)] = ctx
+        else:
+            self.tasks[asyncio.create_task(self._execute(ctx), name=name)] = ctx
 
     async def _execute(self, ctx: NodeContext) -> Outcome:
         node_type = self.engine.node_types.get(ctx.node.type_id)

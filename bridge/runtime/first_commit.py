@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
@@ -51,6 +52,26 @@ class FirstCommit:
         """The executor stopped: a run whose inserting commit was never sent is not created."""
         if self.create is not None and self.created is not None and not self.created.done():
             self.created.cancel()
+
+    def resumed(self, state: dict[str, Any]) -> list[InterruptRecord] | None:
+        """At the first look at a run the answer in flight resumes (``state``: the run as that answer
+        read it): the interrupts of the node it resumes when they are known without reading them,
+        else ``[]``; None when no answer is in flight. That look reads no other interrupt.
+
+        The answer found the run released with nothing to do: no lease, no pending wake-up
+        (:func:`bridge.runtime.joint._eligible`). Every answer, expiry or cancel that settles an
+        interrupt wakes its run in the same transaction, and a run is released only by an executor
+        that read, after the wake-up it released at, every settled interrupt not yet consumed and
+        resumed or consumed each one it could. So the answer's own interrupt is the only settled one
+        this look could act on. The answer commits, and the step with it, only if the run's row is
+        still the one it read (:func:`bridge.store.plan.answer_and_step`); otherwise the executor is
+        dropped. A later look (an answer committed meanwhile) reads the store again.
+        """
+        settled = self.settled
+        if settled is None:
+            return None
+        # Every interrupt a node raises counts in its ``ints``: at most one, and it is this one.
+        return [settled] if state["nodes"].get(settled.exec_node, {}).get("ints", 0) <= 1 else []
 
     def settled_key(self, key: str) -> InterruptRecord | None:
         """The interrupt the answer in flight settles, when it has this idempotency key."""

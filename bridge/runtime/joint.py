@@ -31,7 +31,7 @@ from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, Ru
 from bridge.runtime.hub import EventHub
 from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
 
-#: How long an answer waits for the step it woke before committing alone.
+#: How long an answer waits for the step it woke before committing alone (0: it never waits).
 BUDGET_S = 0.05
 
 
@@ -134,6 +134,9 @@ async def answer_with_step(
     handoff = host.start_joint(leased, settled)
     if handoff is None:
         return None
+    if BUDGET_S <= 0:
+        # Offered no more before the resumed executor even starts: a step ready at once stays out too.
+        _stop_offers(handoff.offered)
     # Shielded: whatever becomes of the caller, the resumed executor learns how the answer ended.
     joining = asyncio.ensure_future(_join(host, handoff, (run, current), decided, decide, now, claim))
     joining.add_done_callback(_retrieve)
@@ -185,6 +188,8 @@ async def _join(
 async def _offered_within(offered: asyncio.Future[RunCommit | None], budget_s: float) -> RunCommit | None:
     """The step the resumed executor offers within ``budget_s``, else None (then it is offered no more:
     the executor sees ``offered`` done and commits on its own, after the answer)."""
+    if offered.done():  # a step ready at once (or no longer awaited) needs no timer
+        return offered.result()
     timer = asyncio.get_running_loop().call_later(budget_s, _stop_offers, offered)
     try:
         return await offered

@@ -23,6 +23,7 @@ from bridge.core.errors import (
     InterruptCancelledStateError,
     ValidationError,
 )
+from bridge.runtime import executor, joint
 from tests.helpers import ADMIN, event_types, events, settle
 
 
@@ -128,9 +129,9 @@ async def test_fan_out_holds_several_open_interrupts_addressed_by_node(engine: E
     assert done.status == "completed" and done.state["nodes"]["join"]["status"] == "completed"
 
 
-async def test_an_answer_arriving_while_its_node_runs_is_not_lost(engine: Engine) -> None:
-    """The node resumes for one answer; the other lands mid-run and must still reach it."""
-    running, go_on = asyncio.Event(), asyncio.Event()
+def two_asks(engine: Engine, running: asyncio.Event, go_on: asyncio.Event) -> None:
+    """Workflow ``two-asks``: node ``n`` asks ``a`` and ``b``; resumed with ``a`` alone, it sets
+    ``running`` and holds on until ``go_on`` (``b`` is answered then, after it read its interrupts)."""
     wf = Workflow("two-asks")
 
     @wf.node("n")
@@ -141,10 +142,16 @@ async def test_an_answer_arriving_while_its_node_runs_is_not_lost(engine: Engine
             ctx.wait_any([a, b])
         if a.settled and not b.settled:
             running.set()
-            await go_on.wait()  # b is answered right now, after this activation read its interrupts
+            await go_on.wait()
         return {"a": a.result(), "b": b.result()}
 
     wf.register(engine)
+
+
+async def test_an_answer_arriving_while_its_node_runs_is_not_lost(engine: Engine) -> None:
+    """The node resumes for one answer; the other lands mid-run and must still reach it."""
+    running, go_on = asyncio.Event(), asyncio.Event()
+    two_asks(engine, running, go_on)
     store: Any = engine.store
     real_unconsumed, absorbed = store.unconsumed, asyncio.Event()
 
@@ -161,6 +168,30 @@ async def test_an_answer_arriving_while_its_node_runs_is_not_lost(engine: Engine
     await asyncio.wait_for(running.wait(), 5)
     await engine.resolve(ADMIN, {"v": 2}, run_id=run.run_id, node_id="n:b")
     await asyncio.wait_for(absorbed.wait(), 5)  # the executor took b's wake-up while n still ran
+    go_on.set()
+    done = await settle(engine, run.run_id, statuses=("completed", "failed"), timeout=5)
+    assert done.status == "completed", done.state["nodes"]
+    assert done.state["nodes"]["n"]["outputs"] == {"a": {"v": 1}, "b": {"v": 2}}
+
+
+async def test_an_answer_committed_before_the_resumed_step_is_seen_by_it(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer to ``a`` resumes ``n`` and commits alone while ``n`` runs; ``b`` is answered then.
+
+    The executor has committed nothing yet when it looks at the run again: that look must read
+    ``b`` from the store, not take the run for what it was when ``a`` was answered.
+    """
+    running, go_on = asyncio.Event(), asyncio.Event()
+    two_asks(engine, running, go_on)
+    # The answer to a commits without the step it woke, and the executor commits nothing until n ends.
+    monkeypatch.setattr(joint, "BUDGET_S", 0.0)
+    monkeypatch.setattr(executor, "FLUSH_AFTER_S", 30.0)
+    run = await engine.create_run(ADMIN, "two-asks")
+    await settle(engine, run.run_id)
+    await engine.resolve(ADMIN, {"v": 1}, run_id=run.run_id, node_id="n:a")
+    await asyncio.wait_for(running.wait(), 5)
+    await engine.resolve(ADMIN, {"v": 2}, run_id=run.run_id, node_id="n:b")
     go_on.set()
     done = await settle(engine, run.run_id, statuses=("completed", "failed"), timeout=5)
     assert done.status == "completed", done.state["nodes"]

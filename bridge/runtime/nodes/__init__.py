@@ -10,21 +10,35 @@ def default_registry() -> NodeRegistry:
     """A registry with every core node type this host implements."""
     return NodeRegistry(
         [
-            NodeType("core.noop", core.noop, description="Does nothing; passes inputs through."),
+            NodeType("core.noop", core.noop, description="Does nothing; passes inputs through.", starts_at_once=True),
             NodeType("core.delay", core.delay, description="Waits delayMs milliseconds."),
-            NodeType("core.interrupt", core.interrupt, core.check_interrupt, description="Raises one interrupt."),
-            NodeType("core.approvalGate", gates.approval_gate, gates.check_approval, description="Governed approval."),
+            NodeType(
+                "core.interrupt",
+                core.interrupt,
+                core.check_interrupt,
+                description="Raises one interrupt.",
+                starts_at_once=True,
+            ),
+            NodeType(
+                "core.approvalGate",
+                gates.approval_gate,
+                gates.check_approval,
+                description="Governed approval.",
+                starts_at_once=True,
+            ),
             NodeType(
                 "core.openwop.governance.approvalGate",  # RFC 0051's name for the same gate
                 gates.approval_gate,
                 gates.check_approval,
                 description="Governed approval (RFC 0051 name of core.approvalGate).",
+                starts_at_once=True,
             ),
             NodeType(
                 "core.clarificationGate",
                 gates.clarification_gate,
                 gates.check_clarification,
                 description="Asks clarifying questions.",
+                starts_at_once=True,
             ),
             NodeType(
                 "core.conversationGate",

@@ -44,6 +44,10 @@ class NodeType:
     #: (``ctx.skip_requests``) rather than making every earlier one again: its earlier
     #: interrupts are then not loaded before it runs, but read when it asks for them.
     resumes_at_last_request: bool = False
+    #: True when the node's code may start in the executor's own turn of the event loop
+    #: (:func:`bridge.runtime.eager.start_eagerly`): until it first waits, it neither takes the
+    #: current task (``asyncio.timeout``) nor commits (``ctx.checkpoint``, ``ctx.sleep``, children).
+    starts_at_once: bool = False
 
 
 class NodeRegistry:
