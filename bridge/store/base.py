@@ -339,11 +339,6 @@ class Store(Protocol):
     async def unconsumed(self, run_id: str) -> list[InterruptRecord]:
         """Settled interrupts whose node has not yet seen the answer."""
 
-    async def unconsumed_and_node(
-        self, run_id: str, exec_node: str
-    ) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
-        """:meth:`unconsumed` and :meth:`node_interrupts` of ``exec_node``, read together."""
-
     async def mutate_interrupt(
         self,
         decide: InterruptDecision,

@@ -156,11 +156,6 @@ class Reads(ABC):
     async def unconsumed(self, run_id: str) -> list[InterruptRecord]:
         """Settled interrupts whose node has not yet seen the answer (each store's own query)."""
 
-    async def unconsumed_and_node(
-        self, run_id: str, exec_node: str
-    ) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
-        return await self.unconsumed(run_id), await self.node_interrupts(run_id, exec_node)
-
     async def run_interrupts(self, run_id: str, *, open_only: bool) -> list[InterruptRecord]:
         sql = f"SELECT {INT_COLS} FROM interrupts WHERE run_id=%s"
         if open_only:

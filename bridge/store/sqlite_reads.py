@@ -70,20 +70,3 @@ class SqliteReads(Reads):
             "ORDER BY requested_at",
             (run_id,),
         )
-
-    async def unconsumed_and_node(
-        self, run_id: str, exec_node: str
-    ) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
-        # One statement, each part on its own index; rows in both parts come twice, once for each list.
-        rows = await self._all(_UNCONSUMED_AND_NODE, (run_id, run_id, exec_node))
-        unconsumed = [self._dialect.interrupt(r[1:]) for r in rows if r[0] == 0]
-        node = [self._dialect.interrupt(r[1:]) for r in rows if r[0] == 1]
-        unconsumed.sort(key=lambda i: i.requested_at_ms)
-        node.sort(key=lambda i: (i.visit, i.ordinal))
-        return unconsumed, node
-
-
-_UNCONSUMED_AND_NODE = (
-    f"SELECT 0, {INT_COLS} FROM interrupts WHERE run_id=? AND consumed=0 AND status!='pending' "
-    f"UNION ALL SELECT 1, {INT_COLS} FROM interrupts WHERE run_id=? AND exec_node=?"
-)

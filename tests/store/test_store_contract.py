@@ -684,25 +684,6 @@ async def test_unconsumed_lists_settled_interrupts_until_consumed(store: Store) 
     assert [i.node_id for i in await store.unconsumed(run.run_id)] == ["a"]
 
 
-async def test_unconsumed_and_a_nodes_interrupts_read_together_are_both_lists(store: Store) -> None:
-    run, recs = await with_interrupts(
-        store,
-        {"node_id": "a", "requested": 2_300},
-        {"node_id": "b", "requested": 2_100},
-        {"node_id": "c", "requested": 2_000, "visit": 1, "ordinal": 0},
-        {"node_id": "c", "requested": 2_500, "visit": 0, "ordinal": 0},
-    )
-    for rec in (recs[0], recs[1], recs[2]):
-        await store.mutate_interrupt(resolve(), 9_000, interrupt_id=rec.interrupt_id)
-    for node in ("a", "c", "nowhere"):
-        both = await store.unconsumed_and_node(run.run_id, node)
-        assert both == (await store.unconsumed(run.run_id), await store.node_interrupts(run.run_id, node))
-    assert [i.interrupt_id for i in (await store.unconsumed_and_node(run.run_id, "c"))[1]] == [
-        recs[3].interrupt_id,  # visit 0 before visit 1, whenever requested
-        recs[2].interrupt_id,
-    ]
-
-
 async def test_a_run_and_its_latest_interrupt_at_an_address_read_together(store: Store) -> None:
     run, recs = await with_interrupts(
         store,
