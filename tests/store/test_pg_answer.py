@@ -20,10 +20,9 @@ from bridge import Engine, NodeContext, Workflow, approval
 from bridge.core.errors import InterruptAlreadyResolvedError
 from bridge.runtime.config import EngineConfig
 from bridge.store import pg_answer, plan
+from bridge.store.pg_tx import ReturnOrder, Tx
 from bridge.store.postgres import PostgresStore
 from tests.helpers import ADMIN, event_types, settle
-
-pytestmark = pytest.mark.postgres
 
 
 def _workflow(engine: Engine) -> None:
@@ -103,6 +102,7 @@ async def _held(url: str, run_id: str) -> AsyncIterator[psycopg.AsyncConnection[
         await holder.commit()
 
 
+@pytest.mark.postgres
 async def test_two_instances_answering_at_once_have_exactly_one_winner(
     engines: tuple[Engine, Engine], run_id: str, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -122,6 +122,7 @@ async def test_two_instances_answering_at_once_have_exactly_one_winner(
     assert types.count("interrupt.resolved") == 1 and types.count("run.completed") == 1, types
 
 
+@pytest.mark.postgres
 async def test_a_guard_that_misses_leaves_the_decision_to_the_two_message_transaction(
     engines: tuple[Engine, Engine], run_id: str, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,3 +139,18 @@ async def test_a_guard_that_misses_leaves_the_decision_to_the_two_message_transa
     assert (await settle(first, run_id)).status == "completed"
     resolved = await first.store.interrupt_at(run_id, "gate")
     assert resolved is not None and resolved.status == "resolved"
+
+
+def test_locks_taken_with_the_writes_take_their_place_in_the_return_order_once_answered() -> None:
+    # The answer's message is queued first, but another transaction's lock read comes back before
+    # the answer's message does: that one held the run's lock first, and its caller resumes first.
+    order = ReturnOrder()
+    answer, other = Tx(order, held_back=True), Tx(order)
+    answer.locked("r")
+    other.locked("r")
+    answer.granted()
+    assert other.tickets[0][1] < answer.tickets[0][1]
+    # Without holding back, the ticket is taken as the lock is noted.
+    plain = Tx(order)
+    plain.locked("r")
+    assert plain.tickets[0][1] > answer.tickets[0][1]
