@@ -99,8 +99,17 @@ class Batch:
         self._texts.append(text)
 
     def _literal(self, value: Any) -> str:
-        """``value`` as an SQL literal, quoted by psycopg as :meth:`~psycopg.AsyncClientCursor.mogrify` does."""
-        return "NULL" if value is None else self._tx.as_literal(value).decode(self._tx.encoding)
+        """``value`` as an SQL literal, quoted by psycopg as :meth:`~psycopg.AsyncClientCursor.mogrify` does
+        (written here for the types most values have, in psycopg's own form)."""
+        kind = type(value)
+        if kind is int:
+            # psycopg spaces a negative number apart, lest its sign follow another minus (a comment).
+            return str(value) if value >= 0 else f" {value}"
+        if value is None:
+            return "NULL"
+        if kind is bool:
+            return "true" if value else "false"
+        return self._tx.as_literal(value).decode(self._tx.encoding)
 
     def _prepare(self, text: str) -> str:
         """The name ``text`` is prepared as on this connection (queuing its ``PREPARE`` the first time)."""

@@ -188,3 +188,17 @@ async def test_statements_stay_prepared_alike_on_the_server_and_in_the_store_aft
     finally:
         await first.close()
         await second.close()
+
+
+async def test_values_are_quoted_as_psycopg_quotes_them(pg_url: str) -> None:
+    from bridge.store.pg_batch import Batch
+
+    values = [0, 7, -1, -(2**63), 2**70, True, False, None, "", "it's", "back\\slash", "ünï", ["a", "b'c"], 1.5]
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        batch, cur = Batch(conn), psycopg.AsyncClientCursor(conn)
+        for value in values:
+            assert batch._literal(value) == cur.mogrify("%s", (value,)), value
+        # And the server reads them back as they were (the list as the text[] it is sent for).
+        listed = ",".join(f"{batch._literal(v)}::text[]" if isinstance(v, list) else batch._literal(v) for v in values)
+        row = await (await conn.execute(f"SELECT {listed}")).fetchone()
+        assert list(row or ()) == values
