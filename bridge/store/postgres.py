@@ -77,6 +77,7 @@ class PostgresStore(Writes, PostgresReads):
         self._min_size = min_size
         self._max_size = max_size
         self._pool_: AsyncConnectionPool | None = None
+        self._idle = []
         self._instance = f"store_{secrets.token_hex(6)}"  # replaced by the engine's id in listen()
         self._listener: Listener | None = None
         self._order = ReturnOrder()
@@ -139,6 +140,7 @@ class PostgresStore(Writes, PostgresReads):
             await self._listener.stop()
             self._listener = None
         if self._pool_ is not None:
+            await self._return_idle()
             await self._pool_.close()
             self._pool_ = None
 

@@ -202,3 +202,29 @@ async def test_values_are_quoted_as_psycopg_quotes_them(pg_url: str) -> None:
         listed = ",".join(f"{batch._literal(v)}::text[]" if isinstance(v, list) else batch._literal(v) for v in values)
         row = await (await conn.execute(f"SELECT {listed}")).fetchone()
         assert list(row or ()) == values
+
+
+async def test_connections_kept_between_pieces_of_work_are_shared_and_replaced_once_dead(pg_url: str) -> None:
+    from tests import pg
+    from tests.store.test_store_contract import draft, make_run
+
+    store = PostgresStore(pg_url, min_size=1, max_size=1)
+    await store.open()
+    try:
+        run = make_run()
+        await store.create_run(run, [draft("run.started")])
+        # One connection, twenty readers at once: each hands it on to the next waiting for it.
+        found = await asyncio.wait_for(asyncio.gather(*(store.load_run(run.run_id) for _ in range(20))), 10)
+        assert all(r is not None and r.run_id == run.run_id for r in found)
+        assert len(store._idle) == 1
+        # The connection kept is killed: the next piece of work meets the outage, the one after a new connection.
+        for (pid,) in pg.execute(
+            pg_url,
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        ):
+            pg.execute(pg_url, "SELECT pg_terminate_backend(%s)", pid)
+        with pytest.raises(store.transient_errors):
+            await store.load_run(run.run_id)
+        assert (await asyncio.wait_for(store.load_run(run.run_id), 10)) is not None
+    finally:
+        await store.close()
