@@ -2,7 +2,7 @@
 
 Most statements of a write transaction return nothing the plan reads. Sent one
 by one, each costs a driver call and a message of its own; here they are bound
-on the client (psycopg's ``ClientCursor`` quotes every value) and queued, and
+on the client (psycopg's adapters quote every value) and queued, and
 the queue goes to the server as one multi-statement query when the plan needs
 rows, together with the statements that read them, and at ``COMMIT``. A
 transaction with no read in it (a new run and its first step) is one message;
@@ -11,7 +11,8 @@ two. Rows are the result sets of the statements that read them, taken in order.
 
 A query of the simple protocol is parsed and planned anew each time, so each
 statement with parameters is prepared once per connection (``PREPARE``, in the
-message that first needs it) and queued as ``EXECUTE name(values)``.
+message that first needs it) and queued as ``EXECUTE name(values)``, its values
+quoted one by one (the statement's text is not parsed again for placeholders).
 
 The simple query protocol runs the statements of one message one after the
 other and stops at the first error, which leaves the transaction aborted (it
@@ -27,6 +28,7 @@ import weakref
 from typing import Any, TypeVar
 
 from psycopg import AsyncClientCursor, AsyncConnection
+from psycopg.adapt import Transformer
 
 from bridge.store.pg_tx import Tx
 from bridge.store.steps import Ahead, Note, Plan, Rows, Sql
@@ -75,6 +77,7 @@ class Batch:
     def __init__(self, conn: AsyncConnection[Any]) -> None:
         self._conn = conn
         self._cur = AsyncClientCursor(conn)
+        self._tx = Transformer.from_context(conn)
         self._texts: list[str] = []
         self._prepared = _PREPARED.setdefault(conn, {})
         #: Statements this batch prepares, known to the connection once their message succeeded.
@@ -89,18 +92,32 @@ class Batch:
     def add(self, text: str, args: Any = None, *, read: Sql | None = None) -> None:
         """Queue a statement (with ``read``, one whose rows :meth:`rows` is asked for later)."""
         if args:
-            text, args = self._execute(text), tuple(args)
+            literal = self._literal
+            text = f"EXECUTE {self._prepare(text)}({','.join([literal(arg) for arg in args])})"
         if read is not None:
             self._reads[len(self._texts)] = read
-        self._texts.append(self._cur.mogrify(text, args or None))
+        self._texts.append(text)
 
-    def _execute(self, text: str) -> str:
-        """``EXECUTE`` of ``text`` prepared on this connection (queuing its ``PREPARE`` the first time)."""
+    def _literal(self, value: Any) -> str:
+        """``value`` as an SQL literal, quoted by psycopg as :meth:`~psycopg.AsyncClientCursor.mogrify` does
+        (written here for the types most values have, in psycopg's own form)."""
+        kind = type(value)
+        if kind is int:
+            # psycopg spaces a negative number apart, lest its sign follow another minus (a comment).
+            return str(value) if value >= 0 else f" {value}"
+        if value is None:
+            return "NULL"
+        if kind is bool:
+            return "true" if value else "false"
+        return self._tx.as_literal(value).decode(self._tx.encoding)
+
+    def _prepare(self, text: str) -> str:
+        """The name ``text`` is prepared as on this connection (queuing its ``PREPARE`` the first time)."""
         name = self._prepared.get(text) or self._preparing.get(text)
         if name is None:
             name = self._preparing[text] = f"{_PREFIX}{next(_names)}"
             self._texts.append(f"PREPARE {name} AS {_numbered(text)}")
-        return f"EXECUTE {name}({','.join(['%s'] * text.count('%s'))})"
+        return name
 
     def ahead(self, step: Sql) -> None:
         """Queue a statement the plan yields later (it is then not queued again)."""

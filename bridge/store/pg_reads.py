@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from psycopg import AsyncConnection
+from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from bridge.core.records import InterruptRecord, has_nul
@@ -22,23 +23,64 @@ from bridge.store.reads import Reads
 
 Conn = AsyncConnection[Any]
 
+#: A connection kept by the store goes back to the pool this often (see ``PostgresReads._connection``).
+RETURN_EVERY = 64
+
 
 class PostgresReads(Reads):
     """Queries of the :class:`~bridge.store.base.Store` contract that change nothing."""
 
     _dialect = POSTGRES
     _pool_: AsyncConnectionPool | None = None
+    #: Connections handed back in good order, kept for the store's next piece of work (see :meth:`_connection`).
+    _idle: list[Conn]
+    _waiting = 0  # tasks waiting for a connection of the pool
+    _handed_back = 0
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[Conn]:
-        assert self._pool_ is not None, "store is not open"
-        async with self._pool_.connection() as conn:
+        """A pooled connection for one piece of work (one statement, or one transaction).
+
+        A connection handed back in good order is kept for the next piece instead of going back
+        to the pool, whose checkout and return cost more than many a statement. It goes back to the
+        pool when a task waits for one there, when its work failed or left a transaction open, and
+        every :data:`RETURN_EVERY` times (the pool then replaces it when it is past its lifetime).
+        """
+        pool = self._pool_
+        assert pool is not None, "store is not open"
+        if self._idle:
+            conn = self._idle.pop()
+        else:
+            self._waiting += 1
             try:
-                reraise_lost_cancellation()
-                yield conn
-            except BaseException:
-                forget_prepared(conn)  # the rollback that follows may deallocate them
-                raise
+                conn = await pool.getconn()
+            finally:
+                self._waiting -= 1
+        try:
+            reraise_lost_cancellation()
+            yield conn
+        except BaseException:
+            forget_prepared(conn)  # the rollback the pool makes may deallocate them
+            await pool.putconn(conn)
+            raise
+        self._handed_back += 1
+        if (
+            self._waiting
+            or self._pool_ is not pool
+            or self._handed_back % RETURN_EVERY == 0
+            or conn.closed
+            or conn.info.transaction_status != TransactionStatus.IDLE
+        ):
+            await pool.putconn(conn)
+        else:
+            self._idle.append(conn)
+
+    async def _return_idle(self) -> None:
+        """Hand every connection kept back to the pool (before it closes)."""
+        idle, self._idle = self._idle, []
+        if self._pool_ is not None:
+            for conn in idle:
+                await self._pool_.putconn(conn)
 
     async def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         if has_nul(args):

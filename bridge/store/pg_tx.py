@@ -72,15 +72,30 @@ class ReturnOrder:
 class Tx:
     """What a transaction leaves besides its rows: notices to send, and its place in each run's order."""
 
-    def __init__(self, order: ReturnOrder) -> None:
+    def __init__(self, order: ReturnOrder, *, held_back: bool = False) -> None:
         self.outbox = q.Outbox()
         self.tickets: list[tuple[str, int]] = []
         self._order = order
+        #: With ``held_back``, the runs noted locked before the server granted the locks (see :meth:`granted`).
+        self._noted: list[str] | None = [] if held_back else None
 
     def locked(self, run_id: str) -> None:
         """The row of ``run_id`` is now locked by this transaction (once per run is enough)."""
-        if all(held != run_id for held, _ in self.tickets):
+        if self._noted is not None:
+            self._noted.append(run_id)
+        elif all(held != run_id for held, _ in self.tickets):
             self.tickets.append((run_id, self._order.take(run_id)))
+
+    def granted(self) -> None:
+        """The transaction's messages were answered: every lock noted is held, and takes its ticket now.
+
+        A plan whose locks are taken in the same message as its writes notes them as it queues them,
+        before the server granted them; its tickets wait for the answer, or a transaction that held a
+        lock before this one could be given a later ticket.
+        """
+        noted, self._noted = self._noted, None
+        for run_id in noted or ():
+            self.locked(run_id)
 
     def events(self, run_id: str) -> None:
         """Events of ``run_id`` were appended."""

@@ -437,6 +437,21 @@ def answer_and_step(
     if run_version(run) != run_version(run_seen) or intr != intr_seen:
         again = decide(intr, run)
         return ((yield from apply(d, run, intr, again, now_ms, claim)), again.error), None, False
+    decided_and_step = yield from answer_as_seen(d, run, intr, decided, now_ms, claim, step)
+    return (*decided_and_step, True)
+
+
+def answer_as_seen(
+    d: Dialect,
+    run: RunRecord,
+    intr: InterruptRecord,
+    decided: Mutation,
+    now_ms: int,
+    claim: Claim,
+    step: RunCommit | None,
+) -> Plan[tuple[Decided, CommitResult | None]]:
+    """An answer ``decided`` on ``run`` and ``intr``, the rows as they are under the lock, then the step it
+    woke (when the answer leases the run to the step's epoch), in the same transaction."""
     # The step goes in only if the answer leases the run to the step's epoch; then the run's row is
     # written once, by the step's UPDATE, with what the answer set.
     joined = step is not None and _claimable(run, decided, claim, now_ms) and run.epoch + 1 == step.epoch
@@ -444,9 +459,9 @@ def answer_and_step(
     consume = joined and step is not None and intr.interrupt_id in step.consume
     result = yield from apply(d, run, intr, decided, now_ms, claim, defer_run=joined, consume=consume)
     if step is None or not joined or result.run is None:
-        return (result, decided.error), None, True
+        return (result, decided.error), None
     if consume:
         step = replace(step, consume=[i for i in step.consume if i != intr.interrupt_id])
     # The answer's lease left the run's row locked, and the row it leaves is the one the step is fenced by.
     answered = _answered_columns(result.run, decided)
-    return (result, decided.error), (yield from commit(d, step, result.run, answered)), True
+    return (result, decided.error), (yield from commit(d, step, result.run, answered))

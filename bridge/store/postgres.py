@@ -34,12 +34,18 @@ from psycopg import AsyncConnection, errors
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bridge.core.records import RunRecord
+from bridge.core.errors import BridgeError
+from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from bridge.store import pg_answer
 from bridge.store import pg_sql as q
 from bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
+    Claim,
+    CommitResult,
     IdempotencyRecord,
+    MutationResult,
+    RunCommit,
     idempotency_from_row,
 )
 from bridge.store.codec import POSTGRES, RUN_COLS, TERMINAL_SQL
@@ -71,6 +77,7 @@ class PostgresStore(Writes, PostgresReads):
         self._min_size = min_size
         self._max_size = max_size
         self._pool_: AsyncConnectionPool | None = None
+        self._idle = []
         self._instance = f"store_{secrets.token_hex(6)}"  # replaced by the engine's id in listen()
         self._listener: Listener | None = None
         self._order = ReturnOrder()
@@ -133,6 +140,7 @@ class PostgresStore(Writes, PostgresReads):
             await self._listener.stop()
             self._listener = None
         if self._pool_ is not None:
+            await self._return_idle()
             await self._pool_.close()
             self._pool_ = None
 
@@ -168,12 +176,14 @@ class PostgresStore(Writes, PostgresReads):
 
         return await self._retried(attempt)
 
-    async def _plan(self, make: Callable[[], Plan[T]]) -> T:
+    async def _plan(self, make: Callable[[], Plan[T]], *, held_back: bool = False) -> T:
         """Run a plan in one transaction (a fresh plan for each attempt, see :meth:`_retried`).
 
         Its statements are bound here and sent in few messages (see :mod:`bridge.store.pg_batch`):
         ``BEGIN``, the statements nobody waits for, the notices and ``COMMIT`` travel together,
-        and the commit is durable once the message holding ``COMMIT`` was answered.
+        and the commit is durable once the message holding ``COMMIT`` was answered. With
+        ``held_back``, the plan's row locks take their place in the return order only then
+        (see :meth:`~bridge.store.pg_tx.Tx.granted`).
         """
 
         async def attempt(tx: Tx) -> T:
@@ -186,11 +196,12 @@ class PostgresStore(Writes, PostgresReads):
                     batch.add(q.NOTIFY, (q.CHANNEL, tx.outbox.payloads(self._instance)))
                 batch.add("COMMIT")
                 await batch.send()
+            tx.granted()
             return result
 
-        return await self._retried(attempt)
+        return await self._retried(attempt, held_back=held_back)
 
-    async def _retried(self, attempt: Callable[[Tx], Awaitable[T]]) -> T:
+    async def _retried(self, attempt: Callable[[Tx], Awaitable[T]], *, held_back: bool = False) -> T:
         """Run one transaction, and return in the order of the run row locks it took (see :class:`ReturnOrder`).
 
         PostgreSQL may abort a transaction to break a deadlock; nothing of it
@@ -198,7 +209,7 @@ class PostgresStore(Writes, PostgresReads):
         """
         attempts = 0
         while True:
-            tx = Tx(self._order)
+            tx = Tx(self._order, held_back=held_back)
             try:
                 result = await attempt(tx)
                 self._commits += 1
@@ -219,6 +230,29 @@ class PostgresStore(Writes, PostgresReads):
             finally:
                 tx.release()
             return result
+
+    async def answer_and_step(
+        self,
+        seen: tuple[RunRecord, InterruptRecord],
+        decided: Mutation,
+        decide: InterruptDecision,
+        now_ms: int,
+        claim: Claim,
+        step: RunCommit | None,
+    ) -> tuple[MutationResult, BridgeError | None, CommitResult | None, bool]:
+        """The answer and its step in one message, guarded by the rows ``seen`` (see :mod:`bridge.store.pg_answer`);
+        when a guard misses, the shared plan's two messages, which decide again on the rows they find."""
+        if pg_answer.guardable(seen):
+            try:
+                (result, error), committed = await self._plan(
+                    lambda: pg_answer.answer_guarded(self._dialect, seen, decided, now_ms, claim, step), held_back=True
+                )
+            except errors.InvalidTextRepresentation as exc:
+                if not pg_answer.missed(exc):
+                    raise
+            else:
+                return result, error, committed, True
+        return await super().answer_and_step(seen, decided, decide, now_ms, claim, step)
 
     # --- signing keys -------------------------------------------------------
 
