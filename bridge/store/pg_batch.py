@@ -78,6 +78,8 @@ class Batch:
         self._conn = conn
         self._cur = AsyncClientCursor(conn)
         self._tx = Transformer.from_context(conn)
+        #: Text quoted here needs no re-encoding (any other client encoding goes through psycopg).
+        self._utf8 = self._tx.encoding == "utf-8"
         self._texts: list[str] = []
         self._prepared = _PREPARED.setdefault(conn, {})
         #: Statements this batch prepares, known to the connection once their message succeeded.
@@ -109,6 +111,12 @@ class Batch:
             return "NULL"
         if kind is bool:
             return "true" if value else "false"
+        if kind is str and self._utf8 and "\x00" not in value:
+            text: str = value
+            # libpq's PQescapeLiteral: quotes doubled; backslashes doubled too, and then an E'' string.
+            if "\\" in text:
+                return " E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+            return "'" + text.replace("'", "''") + "'"
         return self._tx.as_literal(value).decode(self._tx.encoding)
 
     def _prepare(self, text: str) -> str:

@@ -15,8 +15,9 @@ from bridge.store.codec import dumps
 
 CHANNEL = "openwop_bridge"
 MIGRATION_LOCK = 0x6F77_6272  # pg_advisory_xact_lock key: "owbr"
-#: Every notice of a transaction in one statement: ``(channel, payloads)``.
-NOTIFY = "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p"
+#: Every notice of a transaction in one statement: ``(channel, payloads)``, the payloads one a line
+#: (:meth:`Outbox.payloads`): one text value is quoted faster than an array of them.
+NOTIFY = "SELECT pg_notify(%s, p) FROM unnest(string_to_array(%s, chr(10))) AS p"
 
 
 @dataclass(slots=True)
@@ -46,8 +47,8 @@ class Outbox:
         if owner is not None:
             self.notices.setdefault(run_id, Notice()).wake_owner = owner
 
-    def payloads(self, sender: str) -> list[str]:
-        """One ``pg_notify`` payload per run."""
+    def payloads(self, sender: str) -> str:
+        """One ``pg_notify`` payload per run, one a line (JSON holds no line break of its own)."""
         out = []
         for run_id, notice in self.notices.items():
             msg: dict[str, Any] = {"from": sender, "run": run_id}
@@ -56,7 +57,7 @@ class Outbox:
             if notice.wake_owner is not None:
                 msg["wake"] = notice.wake_owner
             out.append(dumps(msg))
-        return out
+        return "\n".join(out)
 
 
 def parse_notice(payload: str) -> tuple[str, str, bool, str | None] | None:

@@ -195,7 +195,8 @@ async def test_statements_stay_prepared_alike_on_the_server_and_in_the_store_aft
 async def test_values_are_quoted_as_psycopg_quotes_them(pg_url: str) -> None:
     from bridge.store.pg_batch import Batch
 
-    values = [0, 7, -1, -(2**63), 2**70, True, False, None, "", "it's", "back\\slash", "ünï", ["a", "b'c"], 1.5]
+    values = [0, 7, -1, -(2**63), 2**70, True, False, None, "", "it's", "back\\slash", "it's \\'both'\\"]
+    values += ["ünï 🙂", "E'x'", "line\nbreak;--", ["a", "b'c"], 1.5]
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
         batch, cur = Batch(conn), psycopg.AsyncClientCursor(conn)
         for value in values:
@@ -204,6 +205,11 @@ async def test_values_are_quoted_as_psycopg_quotes_them(pg_url: str) -> None:
         listed = ",".join(f"{batch._literal(v)}::text[]" if isinstance(v, list) else batch._literal(v) for v in values)
         row = await (await conn.execute(f"SELECT {listed}")).fetchone()
         assert list(row or ()) == values
+        # A NUL, which no text value may hold, is refused as psycopg refuses it.
+        with pytest.raises(psycopg.DataError):
+            cur.mogrify("%s", ("a\x00b",))
+        with pytest.raises(psycopg.DataError):
+            batch._literal("a\x00b")
 
 
 async def test_connections_kept_between_pieces_of_work_are_shared_and_replaced_once_dead(pg_url: str) -> None:
