@@ -50,6 +50,8 @@ class Listener:
         self._on_events = on_events
         self._where = where
         self._task: asyncio.Task[None] | None = None
+        #: How each notice this instance sends begins (:meth:`~bridge.store.pg_sql.Outbox.payloads`).
+        self._own = q.sender_prefix(instance_id)
 
     async def start(self) -> None:
         """Return once ``LISTEN`` is in place: nothing committed after this is missed."""
@@ -66,6 +68,7 @@ class Listener:
 
     async def _listening(self) -> Conn:
         conn = await self._connect()
+        conn.add_notify_handler(lambda note: self.deliver(note.payload))
         try:
             await conn.execute(f"LISTEN {q.CHANNEL}")
         except BaseException:
@@ -85,8 +88,7 @@ class Listener:
                     if lost_at_ms is not None:
                         await self._catch_up(lost_at_ms)
                         lost_at_ms = None
-                async for note in conn.notifies(timeout=CHECK_S):
-                    self.deliver(note.payload)
+                await self._hear(conn, CHECK_S)
                 # A half-open TCP connection delivers nothing and raises nothing; ask.
                 async with asyncio.timeout(CHECK_S):
                     await conn.execute("SELECT 1")
@@ -106,8 +108,44 @@ class Listener:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, RECONNECT_MAX_S)
 
+    async def _hear(self, conn: Conn, seconds: float) -> None:
+        """Deliver notices as they arrive for ``seconds``; raise if the connection is lost meanwhile.
+
+        The socket is watched by the event loop itself, and each time it is readable one callback
+        takes in what arrived and delivers every notice in it: no task wakes for a notice, which
+        every transaction of this instance sends too (it reaches its own listener and is dropped).
+        Notices arriving while a statement runs on ``conn`` reach :meth:`deliver` through psycopg's
+        notify handler (see :meth:`_listening`).
+        """
+        loop = asyncio.get_running_loop()
+        lost: asyncio.Future[None] = loop.create_future()
+        pgconn, fd = conn.pgconn, conn.fileno()
+        encoding = conn.info.encoding
+        deliver = self.deliver
+
+        def readable() -> None:
+            try:
+                pgconn.consume_input()
+                while (note := pgconn.notifies()) is not None:
+                    deliver(note.extra.decode(encoding))
+            except Exception as exc:  # the connection is lost: the loop reconnects
+                loop.remove_reader(fd)
+                if not lost.done():
+                    lost.set_exception(exc)
+
+        loop.add_reader(fd, readable)
+        try:
+            readable()  # what arrived before the reader was in place
+            await asyncio.wait((lost,), timeout=seconds)
+        finally:
+            loop.remove_reader(fd)
+        if lost.done():
+            lost.result()
+
     def deliver(self, payload: str) -> None:
         """Hand one notice to the engine (on the event loop thread)."""
+        if payload.startswith(self._own):
+            return  # sent by this instance, which acted on it already
         notice = q.parse_notice(payload)
         if notice is None:
             log.warning("ignoring a malformed notice on %s: %.200s", q.CHANNEL, payload)

@@ -51,7 +51,7 @@ class Outbox:
         """One ``pg_notify`` payload per run, one a line (JSON holds no line break of its own)."""
         out = []
         for run_id, notice in self.notices.items():
-            msg: dict[str, Any] = {"from": sender, "run": run_id}
+            msg: dict[str, Any] = {"from": sender, "run": run_id}  # "from" first: see sender_prefix
             if notice.events:
                 msg["events"] = True
             if notice.wake_owner is not None:
@@ -70,3 +70,8 @@ def parse_notice(payload: str) -> tuple[str, str, bool, str | None] | None:
         return None
     wake = msg.get("wake")
     return msg["from"], msg["run"], bool(msg.get("events")), wake if isinstance(wake, str) else None
+
+
+def sender_prefix(sender: str) -> str:
+    """How every payload ``sender`` sends begins, and no payload another sender sends does."""
+    return '{"from":' + dumps(sender) + ","
