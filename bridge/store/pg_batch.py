@@ -7,7 +7,9 @@ the queue goes to the server as one multi-statement query when the plan needs
 rows, together with the statements that read them, and at ``COMMIT``. A
 transaction with no read in it (a new run and its first step) is one message;
 one that locks and reads its rows first (an answer and the step it wakes) is
-two. Rows are the result sets of the statements that read them, taken in order.
+two. Rows are the result sets of the statements that read them, taken in order. The events a
+plan inserts wait for the next read or ``COMMIT``, and go in as one ``INSERT`` (an answer's and
+those of the step it wakes, together): no statement of a plan between them reads events.
 
 A query of the simple protocol is parsed and planned anew each time, so each
 statement with parameters is prepared once per connection (``PREPARE``, in the
@@ -25,11 +27,13 @@ from __future__ import annotations
 import itertools
 import re
 import weakref
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from psycopg import AsyncClientCursor, AsyncConnection
 from psycopg.adapt import Transformer
 
+from bridge.store.codec import INSERT_EVENT
 from bridge.store.pg_tx import Tx
 from bridge.store.steps import Ahead, Note, Plan, Rows, Sql
 
@@ -90,9 +94,13 @@ class Batch:
         self._ahead: list[Sql] = []
         #: Rows of statements sent, until the plan asks for them.
         self._rows: list[tuple[Sql, Rows]] = []
+        #: Event rows the plan inserted, not queued yet: every one up to the next read or ``COMMIT`` in one ``INSERT``.
+        self._events: list[tuple[Any, ...]] = []
 
     def add(self, text: str, args: Any = None, *, read: Sql | None = None) -> None:
         """Queue a statement (with ``read``, one whose rows :meth:`rows` is asked for later)."""
+        if self._events and (read is not None or text == "COMMIT"):
+            self._add_events()
         if args:
             literal = self._literal
             text = f"EXECUTE {self._prepare(text)}({','.join([literal(arg) for arg in args])})"
@@ -138,18 +146,30 @@ class Batch:
         if step in self._ahead:
             self._ahead.remove(step)
             return
-        head, values, row = step.text.rpartition(" VALUES ")
-        if step.many and values and step.text.startswith("INSERT ") and _one_row(row):
-            # A parameter tuple per row, and the statement ends with its row: one INSERT of them all.
-            if len(step.args) <= PREPARED_ROWS:
-                self.add(f"{head} VALUES {','.join([row] * len(step.args))}", [a for r in step.args for a in r])
-            else:
-                self._texts.append(f"{head} VALUES {','.join(self._cur.mogrify(row, args) for args in step.args)}")
+        if step.many and step.text == INSERT_EVENT:
+            # Nothing the plan writes in between reads events: an answer's and its step's go in together.
+            self._events.extend(step.args)
+        elif step.many and step.text.startswith("INSERT ") and _one_row(step.text.rpartition(" VALUES ")[2]):
+            self._insert_rows(step.text, step.args)
         elif step.many:
             for args in step.args:
                 self.add(step.text, args)
         else:
             self.add(step.text, step.args, read=step if returns_rows(step.text) else None)
+
+    def _insert_rows(self, text: str, rows: Sequence[Any]) -> None:
+        """Queue one ``INSERT`` of ``rows``, ``text`` being the statement that inserts one of them."""
+        head, _, row = text.rpartition(" VALUES ")
+        # A parameter tuple per row, and the statement ends with its row: one INSERT of them all.
+        if len(rows) <= PREPARED_ROWS:
+            self.add(f"{head} VALUES {','.join([row] * len(rows))}", [a for r in rows for a in r])
+        else:
+            self._texts.append(f"{head} VALUES {','.join(self._cur.mogrify(row, args) for args in rows)}")
+
+    def _add_events(self) -> None:
+        """Queue the event rows inserted since the last read, as one ``INSERT``."""
+        rows, self._events = self._events, []
+        self._insert_rows(INSERT_EVENT, rows)
 
     async def rows(self, step: Sql) -> Rows:
         """The rows of ``step``, queued before: sends the queue if they are not here yet."""
@@ -170,6 +190,8 @@ class Batch:
 
     async def send(self) -> None:
         """Send every queued statement in one message and keep the rows of those that read."""
+        if self._events:
+            self._add_events()
         texts, reads = self._texts, self._reads
         if not texts:
             return
