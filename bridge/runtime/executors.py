@@ -98,10 +98,11 @@ class Executors:
 
     def start_new_run(
         self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()
-    ) -> asyncio.Future[None] | None:
+    ) -> asyncio.Future[bool] | None:
         """Execute a run not yet stored: its executor's first commit inserts it with ``events`` and ``writes``.
 
-        The future resolves once that commit is durable; None while the engine is stopping.
+        The future is True once that commit is durable, False if the executor stopped before it inserted
+        the run; None while the engine is stopping.
         """
         if self.stopping:
             return None
