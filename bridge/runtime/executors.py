@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, Protocol
 
 import orjson
 
 from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, RunRecord
+from bridge.core.records import InterruptRecord, RunRecord, copied
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.executor import RunExecutor
@@ -110,7 +109,9 @@ class Executors:
         created = executor.prime(run, events, writes)
         # The executor works on its own copy: ``run`` keeps the state it is inserted with. The
         # document is JSON, so a JSON round trip copies it (several times faster than deepcopy).
-        self._run(executor, replace(run, state=orjson.loads(orjson.dumps(run.state))))
+        own = copied(run)
+        own.state = orjson.loads(orjson.dumps(run.state))
+        self._run(executor, own)
         return created
 
     def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bridge.core.errors import BridgeError, StaleOwnerError
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord, copied
 from bridge.runtime.hub import EventHub
 from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
 
@@ -95,24 +95,23 @@ def _speculate(
     The resumed run takes the state document ``run`` was read with, uncopied: the rows seen are
     compared by version alone (:func:`bridge.store.plan.run_version`), and decisions never read it.
     """
-    settled = replace(
-        intr,
-        status=m.interrupt_status or intr.status,
-        state=m.interrupt_state if m.interrupt_state is not None else intr.state,
-        resolution=m.resolution if m.resolution is not None else intr.resolution,
-        resolved_at_ms=m.resolved_at_ms if m.resolved_at_ms is not None else intr.resolved_at_ms,
-    )
-    leased = replace(
-        run,
-        status=m.run_status or run.status,
-        wake=run.wake + 1,
-        needs_work=True,
-        next_seq=run.next_seq + len(m.events),
-        updated_at_ms=now,
-        owner=claim.owner,
-        lease_until_ms=now + claim.lease_ms,
-        epoch=run.epoch + 1,
-    )
+    settled = copied(intr)
+    settled.status = m.interrupt_status or intr.status
+    if m.interrupt_state is not None:
+        settled.state = m.interrupt_state
+    if m.resolution is not None:
+        settled.resolution = m.resolution
+    if m.resolved_at_ms is not None:
+        settled.resolved_at_ms = m.resolved_at_ms
+    leased = copied(run)
+    leased.status = m.run_status or run.status
+    leased.wake = run.wake + 1
+    leased.needs_work = True
+    leased.next_seq = run.next_seq + len(m.events)
+    leased.updated_at_ms = now
+    leased.owner = claim.owner
+    leased.lease_until_ms = now + claim.lease_ms
+    leased.epoch = run.epoch + 1
     return leased, settled
 
 
