@@ -8,31 +8,21 @@ that wait: the run is still inserted once, the answer still commits, the run goe
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from bridge import Engine, NodeContext, Workflow, approval
+from bridge import Engine
 from tests.helpers import ADMIN, event_types, settle
-
-
-def _one_gate(engine: Engine) -> None:
-    wf = Workflow("gone-gate")
-
-    @wf.node("gate")
-    async def gate(ctx: NodeContext) -> dict[str, Any]:
-        return {"answer": await ctx.interrupt(approval("Ship it?"))}
-
-    wf.register(engine)
+from tests.runtime.test_commits import one_gate
 
 
 @pytest.mark.parametrize("turns", [1, 2, 3])
 async def test_a_creator_that_goes_away_leaves_the_run_created_once(engine: Engine, turns: int) -> None:
-    _one_gate(engine)
+    one_gate(engine)
     started: list[str] = []
     engine.hub.add_listener(lambda run_id, docs: started.extend(run_id for d in docs if d["type"] == "run.started"))
     before = engine.store.commits
-    creating = asyncio.ensure_future(engine.create_run(ADMIN, "gone-gate"))
+    creating = asyncio.ensure_future(engine.create_run(ADMIN, "one-gate"))
     for _ in range(turns):
         await asyncio.sleep(0)
     assert not creating.done()
@@ -48,8 +38,8 @@ async def test_a_creator_that_goes_away_leaves_the_run_created_once(engine: Engi
 
 
 async def test_an_answerer_that_goes_away_leaves_the_answer_and_its_step_committed(engine: Engine) -> None:
-    _one_gate(engine)
-    run = await engine.create_run(ADMIN, "gone-gate")
+    one_gate(engine)
+    run = await engine.create_run(ADMIN, "one-gate")
     await settle(engine, run.run_id)
     answering = asyncio.ensure_future(engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="gate"))
     while not engine.executors.answers_in_flight:
