@@ -16,6 +16,8 @@ _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 #: Every pair of Crockford digits, by the 10 bits it encodes: a ULID is 13 lookups.
 _PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
 _PAIR_SHIFTS = tuple(range(40, -1, -10))
+#: Every byte to the Crockford digit of its low 5 bits.
+_LOW_5_BITS = bytes(ord(_CROCKFORD[b & 31]) for b in range(256))
 
 
 class Clock(Protocol):
@@ -48,13 +50,15 @@ class SystemClock:
 
 
 class _Entropy:
-    """Random bytes from ``os.urandom``, drawn a few kilobytes at a time rather than one system call per id.
+    """Random digits from ``os.urandom``, drawn a few kilobytes at a time rather than one system call per id.
 
-    Each draw is taken under a lock (ids are minted on the event loop and on the store's
-    writer thread), and a forked child starts from a fresh draw, never from its parent's.
+    Each random byte gives one Crockford digit, its low 5 bits (256 is a multiple of 32: every digit
+    equally likely), so a whole draw is spelled by one ``bytes.translate``; a ULID's 80 random bits
+    are 16 such digits. Each id's digits are taken under a lock (ids are minted on the event loop and
+    on the store's writer thread), and a forked child starts from a fresh draw, never from its parent's.
     """
 
-    _DRAW = 4000
+    _DRAW = 4096  # bytes: a multiple of 16, so a draw splits into whole ids
 
     def __init__(self) -> None:
         self.reset()
@@ -62,17 +66,17 @@ class _Entropy:
     def reset(self) -> None:
         """Forget what is drawn (and any holder of the lock: this also runs in a forked child)."""
         self._lock = threading.Lock()
-        self._pool = b""
+        self._digits = ""
         self._at = 0
 
-    def take(self, n: int) -> bytes:
-        """``n`` random bytes no one else is given."""
+    def random_digits(self) -> str:
+        """The 16 Crockford digits of 80 random bits no one else is given."""
         with self._lock:
             at = self._at
-            if at + n > len(self._pool):
-                self._pool, at = os.urandom(max(self._DRAW, n)), 0
-            self._at = at + n
-            return self._pool[at : at + n]
+            if at >= len(self._digits):
+                self._digits, at = os.urandom(self._DRAW).translate(_LOW_5_BITS).decode(), 0
+            self._at = at + 16
+            return self._digits[at : at + 16]
 
 
 _ENTROPY = _Entropy()
@@ -96,21 +100,7 @@ def _time_digits(ms: int) -> str:
 
 def ulid(ms: int) -> str:
     """A 26-character Crockford base32 ULID for the given millisecond time."""
-    # The 80 random bits as two 40-bit halves of 4 pairs each: small integers, no 128-bit arithmetic.
-    random = _ENTROPY.take(10)
-    hi, lo = int.from_bytes(random[:5], "big"), int.from_bytes(random[5:], "big")
-    pairs = _PAIRS
-    return (
-        _time_digits(ms)
-        + pairs[hi >> 30]
-        + pairs[(hi >> 20) & 1023]
-        + pairs[(hi >> 10) & 1023]
-        + pairs[hi & 1023]
-        + pairs[lo >> 30]
-        + pairs[(lo >> 20) & 1023]
-        + pairs[(lo >> 10) & 1023]
-        + pairs[lo & 1023]
-    )
+    return _time_digits(ms) + _ENTROPY.random_digits()
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -8,8 +8,9 @@ types belong to the core so that decisions can be written and tested with no sto
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
+from typing import Any, TypeVar
 
 from bridge.core.errors import BridgeError
 from bridge.core.events import EventDraft
@@ -88,6 +89,21 @@ class InterruptRecord:
     def open(self) -> bool:
         """Still waiting for an answer."""
         return self.status == OPEN_INTERRUPT
+
+
+Record = TypeVar("Record", RunRecord, InterruptRecord)
+
+#: Every field of a record, in its order, read at once.
+_FIELDS = {cls: attrgetter(*(f.name for f in fields(cls))) for cls in (RunRecord, InterruptRecord)}
+
+
+def copied(record: Record) -> Record:
+    """A shallow copy of a run or interrupt record (its documents shared), to change fields of.
+
+    Several times cheaper than :func:`dataclasses.replace`, which looks every field up by name.
+    """
+    cls = type(record)
+    return cls(*_FIELDS[cls](record))
 
 
 @dataclass(slots=True)

@@ -136,7 +136,7 @@ class RunExecutor:
 
     # --- lifecycle -----------------------------------------------------------------
 
-    def prime(self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()) -> asyncio.Future[None]:
+    def prime(self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()) -> asyncio.Future[bool]:
         """Make this executor's first commit insert the new run ``run``; the future resolves once it is durable."""
         return self.first.prime(run, events, writes)
 

@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, Protocol
 
 import orjson
 
 from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, RunRecord
+from bridge.core.records import InterruptRecord, RunRecord, copied
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.executor import RunExecutor
@@ -98,10 +97,11 @@ class Executors:
 
     def start_new_run(
         self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()
-    ) -> asyncio.Future[None] | None:
+    ) -> asyncio.Future[bool] | None:
         """Execute a run not yet stored: its executor's first commit inserts it with ``events`` and ``writes``.
 
-        The future resolves once that commit is durable; None while the engine is stopping.
+        The future is True once that commit is durable, False if the executor stopped before it inserted
+        the run; None while the engine is stopping.
         """
         if self.stopping:
             return None
@@ -109,7 +109,9 @@ class Executors:
         created = executor.prime(run, events, writes)
         # The executor works on its own copy: ``run`` keeps the state it is inserted with. The
         # document is JSON, so a JSON round trip copies it (several times faster than deepcopy).
-        self._run(executor, replace(run, state=orjson.loads(orjson.dumps(run.state))))
+        own = copied(run)
+        own.state = orjson.loads(orjson.dumps(run.state))
+        self._run(executor, own)
         return created
 
     def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:

@@ -12,12 +12,13 @@ Every later commit goes straight to the store.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
-from bridge.runtime.joint import Handoff
+from bridge.runtime.joint import Handoff, step_outcome
 from bridge.store.base import ChildStart, CommitResult, KvWrite, RunCommit, Store
 
 
@@ -28,8 +29,8 @@ class FirstCommit:
         self.store = store
         #: The new run and its first events, until the commit that inserts them.
         self.create: ChildStart | None = None
-        #: Resolved once the new run is durable (with its first step); see :meth:`prime`.
-        self.created: asyncio.Future[None] | None = None
+        #: True once the new run is durable (with its first step), False if it was not inserted; see :meth:`prime`.
+        self.created: asyncio.Future[bool] | None = None
         #: The commit that would have inserted the run failed: the run was never created.
         self.uncreated = False
         #: Resumed for an answer not yet committed: the first commit goes to it (see joint.py) ...
@@ -37,8 +38,12 @@ class FirstCommit:
         #: ... and until then, the interrupt that answer settles, as it will be stored.
         self.settled: InterruptRecord | None = None
 
-    def prime(self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()) -> asyncio.Future[None]:
-        """Make the first commit insert the new run ``run`` (and ``writes``); the future resolves once it is durable."""
+    def prime(self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()) -> asyncio.Future[bool]:
+        """Make the first commit insert the new run ``run`` (and ``writes``).
+
+        The future is True once the run is durable, False when this executor stopped before it was inserted
+        (the run was never created); it is its creator's alone, who may cancel it by going away.
+        """
         self.create = ChildStart(run, events, writes)
         self.created = asyncio.get_running_loop().create_future()
         return self.created
@@ -51,7 +56,7 @@ class FirstCommit:
     def abandon(self) -> None:
         """The executor stopped: a run whose inserting commit was never sent is not created."""
         if self.create is not None and self.created is not None and not self.created.done():
-            self.created.cancel()
+            self.created.set_result(False)
 
     def resumed(self, state: dict[str, Any]) -> list[InterruptRecord] | None:
         """At the first look at a run the answer in flight resumes (``state``: the run as that answer
@@ -104,7 +109,7 @@ class FirstCommit:
         handoff, self.handoff = self.handoff, None
         if handoff is not None and not handoff.closed and not handoff.offered.done():
             handoff.offered.set_result(commit)
-            result = await asyncio.shield(handoff.result)
+            result = await step_outcome(handoff)
         else:
             if handoff is not None:
                 await asyncio.shield(handoff.answered)  # the answer that leased the run here commits first
@@ -113,24 +118,40 @@ class FirstCommit:
         return result
 
     async def _inserting(self, commit: RunCommit) -> CommitResult:
-        """The commit that inserts the run: it settles :attr:`created` even if the executor is cancelled."""
+        """The commit that inserts the run: it settles :attr:`created` even if the executor is cancelled.
+
+        The executor waits on a future of its own, which the commit's outcome settles in the turn it
+        lands (as :attr:`created`): cancelling the executor cancels only that future, not the commit.
+        """
         sent = self.store.commit_soon(commit)
-        sent.add_done_callback(self._created)
+        landed: asyncio.Future[CommitResult] = asyncio.get_running_loop().create_future()
+        sent.add_done_callback(functools.partial(self._created, landed))
         try:
-            return await asyncio.shield(sent)
+            return await landed
         except asyncio.CancelledError:
             raise
         except BaseException:
             self.uncreated = True
             raise
 
-    def _created(self, outcome: asyncio.Future[CommitResult]) -> None:
-        """The commit that inserts the run settled (even if the executor was cancelled meanwhile)."""
+    def _created(self, landed: asyncio.Future[CommitResult], outcome: asyncio.Future[CommitResult]) -> None:
+        """The commit that inserts the run settled: tell the executor (``landed``) first, then the creator.
+
+        The executor hears first so that it publishes the run's first events before its creator goes on.
+        """
+        error = None if outcome.cancelled() else outcome.exception()
+        if not landed.done():
+            if outcome.cancelled():
+                landed.cancel()
+            elif error is not None:
+                landed.set_exception(error)
+            else:
+                landed.set_result(outcome.result())
         if self.created is None or self.created.done():
             return
         if outcome.cancelled():
-            self.created.cancel()
-        elif (error := outcome.exception()) is not None:
+            self.created.set_result(False)
+        elif error is not None:
             self.created.set_exception(error)
         else:
-            self.created.set_result(None)
+            self.created.set_result(True)

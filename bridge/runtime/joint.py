@@ -22,12 +22,12 @@ follows in its own transaction.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Protocol
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from bridge.core.errors import BridgeError, StaleOwnerError
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord, copied
 from bridge.runtime.hub import EventHub
 from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
 
@@ -48,6 +48,10 @@ class Handoff:
     closed: bool = False
     #: Stops the resumed executor and forgets it (the answer did not commit as foreseen).
     drop: list[Callable[[], None]] = field(default_factory=list)
+    #: The executor's own wait for ``result`` (see :func:`step_outcome`).
+    told: asyncio.Future[CommitResult] | None = None
+    #: The task that commits the answer (held here while it runs).
+    joining: asyncio.Task[None] | None = None
 
 
 class JointHost(Protocol):
@@ -91,24 +95,23 @@ def _speculate(
     The resumed run takes the state document ``run`` was read with, uncopied: the rows seen are
     compared by version alone (:func:`bridge.store.plan.run_version`), and decisions never read it.
     """
-    settled = replace(
-        intr,
-        status=m.interrupt_status or intr.status,
-        state=m.interrupt_state if m.interrupt_state is not None else intr.state,
-        resolution=m.resolution if m.resolution is not None else intr.resolution,
-        resolved_at_ms=m.resolved_at_ms if m.resolved_at_ms is not None else intr.resolved_at_ms,
-    )
-    leased = replace(
-        run,
-        status=m.run_status or run.status,
-        wake=run.wake + 1,
-        needs_work=True,
-        next_seq=run.next_seq + len(m.events),
-        updated_at_ms=now,
-        owner=claim.owner,
-        lease_until_ms=now + claim.lease_ms,
-        epoch=run.epoch + 1,
-    )
+    settled = copied(intr)
+    settled.status = m.interrupt_status or intr.status
+    if m.interrupt_state is not None:
+        settled.state = m.interrupt_state
+    if m.resolution is not None:
+        settled.resolution = m.resolution
+    if m.resolved_at_ms is not None:
+        settled.resolved_at_ms = m.resolved_at_ms
+    leased = copied(run)
+    leased.status = m.run_status or run.status
+    leased.wake = run.wake + 1
+    leased.needs_work = True
+    leased.next_seq = run.next_seq + len(m.events)
+    leased.updated_at_ms = now
+    leased.owner = claim.owner
+    leased.lease_until_ms = now + claim.lease_ms
+    leased.epoch = run.epoch + 1
     return leased, settled
 
 
@@ -137,10 +140,49 @@ async def answer_with_step(
     if BUDGET_S <= 0:
         # Offered no more before the resumed executor even starts: a step ready at once stays out too.
         _stop_offers(handoff.offered)
-    # Shielded: whatever becomes of the caller, the resumed executor learns how the answer ended.
-    joining = asyncio.ensure_future(_join(host, handoff, (run, current), decided, decide, now, claim))
-    joining.add_done_callback(_retrieve)
-    return await asyncio.shield(joining)
+    # In a task of its own: whatever becomes of the caller, the resumed executor learns how the answer
+    # ended. The caller waits on a future of its own, which the task settles (in the turn it ends).
+    reply: asyncio.Future[MutationResult] = asyncio.get_running_loop().create_future()
+    handoff.joining = asyncio.ensure_future(
+        _reply(reply, _join(host, handoff, (run, current), decided, decide, now, claim))
+    )
+    return await reply
+
+
+async def _reply(reply: asyncio.Future[MutationResult], joining: Coroutine[Any, Any, MutationResult]) -> None:
+    """Run ``joining`` and hand its outcome to ``reply``, unless whoever waited on that went away."""
+    try:
+        result = await joining
+    except asyncio.CancelledError:
+        reply.cancel()
+        raise
+    except BaseException as exc:
+        if not reply.done():
+            reply.set_exception(exc)
+        if not isinstance(exc, Exception):
+            raise
+    else:
+        if not reply.done():
+            reply.set_result(result)
+
+
+def step_outcome(handoff: Handoff) -> asyncio.Future[CommitResult]:
+    """What the resumed executor awaits for the outcome of the step it handed to the answer.
+
+    A future of its own, settled with ``handoff.result`` in the same turn: cancelling the
+    executor cancels only that one, never the outcome the answer shares.
+    """
+    if handoff.result.done():
+        return handoff.result
+    handoff.told = asyncio.get_running_loop().create_future()
+    return handoff.told
+
+
+def _tell(handoff: Handoff, committed: CommitResult) -> None:
+    """The step committed: record it, and wake the executor waiting for it."""
+    handoff.result.set_result(committed)
+    if handoff.told is not None and not handoff.told.done():
+        handoff.told.set_result(committed)
 
 
 async def _join(
@@ -176,7 +218,7 @@ async def _join(
                 _stop(handoff, exc)
                 raise
         if step is not None and committed is not None:
-            handoff.result.set_result(committed)
+            _tell(handoff, committed)
     else:
         _stop(handoff, StaleOwnerError(f"run {run_id} changed before the answer committed"))
         host.after_mutation(result)
@@ -209,16 +251,13 @@ def _answered(handoff: Handoff) -> None:
         handoff.answered.set_result(None)
 
 
-def _retrieve(task: asyncio.Future[MutationResult]) -> None:
-    """Mark the outcome seen: a caller that went away no longer awaits it."""
-    if not task.cancelled():
-        task.exception()
-
-
 def _stop(handoff: Handoff, error: BaseException) -> None:
     """Drop the executor resumed for an answer that did not commit as foreseen."""
     if not handoff.result.done():
         handoff.result.set_exception(error)
         handoff.result.exception()  # retrieved: nobody may be waiting on it
+    if handoff.told is not None and not handoff.told.done():
+        handoff.told.set_exception(error)
+        handoff.told.exception()  # likewise: the executor is stopped below
     for drop in handoff.drop:
         drop()

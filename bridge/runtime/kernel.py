@@ -59,8 +59,9 @@ class Kernel(Protocol):
 
     def start_new_run(
         self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()
-    ) -> asyncio.Future[None] | None:
-        """Execute a run not yet stored, whose first commit inserts it with ``writes`` (None while stopping)."""
+    ) -> asyncio.Future[bool] | None:
+        """Execute a run not yet stored, whose first commit inserts it with ``writes`` (None while stopping);
+        the future is True once it is inserted, False if it was not."""
 
     def dispatch(self, run_id: str) -> None:
         """Make sure the run's work gets done: wake its executor here or start one."""

@@ -10,7 +10,6 @@ cascades to the children that propagate cancellation.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -149,14 +148,9 @@ class RunService:
         or alone while the engine is stopping."""
         events = [self.run_started(run)]
         created = self._k.start_new_run(run, events, writes)
-        if created is not None:
-            # One transaction inserts the run and its steps up to its first suspension (or its end).
-            try:
-                await asyncio.shield(created)
-                return run
-            except asyncio.CancelledError:
-                if not created.cancelled():
-                    raise
+        # One transaction inserts the run and its steps up to its first suspension (or its end).
+        if created is not None and await created:
+            return run
         # The engine is stopping (or stopped the executor before its first commit): store the run
         # alone; the next start runs it.
         docs = await self._k.store.create_run(run, events, writes)

@@ -55,7 +55,10 @@ def fresh_entropy() -> Iterator[None]:
     clock._ENTROPY.reset()
 
 
-@pytest.mark.parametrize(("fill", "tail"), [(0x00, "0" * 16), (0xFF, "z" * 16), (0x84, "gj289144gj289144")])
+# Each random digit spells the low 5 bits of one random byte: 0x84 and 0xE4 are both 4.
+@pytest.mark.parametrize(
+    ("fill", "tail"), [(0x00, "0" * 16), (0xFF, "z" * 16), (0x84, "4" * 16), (0xE4, "4" * 16), (0x1D, "x" * 16)]
+)
 def test_ulid_is_the_crockford_base32_of_time_and_randomness(
     monkeypatch: pytest.MonkeyPatch, fresh_entropy: None, fill: int, tail: str
 ) -> None:

@@ -75,23 +75,23 @@ def prepare_answer(record: InterruptRecord, answer: Answer, now: int) -> Prepare
     ``now`` is the decision's time (an approval's answer check sees the vote it would cast, an
     exchange's turn its timestamp).
     """
-    prepared = PreparedAnswer(record.interrupt_id, answer, now)
+    key = (record.interrupt_id, answer, now)
     kind = kinds.kind_of(record.kind)
     if kind.turn:
         who = answer.principal or Principal(id=resolver_id(answer), tenant=record.tenant)
-        return replace(prepared, value=prepare_exchange(record, answer.value, who, now))
+        return PreparedAnswer(*key, value=prepare_exchange(record, answer.value, who, now))
     if not kind.answerable:
-        return prepared
+        return PreparedAnswer(*key)
     try:
         if kind.votes:
-            return replace(prepared, value=checked_answer(record, answer, now))
+            return PreparedAnswer(*key, value=checked_answer(record, answer, now))
         kinds.validate_against(record.payload.get("resumeSchema"), answer.value, "resumeValue")
     except Exception as exc:  # raised by the decision, in its place
-        return replace(prepared, schema_error=exc)
+        return PreparedAnswer(*key, schema_error=exc)
     try:
-        return replace(prepared, value=kind.normalize_resume(record.payload.get("data", {}), answer.value))
+        return PreparedAnswer(*key, value=kind.normalize_resume(record.payload.get("data", {}), answer.value))
     except Exception as exc:  # raised by the decision, after the governance checks
-        return replace(prepared, value_error=exc)
+        return PreparedAnswer(*key, value_error=exc)
 
 
 def answer_decision(

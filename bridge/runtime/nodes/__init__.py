@@ -47,6 +47,7 @@ def default_registry() -> NodeRegistry:
                 uses_conversation=True,
                 description="Holds a multi-turn conversation.",
                 resumes_at_last_request=True,
+                starts_at_once=True,
             ),
             NodeType(
                 "core.subWorkflow",
