@@ -97,7 +97,7 @@ class Writer(threading.Thread):
                 conn.execute("ROLLBACK TO tx")
                 conn.execute("RELEASE tx")
                 outcomes.append((fut, None, exc))
-            else:
+            else:  # released at once: each open savepoint makes every page written after it cost more
                 conn.execute("RELEASE tx")
                 outcomes.append((fut, value, None))
         conn.execute("COMMIT")
