@@ -52,7 +52,7 @@ async def _grouped(store: SqliteStore, keys: str, failing: str) -> list[object]:
     held = asyncio.ensure_future(store._write(hold))
     await asyncio.sleep(0.05)
     before = store.commits
-    group = [store._write(_insert(k, fail=k in failing)) for k in keys]
+    group = [store._submit(_insert(k, fail=k in failing)) for k in keys]  # queued now, behind the held one
     gate.set()
     await held
     outcomes = await asyncio.gather(*group, return_exceptions=True)
