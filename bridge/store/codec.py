@@ -32,6 +32,7 @@ RUN_COLS = (
 )
 #: The names in :data:`RUN_COLS`, in order.
 RUN_NAMES = tuple(RUN_COLS.split(", "))
+_RUN_INDEX = {name: i for i, name in enumerate(RUN_NAMES)}
 INT_COLS = (
     "interrupt_id, run_id, tenant, workflow_id, node_id, exec_node, visit, ordinal, key, kind, status, "
     "payload, requested_at, deadline, resolved_at, consumed, resolution, state, requested_seq"
@@ -170,7 +171,11 @@ def run_params(run: RunRecord, next_seq: int, sets: Mapping[str, Any] | None = N
     )
     if not sets:
         return params
-    return tuple(sets.get(name, value) for name, value in zip(RUN_NAMES, params, strict=True))
+    values = list(params)
+    for name, value in sets.items():
+        if name in _RUN_INDEX:
+            values[_RUN_INDEX[name]] = value
+    return tuple(values)
 
 
 def interrupt_params(i: InterruptRecord) -> tuple[Any, ...]:
