@@ -8,16 +8,20 @@ placeholders look, whether JSON columns arrive parsed, and row locking.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from operator import attrgetter
+from typing import Any, TypeVar
 
 import orjson
 
 from bridge.core.decisions.exchange import exchange_conversation, kept_answer
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord
+
+R = TypeVar("R")
 
 TERMINAL_SQL = "('completed','failed','cancelled')"
 
@@ -28,6 +32,7 @@ RUN_COLS = (
 )
 #: The names in :data:`RUN_COLS`, in order.
 RUN_NAMES = tuple(RUN_COLS.split(", "))
+_RUN_INDEX = {name: i for i, name in enumerate(RUN_NAMES)}
 INT_COLS = (
     "interrupt_id, run_id, tenant, workflow_id, node_id, exec_node, visit, ordinal, key, kind, status, "
     "payload, requested_at, deadline, resolved_at, consumed, resolution, state, requested_seq"
@@ -166,7 +171,11 @@ def run_params(run: RunRecord, next_seq: int, sets: Mapping[str, Any] | None = N
     )
     if not sets:
         return params
-    return tuple(sets.get(name, value) for name, value in zip(RUN_NAMES, params, strict=True))
+    values = list(params)
+    for name, value in sets.items():
+        if name in _RUN_INDEX:
+            values[_RUN_INDEX[name]] = value
+    return tuple(values)
 
 
 def interrupt_params(i: InterruptRecord) -> tuple[Any, ...]:
@@ -246,3 +255,29 @@ def audit_params(tenant: str, run_id: str, now_ms: int, entries: Sequence[dict[s
         (tenant, now_ms, e["principal"], e["action"], e["resource"], run_id, dumps(e.get("details", {})))
         for e in entries
     ]
+
+
+#: Per dataclass: how to read its fields in ``__init__`` order, or ``None`` when ``__init__`` does not take
+#: them all by position.
+_POSITIONAL: dict[type, tuple[Callable[[Any], tuple[Any, ...]], dict[str, int]] | None] = {}
+
+
+def _positional(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], dict[str, int]] | None:
+    if cls not in _POSITIONAL:
+        fields = dataclasses.fields(cls)
+        names = [f.name for f in fields]
+        plain = len(fields) >= 2 and all(f.init and not f.kw_only for f in fields)
+        _POSITIONAL[cls] = (attrgetter(*names), {name: i for i, name in enumerate(names)}) if plain else None
+    return _POSITIONAL[cls]
+
+
+def replaced(record: R, **changes: Any) -> R:
+    """:func:`dataclasses.replace`, several times faster for the records a plan copies (every field positional)."""
+    how = _positional(type(record))
+    if how is None:
+        return dataclasses.replace(record, **changes)  # type: ignore[type-var]
+    get, index = how
+    values = list(get(record))
+    for name, value in changes.items():
+        values[index[name]] = value
+    return type(record)(*values)

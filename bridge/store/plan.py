@@ -10,7 +10,6 @@ the database's own. The key-value, idempotency and signing-key plans are in :mod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from bridge.core.errors import (
@@ -35,6 +34,7 @@ from bridge.core.records import (
 from bridge.store import codec
 from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
+from bridge.store.codec import replaced as replace
 from bridge.store.plan_kv import kv_put_text, kv_replace_text
 from bridge.store.steps import Ahead, Note, Plan, Rows, Sql
 

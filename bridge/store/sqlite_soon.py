@@ -3,10 +3,11 @@
 A value derived from committed data (the AG-UI messages projection: a fold of
 a run's events and the sequence it reaches) costs only work when it is lost, so
 it need not wait for a durable commit. :class:`SoonValues` holds such values
-until the store's next transaction, which writes them first, in a savepoint of
-their own: a value that fails to write is dropped and the transaction it rides
-on goes on. Reads see a held value at once. A crash loses what was held, which
-is the point: nothing acknowledged depends on it.
+until the store's next transaction, which writes them first, each in one
+statement (which SQLite undoes alone when it fails, no savepoint needed): a
+value that fails to write is dropped and the transaction it rides on goes on.
+Reads see a held value at once. A crash loses what was held, which is the
+point: nothing acknowledged depends on it.
 """
 
 from __future__ import annotations
@@ -55,14 +56,13 @@ class SoonValues:
         held, self._held = self._held, {}
 
         def with_held(conn: sqlite3.Connection) -> T:
-            conn.execute("SAVEPOINT soon")
-            try:
-                for (namespace, key), (text, now_ms) in held.items():
+            for (namespace, key), (text, now_ms) in held.items():
+                try:  # one statement: SQLite undoes a failed one alone, no savepoint needed
                     run_plan(conn, plan_kv.kv_put_text(namespace, key, text, now_ms, False))
-            except sqlite3.Error:
-                log.exception("derived adapter state was not written; it will be derived again")
-                conn.execute("ROLLBACK TO soon")
-            conn.execute("RELEASE soon")
+                except sqlite3.Error:
+                    if not conn.in_transaction:  # the error ended the transaction: ``fn`` cannot go on
+                        raise
+                    log.exception("derived adapter state was not written; it will be derived again")
             return fn(conn)
 
         return with_held

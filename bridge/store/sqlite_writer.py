@@ -4,7 +4,8 @@ Each queued function runs inside its own savepoint of one ``BEGIN IMMEDIATE``
 transaction, so one failing does not undo the others; the group is committed
 (and, with ``synchronous=FULL``, fsynced) once. A function alone in its
 transaction needs no savepoint: if it fails, the transaction is rolled back.
-Futures are resolved on the event loop in commit order.
+Futures are resolved on the event loop in commit order, a group's all in one
+call (one wake-up of the loop per commit).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bridge.store.codec import SQLITE
-from bridge.store.steps import Plan, Rows, Sql
+from bridge.store.steps import Plan, Sql
 
 T = TypeVar("T")
 Outcome = asyncio.Future[Any]
@@ -61,13 +62,15 @@ class Writer(threading.Thread):
         self._queue.put(None)
 
     @staticmethod
-    def _settle(fut: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
-        if fut.cancelled():
-            return
-        if error is not None:
-            fut.set_exception(error)
-        else:
-            fut.set_result(value)
+    def _settle(outcomes: list[Settled]) -> None:
+        """Settle a committed group's futures, in commit order (on the event loop)."""
+        for fut, value, error in outcomes:
+            if fut.cancelled():
+                continue
+            if error is not None:
+                fut.set_exception(error)
+            else:
+                fut.set_result(value)
 
     def _alone(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], fut: Outcome) -> list[Settled]:
         """One transaction function alone in its transaction: if it fails, the transaction is rolled back."""
@@ -94,7 +97,7 @@ class Writer(threading.Thread):
                 conn.execute("ROLLBACK TO tx")
                 conn.execute("RELEASE tx")
                 outcomes.append((fut, None, exc))
-            else:
+            else:  # released at once: each open savepoint makes every page written after it cost more
                 conn.execute("RELEASE tx")
                 outcomes.append((fut, value, None))
         conn.execute("COMMIT")
@@ -132,9 +135,24 @@ class Writer(threading.Thread):
                 except sqlite3.Error:
                     pass
                 outcomes = [(fut, None, exc) for _, fut in batch]
-            for fut, value, error in outcomes:
-                self._loop.call_soon_threadsafe(self._settle, fut, value, error)
+            self._loop.call_soon_threadsafe(self._settle, outcomes)
         conn.close()
+
+
+#: SQLite's text of each neutral statement run so far (plans build few distinct texts).
+_TEXTS: dict[str, str] = {}
+_TEXTS_MAX = 1024
+
+
+def _text(neutral: str) -> str:
+    """SQLite's text of a neutral statement, translated once."""
+    text = _TEXTS.get(neutral)
+    if text is None:
+        text = SQLITE.sql(neutral)
+        if len(_TEXTS) >= _TEXTS_MAX:
+            _TEXTS.clear()
+        _TEXTS[neutral] = text
+    return text
 
 
 def run_plan(conn: sqlite3.Connection, steps: Plan[T]) -> T:
@@ -142,14 +160,14 @@ def run_plan(conn: sqlite3.Connection, steps: Plan[T]) -> T:
     try:
         step = next(steps)
         while True:
-            rows: Rows = []
-            if isinstance(step, Sql):
-                sql = SQLITE.sql(step.text)
+            if type(step) is Sql:
                 if step.many:
-                    conn.executemany(sql, step.args)
+                    conn.executemany(_text(step.text), step.args)
+                    step = steps.send([])
                 else:
-                    rows = conn.execute(sql, step.args).fetchall()
-            step = steps.send(rows)
+                    step = steps.send(conn.execute(_text(step.text), step.args).fetchall())
+            else:  # notes and announcements: nothing to run here
+                step = steps.send([])
     except StopIteration as done:
         result: T = done.value
         return result

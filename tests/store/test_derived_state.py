@@ -39,3 +39,25 @@ async def test_a_derived_value_rides_on_the_next_commit(tmp_path: Path) -> None:
         assert await reopened.kv_get("ns", "run-2") == {"cursor": 7}
     finally:
         await reopened.close()
+
+
+async def test_a_derived_value_that_fails_to_write_is_dropped_and_the_commit_goes_on(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "kv.db")
+    await store.open()
+    try:
+        await store._write(
+            lambda conn: conn.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON kv WHEN NEW.key = 'refused' "
+                "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            )
+        )
+        await store.kv_put_soon("ns", "refused", {"cursor": 1}, 1_000)
+        await store.kv_put_soon("ns", "kept", {"cursor": 2}, 1_000)
+        before = store.commits
+        assert await store.kv_put("ns", "durable", 3, 2_000) is True
+        assert store.commits == before + 1
+        assert await store.kv_get("ns", "durable") == 3
+        assert await store.kv_get("ns", "refused") is None  # dropped: it will be derived again
+        assert await store.kv_get("ns", "kept") == {"cursor": 2}
+    finally:
+        await store.close()

@@ -42,24 +42,48 @@ async def test_a_lone_transaction_that_fails_leaves_nothing_and_makes_no_commit(
         await store.close()
 
 
+async def _grouped(store: SqliteStore, keys: str, failing: str) -> list[object]:
+    """The outcomes of one ``_insert`` per key, queued while the writer is busy so they share one commit."""
+    gate = threading.Event()
+
+    def hold(conn: sqlite3.Connection) -> None:
+        gate.wait(10)  # the writer is busy here while the group queues behind
+
+    held = asyncio.ensure_future(store._write(hold))
+    await asyncio.sleep(0.05)
+    before = store.commits
+    group = [store._submit(_insert(k, fail=k in failing)) for k in keys]  # queued now, behind the held one
+    gate.set()
+    await held
+    outcomes = await asyncio.gather(*group, return_exceptions=True)
+    assert store.commits == before + 2  # the held transaction, then the group in one commit
+    return outcomes
+
+
 async def test_a_failing_transaction_in_a_group_undoes_only_itself(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "w.db")
     await store.open()
     try:
-        gate = threading.Event()
-
-        def hold(conn: sqlite3.Connection) -> None:
-            gate.wait(10)  # the writer is busy here while the group queues behind
-
-        held = asyncio.ensure_future(store._write(hold))
-        await asyncio.sleep(0.05)
-        before = store.commits
-        group = [store._write(_insert(k, fail=k == "y")) for k in ("x", "y", "z")]
-        gate.set()
-        await held
-        outcomes = await asyncio.gather(*group, return_exceptions=True)
+        outcomes = await _grouped(store, "xyz", failing="y")
         assert outcomes[0] == "x" and isinstance(outcomes[1], RuntimeError) and outcomes[2] == "z"
         assert await _keys(store) == ["x", "z"]
-        assert store.commits == before + 2  # the held transaction, then the group in one commit
+    finally:
+        await store.close()
+
+
+async def test_failing_transactions_first_and_in_a_row_in_a_group_undo_only_themselves(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "w.db")
+    await store.open()
+    try:
+        outcomes = await _grouped(store, "abcdef", failing="acd")
+        assert [o if isinstance(o, str) else type(o) for o in outcomes] == [
+            RuntimeError,
+            "b",
+            RuntimeError,
+            RuntimeError,
+            "e",
+            "f",
+        ]
+        assert await _keys(store) == ["b", "e", "f"]
     finally:
         await store.close()
