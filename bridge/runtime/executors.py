@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import orjson
 
 from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, RunRecord, copied
+from bridge.core.records import InterruptRecord, RunRecord, replaced
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.executor import RunExecutor
@@ -109,7 +109,7 @@ class Executors:
         created = executor.prime(run, events, writes)
         # The executor works on its own copy: ``run`` keeps the state it is inserted with. The
         # document is JSON, so a JSON round trip copies it (several times faster than deepcopy).
-        own = copied(run)
+        own = replaced(run)
         own.state = orjson.loads(orjson.dumps(run.state))
         self._run(executor, own)
         return created

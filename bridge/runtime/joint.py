@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bridge.core.errors import BridgeError, StaleOwnerError
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord, copied
+from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord, replaced
 from bridge.runtime.hub import EventHub
 from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
 
@@ -95,7 +95,7 @@ def _speculate(
     The resumed run takes the state document ``run`` was read with, uncopied: the rows seen are
     compared by version alone (:func:`bridge.store.plan.run_version`), and decisions never read it.
     """
-    settled = copied(intr)
+    settled = replaced(intr)
     settled.status = m.interrupt_status or intr.status
     if m.interrupt_state is not None:
         settled.state = m.interrupt_state
@@ -103,7 +103,7 @@ def _speculate(
         settled.resolution = m.resolution
     if m.resolved_at_ms is not None:
         settled.resolved_at_ms = m.resolved_at_ms
-    leased = copied(run)
+    leased = replaced(run)
     leased.status = m.run_status or run.status
     leased.wake = run.wake + 1
     leased.needs_work = True

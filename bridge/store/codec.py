@@ -8,11 +8,9 @@ placeholders look, whether JSON columns arrive parsed, and row locking.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any, TypeVar
 
 import orjson
@@ -255,29 +253,3 @@ def audit_params(tenant: str, run_id: str, now_ms: int, entries: Sequence[dict[s
         (tenant, now_ms, e["principal"], e["action"], e["resource"], run_id, dumps(e.get("details", {})))
         for e in entries
     ]
-
-
-#: Per dataclass: how to read its fields in ``__init__`` order, or ``None`` when ``__init__`` does not take
-#: them all by position.
-_POSITIONAL: dict[type, tuple[Callable[[Any], tuple[Any, ...]], dict[str, int]] | None] = {}
-
-
-def _positional(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], dict[str, int]] | None:
-    if cls not in _POSITIONAL:
-        fields = dataclasses.fields(cls)
-        names = [f.name for f in fields]
-        plain = len(fields) >= 2 and all(f.init and not f.kw_only for f in fields)
-        _POSITIONAL[cls] = (attrgetter(*names), {name: i for i, name in enumerate(names)}) if plain else None
-    return _POSITIONAL[cls]
-
-
-def replaced(record: R, **changes: Any) -> R:
-    """:func:`dataclasses.replace`, several times faster for the records a plan copies (every field positional)."""
-    how = _positional(type(record))
-    if how is None:
-        return dataclasses.replace(record, **changes)  # type: ignore[type-var]
-    get, index = how
-    values = list(get(record))
-    for name, value in changes.items():
-        values[index[name]] = value
-    return type(record)(*values)

@@ -31,10 +31,10 @@ from bridge.core.records import (
     cancel_committed,
     has_nul,
 )
+from bridge.core.records import replaced as replace
 from bridge.store import codec
 from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
-from bridge.store.codec import replaced as replace
 from bridge.store.plan_kv import kv_put_text, kv_replace_text
 from bridge.store.steps import Ahead, Note, Plan, Rows, Sql
 
