@@ -248,11 +248,7 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 async def _keys(args: argparse.Namespace) -> int:
-    store = open_store(args.db)
-    await store.open()
-    try:
-        engine = Engine(store)
-        await engine.load_signing_keys()
+    async with Engine(open_store(args.db)).maintaining() as engine:
         if args.action == "rotate":
             kid = await engine.rotate_signing_key()
             print(f"new active signing key: {kid} (older keys keep verifying until retired)")
@@ -264,8 +260,6 @@ async def _keys(args: argparse.Namespace) -> int:
             print(f"retired {args.kid}: links signed with it are refused from now on")
         for kid, active in await engine.signing_key_ids():
             print(f"{kid}\t{'active' if active else 'verify-only'}")
-    finally:
-        await store.close()
     return 0
 
 

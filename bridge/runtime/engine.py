@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
 from bridge.core.clock import Clock, SystemClock
@@ -172,6 +172,17 @@ class Engine:
         await self.executors.stop()
         await self.store.close()
         self._started = False
+
+    @contextlib.asynccontextmanager
+    async def maintaining(self) -> AsyncIterator[Engine]:
+        """The store open and the signing keys loaded, for one-off administration (the ``keys`` command):
+        no run resumed, no timer, no listening for other instances. The store is closed on leaving."""
+        await self.store.open()
+        try:
+            await self.load_signing_keys()
+            yield self
+        finally:
+            await self.store.close()
 
     async def __aenter__(self) -> Engine:
         await self.start()
