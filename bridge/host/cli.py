@@ -156,6 +156,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     if not args.no_ui:
         routes += web.web_routes()
         fragments.append(web_fragment())
+    routes += web.front_routes(pages=not args.no_ui)
     app = create_app(
         engine,
         ring,
@@ -243,6 +244,7 @@ def _banner(
         lines += [f"  {label:<9}: {url}{where}" for label, path, where in SURFACES if path in paths]
         if not args.no_ui:
             lines.append(f"  inbox    : {url}/ui/")
+            lines.append(f"  API docs : {url}/docs/")
         lines.append("  stop     : Ctrl+C or SIGTERM (waiting runs stay in the database and resume at the next start)")
         print("\n".join(lines), flush=True)
 

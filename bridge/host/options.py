@@ -142,7 +142,11 @@ def _add_feature_arguments(serve: argparse.ArgumentParser) -> None:
     """``serve``: the primitives and surfaces switched on, and the escalation threshold."""
     _switch_off(serve, "--no-conversation", "switch off the conversation primitive (workflows using it are refused)")
     _switch_off(serve, "--no-agui", "do not serve workflows as AG-UI agents")
-    _switch_off(serve, "--no-ui", "do not serve the operator inbox (/ui/) or the signed-link page")
+    _switch_off(
+        serve,
+        "--no-ui",
+        "do not serve the operator inbox (/ui/), the signed-link page, the landing page or the API page (/docs/)",
+    )
     serve.add_argument(
         "--escalation-threshold",
         type=float,
