@@ -367,6 +367,9 @@ class Store(Protocol):
     async def next_deadline(self) -> int | None:
         """Earliest deadline among open interrupts."""
 
+    async def pending_by_kind(self) -> list[tuple[str, int, int]]:
+        """``(kind, open interrupts, earliest requested_at)`` for each kind with open interrupts, every tenant."""
+
     async def due_interrupts(self, now_ms: int, limit: int = 200) -> list[str]:
         """Open interrupts whose deadline has passed."""
 
