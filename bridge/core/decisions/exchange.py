@@ -92,6 +92,19 @@ def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any,
     return operation, dict(turn) if turn else None, content, value.get("outcome"), reason
 
 
+def named_earlier_turn(record: InterruptRecord, value: Any) -> int | None:
+    """The earlier turn of ``record``'s conversation an answer to ``record`` names by its ``turn.messageId``, if any.
+
+    Such an answer is a retry of that turn: it is decided on that turn's row (the same content is
+    idempotent, other content a conflict), never on the turn open now.
+    """
+    turn = value.get("turn") if isinstance(value, Mapping) else None
+    message_id = turn.get("messageId") if isinstance(turn, Mapping) else None
+    if not isinstance(message_id, str):
+        return None
+    return _earlier_turn(record.payload["data"]["conversationId"], message_id, exchange_index(record))
+
+
 def _earlier_turn(cid: str, message_id: str, index: int) -> int | None:
     """The turn index ``message_id`` names when it is an earlier turn of conversation ``cid``."""
     prefix = f"{cid}:"
@@ -174,8 +187,7 @@ def decide_exchange(record: InterruptRecord, prepared: PreparedExchange, new_id:
     """:func:`answer_exchange` on an answer already prepared for this exchange."""
     if prepared.shape_error is not None:
         raise prepared.shape_error
-    cid = record.payload["data"]["conversationId"]
-    retry = _retry(record, cid, prepared.index, prepared.expected_id, prepared.supplied_id)
+    retry = _retry(record, prepared)
     if retry is not None:
         return retry
     if prepared.error is not None:
@@ -184,15 +196,30 @@ def decide_exchange(record: InterruptRecord, prepared: PreparedExchange, new_id:
     return _exchanged(record, prepared, prepared.turn, new_id)
 
 
-def _retry(record: InterruptRecord, cid: str, index: int, expected_id: str, supplied_id: str | None) -> Mutation | None:
-    """The no-op answer to a retry of a turn already taken; an error for a closed or foreign one; else None."""
+def _retry(record: InterruptRecord, prepared: PreparedExchange) -> Mutation | None:
+    """The no-op answer to a retry of a turn already taken; an error for a closed, taken or foreign one; else None.
+
+    One answer wins a turn: once the turn is taken, another answer to it is
+    ``interrupt_already_resolved`` (409), even one naming the same ``messageId`` with other content.
+    Only the same ``messageId`` with the same answer is a retry (``idempotent: true``).
+    """
+    cid = record.payload["data"]["conversationId"]
+    index, expected_id, supplied_id = prepared.index, prepared.expected_id, prepared.supplied_id
     if not record.open:
-        previous = (record.resolution or {}).get("turn") or {}
+        resolution = record.resolution or {}
+        previous = resolution.get("turn") or {}
         if supplied_id and previous.get("messageId") == supplied_id:
-            return Mutation(result={"status": "resolved", "idempotent": True})
-        if record.status == "resolved" and (record.resolution or {}).get("closed"):
+            if _same_answer(resolution, previous, prepared):
+                return Mutation(result={"status": "resolved", "idempotent": True, "turnIndex": index})
+            raise InterruptAlreadyResolvedError(
+                f"turn {index} ({supplied_id!r}) was already answered with other content",
+                details={"messageId": supplied_id, "turnIndex": index},
+            )
+        if record.status == "resolved" and resolution.get("closed"):
             raise ValidationError(f"conversation {cid} is closed; no more exchanges")
-        raise InterruptAlreadyResolvedError("this exchange was already answered")
+        raise InterruptAlreadyResolvedError(
+            f"turn {index} of this conversation was already answered", details={"turnIndex": index}
+        )
     if supplied_id and supplied_id != expected_id:
         earlier = _earlier_turn(cid, supplied_id, index)
         if earlier is None:
@@ -200,9 +227,21 @@ def _retry(record: InterruptRecord, cid: str, index: int, expected_id: str, supp
                 f"this exchange's turn is {expected_id!r}; the answer names {supplied_id!r}",
                 details={"messageId": expected_id, "turnIndex": index},
             )
-        # A turn of this conversation that was already taken: a retry, with no second effect.
-        return Mutation(result={"status": "resolved", "idempotent": True, "turnIndex": earlier})
+        # An earlier turn, decided here on the open one: its answer cannot be compared, so it is not a retry.
+        raise InterruptAlreadyResolvedError(
+            f"turn {earlier} of this conversation was already answered",
+            details={"messageId": supplied_id, "turnIndex": earlier},
+        )
     return None
+
+
+def _same_answer(resolution: Mapping[str, Any], previous: Mapping[str, Any], prepared: PreparedExchange) -> bool:
+    """Whether ``prepared`` says what the turn's recorded answer said: operation, content and outcome."""
+    if (resolution.get("operation") or "exchange") != prepared.operation:
+        return False
+    if previous.get("content") != prepared.content:
+        return False
+    return prepared.operation != "close" or resolution.get("outcome") == prepared.outcome
 
 
 def _answer_turn(
