@@ -6,6 +6,7 @@ import argparse
 import os
 from collections.abc import Callable
 
+from bridge.core.conversation_limits import ConversationLimits
 from bridge.host.http.limits import HeaderLimits
 
 
@@ -164,8 +165,42 @@ def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
         default=env("MAX_HEADER_FIELDS", str(limits.max_fields)),
         help=f"refuse request headers with more fields than this with 431 (default {limits.max_fields})",
     )
+    _add_conversation_limits(serve)
     serve.add_argument("--log-level", default=env("LOG_LEVEL", "info"))
     serve.add_argument("--log-format", choices=["text", "json"], default=env("LOG_FORMAT", "text"))
+
+
+def _add_conversation_limits(serve: argparse.ArgumentParser) -> None:
+    """``serve``: the bounds on what a conversation's answers may store (413 beyond)."""
+    bounds = ConversationLimits()
+    for flag, name, default, what in (
+        ("--conversation-message-bytes", "CONVERSATION_MESSAGE_BYTES", bounds.message_bytes, "one answer"),
+        ("--conversation-bytes", "CONVERSATION_BYTES", bounds.conversation_bytes, "the answers of one conversation"),
+    ):
+        serve.add_argument(
+            flag,
+            type=_positive(int),
+            default=env(name, str(default)),
+            metavar="BYTES",
+            help=f"refuse with 413 what would make {what} larger than this (default {default})",
+        )
+    serve.add_argument(
+        "--conversation-turns",
+        type=_positive(int),
+        default=env("CONVERSATION_TURNS", str(bounds.turns)),
+        metavar="N",
+        help=f"refuse with 413 an answer to a conversation's turn after the N-th; a close still ends it "
+        f"(default {bounds.turns})",
+    )
+
+
+def conversation_limits(args: argparse.Namespace) -> ConversationLimits:
+    """The conversation bounds ``serve``'s options set."""
+    return ConversationLimits(
+        message_bytes=int(args.conversation_message_bytes),
+        conversation_bytes=int(args.conversation_bytes),
+        turns=int(args.conversation_turns),
+    )
 
 
 def add_serve_arguments(serve: argparse.ArgumentParser) -> None:

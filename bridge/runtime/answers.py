@@ -101,6 +101,7 @@ class AnswerService:
             idempotency_key=idempotency_key,
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
         )
         return await self._apply_answer(
             answer, current, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id, run=run
@@ -132,6 +133,7 @@ class AnswerService:
             ask_answer="(preview)",
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
         )
         now = self._k.clock.now_ms()
         record = await self._visible_interrupt(principal, interrupt_id)
@@ -237,6 +239,7 @@ class AnswerService:
             idempotency_key=idempotency_key,
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
         )
         return await self._apply_answer(answer, record, interrupt_id=record.interrupt_id, run_id=None, node_id=None)
 

@@ -15,6 +15,7 @@ from typing import Any
 from bridge import spec
 from bridge.core import kinds
 from bridge.core.auth import Principal
+from bridge.core.conversation_limits import ConversationLimits, message_bytes
 from bridge.core.decisions.common import NewId, resolution_of, resolved_payload, settle
 from bridge.core.errors import (
     InterruptAlreadyResolvedError,
@@ -139,14 +140,37 @@ class PreparedExchange:
     error: Exception | None = None
 
 
+def answered_bytes(record: InterruptRecord) -> int:
+    """The bytes the exchange's conversation answered before it (kept in its row when it was raised)."""
+    used = record.state.get("answeredBytes")
+    return used if isinstance(used, int) and not isinstance(used, bool) and used >= 0 else 0
+
+
+def turn_bytes(record: InterruptRecord) -> int:
+    """What an answered exchange adds to its conversation's answered bytes (0 when it is not answered)."""
+    resolution = record.resolution or {}
+    turn = resolution.get("turn")
+    if record.status != "resolved" or not isinstance(turn, Mapping):
+        return 0
+    closing = bool(resolution.get("closed"))
+    return message_bytes(turn, resolution.get("outcome") if closing else None, None)
+
+
 def exchange_index(record: InterruptRecord) -> int:
     """The turn index an exchange interrupt waits for."""
     data = record.payload["data"]
     return int(data.get("turnIndex") or record.state.get("promptTurn", {}).get("turnIndex", 1))
 
 
-def prepare_exchange(record: InterruptRecord, value: Any, principal: Principal, now: int) -> PreparedExchange:
-    """Normalise and check an answer to a ``conversation.exchange`` without looking at its state."""
+def prepare_exchange(
+    record: InterruptRecord,
+    value: Any,
+    principal: Principal,
+    now: int,
+    limits: ConversationLimits | None = None,
+) -> PreparedExchange:
+    """Normalise and check an answer to a ``conversation.exchange`` without looking at its state
+    (the bytes its conversation answered before it are in the exchange's row, set when it was raised)."""
     data = record.payload["data"]
     cid = data["conversationId"]
     index = exchange_index(record)
@@ -166,6 +190,11 @@ def prepare_exchange(record: InterruptRecord, value: Any, principal: Principal, 
         if operation == "exchange":
             kinds.validate_against(data.get("outcomeSchema"), content, "answer")
         turn = _answer_turn(turn_in, supplied_id or expected_id, content, procedural, principal, now, index)
+        if limits is not None:
+            closing = operation == "close"
+            size = message_bytes(turn, outcome, reason) if closing else message_bytes(turn)
+            wordless = procedural and outcome is None
+            limits.check(size, answered_bytes(record), index, closing=closing, wordless=wordless)
     except Exception as exc:  # raised by the decision, after the retry rules
         error = exc
     return PreparedExchange(
