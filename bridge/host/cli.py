@@ -98,6 +98,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             lease_ms=args.lease_ms,
             idempotency_ttl_ms=args.idempotency_hours * 3600 * 1000,
             conversation_limits=conversation_limits(args),
+            snapshot_messages=int(args.snapshot_messages),
         ),
         token_secrets=secrets,
     )

@@ -192,6 +192,14 @@ def _add_conversation_limits(serve: argparse.ArgumentParser) -> None:
         help=f"refuse with 413 an answer to a conversation's turn after the N-th; a close still ends it "
         f"(default {bounds.turns})",
     )
+    serve.add_argument(
+        "--snapshot-messages",
+        type=_positive(int),
+        default=env("SNAPSHOT_MESSAGES", "50"),
+        metavar="N",
+        help="a run snapshot shows the last N entries of a message channel, with a count and a link to the rest "
+        "(default 50)",
+    )
 
 
 def conversation_limits(args: argparse.Namespace) -> ConversationLimits:

@@ -25,3 +25,6 @@ class EngineConfig:
     #: Bounds on what the answers of a conversation may store (see
     #: :class:`bridge.core.conversation_limits.ConversationLimits`).
     conversation_limits: ConversationLimits = field(default_factory=ConversationLimits)
+    #: The entries of a message channel a run snapshot shows: the last ones, with a count and a link to
+    #: the rest (``GET /v1/runs/{runId}/channels/{name}``).
+    snapshot_messages: int = 50

@@ -163,7 +163,10 @@ def test_conversation_bounds_are_options(
     assert engine.config.conversation_limits == ConversationLimits(
         message_bytes=4096, conversation_bytes=65536, turns=20
     )
-    for flag in ("--conversation-message-bytes", "--conversation-bytes", "--conversation-turns"):
+    assert engine.config.snapshot_messages == 50
+    args = build_parser().parse_args(["serve", "--db", str(tmp_path / "e.db"), "--snapshot-messages", "8"])
+    assert build_server(args)[1].config.snapshot_messages == 8
+    for flag in ("--conversation-message-bytes", "--conversation-bytes", "--conversation-turns", "--snapshot-messages"):
         for bad in ("0", "-1", "lots"):
             with pytest.raises(SystemExit) as exit_:
                 build_parser().parse_args(["serve", flag, bad])
