@@ -113,3 +113,19 @@ async def test_concurrent_answers_with_one_message_id_and_other_content(
     codes = [r.status_code for r in replies]
     assert codes.count(200) == 1 and codes.count(409) == 3, codes
     assert len(await _said(engine, run_id)) == 1
+
+
+async def test_an_answer_naming_a_taken_turn_by_its_index_is_409_not_the_open_turns_answer(
+    client: httpx.AsyncClient, engine: Engine
+) -> None:
+    run_id = await _start(client, engine)
+    assert (await _say(client, run_id, {"turn": {"turnIndex": 1, "content": "one"}})).status_code == 200
+    await settle(engine, run_id)
+    late = await _say(client, run_id, {"turn": {"turnIndex": 1, "content": "one, said again"}})
+    body = envelope(late, 409, "interrupt_already_resolved")
+    assert body["details"]["turnIndex"] == 1
+    ahead = await _say(client, run_id, {"turn": {"turnIndex": 3, "content": "too soon"}})
+    envelope(ahead, 400, "validation_error")
+    assert await _said(engine, run_id) == [(1, "one")]
+    pending = await engine.store.interrupt_at(run_id, "talk")
+    assert pending is not None and pending.status == "pending" and pending.payload["data"]["turnIndex"] == 2

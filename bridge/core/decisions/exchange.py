@@ -94,16 +94,23 @@ def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any,
 
 
 def named_earlier_turn(record: InterruptRecord, value: Any) -> int | None:
-    """The earlier turn of ``record``'s conversation an answer to ``record`` names by its ``turn.messageId``, if any.
+    """The earlier turn of ``record``'s conversation an answer to ``record`` names (by its
+    ``turn.messageId``, else its ``turn.turnIndex``), if any.
 
-    Such an answer is a retry of that turn: it is decided on that turn's row (the same content is
-    idempotent, other content a conflict), never on the turn open now.
+    Such an answer is for that turn: it is decided on that turn's row (the same ``messageId`` and
+    content is an idempotent retry, anything else a conflict), never on the turn open now.
     """
     turn = value.get("turn") if isinstance(value, Mapping) else None
-    message_id = turn.get("messageId") if isinstance(turn, Mapping) else None
-    if not isinstance(message_id, str):
+    if not isinstance(turn, Mapping):
         return None
-    return _earlier_turn(record.payload["data"]["conversationId"], message_id, exchange_index(record))
+    index = exchange_index(record)
+    message_id = turn.get("messageId")
+    if isinstance(message_id, str):
+        return _earlier_turn(record.payload["data"]["conversationId"], message_id, index)
+    named = turn.get("turnIndex")
+    if isinstance(named, int) and not isinstance(named, bool) and 1 <= named < index:
+        return named
+    return None
 
 
 def _earlier_turn(cid: str, message_id: str, index: int) -> int | None:
