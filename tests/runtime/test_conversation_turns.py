@@ -1,9 +1,9 @@
 """One answer per conversation turn: concurrent answers to the open turn, and ``messageId`` retries.
 
-An answer answers the turn that was open when it arrived (or the turn its ``messageId`` names),
-never the next one: of two concurrent answers exactly one wins, the other is
-``409 interrupt_already_resolved``. A ``messageId`` already applied with the same content is an
-idempotent retry; with different content it is a conflict (409).
+An answer answers the turn that was open when it arrived, or the turn it names (``turn.messageId``
+or ``turn.turnIndex``), never a later one: of concurrent answers naming one turn exactly one wins,
+the others are ``409 interrupt_already_resolved``. A ``messageId`` already applied with the same
+content is an idempotent retry; with different content it is a conflict (409).
 """
 
 from __future__ import annotations
@@ -46,7 +46,11 @@ async def _said(engine: Engine, run_id: str) -> list[tuple[int, Any]]:
 
 async def test_two_concurrent_answers_to_one_turn_give_one_winner(client: httpx.AsyncClient, engine: Engine) -> None:
     run_id = await _start(client, engine)
-    first, second = await asyncio.gather(_say(client, run_id, "from alpha"), _say(client, run_id, "from beta"))
+    # Each names the turn it answers (by index): however the two interleave, turn 2 never takes either.
+    first, second = await asyncio.gather(
+        _say(client, run_id, {"turn": {"turnIndex": 1, "content": "from alpha"}}),
+        _say(client, run_id, {"turn": {"turnIndex": 1, "content": "from beta"}}),
+    )
     await settle(engine, run_id)
     codes = sorted([first.status_code, second.status_code])
     assert codes == [200, 409], (first.text, second.text)
@@ -64,7 +68,14 @@ async def test_two_concurrent_answers_to_one_turn_give_one_winner(client: httpx.
 async def test_many_concurrent_answers_each_turn_has_one_winner(client: httpx.AsyncClient, engine: Engine) -> None:
     run_id = await _start(client, engine, turns=2)
     for turn in (1, 2):
-        replies = await asyncio.gather(*(_say(client, run_id, f"turn {turn} from {i}") for i in range(8)))
+        record = await engine.store.interrupt_at(run_id, "talk")
+        assert record is not None
+        mid = f"{record.payload['data']['conversationId']}:{turn}:user"
+        # Half name the turn by index, half by messageId (each with words of its own).
+        named = [{"turnIndex": turn} if i % 2 else {"messageId": mid} for i in range(8)]
+        replies = await asyncio.gather(
+            *(_say(client, run_id, {"turn": {**n, "content": f"turn {turn} from {i}"}}) for i, n in enumerate(named))
+        )
         await settle(engine, run_id)
         codes = [r.status_code for r in replies]
         assert codes.count(200) == 1 and codes.count(409) == 7, codes
