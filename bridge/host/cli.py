@@ -26,7 +26,7 @@ from bridge.core.tokens import parse_secret_spec
 from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
 from bridge.host import plugins
 from bridge.host.http.limits import HeaderLimits, http_protocol
-from bridge.host.options import add_serve_arguments, env
+from bridge.host.options import add_serve_arguments, conversation_limits, env
 from bridge.host.plugins import ServerBuild
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.engine import Engine
@@ -137,6 +137,8 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             default_threshold=args.escalation_threshold,
             lease_ms=args.lease_ms,
             idempotency_ttl_ms=args.idempotency_hours * 3600 * 1000,
+            conversation_limits=conversation_limits(args),
+            snapshot_messages=int(args.snapshot_messages),
         ),
         token_secrets=secrets,
     )

@@ -17,6 +17,7 @@ from bridge.core.auth import Principal
 from bridge.core.decisions.answer import answer_decision, prepare_answer
 from bridge.core.decisions.cancel import cancel_decision
 from bridge.core.decisions.common import Answer
+from bridge.core.decisions.exchange import exchange_index, named_earlier_turn
 from bridge.core.errors import InterruptNotFoundError, ValidationError
 from bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
 from bridge.core.tokens import TokenClaims
@@ -86,7 +87,12 @@ class AnswerService:
             run, current = await self._runs.visible_run_at(run_id, node_id, principal)
             if current is None:
                 raise InterruptNotFoundError(f"no interrupt at node {node_id!r} of run {run_id!r}")
-            interrupt_id = None if kinds.kind_of(current.kind).turn else current.interrupt_id
+            interrupt_id = current.interrupt_id
+        if kinds.kind_of(current.kind).turn:
+            # An answer answers the turn open when it came, or the earlier turn its messageId names:
+            # decided on that turn's row, a turn already taken is 409, never the next turn's answer.
+            current = await self._named_turn(current, value)
+            interrupt_id = current.interrupt_id
         answer = Answer(
             principal=principal,
             value=value,
@@ -95,10 +101,24 @@ class AnswerService:
             idempotency_key=idempotency_key,
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
         )
         return await self._apply_answer(
             answer, current, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id, run=run
         )
+
+    async def _named_turn(self, current: InterruptRecord, value: Any) -> InterruptRecord:
+        """The exchange an answer to the turn ``current`` is for: the earlier turn of the same
+        conversation its ``turn.messageId`` names, if the node raised one, else ``current``."""
+        earlier = named_earlier_turn(current, value)
+        if earlier is None:
+            return current
+        cid = current.payload["data"]["conversationId"]
+        for record in await self._k.store.node_interrupts(current.run_id, current.exec_node):
+            data = record.payload.get("data", {})
+            if record.kind == current.kind and data.get("conversationId") == cid and exchange_index(record) == earlier:
+                return record
+        return current
 
     async def preview_answer(self, principal: Principal, value: Any, *, interrupt_id: str) -> None:
         """Check an answer without applying it: raises exactly what :meth:`resolve` would.
@@ -113,6 +133,7 @@ class AnswerService:
             ask_answer="(preview)",
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
         )
         now = self._k.clock.now_ms()
         record = await self._visible_interrupt(principal, interrupt_id)
@@ -221,6 +242,7 @@ class AnswerService:
             idempotency_key=idempotency_key,
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
         )
         return await self._apply_answer(answer, record, interrupt_id=record.interrupt_id, run_id=None, node_id=None)
 

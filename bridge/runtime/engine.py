@@ -281,6 +281,7 @@ class Engine:
     snapshot_of = Delegate("views", RunViews.snapshot_of)
     reported_status = Delegate("views", RunViews.reported_status)
     channels = Delegate("views", RunViews.channels)
+    channel = Delegate("views", RunViews.channel)
     load_signing_keys = Delegate("links", LinkService.load_signing_keys)
     rotate_signing_key = Delegate("links", LinkService.rotate_signing_key)
     retire_signing_key = Delegate("links", LinkService.retire_signing_key)

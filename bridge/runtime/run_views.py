@@ -7,8 +7,9 @@ from typing import Any
 from bridge.core import kinds, run_state
 from bridge.core.auth import Principal
 from bridge.core.decisions import exchange
+from bridge.core.errors import NotFoundError
 from bridge.core.records import RunRecord
-from bridge.core.views import run_snapshot
+from bridge.core.views import channel_page, paged_channels, run_snapshot
 from bridge.core.workflow import thaw
 from bridge.runtime.kernel import Kernel
 from bridge.runtime.links import LinkService
@@ -35,10 +36,25 @@ class RunViews:
         open_records = [] if run.terminal else await store.run_interrupts(run.run_id, open_only=True)
         open_records = [r for r in open_records if kinds.kind_of(r.kind).listed]
         views = [self._links.interrupt_view(r, base_url=base_url, link=link) for r in open_records]
-        channels = await self.channels(run)
+        href = f"{base_url}/v1/runs/{run.run_id}/channels"
+        channels, pages = paged_channels(await self.channels(run), self._k.config.snapshot_messages, href)
         children = await store.child_runs(run.run_id)
         status = await self.reported_status(run)
-        return run_snapshot(run, open_views=views, channels=channels, children=children, status=status)
+        return run_snapshot(
+            run, open_views=views, channels=channels, children=children, status=status, channel_pages=pages
+        )
+
+    async def channel(
+        self, run_id: str, principal: Principal, name: str, *, offset: int = 0, limit: int = 100
+    ) -> dict[str, Any]:
+        """A page of one of a run's message channels (``GET /v1/runs/{runId}/channels/{name}``): the whole
+        transcript a snapshot shows only the end of."""
+        principal.require("runs:read")
+        run = await self._runs.visible_run(run_id, principal)
+        value = (await self.channels(run)).get(name)
+        if not isinstance(value, list):
+            raise NotFoundError(f"run {run_id!r} has no message channel {name!r}", details={"channel": name})
+        return channel_page(run.run_id, name, value, offset, limit)
 
     async def reported_status(self, run: RunRecord, depth: int = 0) -> str:
         """The status a run reports: a run that only waits on a child waiting for a person

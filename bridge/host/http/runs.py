@@ -10,8 +10,10 @@ from bridge.core.workflow import thaw
 from bridge.host.http import operations, sse
 from bridge.host.http.body import CancelBody, ForkBody
 from bridge.host.http.deps import (
+    CHANNEL_OFFSET,
     EVENTS_LIMIT,
     LAST_SEQUENCE,
+    PAGE_LIMIT,
     POLL_TIMEOUT_S,
     base_url,
     engine,
@@ -117,6 +119,19 @@ async def run_audit(request: Request) -> Response:
     return JSONResponse({"entries": await eng.audit(run_id)})
 
 
+async def run_channel(request: Request) -> Response:
+    """``GET /v1/runs/{runId}/channels/{name}?offset=&limit=``: a page of a message channel."""
+    who = principal(request)
+    page = await engine(request).channel(
+        request.path_params["run_id"],
+        who,
+        request.path_params["name"],
+        offset=int_param(request, "offset", 0, **CHANNEL_OFFSET),
+        limit=int_param(request, "limit", 100, **PAGE_LIMIT),
+    )
+    return JSONResponse(page)
+
+
 async def list_workflows(request: Request) -> Response:
     """``GET /v1/workflows``."""
     principal(request).require("workflows:read")
@@ -141,4 +156,5 @@ routes = [
     Route("/v1/runs/{run_id}/events", run_events, methods=["GET"]),
     Route("/v1/runs/{run_id}/events/poll", poll_events, methods=["GET"]),
     Route("/v1/runs/{run_id}/audit", run_audit, methods=["GET"]),
+    Route("/v1/runs/{run_id}/channels/{name}", run_channel, methods=["GET"]),
 ]
