@@ -2,7 +2,9 @@
 
 A link is a signed token naming one interrupt and an intent (``resolve`` or
 ``inspect``), valid for 30 minutes by default and never past the interrupt's
-deadline. Keys are either given to the engine (``token_secrets``) or kept in the
+deadline. On a gate that needs several approvals (a quorum) every link names the
+person it is for (its ``subject``): views mint one per reader, and a resolve link
+without a subject is never minted for it. Keys are either given to the engine (``token_secrets``) or kept in the
 store, where a rotation on one instance reaches every other.
 """
 
@@ -11,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from bridge.core import kinds
+from bridge.core import approvals, kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions.common import closed_error
-from bridge.core.errors import InterruptNotFoundError
+from bridge.core.errors import InterruptNotFoundError, ValidationError
 from bridge.core.records import InterruptRecord
 from bridge.core.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
 from bridge.core.views import interrupt_view, token_inspection
@@ -71,24 +73,48 @@ class LinkService:
             raise RuntimeError("the engine is not started")
         return self.signer
 
+    @staticmethod
+    def names_its_reader(record: InterruptRecord) -> bool:
+        """Whether links to this interrupt name the person they are for: a quorum gate counts people."""
+        return kinds.kind_of(record.kind).votes and approvals.counts_people(record.payload.get("data", {}))
+
     def mint_token(
         self, record: InterruptRecord, intent: str = "resolve", *, subject: str | None = None, ttl_ms: int | None = None
     ) -> tuple[str, int]:
-        """A signed link for an interrupt: 30 minutes by default, never past its deadline."""
+        """A signed link for an interrupt: 30 minutes by default, never past its deadline.
+
+        A resolve link for a quorum gate must name its ``subject`` (400 otherwise).
+        """
+        if intent == "resolve" and not subject and self.names_its_reader(record):
+            required = approvals.required_approvals(record.payload.get("data", {}))
+            raise ValidationError(
+                f"this gate needs {required} approvals from different people: a resolve link for it must name "
+                "its subject (the person it is for)"
+            )
         expires = token_expiry(self._k.clock.now_ms(), record.deadline_ms, ttl_ms or self._k.config.token_ttl_ms)
         token = self._signer().mint(record.run_id, record.node_id, record.interrupt_id, expires, intent, subject)
         return token, expires
 
     def interrupt_view(
-        self, record: InterruptRecord, *, base_url: str = "", link: str | None = "resolve"
+        self,
+        record: InterruptRecord,
+        *,
+        base_url: str = "",
+        link: str | None = "resolve",
+        reader: str | None = None,
     ) -> dict[str, Any]:
-        """An interrupt with a fresh signed link of intent ``link`` while it is open (none for ``None``)."""
-        if link is not None and record.open:
-            token, expires = self.mint_token(record, link)
-            view = interrupt_view(record, token=token, token_expires_ms=expires, base_url=base_url)
-            view["tokenIntent"] = link
-            return view
-        return interrupt_view(record)
+        """An interrupt with a signed link of intent ``link`` while it is open (none for ``None``).
+
+        On a quorum gate the link names ``reader`` (the principal the view is for); without a
+        reader such a view carries no link.
+        """
+        subject = reader if self.names_its_reader(record) else None
+        if link is None or not record.open or (subject is None and self.names_its_reader(record)):
+            return interrupt_view(record)
+        token, expires = self.mint_token(record, link, subject=subject)
+        view = interrupt_view(record, token=token, token_expires_ms=expires, base_url=base_url)
+        view["tokenIntent"] = link
+        return view
 
     @staticmethod
     def link_for(principal: Principal) -> str:

@@ -109,6 +109,11 @@ def _voter(
     """``(voter, acting principal)``, or the refusal when this answer may not vote as the one it names."""
     data = intr.payload["data"]
     principal = answer.principal
+    if principal is None and not answer.token_subject and approvals.counts_people(data):
+        raise ForbiddenError(
+            f"a quorum counts people: this link names no one, so it cannot vote on a gate that needs "
+            f"{approvals.required_approvals(data)} approvals; answer with your API key or with a link made out to you"
+        )
     acting = principal.id if principal else resolver_id(answer)
     named = normalized.voter
     if answer.token_subject:  # the link names its voter, and no one else

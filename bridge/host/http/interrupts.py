@@ -61,7 +61,8 @@ async def mint_link(request: Request) -> Response:
     """``POST /v1/runs/{runId}/interrupts/{nodeId}/links {intent, subject?, ttlMs?}``.
 
     Minting a link for someone else (``subject``) needs the right to act on
-    their behalf; the link then votes as them.
+    their behalf; the link then votes as them. A resolve link for a quorum gate
+    must name its subject (a quorum counts people).
     """
     who = principal(request)
     who.require("approvals:respond")
@@ -118,7 +119,7 @@ async def interrupt_detail(request: Request) -> Response:
         who.require("interrupts:read")  # what lists it in the inbox opens it too
     eng = engine(request)
     record = await eng.interrupt_at(request.path_params["run_id"], request.path_params["node_id"], who)
-    return JSONResponse(eng.interrupt_view(record, base_url=base_url(request), link=eng.link_for(who)))
+    return JSONResponse(eng.interrupt_view(record, base_url=base_url(request), link=eng.link_for(who), reader=who.id))
 
 
 routes = [

@@ -99,7 +99,7 @@ async def list_runs(request: Request) -> Response:
     url = base_url(request)
     snaps = []
     for run in page:
-        snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who))
+        snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who), reader=who.id)
         snaps.append(documents.snapshot(snap, run.tenant, snap["owner"]["principal"], url))
     return JSONResponse({"runs": snaps, **({"nextCursor": cursor} if cursor else {})})
 
