@@ -21,7 +21,7 @@ from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
 
 
-@idempotent("POST /v1/runs/{runId}/interrupts/{nodeId}")
+@idempotent("POST /v1/runs/{runId}/interrupts/{nodeId}", scope="approvals:respond")
 async def resolve(request: Request) -> Response:
     """``POST /v1/runs/{runId}/interrupts/{nodeId} {resumeValue}`` (scope approvals:respond)."""
     who = principal(request)
@@ -29,7 +29,7 @@ async def resolve(request: Request) -> Response:
     return JSONResponse(await operations.resolve(request, who, body, request.path_params["run_id"]))
 
 
-@idempotent("POST /v1/runs/{runId}/approvals/{nodeId}")
+@idempotent("POST /v1/runs/{runId}/approvals/{nodeId}", scope="approvals:respond")
 async def legacy_approval(request: Request) -> Response:
     """``POST /v1/runs/{runId}/approvals/{nodeId}`` with a bare ``{action, …}`` or ``{decision}`` body."""
     who = principal(request)
