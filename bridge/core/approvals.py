@@ -285,6 +285,11 @@ def counts_people(data: Mapping[str, Any]) -> bool:
     return required_approvals(data) > 1
 
 
+def distinct_approvers(data: Mapping[str, Any]) -> list[str]:
+    """The principals ``approversList`` names, each once (a name listed twice is still one voter)."""
+    return list(dict.fromkeys(str(a) for a in data.get("approversList") or []))
+
+
 @dataclass(frozen=True, slots=True)
 class Tally:
     """Where a quorum stands after counting the votes."""
@@ -312,7 +317,7 @@ def tally(data: Mapping[str, Any], votes: Sequence[Mapping[str, Any]], *, bypass
     policy = str(data.get("rejectionPolicy") or "single-veto")
     accepts = sum(1 for v in votes if v["action"] in ACCEPTING)
     rejects = sum(1 for v in votes if v["action"] in REJECTING)
-    approvers = list(data.get("approversList") or [])
+    approvers = distinct_approvers(data)
     outcome = "pending"
     if bypass or accepts >= required:
         outcome = "accepted"
