@@ -263,9 +263,7 @@ class AnswerService:
         now = self._k.clock.now_ms()
         items = []
         for record in page.items:
-            url = None
-            if record.open:
-                token, _ = self._links.mint_token(record, "inspect")
-                url = f"{base_url}/v1/interrupts/{token}"
+            minted = self._links.view_token(record, "inspect", principal.id) if record.open else None
+            url = f"{base_url}/v1/interrupts/{minted[0]}" if minted else None
             items.append(inbox_item(record, now, url))
         return {"items": items, "nextCursor": page.next_cursor}
