@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bridge import Engine, Workflow
+from bridge import Engine, SqliteStore, Workflow
+from bridge.core.auth import KeyRing
 from bridge.core.records import InterruptRecord
+from bridge.host.http import create_app
 from bridge.host.v2 import ids
 from bridge.host.v2 import tokens as v2_tokens
-from tests.conftest import auth
+from tests.conftest import KEYS, auth, fixture_workflows
 from tests.helpers import envelope, event_types, settle
 from tests.host.test_v2_schemas import assert_envelope
 from tests.host.v2_scenario import V2, enc, h, wait_status
@@ -187,3 +190,36 @@ async def test_over_v2_one_person_cannot_fill_a_two_person_quorum(
     assert "names no one" in refused.json()["message"]
     assert [v["voter"] for v in (await engine.store.get_interrupt(record.interrupt_id)).state["votes"]] == ["alice"]
     assert (await wait_status(http, run_id, ("waiting-approval",)))["status"] == "waiting-approval"
+
+
+class _CountingAsk:
+    """An ask service that counts the questions it is put."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def answer(self, record: InterruptRecord, question: str, asked_by: str) -> str:
+        self.asked.append(asked_by)
+        return "an answer"
+
+
+async def test_a_link_that_names_no_one_does_not_reach_the_ask_service(tmp_path: Path) -> None:
+    ask = _CountingAsk()
+    engine = Engine(SqliteStore(tmp_path / "ask.db"), workflows=fixture_workflows(), ask_service=ask)
+    await engine.start()
+    try:
+        app = create_app(engine, KeyRing(KEYS.values()), manage_engine=False)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bridge.test") as client:
+            _pair_gate(engine)
+            run_id = await _started(client, engine)
+            record = await engine.store.interrupt_at(run_id, "gate")
+            assert record is not None
+            question = {"resumeValue": {"action": "ask", "question": "why?"}}
+            refused = await client.post(f"/v1/interrupts/{_unnamed_link(engine, record)}", json=question)
+            envelope(refused, 403, "forbidden")
+            assert ask.asked == []
+            named, _ = engine.mint_token(record, "resolve", subject="bob")
+            asked = await client.post(f"/v1/interrupts/{named}", json=question)
+            assert asked.status_code == 200 and ask.asked == ["bob"], asked.text
+    finally:
+        await engine.stop()
