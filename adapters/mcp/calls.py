@@ -97,7 +97,7 @@ def waiting(
     link = engine.link_for(principal)
     shown = []
     for record in records:
-        view = engine.interrupt_view(record, base_url=base_url, link=link)
+        view = engine.interrupt_view(record, base_url=base_url, link=link, reader=principal.id)
         entry = {k: view[k] for k in ("interruptId", "nodeId", "kind", "title", "callbackUrl", "votes") if k in view}
         shown.append(entry)
     body = {

@@ -15,6 +15,7 @@ from typing import Any
 from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions.answer import answer_decision, prepare_answer
+from bridge.core.decisions.approval import unnamed_link_refusal
 from bridge.core.decisions.cancel import cancel_decision
 from bridge.core.decisions.common import Answer
 from bridge.core.decisions.exchange import exchange_index, named_earlier_turn
@@ -232,13 +233,15 @@ class AnswerService:
         what :meth:`verify_token` already returned for it."""
         claims, record = verified or await self._links.verify_token(token)
         who = claims.subject or (principal.id if principal else "signed-link")
+        # A link the decision refuses (it names no one, on a quorum gate) puts no question to the ask service.
+        refused = unnamed_link_refusal(record, principal, claims.subject) is not None
         answer = Answer(
             principal=principal,
             value=value,
             surface="token",
             token_subject=claims.subject,
             token_intent=claims.intent,
-            ask_answer=await self._ask_answer(record, value, who),
+            ask_answer=None if refused else await self._ask_answer(record, value, who),
             idempotency_key=idempotency_key,
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
@@ -288,9 +291,7 @@ class AnswerService:
         now = self._k.clock.now_ms()
         items = []
         for record in page.items:
-            url = None
-            if record.open:
-                token, _ = self._links.mint_token(record, "inspect")
-                url = f"{base_url}/v1/interrupts/{token}"
+            minted = self._links.view_token(record, "inspect", principal.id) if record.open else None
+            url = f"{base_url}/v1/interrupts/{minted[0]}" if minted else None
             items.append(inbox_item(record, now, url))
         return {"items": items, "nextCursor": page.next_cursor}

@@ -28,14 +28,17 @@ class RunViews:
         """The ``RunSnapshot`` of a run, with signed links for its open interrupts."""
         principal.require("runs:read")
         run = await self._runs.visible_run(run_id, principal)
-        return await self.snapshot_of(run, base_url=base_url, link=self._links.link_for(principal))
+        return await self.snapshot_of(run, base_url=base_url, link=self._links.link_for(principal), reader=principal.id)
 
-    async def snapshot_of(self, run: RunRecord, *, base_url: str = "", link: str | None = "resolve") -> dict[str, Any]:
-        """The snapshot of an already-loaded run (no access check); open interrupts carry ``link`` links."""
+    async def snapshot_of(
+        self, run: RunRecord, *, base_url: str = "", link: str | None = "resolve", reader: str | None = None
+    ) -> dict[str, Any]:
+        """The snapshot of an already-loaded run (no access check); open interrupts carry ``link`` links
+        (on a quorum gate, links that name ``reader``, and none without one)."""
         store = self._k.store
         open_records = [] if run.terminal else await store.run_interrupts(run.run_id, open_only=True)
         open_records = [r for r in open_records if kinds.kind_of(r.kind).listed]
-        views = [self._links.interrupt_view(r, base_url=base_url, link=link) for r in open_records]
+        views = [self._links.interrupt_view(r, base_url=base_url, link=link, reader=reader) for r in open_records]
         href = f"{base_url}/v1/runs/{run.run_id}/channels"
         channels, pages = paged_channels(await self.channels(run), self._k.config.snapshot_messages, href)
         children = await store.child_runs(run.run_id)

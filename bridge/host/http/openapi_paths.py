@@ -270,7 +270,8 @@ def interrupt_paths() -> dict[str, Any]:
         },
         "/v1/runs/{runId}/interrupts/{nodeId}/links": {
             "post": operation(
-                "Mint a signed link for an interrupt. The body is optional; when present it is an object.",
+                "Mint a signed link for an interrupt. The body is optional; when present it is an object. A resolve "
+                "link for a gate that needs several approvals must name its subject (400 otherwise).",
                 {"201": json_response(any_obj, "Created"), **error_responses(400, 401, 403, 404, 409, 413, 415)},
                 body=request_body(LinkBody, False),
                 params=[run_id, node_id],

@@ -34,7 +34,7 @@ def _run_created(request: Request, run_id: str, status: str, **extra: object) ->
     )
 
 
-@idempotent("POST /v1/runs")
+@idempotent("POST /v1/runs", scope="runs:create")
 async def create_run(request: Request) -> Response:
     """``POST /v1/runs``."""
     run = await operations.create_run(request, principal(request))

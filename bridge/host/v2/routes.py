@@ -76,7 +76,7 @@ def _created(request: Request, run_id: str, tenant: str, status: str, **extra: A
 
 
 @v2_route
-@idempotent("POST /runs", rules=RULES)
+@idempotent("POST /runs", scope="runs:create", rules=RULES)
 async def create_run(request: Request) -> Response:
     """``POST /runs``; with ``OpenWOP-Dedup: enforce``, one active run per ``(tenantId, scopeId)`` (:mod:`.dedup`)."""
     who = principal(request)
@@ -99,7 +99,7 @@ async def list_runs(request: Request) -> Response:
     url = base_url(request)
     snaps = []
     for run in page:
-        snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who))
+        snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who), reader=who.id)
         snaps.append(documents.snapshot(snap, run.tenant, snap["owner"]["principal"], url))
     return JSONResponse({"runs": snaps, **({"nextCursor": cursor} if cursor else {})})
 
@@ -115,7 +115,7 @@ async def get_run(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /runs/{runId}/cancel", rules=RULES)
+@idempotent("POST /runs/{runId}/cancel", scope="runs:cancel", rules=RULES)
 async def cancel_run(request: Request) -> Response:
     """``POST /runs/{runId}/cancel``."""
     who = principal(request)
@@ -125,7 +125,7 @@ async def cancel_run(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /runs/{runId}:fork", rules=RULES)
+@idempotent("POST /runs/{runId}:fork", scope="runs:create", rules=RULES)
 async def fork_run(request: Request) -> Response:
     """``POST /runs/{runId}:fork``."""
     who = principal(request)
@@ -204,7 +204,7 @@ async def poll_events(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /runs/{runId}/interrupts/{nodeId}", rules=RULES)
+@idempotent("POST /runs/{runId}/interrupts/{nodeId}", scope="approvals:respond", rules=RULES)
 async def resolve(request: Request) -> Response:
     """``POST /runs/{runId}/interrupts/{nodeId} {resumeValue}``."""
     who = principal(request)
