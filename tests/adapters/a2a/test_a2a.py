@@ -425,3 +425,31 @@ def test_the_card_path_known_without_the_sdk_is_the_sdks() -> None:
     from adapters.a2a.discovery import CARD_PATH
 
     assert CARD_PATH == AGENT_CARD_WELL_KNOWN_PATH
+
+
+async def test_an_answer_naming_another_interrupt_is_refused_and_changes_nothing(agent: Agent, engine: Engine) -> None:
+    client = agent.client()
+    task = await send(client, message(skill="conformance-approval-reject-loopback"))
+    first = openwop(task)["interrupt"]["interruptId"]
+    again = await send(client, message(task_id=task.id, interrupt={"action": "reject", "interruptId": first}))
+    assert again.status.state == INPUT
+    second = openwop(again)["interrupt"]["interruptId"]
+    assert second != first
+    other = await send(client, message(skill="conformance-approval"))
+    other_id = openwop(other)["interrupt"]["interruptId"]
+    before = len(await engine.store.read_events(task.id))
+    # The interrupt already answered: -32004 (the state no longer admits it), carrying the 409 envelope.
+    with pytest.raises(UnsupportedOperationError) as resolved:
+        await send(client, message(task_id=task.id, interrupt={"action": "accept", "interruptId": first}))
+    assert resolved.value.data is not None
+    assert resolved.value.data["openwop"]["error"] == "interrupt_already_resolved"
+    # A made-up id, and another task's open interrupt: invalid params.
+    for named in ("int_00000000000000000000000000", "made-up", other_id):
+        with pytest.raises(InvalidParamsError):
+            await send(client, message(task_id=task.id, interrupt={"action": "accept", "interruptId": named}))
+    assert len(await engine.store.read_events(task.id)) == before
+    still = await client.get_task(GetTaskRequest(id=task.id))
+    assert still.status.state == INPUT and openwop(still)["interrupt"]["interruptId"] == second
+    assert openwop(await client.get_task(GetTaskRequest(id=other.id)))["interrupt"]["interruptId"] == other_id
+    done = await send(client, message(task_id=task.id, interrupt={"action": "accept", "interruptId": second}))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
