@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 import mcp_types as types
+import orjson
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -38,6 +39,7 @@ from adapters.mcp.calls import answerable, apply, elicitation, finished, settle,
 from adapters.mcp.state import STATE_TTL_S, StoredKeyCodec, claim, new_nonce
 from adapters.mcp.tools import tools_of
 from bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
+from bridge.host import MAX_JSON_DEPTH, too_deep
 
 NAME = "openwop-bridge"
 
@@ -106,6 +108,7 @@ class McpService:
             return error_result(exc)
 
     async def _start(self, principal: Principal, params: types.CallToolRequestParams) -> RunRecord:
+        storable(params.arguments, "arguments")
         try:
             return await self.engine.create_run(principal, params.name, inputs=params.arguments or {})
         except ValidationError as exc:
@@ -192,6 +195,24 @@ class McpService:
             if ended is not None:
                 return ended
         return None
+
+
+def storable(value: Any, what: str) -> None:
+    """Refuse, as invalid params, what a REST body could not carry either.
+
+    The same limits as the host's body reader: nesting deeper than :data:`MAX_JSON_DEPTH`, and
+    numbers JSON's reader there refuses (integers outside 64 bits), which the store cannot write.
+    """
+    if too_deep(value, MAX_JSON_DEPTH):
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"{what} nest arrays and objects more than {MAX_JSON_DEPTH} levels deep",
+            {"maxDepth": MAX_JSON_DEPTH},
+        )
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        raise MCPError(types.INVALID_PARAMS, f"{what} hold a value JSON cannot carry here: {exc}") from None
 
 
 def error_result(exc: BridgeError) -> types.CallToolResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -325,3 +326,55 @@ async def test_several_open_interrupts_are_all_asked(
         == sorted(e["resource"] for e in audit["entries"] if e["action"] == "approval.vote.accept")
         and len(audit["entries"]) == 2
     )
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "arguments",
+    [{"delayMs": 2**70}, {"delayMs": -(2**64)}, {"delayMs": 1, "extra": _nested(65)}],
+    ids=["beyond-u64", "below-i64", "65-deep"],
+)
+async def test_arguments_json_cannot_hold_are_invalid_params_without_a_traceback(
+    served: tuple[str, httpx.AsyncClient], mode: str, arguments: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    url, rest = served
+    async with _client(url, mode=mode) as client:
+        with pytest.raises(MCPError) as err:
+            await client.call_tool("conformance-delay", arguments)
+        assert (await client.call_tool("conformance-delay", {"delayMs": 1})).is_error is False
+    assert err.value.error.code == types.INVALID_PARAMS
+    assert "Traceback" not in err.value.error.message and "Traceback" not in str(err.value.error.data)
+    assert not [r for r in caplog.records if r.exc_info]
+    assert len((await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]) == 1
+
+
+async def test_arguments_nested_300_deep_are_invalid_params_without_a_traceback(
+    served: tuple[str, httpx.AsyncClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    # The SDK's client refuses to write such a value, so the call is sent as the wire carries it.
+    _, rest = served
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    params = {"name": "conformance-delay", "_meta": meta, "arguments": {"delayMs": 1, "x": "NESTED"}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    body = body.replace('"NESTED"', "[" * 300 + "1" + "]" * 300)
+    headers = {
+        **auth("admin"),
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "conformance-delay",
+    }
+    r = await rest.post("/mcp", content=body, headers=headers)
+    error = r.json()["error"]
+    assert error["code"] == types.INVALID_PARAMS and "64 levels" in error["message"]
+    assert "Traceback" not in r.text
+    assert not [rec for rec in caplog.records if rec.exc_info]
+    assert (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"] == []
