@@ -55,6 +55,20 @@ async def apply(
     return await engine.resolve(principal, value, interrupt_id=record.interrupt_id)
 
 
+async def preview(
+    engine: Engine, principal: Principal, record: InterruptRecord, action: str, content: Mapping[str, Any] | None
+) -> None:
+    """Raise what :func:`apply` would refuse (a wrong key, role or answer), applying nothing."""
+    _, form = form_for(record)
+    if action == "cancel" or (action == "decline" and not kinds.kind_of(record.kind).votes):
+        await engine.preview_cancel(principal, record.interrupt_id)
+        return
+    value = form.answer(content)
+    if kinds.kind_of(record.kind).votes:
+        value = {**value, "action": "accept" if action == "accept" else "reject"}
+    await engine.preview_answer(principal, value, interrupt_id=record.interrupt_id)
+
+
 async def settle(
     engine: Engine, run_id: str, after: int, progress: Progress
 ) -> tuple[RunRecord, list[InterruptRecord], int]:

@@ -35,7 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import ASGIApp
 
-from adapters.mcp.calls import answerable, apply, elicitation, finished, settle, waiting
+from adapters.mcp.calls import answerable, apply, elicitation, finished, preview, settle, waiting
 from adapters.mcp.state import STATE_TTL_S, StoredKeyCodec, claim, new_nonce
 from adapters.mcp.tools import tools_of
 from bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
@@ -144,21 +144,47 @@ class McpService:
         run = await self.engine.visible_run(str(state.get("run")), principal)
         if run.workflow_id != params.name:
             raise MCPError(types.INVALID_PARAMS, "requestState belongs to another tool")
+        answers = await self._checked_answers(principal, run, state, params.input_responses or {})
         if not isinstance(state.get("nonce"), str) or not await claim(self.engine, state["nonce"]):
             raise MCPError(
                 types.INVALID_PARAMS,
                 "requestState was already used: each one answers once; call the tool again to start anew",
                 {"reason": "request_state_used", "runId": run.run_id},
             )
-        for interrupt_id, response in (params.input_responses or {}).items():
-            if interrupt_id not in state.get("ids", ()) or not isinstance(response, types.ElicitResult):
-                continue
+        for interrupt_id, response in answers:
             opened = {r.interrupt_id: r for r in await self.engine.open_interrupts(run.run_id)}
             if interrupt_id in opened:
                 ended = await self._answer(principal, run, opened[interrupt_id], response, base)
                 if ended is not None:
                     return ended
         return run
+
+    async def _checked_answers(
+        self, principal: Principal, run: RunRecord, state: dict[str, Any], responses: dict[str, Any]
+    ) -> list[tuple[str, types.ElicitResult]]:
+        """The answers of a retry that would be applied, each checked first.
+
+        A refusal here (a key that may not answer, a wrong role, an invalid answer) changes
+        nothing, so it does not spend the state: the same state answers from a key that may.
+        An interrupt answered elsewhere meanwhile is left out (the run's real state decides).
+        """
+        opened = {r.interrupt_id: r for r in await self.engine.open_interrupts(run.run_id)}
+        checked: list[tuple[str, types.ElicitResult]] = []
+        for interrupt_id, response in responses.items():
+            if interrupt_id not in state.get("ids", ()) or not isinstance(response, types.ElicitResult):
+                continue
+            storable(response.content, "answers")
+            record = opened.get(interrupt_id)
+            if record is None:
+                continue
+            try:
+                await preview(self.engine, principal, record, response.action, response.content)
+            except BridgeError as exc:
+                if exc.status != 409:
+                    raise
+                continue
+            checked.append((interrupt_id, response))
+        return checked
 
     async def _answer(
         self, principal: Principal, run: RunRecord, record: InterruptRecord, answer: types.ElicitResult, base: str

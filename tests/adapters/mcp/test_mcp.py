@@ -16,10 +16,15 @@ from mcp.shared.exceptions import MCPError
 
 from adapters.mcp import McpMount
 from bridge import Engine, KeyRing, Workflow
+from bridge.core.auth import make_key
 from bridge.host.http import create_app
 from tests.conftest import KEYS, TOKENS, auth
 from tests.helpers import settle
 from tests.server import uvicorn_server
+
+#: alice's second key: she may start runs and read them, not answer (no ``approvals:respond``).
+NARROW = make_key("key-alice-narrow", principal="alice", scopes=["runs:read", "runs:create", "workflows:read"])
+TOKENS = {**TOKENS, "alice-narrow": "key-alice-narrow"}
 
 Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 
@@ -29,7 +34,7 @@ async def served(engine: Engine) -> AsyncIterator[tuple[str, httpx.AsyncClient]]
     mount = McpMount(engine)
     app = create_app(
         engine,
-        KeyRing(KEYS.values()),
+        KeyRing([*KEYS.values(), NARROW]),
         manage_engine=False,
         extra_routes=[mount.route],
         on_startup=[mount.start],
@@ -378,3 +383,28 @@ async def test_arguments_nested_300_deep_are_invalid_params_without_a_traceback(
     assert "Traceback" not in r.text
     assert not [rec for rec in caplog.records if rec.exc_info]
     assert (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"] == []
+
+
+async def test_an_answer_refused_403_leaves_the_request_state_usable(served: tuple[str, httpx.AsyncClient]) -> None:
+    url, rest = served
+    accept = types.ElicitResult(action="accept", content={"feedback": "mine"})
+    async with _client(url, elicit=_answers()) as client:
+        first = await client.session.call_tool("conformance-approval", {}, allow_input_required=True)
+    assert isinstance(first, types.InputRequiredResult) and first.request_state and first.input_requests
+    (gate_id,) = first.input_requests
+    retry = {"input_responses": {gate_id: accept}, "request_state": first.request_state}
+    # The same person with a key that may not answer: refused, nothing applied, the state not spent.
+    async with _client(url, "alice-narrow", elicit=_answers()) as narrow:
+        refused = await narrow.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+    assert isinstance(refused, types.CallToolResult) and refused.is_error is True
+    assert isinstance(refused.structured_content, dict) and refused.structured_content["error"] == "forbidden"
+    (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    assert run["status"] == "waiting-approval"
+    async with _client(url, elicit=_answers()) as client:
+        done = await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+        assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+        with pytest.raises(MCPError) as err:
+            await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+    assert "already used" in err.value.error.message
+    audit = (await rest.get(f"/v1/runs/{run['runId']}/audit", headers=auth("admin"))).json()
+    assert [e["action"] for e in audit["entries"]] == ["approval.vote.accept"], audit
