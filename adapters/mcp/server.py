@@ -8,12 +8,14 @@ first request it lets through. Tools are the workflows ``GET /v1/workflows`` lis
 A run that waits on people becomes, on MCP 2026-07-28, an ``InputRequiredResult``
 whose ``inputRequests`` hold one form ``elicitation/create`` per open interrupt,
 keyed by the interrupt id; ``requestState`` names the run and the interrupts, and
-the SDK's :class:`RequestStateBoundary` seals it (AES-GCM, under the key shared
-through the store, :mod:`adapters.mcp.state`) and refuses a forged or expired
-one. The bridge binds it to the caller's tenant and principal, and each state
-answers once: a replay is refused before anything runs. On the
-handshake era (2025-06-18, 2025-11-25) the same wait is an ``elicitation/create``
-request sent during the call.
+the SDK's :class:`RequestStateBoundary` seals it (AES-GCM, under keys derived from
+the link-signing keys, so they are shared through the store and rotate with them:
+:mod:`adapters.mcp.state`) and refuses a forged or expired one. The bridge binds
+it to the caller's tenant and principal, and each state answers once: a replay is
+refused before anything runs; a retry whose answers are refused (a key that may not
+answer) changes nothing and leaves the state unused. On the handshake era
+(2025-06-18, 2025-11-25) the same wait is an ``elicitation/create`` request sent
+during the call.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp
 
 from adapters.mcp.calls import answerable, apply, elicitation, finished, preview, settle, waiting
-from adapters.mcp.state import STATE_TTL_S, StoredKeyCodec, claim, new_nonce
+from adapters.mcp.state import STATE_TTL_S, DerivedKeyCodec, ReloadUnknownKeys, claim, new_nonce
 from adapters.mcp.tools import tools_of
 from bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
 from bridge.host import MAX_JSON_DEPTH, too_deep
@@ -274,8 +276,9 @@ class McpTransport:
             on_list_tools=service.list_tools,
             on_call_tool=service.call_tool,
         )
-        self.codec = StoredKeyCodec()
+        self.codec = DerivedKeyCodec(engine)
         security = RequestStateSecurity(codec=self.codec, ttl=STATE_TTL_S)
+        self.server.middleware.append(ReloadUnknownKeys(self.codec))
         self.server.middleware.append(RequestStateBoundary(security, default_audience=NAME))
         # The host checks Host headers itself (TrustedHosts); the SDK's own check would refuse a public URL.
         self.manager = StreamableHTTPSessionManager(
@@ -284,8 +287,7 @@ class McpTransport:
         self.app: ASGIApp = StreamableHTTPASGIApp(self.manager)
 
     async def run(self, ready: asyncio.Event, stopping: asyncio.Event) -> None:
-        """Load the shared sealing key, then keep the session manager running until ``stopping`` is set."""
-        await self.codec.load(self.engine)
+        """Keep the session manager running until ``stopping`` is set."""
         async with self.manager.run():
             ready.set()
             await stopping.wait()

@@ -282,6 +282,7 @@ class Engine:
     rotate_signing_key = Delegate("links", LinkService.rotate_signing_key)
     retire_signing_key = Delegate("links", LinkService.retire_signing_key)
     signing_key_ids = Delegate("links", LinkService.signing_key_ids)
+    derived_keys = Delegate("links", LinkService.derived_keys)
     mint_token = Delegate("links", LinkService.mint_token)
     interrupt_view = Delegate("links", LinkService.interrupt_view)
     link_for = staticmethod(LinkService.link_for)

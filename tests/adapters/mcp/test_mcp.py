@@ -408,3 +408,39 @@ async def test_an_answer_refused_403_leaves_the_request_state_usable(served: tup
     assert "already used" in err.value.error.message
     audit = (await rest.get(f"/v1/runs/{run['runId']}/audit", headers=auth("admin"))).json()
     assert [e["action"] for e in audit["entries"]] == ["approval.vote.accept"], audit
+
+
+async def test_the_sealing_key_rotates_and_retires_with_the_link_signing_keys(
+    served: tuple[str, httpx.AsyncClient], engine: Engine
+) -> None:
+    url, rest = served
+    accept = types.ElicitResult(action="accept", content={})
+
+    async def first_round(client: Client) -> dict[str, Any]:
+        got = await client.session.call_tool("conformance-approval", {}, allow_input_required=True)
+        assert isinstance(got, types.InputRequiredResult) and got.request_state and got.input_requests
+        (gate_id,) = got.input_requests
+        return {"input_responses": {gate_id: accept}, "request_state": got.request_state}
+
+    async def answer(client: Client, retry: dict[str, Any]) -> Any:
+        return await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+
+    async with _client(url, elicit=_answers()) as client:
+        old_a, old_b = await first_round(client), await first_round(client)
+        [(old_kid, active)] = await engine.signing_key_ids()
+        assert active
+        new_kid = await engine.rotate_signing_key()
+        fresh = await first_round(client)
+        # During the overlap a state sealed with the previous key still answers.
+        done = await answer(client, old_a)
+        assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+        await engine.retire_signing_key(old_kid)
+        assert await engine.signing_key_ids() == [(new_kid, True)]
+        # Retired: a state sealed with it no longer opens, and nothing is applied.
+        with pytest.raises(MCPError) as err:
+            await answer(client, old_b)
+        assert err.value.error.code == types.INVALID_PARAMS
+        done = await answer(client, fresh)
+        assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+    runs = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    assert sorted(r["status"] for r in runs) == ["completed", "completed", "waiting-approval"]
