@@ -9,7 +9,7 @@ whether a wait becomes an ``elicitation/create`` request or an ``InputRequiredRe
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -105,13 +105,26 @@ async def finished(engine: Engine, run: RunRecord, base_url: str) -> types.CallT
 
 
 def waiting(
-    engine: Engine, principal: Principal, run: RunRecord, records: list[InterruptRecord], base_url: str, reason: str
+    engine: Engine,
+    principal: Principal,
+    run: RunRecord,
+    records: list[InterruptRecord],
+    base_url: str,
+    reason: str,
+    may_answer: Collection[str] | None = None,
 ) -> types.CallToolResult:
-    """A call that ends while the run still waits: which interrupts, and where to answer them."""
+    """A call that ends while the run still waits: which interrupts, and where to answer or look at them.
+
+    ``may_answer``: the interrupts the caller's key may answer (all when ``None``); the others carry
+    a link that only looks (``inspect``).
+    """
     link = engine.link_for(principal)
     shown = []
+    acts = False
     for record in records:
-        view = engine.interrupt_view(record, base_url=base_url, link=link)
+        intent = link if may_answer is None or record.interrupt_id in may_answer else "inspect"
+        acts = acts or intent == "resolve"
+        view = engine.interrupt_view(record, base_url=base_url, link=intent)
         entry = {k: view[k] for k in ("interruptId", "nodeId", "kind", "title", "callbackUrl", "votes") if k in view}
         shown.append(entry)
     body = {
@@ -124,7 +137,8 @@ def waiting(
         "runUrl": f"{base_url}/v1/runs/{run.run_id}",
     }
     names = ", ".join(f"{e['title']!r} ({e['interruptId']})" for e in shown)
-    text = f"Run {run.run_id} is waiting on {names}: {reason}. Answer in the inbox at {body['inboxUrl']}"
+    where = "Answer in the inbox at" if acts else "See it in the inbox at"
+    text = f"Run {run.run_id} is waiting on {names}: {reason}. {where} {body['inboxUrl']}"
     if any("callbackUrl" in e for e in shown):
         text += " or through the signed link " + ", ".join(e["callbackUrl"] for e in shown if "callbackUrl" in e)
     return types.CallToolResult(

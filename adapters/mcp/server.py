@@ -44,6 +44,11 @@ from bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, V
 from bridge.host import MAX_JSON_DEPTH, too_deep
 
 NAME = "openwop-bridge"
+#: Why a call ends waiting when the run waits only on interrupts the caller's key may not answer.
+NOT_YOURS = (
+    "this key may not answer it (it lacks the approvals:respond scope, or the gate's role, scope or approvers); "
+    "someone who may must answer"
+)
 
 
 def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Principal, str]:
@@ -98,12 +103,20 @@ class McpService:
                 run, opened, after = await settle(self.engine, run.run_id, after, progress)
                 if run.terminal:
                     return await finished(self.engine, run, base)
-                if not _has_forms(ctx) or not answerable(opened):
-                    reason = "this client takes no elicitation forms" if not _has_forms(ctx) else "no form fits"
-                    return waiting(self.engine, principal, run, opened, base, reason)
+                # Forms only for what this key may answer itself; the rest is described, with a link to look.
+                mine = [r for r in opened if await self.engine.may_answer(principal, r)]
+                if not _has_forms(ctx) or not mine or not answerable(mine):
+                    reason = (
+                        "this client takes no elicitation forms"
+                        if not _has_forms(ctx)
+                        else NOT_YOURS
+                        if not mine
+                        else "no form fits"
+                    )
+                    return waiting(self.engine, principal, run, opened, base, reason, {r.interrupt_id for r in mine})
                 if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    return self._input_required(principal, run, opened)
-                ended = await self._elicit(ctx, principal, run, opened, base)
+                    return self._input_required(principal, run, mine)
+                ended = await self._elicit(ctx, principal, run, mine, base)
                 if ended is not None:
                     return ended
         except BridgeError as exc:

@@ -293,6 +293,7 @@ class Engine:
     resolve_token = Delegate("answers", AnswerService.resolve_token)
     preview_answer = Delegate("answers", AnswerService.preview_answer)
     preview_cancel = Delegate("answers", AnswerService.preview_cancel)
+    may_answer = Delegate("answers", AnswerService.may_answer)
     cancel_interrupt = Delegate("answers", AnswerService.cancel_interrupt)
     open_interrupts = Delegate("answers", AnswerService.open_interrupts)
     inbox = Delegate("answers", AnswerService.inbox)

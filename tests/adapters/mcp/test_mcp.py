@@ -288,22 +288,70 @@ def _gates(engine: Engine, workflow_id: str, gates: list[str], **config: Any) ->
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_wrong_role_is_refused_as_over_rest_and_the_gate_stays_open(
+@pytest.mark.parametrize(
+    ("who", "config"),
+    [
+        ("bob", {"requiredRole": "operator"}),
+        ("bob", {"requiredScope": "deploy:approve"}),
+        ("bob", {"approversList": ["alice"]}),
+        ("alice-narrow", {}),
+    ],
+    ids=["role", "scope", "approvers", "no-approvals-respond"],
+)
+async def test_a_key_that_cannot_answer_gets_no_form_but_the_interrupt_described(
+    served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str, who: str, config: dict[str, Any]
+) -> None:
+    url, rest = served
+    _gates(engine, "governed", ["gate"], **config)
+    seen: list[types.ElicitRequestParams] = []
+    accept = types.ElicitResult(action="accept", content={})
+    async with _client(url, who, mode=mode, elicit=_answers(accept, seen=seen)) as client:
+        if mode == "auto":  # no input requests either: nothing this key could answer
+            first = await client.session.call_tool("governed", {}, allow_input_required=True)
+            assert isinstance(first, types.CallToolResult), first
+        result = await client.call_tool("governed", {})
+    assert seen == []
+    assert result.is_error is True and isinstance(result.structured_content, dict)
+    body = result.structured_content
+    assert body["status"] == "waiting" and "may not answer" in body["reason"]
+    (entry,) = body["interrupts"]
+    assert entry["kind"] == "approval" and entry["title"] == "Gate gate"
+    text = result.content[0]
+    assert isinstance(text, types.TextContent) and entry["interruptId"] in text.text
+    # Its link only looks.
+    looked = await rest.get(entry["callbackUrl"])
+    assert looked.status_code == 200 and looked.json()["intent"] == "inspect"
+    refused = await rest.post(entry["callbackUrl"], json={"resumeValue": {"action": "accept"}})
+    assert refused.status_code == 403
+    runs = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    assert runs and {r["status"] for r in runs} == {"waiting-approval"}
+    snap = (await rest.get(f"/v1/runs/{runs[0]['runId']}", headers=auth("admin"))).json()
+    assert [i["status"] for i in snap["interrupts"]] == ["pending"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_key_that_may_answer_one_gate_of_two_gets_that_form_only(
     served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str
 ) -> None:
     url, rest = served
-    _gates(engine, "role-gated", ["gate"], requiredRole="operator")
+    wf = Workflow("mixed-gates")
+    wf.node("open", type_id="core.approvalGate", config={"title": "Gate open", "actions": ["accept", "reject"]})
+    wf.node(
+        "ops",
+        type_id="core.approvalGate",
+        config={"title": "Gate ops", "actions": ["accept", "reject"], "requiredRole": "operator"},
+    )
+    wf.node("after", type_id="core.noop", after=["open", "ops"])
+    wf.register(engine)
+    seen: list[types.ElicitRequestParams] = []
     accept = types.ElicitResult(action="accept", content={})
-    result = await _call(url, "role-gated", "bob", mode=mode, elicit=_answers(accept))
+    result = await _call(url, "mixed-gates", "bob", mode=mode, elicit=_answers(accept, seen=seen))
+    assert [p.message for p in seen] == ["Gate open"]
     assert result.is_error is True and isinstance(result.structured_content, dict)
-    assert result.structured_content["error"] == "forbidden" and "operator" in result.structured_content["message"]
+    assert [e["title"] for e in result.structured_content["interrupts"]] == ["Gate ops"]
     (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
     snap = (await rest.get(f"/v1/runs/{run['runId']}", headers=auth("admin"))).json()
-    assert snap["status"] == "waiting-approval" and [i["status"] for i in snap["interrupts"]] == ["pending"]
-    r = await rest.post(
-        f"/v1/runs/{run['runId']}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=auth("bob")
-    )
-    assert r.status_code == 403 and r.json()["error"] == "forbidden"
+    assert sorted((i["nodeId"], i["status"]) for i in snap["interrupts"]) == [("ops", "pending")]
 
 
 @pytest.mark.parametrize("mode", MODES)
