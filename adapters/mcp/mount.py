@@ -2,9 +2,8 @@
 
 Nothing here imports the ``mcp`` SDK: a server that never receives an MCP call
 never loads it (tens of MiB and most of a second at start-up). The first
-authenticated request imports :mod:`adapters.mcp.server`, loads the sealing key
-and starts the SDK's session manager in a task of its own, which lives until
-:meth:`McpMount.stop`.
+authenticated request imports :mod:`adapters.mcp.server` and starts the SDK's
+session manager in a task of its own, which lives until :meth:`McpMount.stop`.
 """
 
 from __future__ import annotations

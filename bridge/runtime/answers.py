@@ -15,7 +15,7 @@ from typing import Any
 from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions.answer import answer_decision, prepare_answer
-from bridge.core.decisions.approval import unnamed_link_refusal
+from bridge.core.decisions.approval import gate_denial, unnamed_link_refusal
 from bridge.core.decisions.cancel import cancel_decision
 from bridge.core.decisions.common import Answer
 from bridge.core.decisions.exchange import exchange_index, named_earlier_turn
@@ -140,6 +140,23 @@ class AnswerService:
         record = await self._visible_interrupt(principal, interrupt_id)
         prepared = prepare_answer(record, answer, now)
         await self._preview(record, answer_decision(answer, now, self._k.clock.new_id, prepared))
+
+    async def may_answer(self, principal: Principal, record: InterruptRecord) -> bool:
+        """Whether ``principal`` could answer ``record`` with its own key, as itself.
+
+        The ``approvals:respond`` scope and the tenant; for a gate, also its role, scope and
+        approvers, as :meth:`resolve` checks them. Says nothing of whether a given answer is valid:
+        a surface asks this before offering a way to answer (a form), not before applying one.
+        """
+        if not principal.has_scope("approvals:respond") or principal.tenant not in (record.tenant, "*"):
+            return False
+        if not kinds.kind_of(record.kind).votes:
+            return True
+        run = await self._k.store.load_run(record.run_id)
+        if run is None:
+            return False
+        now = self._k.clock.now_ms()
+        return gate_denial(record, run, principal, now, self._k.clock.new_id, principal.id) is None
 
     async def preview_cancel(self, principal: Principal, interrupt_id: str) -> None:
         """Check a cancellation without applying it: raises what :meth:`cancel_interrupt` would."""

@@ -13,7 +13,8 @@ of its lifetime left, and at most ``LINK_WINDOWS + 1`` are alive at once for one
 (interrupt, reader, intent), however often it is read.
 
 Keys are either given to the engine (``token_secrets``) or kept in the store, where a
-rotation on one instance reaches every other.
+rotation on one instance reaches every other. Keys for other uses
+(:meth:`LinkService.derived_keys`) are derived from them and follow their rotation.
 """
 
 from __future__ import annotations
@@ -74,6 +75,16 @@ class LinkService:
     async def retire_signing_key(self, kid: str) -> None:
         """Stop a signing key from verifying: links signed with it are refused from now on."""
         await self._k.store.retire_signing_key(kid, self._k.clock.now_ms())
+        if not self._token_secrets:
+            await self.load_signing_keys()
+
+    def derived_keys(self, purpose: str) -> list[bytes]:
+        """Keys for another use, derived from the signing keys (active first): they rotate and retire with them.
+
+        A surface sealing its own state (MCP's ``requestState``) seals with the first and opens with
+        any; after a rotation the previous key's state still opens until that key is retired.
+        """
+        return self._signer().derived_keys(purpose)
 
     async def signing_key_ids(self) -> list[tuple[str, bool]]:
         """The stored signing keys' ids, oldest first, each with whether it is the one that signs."""
