@@ -12,6 +12,7 @@ from bridge.host.http.body import MAX_JSON_DEPTH, read_bytes, read_json, too_dee
 from bridge.host.http.deps import base_url, principal
 from bridge.host.http.openapi import error_responses
 from bridge.host.http.responses import JSONResponse
+from bridge.host.http.streams import guarded, guarded_stream
 from bridge.host.plugins import ServerBuild
 from bridge.host.web.pages import page_headers
 from bridge.runtime.adapter_threads import ThreadRecord, Threads
@@ -28,6 +29,8 @@ __all__ = [
     "build_server",
     "configure_logging",
     "error_responses",
+    "guarded",
+    "guarded_stream",
     "page_headers",
     "principal",
     "read_bytes",

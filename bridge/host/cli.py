@@ -26,6 +26,7 @@ from bridge.core.tokens import parse_secret_spec
 from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
 from bridge.host import plugins
 from bridge.host.http.limits import HeaderLimits, http_protocol
+from bridge.host.http.streams import StreamLimits
 from bridge.host.options import add_serve_arguments, env
 from bridge.host.plugins import ServerBuild
 from bridge.runtime.config import EngineConfig
@@ -127,6 +128,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         openapi=fragments,
         facets=build.discovery,
         allowed_hosts=allowed_hosts(args),
+        stream_limits=StreamLimits(
+            per_key=int(args.max_streams_per_key),
+            per_run=int(args.max_streams_per_run),
+            buffer_bytes=int(args.stream_buffer_bytes),
+        ),
     )
     return app, engine, ring, banner
 

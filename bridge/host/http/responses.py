@@ -49,8 +49,16 @@ def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> 
 async def bridge_error(request: Request, exc: Exception) -> Response:
     """BridgeError → its envelope and status."""
     assert isinstance(exc, BridgeError)
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return JSONResponse(exc.envelope(), status_code=exc.status, headers=headers)
+    return JSONResponse(exc.envelope(), status_code=exc.status, headers=error_headers(exc))
+
+
+def error_headers(exc: BridgeError) -> dict[str, str]:
+    """The headers an error's answer carries: ``WWW-Authenticate`` on 401, ``Retry-After`` when it names a wait."""
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+    retry_after = getattr(exc, "retry_after_s", None)
+    if isinstance(retry_after, int):
+        headers["Retry-After"] = str(retry_after)
+    return headers
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
