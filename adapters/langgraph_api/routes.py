@@ -24,12 +24,15 @@ _TRUE = ("1", "true", "True")
 
 
 async def _body(request: Request) -> dict[str, Any]:
-    if not (await request.body()).strip():
-        return {}
-    body = await read_json(request)
+    """The request's JSON object (``{}`` for an empty body), read once through the host's bounded reader."""
+    kept: dict[str, Any] | None = getattr(request.state, "langgraph_body", None)
+    if kept is not None:
+        return kept
+    body = await read_json(request, required=False, absent={})
     if not isinstance(body, Mapping):
         raise ValidationError("the body must be a JSON object")
-    return dict(body)
+    kept = request.state.langgraph_body = dict(body)
+    return kept
 
 
 class LangGraphRoutes:

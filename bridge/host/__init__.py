@@ -8,7 +8,7 @@ the threads a protocol binds to runs (:class:`Threads`).
 from __future__ import annotations
 
 from bridge.host.cli import build_parser, build_server
-from bridge.host.http.body import MAX_JSON_DEPTH, read_bytes, read_json, too_deep
+from bridge.host.http.body import MAX_BODY, MAX_JSON_DEPTH, read_bytes, read_json, replaying, too_deep
 from bridge.host.http.deps import base_url, principal
 from bridge.host.http.openapi import error_responses
 from bridge.host.http.responses import JSONResponse
@@ -19,6 +19,7 @@ from bridge.runtime.adapter_threads import ThreadRecord, Threads
 from bridge.runtime.telemetry import configure_logging
 
 __all__ = [
+    "MAX_BODY",
     "MAX_JSON_DEPTH",
     "JSONResponse",
     "ServerBuild",
@@ -35,5 +36,6 @@ __all__ = [
     "principal",
     "read_bytes",
     "read_json",
+    "replaying",
     "too_deep",
 ]
