@@ -28,6 +28,7 @@ from bridge.core.auth import KeyRing
 from bridge.host.discovery import discovery_document
 from bridge.host.http import interrupts, runs
 from bridge.host.http.deps import base_url, engine
+from bridge.host.http.headers import AnswerHeaders
 from bridge.host.http.openapi import openapi_document
 from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
 from bridge.host.http.streams import StreamLimits, StreamSlots
@@ -225,7 +226,9 @@ def create_app(
     handlers = dict(EXCEPTION_HANDLERS)
     for transient in engine.transient_errors:
         handlers[transient] = store_unavailable
-    middleware = [] if allowed_hosts is None else [Middleware(TrustedHosts, allowed=list(allowed_hosts))]
+    middleware = [Middleware(AnswerHeaders)]
+    if allowed_hosts is not None:
+        middleware.append(Middleware(TrustedHosts, allowed=list(allowed_hosts)))
     middleware.append(Middleware(VersionNegotiation))
     app = Starlette(
         routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware

@@ -11,6 +11,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from bridge.core.errors import BridgeError
+from bridge.host.http.headers import ALWAYS
 
 log = logging.getLogger("bridge.host.http")
 
@@ -92,8 +93,11 @@ async def client_disconnected(request: Request, exc: Exception) -> Response:
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     """Anything else: logged, reported as 500 ``internal_error`` without internals."""
     log.exception("unhandled error on %s %s", request.method, request.url.path)
+    # Sent from outside the app's middleware (Starlette's last resort): it names the headers every answer has.
     return JSONResponse(
-        envelope("internal_error", "the server failed to handle this request; see its log"), status_code=500
+        envelope("internal_error", "the server failed to handle this request; see its log"),
+        status_code=500,
+        headers={name.decode(): value.decode() for name, value in ALWAYS},
     )
 
 
