@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from bridge.core.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
 from bridge.core.errors import BridgeError
 from bridge.core.events import ENGINE_VERSION
+from bridge.core.quota import RunRate
 from bridge.core.tokens import parse_secret_spec
 from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
 from bridge.host import plugins
@@ -87,6 +88,11 @@ def allowed_hosts(args: argparse.Namespace) -> list[str] | None:
     return names
 
 
+def run_rate(per_minute: int) -> RunRate:
+    """``--max-runs-per-minute``: that many a minute per key, in bursts of a tenth of it (at least one)."""
+    return RunRate(per_minute=per_minute, burst=max(1, per_minute // 10))
+
+
 def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
     """The ASGI app, engine and key ring for ``serve`` (without starting them)."""
     store = open_store(args.db)
@@ -98,6 +104,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             default_threshold=args.escalation_threshold,
             lease_ms=args.lease_ms,
             idempotency_ttl_ms=args.idempotency_hours * 3600 * 1000,
+            run_rate=run_rate(int(args.max_runs_per_minute)),
         ),
         token_secrets=secrets,
     )

@@ -6,6 +6,7 @@ import argparse
 import os
 from collections.abc import Callable
 
+from bridge.core.quota import RunRate
 from bridge.host.http.limits import HeaderLimits
 from bridge.host.http.streams import StreamLimits
 
@@ -184,6 +185,14 @@ def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
         default=env("STREAM_BUFFER_BYTES", str(streams.buffer_bytes)),
         metavar="BYTES",
         help=f"the most a stream writes ahead of what its client has read (default {streams.buffer_bytes})",
+    )
+    rate = RunRate()
+    serve.add_argument(
+        "--max-runs-per-minute",
+        type=_positive(int),
+        default=env("MAX_RUNS_PER_MINUTE", str(rate.per_minute)),
+        help=f"runs one API key may create a minute, in bursts of a tenth of that; more are 429 "
+        f"(default {rate.per_minute})",
     )
     serve.add_argument("--log-level", default=env("LOG_LEVEL", "info"))
     serve.add_argument("--log-format", choices=["text", "json"], default=env("LOG_FORMAT", "text"))

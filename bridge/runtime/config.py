@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bridge.core.approvals import AskLimits
+from bridge.core.quota import RunRate
 from bridge.core.tokens import DEFAULT_TTL_MS
 
 
@@ -21,3 +22,5 @@ class EngineConfig:
     idempotency_ttl_ms: int = 24 * 3600 * 1000
     #: Bounds on ``ask`` questions to an approval (see :class:`bridge.core.approvals.AskLimits`).
     ask_limits: AskLimits = field(default_factory=AskLimits)
+    #: How fast one key may create runs on this instance (see :mod:`bridge.core.quota`); None: no bound.
+    run_rate: RunRate | None = None
