@@ -25,6 +25,7 @@ from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.types import (
     AgentCard,
+    Artifact,
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
@@ -250,20 +251,23 @@ class EngineRequestHandler(RequestHandler):
         ``answered``: an interrupt just answered, still shown until the run moves on; it does not stop the stream.
         ``stop_on_input`` false (a subscriber) stops at input-required only once the first task was sent.
         """
-        task, _ = await self.task(run_id)
+        # Followed from where the run stood before its first task was read: what changes after shows,
+        # and the backlog already in that task is not read (nor a snapshot taken for each page of it).
+        before = await self.engine.run_record(run_id)
+        after = before.next_seq - 1 if before is not None else -1
+        # Only the task is kept while the stream waits: a run's snapshot can be large.
+        task = (await self.task(run_id))[0]
         yield task
         seen = self._mark(task)
         if self._done(task, answered, first=True, stop_on_input=stop_on_input):
             return
-        async for _batch in self.engine.follow(run_id, idle_s=None):
-            current, snap = await self.task(run_id)
+        async for _batch in self.engine.follow(run_id, after, idle_s=None):
+            current, artifact = await self._update(run_id)
             mark = self._mark(current)
             if mark == seen:
                 continue
             seen = mark
-            state = current.status.state
-            if state == TaskState.TASK_STATE_COMPLETED:
-                artifact = outputs_artifact(snap)
+            if artifact is not None:
                 yield TaskArtifactUpdateEvent(
                     task_id=run_id, context_id=current.context_id, artifact=artifact, last_chunk=True
                 )
@@ -272,6 +276,12 @@ class EngineRequestHandler(RequestHandler):
             )
             if self._done(current, answered, first=False, stop_on_input=True):
                 return
+
+    async def _update(self, run_id: str) -> tuple[Task, Artifact | None]:
+        """The current task, and the outputs artifact once it completed (the snapshot is not kept)."""
+        current, snap = await self.task(run_id)
+        completed = current.status.state == TaskState.TASK_STATE_COMPLETED
+        return current, outputs_artifact(snap) if completed else None
 
     @staticmethod
     def _mark(task: Task) -> tuple[int, str]:

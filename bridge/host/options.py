@@ -7,7 +7,9 @@ import os
 from collections.abc import Callable
 
 from bridge.core.conversation_limits import ConversationLimits
+from bridge.core.quota import RunRate
 from bridge.host.http.limits import HeaderLimits
+from bridge.host.http.streams import StreamLimits
 
 #: The attribute of an argparse action naming its variable when the flag does not spell it
 #: (``--api-key`` is ``OPENWOP_BRIDGE_API_KEYS``), and the separator of a repeatable flag's values.
@@ -159,7 +161,7 @@ def _add_feature_arguments(serve: argparse.ArgumentParser) -> None:
 
 
 def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
-    """``serve``: leases, idempotency retention, request header limits, and logging."""
+    """``serve``: leases, idempotency retention, request header and stream limits, and logging."""
     serve.add_argument(
         "--lease-ms",
         type=_lease_ms,
@@ -191,6 +193,34 @@ def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
         type=_positive(int),
         default=env("MAX_HEADER_FIELDS", str(limits.max_fields)),
         help=f"refuse request headers with more fields than this with 431 (default {limits.max_fields})",
+    )
+    streams = StreamLimits()
+    serve.add_argument(
+        "--max-streams-per-key",
+        type=_positive(int),
+        default=env("MAX_STREAMS_PER_KEY", str(streams.per_key)),
+        help=f"event streams one API key may hold open at once; more are 429 (default {streams.per_key})",
+    )
+    serve.add_argument(
+        "--max-streams-per-run",
+        type=_positive(int),
+        default=env("MAX_STREAMS_PER_RUN", str(streams.per_run)),
+        help=f"event streams one run may have open at once; more are 429 (default {streams.per_run})",
+    )
+    serve.add_argument(
+        "--stream-buffer-bytes",
+        type=_positive(int),
+        default=env("STREAM_BUFFER_BYTES", str(streams.buffer_bytes)),
+        metavar="BYTES",
+        help=f"the most a stream writes ahead of what its client has read (default {streams.buffer_bytes})",
+    )
+    rate = RunRate()
+    serve.add_argument(
+        "--max-runs-per-minute",
+        type=_positive(int),
+        default=env("MAX_RUNS_PER_MINUTE", str(rate.per_minute)),
+        help=f"runs one API key may create a minute, in bursts of a tenth of that; more are 429 "
+        f"(default {rate.per_minute})",
     )
     _add_conversation_limits(serve)
     serve.add_argument(

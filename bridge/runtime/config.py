@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from bridge.core.approvals import AskLimits
 from bridge.core.conversation_limits import ConversationLimits
+from bridge.core.quota import RunRate
 from bridge.core.tokens import DEFAULT_TTL_MS
 
 
@@ -28,3 +29,5 @@ class EngineConfig:
     #: The entries of a message channel a run snapshot shows: the last ones, with a count and a link to
     #: the rest (``GET /v1/runs/{runId}/channels/{name}``).
     snapshot_messages: int = 50
+    #: How fast one key may create runs on this instance (see :mod:`bridge.core.quota`); None: no bound.
+    run_rate: RunRate | None = None

@@ -36,7 +36,7 @@ from bridge.runtime.ask import AskService, RecordingAskService
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.executor import RunExecutor
 from bridge.runtime.executors import Executors
-from bridge.runtime.follow import RunFollower
+from bridge.runtime.follow import STREAM_PAGE, RunFollower
 from bridge.runtime.hub import EventHub
 from bridge.runtime.idempotency import IdempotencyLedger
 from bridge.runtime.kernel import Delegate
@@ -305,14 +305,21 @@ class Engine:
     # --- following and reading runs (surfaces that checked visibility) -----------------
 
     def follow(
-        self, run_id: str, after: int = -1, *, idle_s: float | None = None, seen: RunRecord | None = None
+        self,
+        run_id: str,
+        after: int = -1,
+        *,
+        idle_s: float | None = None,
+        seen: RunRecord | None = None,
+        page: int = STREAM_PAGE,
     ) -> AsyncGenerator[list[dict[str, Any]]]:
         """A run's committed events after ``after``, live until it ends (see :mod:`bridge.runtime.follow`).
 
         The caller has already checked that the run is visible to whoever follows it; ``seen``
         is the record that check read, if it read one just before (the run is not read again).
+        ``page``: how many stored events a batch holds at most (a stream holds one batch ready).
         """
-        return self._follower.follow(run_id, after, idle_s=idle_s, seen=seen)
+        return self._follower.follow(run_id, after, idle_s=idle_s, seen=seen, page=page)
 
     async def run_record(self, run_id: str) -> RunRecord | None:
         """A run's record as stored, with no visibility check (for surfaces that made one)."""

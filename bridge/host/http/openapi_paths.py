@@ -170,7 +170,7 @@ def history_paths() -> dict[str, Any]:
                             },
                         },
                     },
-                    **error_responses(400, 401, 403, 404),
+                    **error_responses(400, 401, 403, 404, 429),
                 },
                 params=[
                     run_id,

@@ -22,6 +22,7 @@ from bridge.host.http.deps import (
 )
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
+from bridge.host.http.streams import guarded
 from bridge.runtime.engine import Engine
 
 
@@ -92,7 +93,8 @@ async def run_events(request: Request) -> Response:
     who.require("runs:read")
     run = await eng.visible_run(run_id, who)
     keepalive = float(request.app.state.keepalive_s)
-    return operations.event_stream(sse.follow(eng, run_id, after, keepalive_s=keepalive, seen=run))
+    stream = operations.event_stream(sse.follow(eng, run_id, after, keepalive_s=keepalive, seen=run))
+    return guarded(request, who, run_id, stream)
 
 
 async def _readable(request: Request) -> tuple[Engine, str]:

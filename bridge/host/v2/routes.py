@@ -25,6 +25,7 @@ from bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read
 from bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
+from bridge.host.http.streams import guarded
 from bridge.host.v2 import batching, bulk, dedup, documents, events, ids, tokens
 from bridge.host.v2.errors import v2_route
 from bridge.host.v2.idempotency import RULES
@@ -184,7 +185,7 @@ async def run_events(request: Request) -> Response:
         if buffer_ms
         else _frames(engine(request), run, after, keepalive)
     )
-    return operations.event_stream(frames)
+    return guarded(request, principal(request), run.run_id, operations.event_stream(frames))
 
 
 @v2_route
