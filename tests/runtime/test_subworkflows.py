@@ -77,7 +77,7 @@ async def test_the_cascade_is_durable_when_only_the_parent_cancel_was_committed(
     # the parent's executor, which finishes the cancellation, must cascade itself.
     now = engine.clock.now_ms()
     committed = await engine.store.mutate_run(
-        run.run_id, run_cancel_decision(ADMIN, now, "stop"), now, claim=engine.claim
+        run.run_id, run_cancel_decision(ADMIN, now, "stop", engine.clock.new_id), now, claim=engine.claim
     )
     assert committed.result["changed"] and (await engine.store.child_runs(run.run_id))[0].status == "waiting-approval"
     engine.dispatch(run.run_id)
