@@ -58,6 +58,9 @@ from bridge import Engine, Principal, RunRecord
 
 #: How long SendMessage waits for the task to need input or end before answering it as it is.
 WAIT_S = 30.0
+#: After how long without an event a waiting request reads its task again (a run waiting on a child changes its
+#: status when the child's does, with no event of its own).
+QUIET_S = 0.5
 #: How long the first request holds a messageId before a retry may take it over.
 IN_FLIGHT_LEASE_MS = 60_000
 
@@ -84,8 +87,16 @@ class EngineRequestHandler(RequestHandler):
             return await self.engine.visible_run(run_id, principal)
 
     async def snapshot(self, run: RunRecord) -> dict[str, Any]:
-        """The run's snapshot without links (a task carries no signed links)."""
-        return await self.engine.snapshot_of(run, link=None)
+        """The run's snapshot without links (a task carries no signed links).
+
+        A run waiting on a child that waits for a person reports the child's waiting status and asks
+        nothing itself: its task shows (and its messages answer) the open interrupts of its children.
+        """
+        snap = await self.engine.snapshot_of(run, link=None)
+        if str(snap["status"]).startswith("waiting-") and not snap.get("interrupts"):
+            waiting = await self.engine.open_interrupts(run.run_id)
+            snap["interrupts"] = [self.engine.interrupt_view(r, link=None) for r in waiting]
+        return snap
 
     async def task(self, run_id: str) -> tuple[Task, dict[str, Any]]:
         """The current task of a run and its snapshot."""
@@ -213,7 +224,7 @@ class EngineRequestHandler(RequestHandler):
         seen = self._mark(task)
         if self._done(task, answered, first=True, stop_on_input=stop_on_input):
             return
-        async for _batch in self.engine.follow(run_id, idle_s=None):
+        async for _batch in self.engine.follow(run_id, idle_s=QUIET_S):
             current, snap = await self.task(run_id)
             mark = self._mark(current)
             if mark == seen:

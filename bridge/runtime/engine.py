@@ -276,7 +276,6 @@ class Engine:
     prepare_child = Delegate("runs", RunService.prepare_child)
     snapshot = Delegate("views", RunViews.snapshot)
     snapshot_of = Delegate("views", RunViews.snapshot_of)
-    reported_status = Delegate("views", RunViews.reported_status)
     channels = Delegate("views", RunViews.channels)
     load_signing_keys = Delegate("links", LinkService.load_signing_keys)
     rotate_signing_key = Delegate("links", LinkService.rotate_signing_key)

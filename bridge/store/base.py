@@ -104,6 +104,7 @@ class RunCommit:
     close_interrupts: dict[str, str] = field(default_factory=dict)  # id → new status
     children: list[ChildStart] = field(default_factory=list)
     wake_run: str | None = None  # e.g. the parent, when this run ends
+    parent_run_id: str | None = None  # the run's parent, whose stored status follows a waiting child's
     release_if_wake: int | None = None  # release ownership if wake is still this value
     terminal: bool = False
     create: ChildStart | None = None  # the run itself, inserted by its first step's transaction

@@ -32,7 +32,7 @@ from bridge.core.records import (
     has_nul,
 )
 from bridge.core.records import replaced as replace
-from bridge.store import codec, plan_close
+from bridge.store import codec, plan_close, plan_status
 from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
 from bridge.store.plan_kv import kv_put_text, kv_replace_text
@@ -145,6 +145,9 @@ def commit(
         raise StaleOwnerError(f"run {c.run_id} is owned by another executor")
     # Under the run's lock, so a cancel is either committed here or waits for this commit.
     closed_as = cancel_committed(status, control)
+    reported = yield from plan_status.own_status(c)
+    if reported != c.status:
+        c = replace(c, status=reported)
     # What the step closes, or the cancel closes of it, and one ``interrupt.resolved`` for each.
     events = [*events, *(yield from plan_close.closing(d, c, closed_as, control))]
     docs, rows = codec.event_rows(c.run_id, start, events)
@@ -167,6 +170,8 @@ def commit(
     for child in c.children:
         child_events[child.run.run_id] = yield from insert_run(child.run, child.events)
         yield Note("events", child.run.run_id)
+    if c.parent_run_id and sets.get("status", status) != status:
+        yield from plan_status.to_parents(d, c.parent_run_id)
     if c.wake_run:
         woken = yield Sql(
             f"UPDATE runs SET wake=wake+1, needs_work=TRUE WHERE run_id=%s AND status NOT IN {TERMINAL_SQL} "
