@@ -104,6 +104,10 @@ def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]]) -> Plan[None]:
             intr.requested_seq = by_event[intr.requested_event_id]
     if c.new_interrupts:
         yield Sql(codec.INSERT_INTERRUPT, [codec.interrupt_params(i) for i in c.new_interrupts], many=True)
+    deadlines = [i.deadline_ms for i in c.new_interrupts if i.open and i.deadline_ms is not None]
+    if deadlines:
+        # Every instance's timer hears of it, not only this one's: the deadline fires on time even if this one dies.
+        yield Note("deadline", c.run_id, at_ms=min(deadlines))
 
 
 def _fence(d: Dialect, c: RunCommit, held: RunRecord | None) -> Plan[tuple[str | None, int, int, int, str, Any]]:
