@@ -219,13 +219,20 @@ class EngineRequestHandler(RequestHandler):
         ``answered``: an interrupt just answered, still shown until the run moves on; it does not stop the stream.
         ``stop_on_input`` false (a subscriber) stops at input-required only once the first task was sent.
         """
-        task, _ = await self.task(run_id)
+        task, snap = await self.task(run_id)
         yield task
         seen = self._mark(task)
         if self._done(task, answered, first=True, stop_on_input=stop_on_input):
             return
-        async for _batch in self.engine.follow(run_id, idle_s=QUIET_S):
+        status = snap["status"]
+        async for batch in self.engine.follow(run_id, idle_s=QUIET_S):
+            if not batch:
+                # Quiet: only the run's row is read, and the task only if its status moved (a child's did).
+                run = await self.engine.run_record(run_id)
+                if run is None or run.status == status:
+                    continue
             current, snap = await self.task(run_id)
+            status = snap["status"]
             mark = self._mark(current)
             if mark == seen:
                 continue
