@@ -46,7 +46,14 @@ class Receiver:
     got: list[Received] = field(default_factory=list)
     script: dict[str, list[int]] = field(default_factory=dict)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
-    hang: set[str] = field(default_factory=set)
+    #: Paths whose requests are held unanswered until :meth:`release`.
+    hold: set[str] = field(default_factory=set)
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def release(self) -> None:
+        """Answer the held requests (503) and hold no more."""
+        self.hold.clear()
+        self.released.set()
 
     def at(self, path: str) -> list[Received]:
         return [r for r in self.got if r.path == path]
@@ -56,8 +63,9 @@ class Receiver:
         path = request.url.path
         self.got.append(Received(path, {k.lower(): v for k, v in request.headers.items()}, body))
         self.arrived.set()
-        if path in self.hang:
-            await asyncio.sleep(3600)
+        if path in self.hold:
+            await self.released.wait()
+            return Response(status_code=503)
         if path.startswith("/echo"):
             return JSONResponse({"challenge": orjson.loads(body).get("challenge")})
         if path.startswith("/redirect"):
