@@ -47,7 +47,7 @@ class NotifyService:
         *,
         notify_retry: RetryPolicy,
         webhook_retry: RetryPolicy,
-        in_flight: int = 64,
+        in_flight: int = 256,
         per_destination: int = 4,
     ) -> None:
         self._store = store

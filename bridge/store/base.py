@@ -436,10 +436,16 @@ class Store(Protocol):
         """
 
     async def outbox_claim(
-        self, owner: str, now_ms: int, lease_ms: int, limit: int, channels: Sequence[str] = ("webhook",)
+        self,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        limit: int,
+        channels: Sequence[str] = ("webhook",),
+        busy: Sequence[str] = (),
     ) -> list[Notice]:
         """Lease up to ``limit`` due notices of ``channels`` to ``owner`` for ``lease_ms`` (each attempt numbered),
-        oldest first.
+        oldest first, none addressed to the recipients ``busy``.
 
         Several instances may claim at once: each notice goes to one of them; a lease that runs out
         makes the notice due again for every instance.

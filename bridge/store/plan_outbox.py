@@ -121,18 +121,27 @@ def with_notices(planners: Sequence[NoticePlanner], limits: OutboxLimits, steps:
 
 
 def claim(
-    d: Dialect, owner: str, now_ms: int, lease_ms: int, limit: int, channels: Sequence[str]
+    d: Dialect,
+    owner: str,
+    now_ms: int,
+    lease_ms: int,
+    limit: int,
+    channels: Sequence[str],
+    busy: Sequence[str] = (),
 ) -> Plan[list[Notice]]:
     """Lease up to ``limit`` due notices of ``channels`` to ``owner`` (their attempt counted now), oldest due
-    first. On PostgreSQL, rows another claim holds are skipped, not waited for."""
+    first, none for the recipients ``busy`` (those the owner has as many of as it may). On PostgreSQL, rows
+    another claim holds are skipped, not waited for."""
     if not channels:
         return []
     skip = "" if d.question_marks else " FOR UPDATE SKIP LOCKED"
+    not_busy = f" AND recipient NOT IN ({','.join(['%s'] * len(busy))})" if busy else ""
     rows = yield Sql(
         "UPDATE outbox SET lease_owner=%s, next_attempt=%s, attempt=attempt+1 WHERE notice_id IN "
         f"(SELECT notice_id FROM outbox WHERE status='queued' AND next_attempt<=%s AND channel IN "
-        f"({','.join(['%s'] * len(channels))}) ORDER BY next_attempt LIMIT %s{skip}) RETURNING {OUTBOX_COLS}",
-        (owner, now_ms + lease_ms, now_ms, *channels, limit),
+        f"({','.join(['%s'] * len(channels))}){not_busy} ORDER BY next_attempt LIMIT %s{skip}) "
+        f"RETURNING {OUTBOX_COLS}",
+        (owner, now_ms + lease_ms, now_ms, *channels, *busy, limit),
     )
     return sorted((notice_from_row(d, r) for r in rows), key=lambda n: (n.not_before_ms, n.notice_id))
 

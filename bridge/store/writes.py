@@ -124,9 +124,17 @@ class Writes(ABC):
         return await self._plan(lambda: plan_outbox.write_notices(tenant, run_id, drafts, now_ms, self.outbox_limits))
 
     async def outbox_claim(
-        self, owner: str, now_ms: int, lease_ms: int, limit: int, channels: Sequence[str] = ("webhook",)
+        self,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        limit: int,
+        channels: Sequence[str] = ("webhook",),
+        busy: Sequence[str] = (),
     ) -> list[Notice]:
-        return await self._plan(lambda: plan_outbox.claim(self._dialect, owner, now_ms, lease_ms, limit, channels))
+        return await self._plan(
+            lambda: plan_outbox.claim(self._dialect, owner, now_ms, lease_ms, limit, channels, busy)
+        )
 
     async def outbox_settle(
         self,
