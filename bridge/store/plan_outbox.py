@@ -13,6 +13,7 @@ a notice has its own number, whoever makes it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -23,6 +24,7 @@ from bridge.store.codec import Dialect
 from bridge.store.steps import Plan, Planned, Rows, Sql
 
 T = TypeVar("T")
+log = logging.getLogger("bridge.store.outbox")
 
 OUTBOX_COLS = "notice_id, channel, tenant, run_id, interrupt_id, recipient, payload, attempt, next_attempt, created_at"
 INSERT_NOTICE = (
@@ -100,15 +102,27 @@ def write_notices(
     return ids
 
 
+def _drafts(planners: Sequence[NoticePlanner], step: Planned) -> list[NoticeDraft]:
+    """What every planner plans for ``step``; a planner that fails is logged and skipped, so that it never
+    fails the run's own commit."""
+    drafts: list[NoticeDraft] = []
+    for planner in planners:
+        try:
+            drafts += planner(step.run, step.events, step.opened, step.now_ms)
+        except Exception:
+            log.exception(
+                "a notice planner failed on run %s; its notices for this commit are not written", step.run.run_id
+            )
+    return drafts
+
+
 def with_notices(planners: Sequence[NoticePlanner], limits: OutboxLimits, steps: Plan[T]) -> Plan[T]:
     """``steps``, with the notices ``planners`` plan for each :class:`Planned` step written in its place."""
     try:
         step = next(steps)
         while True:
             if type(step) is Planned:
-                drafts = [
-                    draft for planner in planners for draft in planner(step.run, step.events, step.opened, step.now_ms)
-                ]
+                drafts = _drafts(planners, step)
                 if drafts:
                     yield from write_notices(step.run.tenant, step.run.run_id, drafts, step.now_ms, limits)
                 step = steps.send([])
