@@ -428,6 +428,9 @@ class Store(Protocol):
     notice_planners: tuple[NoticePlanner, ...]
     #: Caps on queued notices, checked as notices are written.
     outbox_limits: OutboxLimits
+    #: How many notices the planners have written through this store (a cheap counter; may count a few of
+    #: transactions that failed afterwards).
+    notices_written: int
 
     async def outbox_add(self, tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int) -> list[str]:
         """Write notices of a run now, in a transaction of their own (reminders, escalations); their ids.

@@ -14,7 +14,7 @@ a notice has its own number, whoever makes it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from bridge.core.clock import ulid
@@ -116,8 +116,14 @@ def _drafts(planners: Sequence[NoticePlanner], step: Planned) -> list[NoticeDraf
     return drafts
 
 
-def with_notices(planners: Sequence[NoticePlanner], limits: OutboxLimits, steps: Plan[T]) -> Plan[T]:
-    """``steps``, with the notices ``planners`` plan for each :class:`Planned` step written in its place."""
+def with_notices(
+    planners: Sequence[NoticePlanner],
+    limits: OutboxLimits,
+    steps: Plan[T],
+    written: Callable[[int], None] | None = None,
+) -> Plan[T]:
+    """``steps``, with the notices ``planners`` plan for each :class:`Planned` step written in its place
+    (``written`` is told how many, as they are written: the transaction may still fail)."""
     try:
         step = next(steps)
         while True:
@@ -125,6 +131,8 @@ def with_notices(planners: Sequence[NoticePlanner], limits: OutboxLimits, steps:
                 drafts = _drafts(planners, step)
                 if drafts:
                     yield from write_notices(step.run.tenant, step.run.run_id, drafts, step.now_ms, limits)
+                    if written is not None:
+                        written(len(drafts))
                 step = steps.send([])
             else:
                 rows: Rows = yield step
