@@ -160,3 +160,17 @@ async def test_a_notice_refused_by_a_cap_is_reported_not_sent(make_engine) -> No
         assert [(e["type"], e["payload"]["reason"]) for e in found] == [("notification.failed", "queue_full")]
         [dead] = await engine.notify.dead_letters("email", "alice", "default", limit=5)
         assert dead.reason == "queue_full" and dead.run_id == second.run_id
+
+
+async def test_a_poke_just_before_stop_does_not_keep_the_worker_running(engine: Engine) -> None:
+    # asyncio.wait_for (Python 3.11) returns the inner result instead of raising when the cancel
+    # arrives in the same turn as the wake-up: the worker must stop all the same.
+    engine.notify.add_channel(Recorder("email"))
+    await asyncio.sleep(0.05)  # the worker sleeps in its idle wait
+    worker = engine.notify.worker
+    loop_task = worker._task
+    assert loop_task is not None
+    worker.poke()
+    stopping = asyncio.ensure_future(worker.stop())
+    done, _ = await asyncio.wait({stopping}, timeout=5)
+    assert stopping in done and loop_task.done(), "the worker kept running after stop()"
