@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from bridge import Engine, NodeContext, Workflow, custom
+from bridge import Engine, NodeContext, Workflow, custom, spec
 from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft, OutboxLimits, RetryPolicy
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.runtime.config import EngineConfig
@@ -87,6 +87,7 @@ async def test_a_notice_is_retried_with_its_id_then_delivered_and_reported(make_
         [sent] = found
         intr = (await engine.run_interrupts(run.run_id))[0]
         assert sent["type"] == "notification.sent"
+        assert spec.validate_event(sent) == []  # the v1 envelope admits it as an extension type (name.name)
         assert sent["payload"] == {
             "noticeId": ids.pop(),
             "channel": "email",
