@@ -175,3 +175,29 @@ async def test_a_poke_just_before_stop_does_not_keep_the_worker_running(engine: 
     stopping = asyncio.ensure_future(worker.stop())
     done, _ = await asyncio.wait({stopping}, timeout=5)
     assert stopping in done and loop_task.done(), "the worker kept running after stop()"
+
+
+async def test_pruning_keeps_up_with_many_settled_notices(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from bridge.core.clock import SystemClock
+    from bridge.notify.worker import OutboxWorker
+    from bridge.store.sqlite import SqliteStore
+    from tests.store.test_store_contract import draft as event_draft
+    from tests.store.test_store_contract import make_run
+
+    store = SqliteStore(tmp_path / "prune.db")
+    store.outbox_limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000, delivered_ttl_ms=1)
+    await store.open()
+    try:
+        run = make_run()
+        await store.create_run(run, [event_draft("run.started")])
+        ids = await store.outbox_add(
+            run.tenant, run.run_id, [NoticeDraft("email", f"p{i}", {}) for i in range(1_500)], 0
+        )
+        for n in await store.outbox_claim("w", 0, 60_000, 1_500, ("email",)):
+            await store.outbox_settle(n.notice_id, "w", n.attempt, "delivered", 0, None, 10)
+        worker = OutboxWorker(store, SystemClock(), "w", {}, lambda _: RetryPolicy())
+        worker._settled = 1  # it settled some since its last pruning
+        await worker._maybe_prune()
+        assert await store.outbox_states(ids) == {}
+    finally:
+        await store.close()
