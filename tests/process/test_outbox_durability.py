@@ -109,7 +109,7 @@ async def test_two_instances_drain_one_outbox(
             s.start()
         try:
             await subscribe(http, servers[0], f"{rec.url}/hook")
-            await asyncio.sleep(6)  # the other instance reads subscriptions every 5 seconds
+            await asyncio.sleep(3)  # the other instance reads subscriptions every 2 seconds
             runs = await start_runs(http, servers, 30)
             await rec.wait(lambda: {r.json()["runId"] for r in rec.at("/hook")} == runs, WAIT_S)
             await asyncio.sleep(1)  # anything doubled would have arrived by now
@@ -134,7 +134,7 @@ async def test_an_instance_killed_mid_delivery_leaves_its_deliveries_to_the_othe
             s.start()
         try:
             await subscribe(http, a, f"{rec.url}/hook")
-            await asyncio.sleep(6)  # the other instance reads subscriptions every 5 seconds
+            await asyncio.sleep(3)  # the other instance reads subscriptions every 2 seconds
             runs = await start_runs(http, [a, b], 10)
             await rec.wait(lambda: len(rec.at("/hook")) >= 4, WAIT_S)
             a.kill9()

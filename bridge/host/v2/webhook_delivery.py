@@ -34,7 +34,7 @@ from bridge.runtime.engine import Engine
 log = logging.getLogger("bridge.host.v2.webhooks")
 
 #: How often the subscriptions are read again from the store (those registered on other instances).
-REFRESH_S = 5.0
+REFRESH_S = 2.0
 #: The most bytes of a receiver's answer read (a verification's JSON; a delivery's is not read).
 ANSWER_MAX = 16 * 1024
 
