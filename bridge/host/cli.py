@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from bridge.core.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
 from bridge.core.errors import BridgeError
 from bridge.core.events import ENGINE_VERSION
+from bridge.core.notices import RetryPolicy
 from bridge.core.quota import RunRate
 from bridge.core.tokens import parse_secret_spec
 from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
@@ -30,6 +31,7 @@ from bridge.host.http.limits import HeaderLimits, http_protocol
 from bridge.host.http.streams import StreamLimits
 from bridge.host.options import add_serve_arguments, conversation_limits, env
 from bridge.host.plugins import ServerBuild
+from bridge.host.v2.webhook_delivery import WebhookSettings
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.engine import Engine
 from bridge.runtime.telemetry import configure_logging
@@ -147,6 +149,12 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             conversation_limits=conversation_limits(args),
             snapshot_messages=int(args.snapshot_messages),
             run_rate=run_rate(int(args.max_runs_per_minute)),
+            notify_retry=RetryPolicy(base_ms=args.notify_retry_base_ms, max_attempts=args.notify_max_attempts),
+            webhook_retry=RetryPolicy(
+                base_ms=args.webhook_retry_base_ms,
+                max_attempts=args.webhook_max_attempts,
+                timeout_ms=args.webhook_timeout_ms,
+            ),
         ),
         token_secrets=secrets,
     )
@@ -182,6 +190,9 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             per_key=int(args.max_streams_per_key),
             per_run=int(args.max_streams_per_run),
             buffer_bytes=int(args.stream_buffer_bytes),
+        ),
+        webhooks=WebhookSettings(
+            allow_loopback=args.webhook_allow_loopback, rotation_overlap_s=args.webhook_rotation_overlap_seconds
         ),
     )
     return app, engine, ring, banner
