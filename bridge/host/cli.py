@@ -28,6 +28,7 @@ from bridge.host import plugins
 from bridge.host.http.limits import HeaderLimits, http_protocol
 from bridge.host.options import add_serve_arguments, env
 from bridge.host.plugins import ServerBuild
+from bridge.notify.config import load_notify_config
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.engine import Engine
 from bridge.runtime.telemetry import configure_logging
@@ -88,6 +89,10 @@ def allowed_hosts(args: argparse.Namespace) -> list[str] | None:
 
 def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
     """The ASGI app, engine and key ring for ``serve`` (without starting them)."""
+    # The notify file is checked before anything opens: a bad one stops ``serve`` in one line.
+    notify = load_notify_config(args.notify_config) if getattr(args, "notify_config", None) else None
+    if notify is not None:
+        notify.link_base(args.public_url)
     store = open_store(args.db)
     secrets = [parse_secret_spec(s) for s in args.token_secret]
     engine = Engine(

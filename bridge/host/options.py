@@ -168,9 +168,21 @@ def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--log-format", choices=["text", "json"], default=env("LOG_FORMAT", "text"))
 
 
+def _add_notify_file_argument(serve: argparse.ArgumentParser) -> None:
+    """``serve``: the notify file (people, channels and routes), checked before anything starts."""
+    serve.add_argument(
+        "--notify-config",
+        default=env("NOTIFY_CONFIG"),
+        metavar="FILE",
+        help="JSON file of people, channels (e-mail, Slack, Teams) and routes: who is told about a waiting "
+        "interrupt, and how",
+    )
+
+
 def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     """Every option of ``serve``."""
     _add_source_arguments(serve)
     _add_access_arguments(serve)
     _add_feature_arguments(serve)
+    _add_notify_file_argument(serve)
     _add_limit_arguments(serve)
