@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bridge.core.approvals import AskLimits
+from bridge.core.notices import OutboxLimits, RetryPolicy
 from bridge.core.tokens import DEFAULT_TTL_MS
 
 
@@ -21,3 +22,13 @@ class EngineConfig:
     idempotency_ttl_ms: int = 24 * 3600 * 1000
     #: Bounds on ``ask`` questions to an approval (see :class:`bridge.core.approvals.AskLimits`).
     ask_limits: AskLimits = field(default_factory=AskLimits)
+    #: Retries of e-mail, Slack and Teams notices (``--notify-retry-base-ms``, ``--notify-max-attempts``).
+    notify_retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: Retries of webhook deliveries (``--webhook-retry-base-ms``, ``--webhook-max-attempts``,
+    #: ``--webhook-timeout-ms``).
+    webhook_retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: Caps on queued notices and how long settled ones are kept.
+    outbox_limits: OutboxLimits = field(default_factory=OutboxLimits)
+    #: Delivery attempts at once on this instance, and per destination (``(channel, recipient)``).
+    notify_in_flight: int = 64
+    notify_per_destination: int = 4

@@ -181,11 +181,11 @@ class SqliteStore(Writes, SqliteReads):
     # --- runs ---------------------------------------------------------------
 
     async def _plan(self, make: Callable[[], Plan[T]]) -> T:
-        return await self._write(lambda conn: run_plan(conn, make()))
+        return await self._write(lambda conn: run_plan(conn, self._planned(make())))
 
     def commit_soon(self, commit: RunCommit) -> asyncio.Future[CommitResult]:
         # Queued at once: no task between the executor and the writer.
-        return self._submit(lambda conn: run_plan(conn, plan.commit(SQLITE, commit)))
+        return self._submit(lambda conn: run_plan(conn, self._planned(plan.commit(SQLITE, commit))))
 
     async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
         def tx(conn: sqlite3.Connection) -> RunRecord | None:
