@@ -84,6 +84,7 @@ class OutboxWorker:
         self._transient = transient
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._deliveries: set[asyncio.Task[None]] = set()
         self._busy: dict[tuple[str, str], int] = {}
         self._rand = random.SystemRandom().random
@@ -97,12 +98,16 @@ class OutboxWorker:
     def start(self) -> None:
         """Start draining (idempotent)."""
         if self._task is None:
+            self._stopping = False
             self._task = asyncio.create_task(self._loop(), name="openwop-bridge-outbox")
 
     async def stop(self) -> None:
         """Stop claiming and cancel attempts in flight (their notices come due again when their leases run out)."""
         task, self._task = self._task, None
         if task is not None:
+            # asyncio.wait_for (Python 3.11) may swallow a cancel that lands in the turn its wait ends
+            # (a poke): the loop also ends on this flag, so it stops even then.
+            self._stopping = True
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -121,7 +126,7 @@ class OutboxWorker:
         return 2 * longest + 5_000
 
     async def _loop(self) -> None:
-        while True:
+        while not self._stopping:
             try:
                 await self._round()
             except asyncio.CancelledError:

@@ -135,3 +135,17 @@ async def test_a_hung_receiver_holds_only_its_own_destination(make_engine) -> No
         await _until(lambda: engine.notify.counts[("slack", "delivered")] == 6)
         stuck = [a for a in channel.attempts if a[1] == "slack:CSTUCK"]
         assert len({a[0] for a in stuck}) == 2 and all(a[2] == 1 for a in stuck)
+
+
+async def test_a_poke_just_before_stop_does_not_keep_the_worker_running(engine: Engine) -> None:
+    # asyncio.wait_for (Python 3.11) returns the inner result instead of raising when the cancel
+    # arrives in the same turn as the wake-up: the worker must stop all the same.
+    engine.notify.add_channel(Recorder("email"))
+    await asyncio.sleep(0.05)  # the worker sleeps in its idle wait
+    worker = engine.notify.worker
+    loop_task = worker._task
+    assert loop_task is not None
+    worker.poke()
+    stopping = asyncio.ensure_future(worker.stop())
+    done, _ = await asyncio.wait({stopping}, timeout=5)
+    assert stopping in done and loop_task.done(), "the worker kept running after stop()"
