@@ -111,13 +111,19 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     dev: dict[str, str] = {}
     ensure_dev_key = _dev_key_starter(engine, ring, keys, dev)
     routes = list(build.routes)
+    fragments = list(build.openapi)
+    if notify is not None:
+        from bridge.host.notifying import install_notify  # its channels' libraries load only when used
+
+        notifying = install_notify(engine, notify, args.public_url)
+        routes += notifying.routes
+        fragments += notifying.openapi
     banner = _banner(args, store, engine, ring, dev, routes)
 
     from bridge.host import web
     from bridge.host.http import create_app
     from bridge.host.http.openapi import web_fragment
 
-    fragments = list(build.openapi)
     if not args.no_ui:
         routes += web.web_routes()
         fragments.append(web_fragment())

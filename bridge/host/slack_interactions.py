@@ -75,9 +75,9 @@ class SlackInteractions:
 
     def route(self) -> Route:
         """The Starlette route."""
-        return Route(PATH, self, methods=["POST"])
+        return Route(PATH, self.handle, methods=["POST"])
 
-    async def __call__(self, request: Request) -> Response:
+    async def handle(self, request: Request) -> Response:
         """Verify, map the user, resolve, rewrite the message; ``200`` with an empty body is Slack's ack."""
         body = await read_bytes(request, limit=MAX_BODY)
         if not self._verifier.is_valid(

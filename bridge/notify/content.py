@@ -20,12 +20,18 @@ _PURPOSE_PREFIX = {"notice": "", "reminder": "Reminder: ", "escalation": "Escala
 
 def what_is_asked(data: dict[str, Any]) -> str:
     """The request's own words (its description, question or prompt), clipped to :data:`ASKED_LIMIT`."""
+    text = ""
     for name in ("description", "question", "prompt", "message", "summary", "reason"):
         value = data.get(name)
         if isinstance(value, str) and value.strip():
             text = value.strip()
-            return text if len(text) <= ASKED_LIMIT else text[: ASKED_LIMIT - 1] + "…"
-    return ""
+            break
+    else:
+        questions = data.get("questions")
+        if isinstance(questions, list):
+            asked = [str(q.get("question", "")).strip() for q in questions[:20] if isinstance(q, dict)]
+            text = "\n".join(q for q in asked if q)
+    return text if len(text) <= ASKED_LIMIT else text[: ASKED_LIMIT - 1] + "…"
 
 
 def human_deadline(deadline_ms: int | None) -> str:

@@ -106,7 +106,7 @@ async def test_message_id_is_stable_per_interrupt_and_person_across_retries(tmp_
             outcome = await sender.deliver(_notice(record.interrupt_id, run_id, "alice", "alice@example.com", attempt))
             assert outcome.kind == "delivered"
         await sender.deliver(_notice(record.interrupt_id, run_id, "bob", "bob@example.com"))
-        ids = [m["Message-ID"] for _, m in host.smtp.mails]
+        ids = [str(m["Message-ID"]).strip() for _, m in host.smtp.mails]
         assert ids[0] == ids[1] != ids[2]
         assert ids[0].startswith(f"<{record.interrupt_id}.") and ids[0].endswith("@example.com>")
 

@@ -32,8 +32,10 @@ async def test_three_approvers_three_mails_three_links_three_votes(tmp_path: Pat
         closed = await host.engine.interrupt_record(record.interrupt_id)
         assert closed is not None and closed.status == "resolved"
         assert [v["voter"] for v in closed.state["votes"]] == ["carol", "alice", "bob"]
-        received = [e["payload"] for e in await events(host.engine, run_id, "approval.received")]
-        assert [p.get("voter") or p.get("decidedBy") for p in received] == ["carol", "alice", "bob"]
+        granted = [e["payload"] for e in await events(host.engine, run_id, "approval.granted")]
+        assert [p["principal"] for p in granted] == ["carol", "alice", "bob"]
+        audit = [a for a in await host.engine.audit(run_id) if a["action"] == "approval.vote.accept"]
+        assert [a["principal"] for a in audit] == ["carol", "alice", "bob"]
         await settle(host.engine, run_id)
         sent = await events(host.engine, run_id, "notification.sent")
         assert sorted(e["payload"]["recipient"] for e in sent) == ["alice", "bob", "carol"]

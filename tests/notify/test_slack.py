@@ -57,13 +57,15 @@ async def test_a_form_kind_gets_a_link_button_and_no_approve(tmp_path: Path) -> 
     from bridge import Workflow
 
     wf = Workflow("question")
-    wf.node("ask", type_id="core.clarification", config={"question": "Which cost centre?"})
+    question = {"id": "cc", "question": "Which cost centre?", "schema": {"type": "string"}}
+    wf.node("ask", type_id="core.clarificationGate", config={"questions": [question]})
     routes = [{"match": {"kind": "clarification"}, "notify": ["alice"]}]
     async with notify_host(tmp_path, routes=routes, workflows=[wf], with_teams=False) as host:
         await host.start_gate("question")
         (post,) = await _posted(host, 1)
         assert [b["action_id"] for b in _buttons(post)] == ["open_link"]
         assert _buttons(post)[0]["text"]["text"] == "Answer"
+        assert "Which cost centre?" in post["blocks"][0]["text"]["text"]
 
 
 async def test_an_allowed_click_decides_as_the_person_and_rewrites_the_message(tmp_path: Path) -> None:
@@ -79,7 +81,7 @@ async def test_an_allowed_click_decides_as_the_person_and_rewrites_the_message(t
         resolved = await events(host.engine, run_id, "interrupt.resolved")
         assert resolved[0]["payload"]["resolvedBy"] == "alice"
         (update,) = host.slack.of("chat.update")
-        assert update["channel"] == "DALICE" and update["ts"] == "1700000000.000001"
+        assert update["channel"] == "D0ALICE" and update["ts"] == "1700000000.000001"
         assert "Approved by alice" in str(update["blocks"]) and "accept" not in str(update["blocks"])
 
 
@@ -143,7 +145,7 @@ async def test_a_gate_decided_elsewhere_rewrites_its_messages(tmp_path: Path) ->
         await host.engine.resolve(SYSTEM, {"action": "reject"}, interrupt_id=record.interrupt_id)
         await host.until(lambda: len(host.slack.of("chat.update")) == 2, "both messages rewritten")
         updates = host.slack.of("chat.update")
-        assert sorted(u["channel"] for u in updates) == ["DALICE", "DBOB"]
+        assert sorted(u["channel"] for u in updates) == ["D0ALICE", "D0BOB"]
         assert all("Rejected by system" in str(u["blocks"]) for u in updates)
 
 
