@@ -29,6 +29,7 @@ SCOPES: tuple[str, ...] = (
     "approvals:act-as",
     "interrupts:read",
     "workflows:read",
+    "webhooks:manage",
 )
 
 #: Roles allowed to vote or answer on behalf of another principal.

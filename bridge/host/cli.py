@@ -22,12 +22,14 @@ from urllib.parse import urlsplit
 from bridge.core.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
 from bridge.core.errors import BridgeError
 from bridge.core.events import ENGINE_VERSION
+from bridge.core.notices import RetryPolicy
 from bridge.core.tokens import parse_secret_spec
 from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
 from bridge.host import plugins
 from bridge.host.http.limits import HeaderLimits, http_protocol
 from bridge.host.options import add_serve_arguments, env
 from bridge.host.plugins import ServerBuild
+from bridge.host.v2.webhook_delivery import WebhookSettings
 from bridge.notify.config import load_notify_config
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.engine import Engine
@@ -102,6 +104,12 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             default_threshold=args.escalation_threshold,
             lease_ms=args.lease_ms,
             idempotency_ttl_ms=args.idempotency_hours * 3600 * 1000,
+            notify_retry=RetryPolicy(base_ms=args.notify_retry_base_ms, max_attempts=args.notify_max_attempts),
+            webhook_retry=RetryPolicy(
+                base_ms=args.webhook_retry_base_ms,
+                max_attempts=args.webhook_max_attempts,
+                timeout_ms=args.webhook_timeout_ms,
+            ),
         ),
         token_secrets=secrets,
     )
@@ -138,6 +146,9 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         openapi=fragments,
         facets=build.discovery,
         allowed_hosts=allowed_hosts(args),
+        webhooks=WebhookSettings(
+            allow_loopback=args.webhook_allow_loopback, rotation_overlap_s=args.webhook_rotation_overlap_seconds
+        ),
     )
     return app, engine, ring, banner
 

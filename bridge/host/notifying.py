@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from starlette.routing import BaseRoute
 
+from bridge.core.notices import RetryPolicy
 from bridge.notify.config import NotifyConfig
 from bridge.notify.email import EmailChannelSender
 from bridge.notify.links import NoticeLinks
@@ -37,18 +38,24 @@ def install_notify(engine: Engine, config: NotifyConfig, public_url: str | None 
     from bridge.host import slack_interactions
 
     links = NoticeLinks(engine, config.link_base(public_url))
+    retry = engine.config.notify_retry
+
+    def bounded(timeout_ms: int) -> RetryPolicy:
+        # The worker bounds each attempt; give the channel its own timeout and a little to spare.
+        return replace(retry, timeout_ms=timeout_ms + 2_000)
+
     setup = NotifySetup()
     channels = config.channels
     if channels.email is not None:
         setup.email = EmailChannelSender(channels.email, links)
-        engine.notify.add_channel(setup.email)
+        engine.notify.add_channel(setup.email, bounded(channels.email.timeout_ms))
     if channels.slack is not None:
         setup.slack = SlackChannelSender(channels.slack, links, engine.adapter_state(SLACK_STATE))
-        engine.notify.add_channel(setup.slack)
+        engine.notify.add_channel(setup.slack, bounded(channels.slack.timeout_ms))
         setup.routes.append(slack_interactions.SlackInteractions(engine, config, setup.slack).route())
         setup.openapi.append(slack_interactions.openapi_fragment())
     if channels.teams:
         setup.teams = TeamsChannelSender(dict(channels.teams), links)
-        engine.notify.add_channel(setup.teams)
+        engine.notify.add_channel(setup.teams, bounded(max(t.timeout_ms for t in channels.teams.values())))
     engine.notify.add_planner(PeoplePlanner(config))
     return setup

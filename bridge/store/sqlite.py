@@ -213,6 +213,8 @@ class SqliteStore(Writes, SqliteReads):
     async def reset_owners(self) -> int:
         # Safe only because the lock file guarantees no other server uses this file.
         def tx(conn: sqlite3.Connection) -> int:
+            # Notices a dead server was delivering are due again at once (the attempt it made still counts).
+            conn.execute("UPDATE outbox SET lease_owner=NULL, next_attempt=0 WHERE lease_owner IS NOT NULL")
             return conn.execute("UPDATE runs SET owner=NULL, lease_until=NULL WHERE owner IS NOT NULL").rowcount
 
         return await self._write(tx)

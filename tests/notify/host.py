@@ -106,22 +106,22 @@ async def notify_host(
             if with_teams:
                 all_channels["teams"] = {"ops": {"url": teams_url}}
             all_channels.update(channels or {})
-            async with uvicorn_server(app) as url:
-                config = parse_notify_config(
-                    {
-                        "publicBaseUrl": url,
-                        "people": PEOPLE if people is None else people,
-                        "channels": all_channels,
-                        "routes": routes,
-                    },
-                    environ={},
-                )
-                setup = install_notify(engine, config)
-                for route in setup.routes:
-                    app.router.routes.append(route)
-                await engine.start()
-                try:
+            await engine.start()
+            try:
+                async with uvicorn_server(app) as url:
+                    config = parse_notify_config(
+                        {
+                            "publicBaseUrl": url,
+                            "people": PEOPLE if people is None else people,
+                            "channels": all_channels,
+                            "routes": routes,
+                        },
+                        environ={},
+                    )
+                    setup = install_notify(engine, config)
+                    for route in setup.routes:
+                        app.router.routes.append(route)
                     async with httpx.AsyncClient(base_url=url, timeout=10) as client:
                         yield NotifyHost(engine, url, client, smtp, slack, teams, setup, config)
-                finally:
-                    await engine.stop()
+            finally:
+                await engine.stop()

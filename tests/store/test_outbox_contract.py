@@ -198,3 +198,18 @@ async def test_owners_claiming_at_once_share_the_notices(store: Store) -> None:
     batches = await asyncio.gather(*(store.outbox_claim(f"w{i}", 0, OWNER_LEASE, 7, ALL) for i in range(8)))
     ids = [n.notice_id for batch in batches for n in batch]
     assert len(ids) == len(set(ids)) == 40
+
+
+async def test_a_single_instance_restart_frees_the_notices_it_was_delivering(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "restart.db")
+    await store.open()
+    try:
+        run = await _claimed_run(store)
+        [nid] = await store.outbox_add(run.tenant, run.run_id, [NoticeDraft("webhook", "wh", {})], 0)
+        await store.outbox_claim("dead-server", 0, 60_000, 10, ALL)
+        assert await store.outbox_claim("new-server", 1, 60_000, 10, ALL) == []
+        await store.reset_owners()
+        [again] = await store.outbox_claim("new-server", 1, 60_000, 10, ALL)
+        assert (again.notice_id, again.attempt) == (nid, 2)
+    finally:
+        await store.close()

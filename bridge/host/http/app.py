@@ -34,6 +34,8 @@ from bridge.host.v2 import VersionNegotiation
 from bridge.host.v2 import discovery as v2_discovery
 from bridge.host.v2 import openapi as v2_openapi
 from bridge.host.v2 import routes as v2_routes
+from bridge.host.v2 import webhooks as v2_webhooks
+from bridge.host.v2.webhook_delivery import Webhooks, WebhookSettings
 from bridge.runtime.engine import Engine
 
 
@@ -199,6 +201,7 @@ def create_app(
     openapi: Sequence[Mapping[str, Any]] = (),
     allowed_hosts: Sequence[str] | None = None,
     facets: Sequence[Callable[[str], Mapping[str, Any]]] = (),
+    webhooks: WebhookSettings | None = None,
 ) -> Starlette:
     """The OpenWOP host as an ASGI app.
 
@@ -206,9 +209,11 @@ def create_app(
     ``extra_routes`` in ``GET /v1/openapi.json``. With ``allowed_hosts``, requests for
     any other ``Host`` are refused (see :class:`TrustedHosts`); without, every host is
     served (an embedding app's choice). ``facets``: functions of the absolute base URL
-    returning members to add to ``/.well-known/openwop`` (the facets of plugins).
+    returning members to add to ``/.well-known/openwop`` (the facets of plugins). ``webhooks``: the
+    v2 webhook knobs (``--webhook-*``); the surface is served whatever they are.
     """
-    lifespan = _lifespan(engine, manage_engine, on_startup, on_shutdown)
+    hooks = webhook_surface(engine, webhooks or WebhookSettings())
+    lifespan = _lifespan(engine, manage_engine, [*on_startup, hooks.start], [hooks.stop, *on_shutdown])
     routes: list[BaseRoute] = [
         Route("/.well-known/openwop", discovery, methods=["GET"]),
         Route("/v1/openapi.json", openapi_json, methods=["GET"]),
@@ -216,6 +221,7 @@ def create_app(
         *runs.routes,
         *interrupts.routes,
         *v2_routes,
+        *v2_webhooks.routes,
         *extra_routes,
     ]
     handlers = dict(EXCEPTION_HANDLERS)
@@ -234,4 +240,15 @@ def create_app(
     app.state.keepalive_s = keepalive_s
     app.state.link_page = link_page
     app.state.facets = list(facets)
+    app.state.webhooks = hooks
     return app
+
+
+def webhook_surface(engine: Engine, settings: WebhookSettings) -> Webhooks:
+    """The engine's webhook deliveries (installed on its outbox once, whatever the number of apps over it)."""
+    found = engine.notify.channels.get("webhook")
+    if isinstance(found, Webhooks):
+        return found
+    hooks = Webhooks(engine, settings)
+    hooks.install()
+    return hooks
