@@ -8,6 +8,7 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from bridge.core.notices import RetryPolicy
+from bridge.host.undeliverable import UndeliverableWatch
 from bridge.notify.config import NotifyConfig
 from bridge.notify.email import EmailChannelSender
 from bridge.notify.links import NoticeLinks
@@ -29,6 +30,7 @@ class NotifySetup:
     email: EmailChannelSender | None = None
     slack: SlackChannelSender | None = None
     teams: TeamsChannelSender | None = None
+    undeliverable: UndeliverableWatch | None = None
     routes: list[BaseRoute] = field(default_factory=list)
     openapi: list[dict[str, Any]] = field(default_factory=list)
 
@@ -57,5 +59,8 @@ def install_notify(engine: Engine, config: NotifyConfig, public_url: str | None 
     if channels.teams:
         setup.teams = TeamsChannelSender(dict(channels.teams), links)
         engine.notify.add_channel(setup.teams, bounded(max(t.timeout_ms for t in channels.teams.values())))
-    engine.notify.add_planner(PeoplePlanner(config))
+    planner = PeoplePlanner(config)
+    engine.notify.add_planner(planner)
+    setup.undeliverable = UndeliverableWatch(engine, planner)
+    engine.notify.on_settled(setup.undeliverable)
     return setup

@@ -13,13 +13,15 @@ have, per shared address), and, for the routes that match it, the delayed ones:
 A delayed notice is a notice like any other with a future ``not_before_ms``: durable, and
 delivered once across instances. Whether it is still owed is decided when it is due
 (:func:`still_owed`): not once the interrupt has closed, nor a reminder to a quorum member
-who has voted. And for every interrupt a commit closes, when Slack is configured, a
+who has voted. When every first notice of an interrupt has died, its routes' ``onUndeliverable``
+applies (:mod:`bridge.host.undeliverable`). And for every interrupt a commit closes, when Slack is configured, a
 ``closed`` notice has its Slack messages rewritten to say so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from bridge.core import kinds
@@ -28,7 +30,7 @@ from bridge.core.records import InterruptRecord, RunRecord
 from bridge.notify.config import NotifyConfig, Route
 from bridge.notify.recipients import Recipient, matching_routes, recipients_for, targets_to_recipients
 
-__all__ = ["CLOSING_EVENTS", "PeoplePlanner", "still_owed"]
+__all__ = ["CLOSING_EVENTS", "PeoplePlanner", "still_owed", "undeliverable_policy"]
 
 #: Run events that close an interrupt (their payload names it as ``interruptId``).
 CLOSING_EVENTS = frozenset(
@@ -49,6 +51,12 @@ def _draft(record: InterruptRecord, r: Recipient, purpose: str, not_before_ms: i
 def _first(routes: Sequence[Route], name: str) -> int | None:
     values = [getattr(r, name) for r in routes if getattr(r, name) is not None]
     return min(values) if values else None
+
+
+def undeliverable_policy(routes: Sequence[Route]) -> str:
+    """What happens when every first notice of an interrupt died: the strictest of its routes' policies."""
+    chosen = {r.on_undeliverable for r in routes}
+    return "fail" if "fail" in chosen else "escalate" if "escalate" in chosen else "wait"
 
 
 def still_owed(record: InterruptRecord, payload: dict[str, Any]) -> bool:
@@ -93,6 +101,10 @@ class PeoplePlanner:
         )
         routes = matching_routes(self._config, record.workflow_id, record.kind, record.tenant)
         drafts = self._at_once(record, told, _first(routes, "fallback_after_ms"), now_ms)
+        policy = undeliverable_policy(routes)
+        if policy != "wait":
+            # Each first notice knows how many there are and the policy: the last to die applies it.
+            drafts = [replace(d, payload={**d.payload, "of": len(drafts), "onUndeliverable": policy}) for d in drafts]
         remind = _first(routes, "remind_after_ms")
         if remind is not None:
             drafts += [_draft(record, r, "reminder", now_ms + remind) for r in told]
@@ -104,6 +116,12 @@ class PeoplePlanner:
                 for r in targets_to_recipients(self._config, targets, record.tenant)
             ]
         return drafts
+
+    def escalation_now(self, record: InterruptRecord) -> list[NoticeDraft]:
+        """Notices to the ``escalateTo`` of the routes whose ``onUndeliverable`` is ``escalate``, due at once."""
+        routes = matching_routes(self._config, record.workflow_id, record.kind, record.tenant)
+        targets = [t for route in routes if route.on_undeliverable == "escalate" for t in route.escalate_to]
+        return [_draft(record, r, "escalation") for r in targets_to_recipients(self._config, targets, record.tenant)]
 
     @staticmethod
     def _at_once(
