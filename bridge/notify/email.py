@@ -89,7 +89,8 @@ def build_message(config: EmailChannel, to: str, content: NoticeContent, recipie
         message["In-Reply-To"] = first
         message["References"] = first
     message["Auto-Submitted"] = "auto-generated"
-    message.set_content(_text(content))
+    # 8bit, not quoted-printable: the link stays whole on one line for anyone reading the raw mail.
+    message.set_content(_text(content), cte="8bit")
     message.add_alternative(_html(content), subtype="html")
     return message
 
