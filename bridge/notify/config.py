@@ -118,6 +118,8 @@ class EmailChannel(_Model):
     from_: str = Field(alias="from")
     username: str | None = None
     password: SecretStr | None = None
+    #: A CA bundle (PEM) to trust for the server's certificate, besides the system's (a private CA).
+    tls_ca_file: str | None = None
     link_ttl_ms: int | None = Field(default=None, gt=0)
     timeout_ms: int = Field(default=30_000, gt=0)
 
@@ -141,6 +143,8 @@ class EmailChannel(_Model):
     def _tls(self) -> EmailChannel:
         if self.starttls and self.implicit_tls:
             raise ValueError("starttls: smtps:// already speaks TLS from the start; use smtp:// with starttls")
+        if self.tls_ca_file is not None and not Path(self.tls_ca_file).is_file():
+            raise ValueError(f"tlsCaFile: no file {self.tls_ca_file!r}")
         return self
 
     @property

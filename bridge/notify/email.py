@@ -130,6 +130,7 @@ class EmailChannelSender:
                 password=config.password.get_secret_value() if config.password else None,
                 use_tls=config.implicit_tls,
                 start_tls=config.starttls,
+                cert_bundle=config.tls_ca_file,
                 timeout=config.timeout_ms / 1000,
             )
         except aiosmtplib.SMTPRecipientsRefused as exc:

@@ -89,6 +89,7 @@ async def notify_host(
     channels: dict[str, Any] | None = None,
     people: dict[str, Any] | None = None,
     with_teams: bool = True,
+    email_options: dict[str, Any] | None = None,
 ) -> AsyncIterator[NotifyHost]:
     """A served bridge whose notify file sends e-mail, Slack and Teams notices to loopback receivers."""
     with smtp_server() as (smtp, smtp_port):
@@ -100,7 +101,11 @@ async def notify_host(
                 engine, KeyRing(KEYS.values()), manage_engine=False, link_page=web.link_page, keepalive_s=0.2
             )
             all_channels: dict[str, Any] = {
-                "email": {"smtp": f"smtp://127.0.0.1:{smtp_port}", "from": "Approvals <approvals@example.com>"},
+                "email": {
+                    "smtp": f"smtp://127.0.0.1:{smtp_port}",
+                    "from": "Approvals <approvals@example.com>",
+                    **(email_options or {}),
+                },
                 "slack": {"token": "xoxb-test-token", "signingSecret": SIGNING_SECRET, "apiBase": api_base},
             }
             if with_teams:

@@ -8,6 +8,7 @@ import email.policy
 import hashlib
 import hmac
 import json
+import ssl
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -52,11 +53,17 @@ class SmtpRecorder:
 
 
 @contextlib.contextmanager
-def smtp_server() -> Iterator[tuple[SmtpRecorder, int]]:
-    """A real SMTP server on 127.0.0.1 (in a thread), its recorder and port."""
+def smtp_server(
+    *, implicit_tls: ssl.SSLContext | None = None, starttls: ssl.SSLContext | None = None
+) -> Iterator[tuple[SmtpRecorder, int]]:
+    """A real SMTP server on 127.0.0.1 (in a thread), its recorder and port; with ``implicit_tls`` it speaks
+    TLS from the first byte, with ``starttls`` it requires STARTTLS before a mail."""
     recorder = SmtpRecorder()
     port = free_port()
-    controller = Controller(recorder, hostname="127.0.0.1", port=port)
+    kwargs: dict[str, Any] = {}
+    if starttls is not None:
+        kwargs = {"tls_context": starttls, "require_starttls": True}
+    controller = Controller(recorder, hostname="127.0.0.1", port=port, ssl_context=implicit_tls, **kwargs)
     controller.start()
     try:
         yield recorder, port

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -145,3 +146,19 @@ async def test_no_mail_once_the_interrupt_has_closed(tmp_path: Path) -> None:
         outcome = await _sender(host).deliver(_notice(record.interrupt_id, run_id, "alice", "alice@example.com"))
         assert (outcome.kind, outcome.reason) == ("delivered", "interrupt_closed")
         assert host.smtp.mails == []
+
+
+async def test_link_ttl_shortens_the_link_and_an_expired_link_page_says_so(tmp_path: Path) -> None:
+    wf = gate("expense", timeoutMs=HOUR)
+    async with notify_host(tmp_path, routes=[], workflows=[wf], email_options={"linkTtlMs": 1}) as host:
+        run_id, record = await host.start_gate()
+        assert (await _sender(host).deliver(_notice(record.interrupt_id, run_id, "alice", "a@example.com"))).kind == (
+            "delivered"
+        )
+        ((_, message),) = host.smtp.mails
+        (link,) = set(LINK.findall(mail_parts(message)[0]))
+        await asyncio.sleep(0.01)  # past the link's one millisecond
+        page = await host.client.get(link, headers={"Accept": "text/html"})
+        assert page.status_code == 410 and "This link has expired" in page.text
+        current = await host.engine.interrupt_record(record.interrupt_id)
+        assert current is not None and current.open
