@@ -343,6 +343,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "bench.commits",
         "durable commits per cycle",
     ),
+    Scenario(
+        "notify", {"notify_drain": "notices/s"}, "bench.notify_drain", "outbox drain (notices to local receivers)"
+    ),
 )
 
 FAMILY_OF = {name: s for s in SCENARIOS for name in s.names}

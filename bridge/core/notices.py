@@ -132,7 +132,7 @@ class NoticePlanner(Protocol):
     transaction appends (with their sequences), the interrupts it opens, and the time. It must be
     pure and quick, and safe to call from the store's writer thread: it reads only what it is given
     and immutable snapshots of its own configuration. The drafts it returns are written in the
-    same transaction; an exception fails the transaction.
+    same transaction. A planner that raises is logged and skipped: the commit goes on without its notices.
     """
 
     def __call__(

@@ -47,7 +47,7 @@ class NotifyService:
         *,
         notify_retry: RetryPolicy,
         webhook_retry: RetryPolicy,
-        in_flight: int = 64,
+        in_flight: int = 256,
         per_destination: int = 4,
     ) -> None:
         self._store = store
@@ -59,6 +59,7 @@ class NotifyService:
         #: Attempts ended here, by ``(channel, outcome)`` (``delivered``, ``retry``, ``dead``).
         self.counts: Counter[tuple[str, str]] = Counter()
         self._sink: EventSink | None = None
+        self._seen_written = 0
         self._listeners: list[Callable[[Settled], None]] = []
         self.worker = OutboxWorker(
             store,
@@ -115,9 +116,16 @@ class NotifyService:
         await self.worker.stop()
 
     def poke(self) -> None:
-        """A notice may have been written (here, or by another instance): look for due ones now, if any planner
-        plans notices (otherwise nothing writes them in a commit, and a commit costs no look)."""
-        if self._planners:
+        """A commit here may have written notices: look for due ones now if it did (a commit that wrote none
+        costs no look)."""
+        written = self._store.notices_written
+        if written != self._seen_written:
+            self._seen_written = written
+            self.worker.poke()
+
+    def poke_remote(self) -> None:
+        """Another instance committed events (and perhaps notices): look for due ones now."""
+        if self.channels:
             self.worker.poke()
 
     # --- notices ----------------------------------------------------------------------

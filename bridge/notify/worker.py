@@ -11,6 +11,10 @@ Failures are retried with exponential backoff and jitter (:class:`~bridge.core.n
 until the attempts are spent; then the notice is a dead letter. Leases make this safe across
 instances and crashes: a notice claimed by an instance that died comes due again for every instance
 when its lease runs out, with a new attempt number and the same ``notice_id``.
+
+A destination may have a few notices waiting here for one of its slots (:data:`BACKLOG` times its
+share); one claimed past that is given back at once, due again a moment later, and so is one that
+waited so long that its lease would run out during its attempt.
 """
 
 from __future__ import annotations
@@ -34,6 +38,11 @@ log = logging.getLogger("bridge.notify.worker")
 IDLE_POLL_S = 1.0
 #: How long a notice given back for a busy destination waits before it is due again.
 BUSY_DEFER_MS = 250
+#: Notices one destination may have here, waiting or being attempted, in multiples of its concurrency; a
+#: claim takes at most that many (so one round cannot overfill one destination much).
+BACKLOG = 4
+#: The most busy recipients a claim leaves out by name.
+MAX_BUSY_LISTED = 64
 #: How often delivered notices and dead letters past their retention are deleted.
 PRUNE_EVERY_S = 60.0
 
@@ -69,7 +78,7 @@ class OutboxWorker:
         policies: Callable[[str], RetryPolicy],
         *,
         on_settled: Callable[[Settled], Awaitable[None]] | None = None,
-        in_flight: int = 64,
+        in_flight: int = 256,
         per_destination: int = 4,
         transient: tuple[type[BaseException], ...] = (),
     ) -> None:
@@ -87,6 +96,7 @@ class OutboxWorker:
         self._stopping = False
         self._deliveries: set[asyncio.Task[None]] = set()
         self._busy: dict[tuple[str, str], int] = {}
+        self._slots: dict[tuple[str, str], asyncio.Semaphore] = {}
         self._rand = random.SystemRandom().random
         self._pruned_at = 0.0
         self._settled = 0
@@ -147,16 +157,18 @@ class OutboxWorker:
             return
         now = self._clock.now_ms()
         due = await self._store.outbox_next_due()
-        free = self._in_flight - len(self._deliveries)
+        free = min(self._in_flight - len(self._deliveries), self._per_destination * BACKLOG)
         if due is not None and due <= now and free > 0:
-            notices = await self._store.outbox_claim(self._owner, now, self._lease_ms(), free, list(self._channels))
-            deferred = [n.notice_id for n in notices if not self._dispatch(n)]
+            lease_ms = self._lease_ms()
+            busy = [r for (_, r), held in self._busy.items() if held >= self._per_destination * BACKLOG]
+            notices = await self._store.outbox_claim(
+                self._owner, now, lease_ms, free, list(self._channels), busy[:MAX_BUSY_LISTED]
+            )
+            deferred = [n.notice_id for n in notices if not self._dispatch(n, now + lease_ms)]
             if deferred:
                 await self._store.outbox_release(deferred, self._owner, now + BUSY_DEFER_MS)
-            if len(notices) == free and len(deferred) < len(notices):
+            if notices and len(deferred) < len(notices):
                 return  # more may be due: claim again at once
-            if notices and not deferred:
-                return  # the next due notice may be due already
         await self._maybe_prune()
         wait = IDLE_POLL_S
         if due is not None and due > now:
@@ -164,13 +176,20 @@ class OutboxWorker:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), wait)
 
-    def _dispatch(self, notice: Notice) -> bool:
-        """Start an attempt, unless its destination is busy (then False: give it back)."""
+    def _dispatch(self, notice: Notice, lease_until_ms: int) -> bool:
+        """Start an attempt (once a slot of its destination is free), unless the destination has as many
+        notices here as it may (then False: give it back)."""
         key = (notice.channel, notice.recipient)
-        if self._busy.get(key, 0) >= self._per_destination:
+        held = self._busy.get(key, 0)
+        if held >= self._per_destination * BACKLOG:
             return False
-        self._busy[key] = self._busy.get(key, 0) + 1
-        task = asyncio.create_task(self._attempt(notice), name=f"openwop-bridge-notice-{notice.notice_id}")
+        self._busy[key] = held + 1
+        slots = self._slots.get(key)
+        if slots is None:
+            slots = self._slots[key] = asyncio.Semaphore(self._per_destination)
+        task = asyncio.create_task(
+            self._queued(notice, slots, lease_until_ms), name=f"openwop-bridge-notice-{notice.notice_id}"
+        )
         self._deliveries.add(task)
 
         def done(t: asyncio.Task[None]) -> None:
@@ -180,10 +199,21 @@ class OutboxWorker:
                 self._busy[key] = left
             else:
                 self._busy.pop(key, None)
+                self._slots.pop(key, None)
             self._wake.set()
 
         task.add_done_callback(done)
         return True
+
+    async def _queued(self, notice: Notice, slots: asyncio.Semaphore, lease_until_ms: int) -> None:
+        async with slots:
+            now = self._clock.now_ms()
+            if now + self._policies(notice.channel).timeout_ms >= lease_until_ms:
+                # Waited too long for its destination: its lease could run out mid-attempt. Given back unattempted.
+                with contextlib.suppress(Exception):
+                    await self._store.outbox_release([notice.notice_id], self._owner, now)
+                return
+            await self._attempt(notice)
 
     async def _attempt(self, notice: Notice) -> None:
         policy = self._policies(notice.channel)

@@ -30,5 +30,5 @@ class EngineConfig:
     #: Caps on queued notices and how long settled ones are kept.
     outbox_limits: OutboxLimits = field(default_factory=OutboxLimits)
     #: Delivery attempts at once on this instance, and per destination (``(channel, recipient)``).
-    notify_in_flight: int = 64
+    notify_in_flight: int = 256
     notify_per_destination: int = 4

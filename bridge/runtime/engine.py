@@ -233,7 +233,7 @@ class Engine:
         """Another instance committed events of this run: local streams re-read the store (and, if it planned
         notices, this instance's outbox worker may take some)."""
         self.hub.poke(run_id)
-        self.notify.poke()
+        self.notify.poke_remote()
 
     async def _notice_event(self, run_id: str, event_type: str, payload: dict[str, Any]) -> None:
         """Append a notice's outcome to its run's log (not to a run that has ended: its log is closed)."""

@@ -208,8 +208,7 @@ class Executors:
         if run is None:
             return
         self._host.hub.publish(run.run_id, result.events)
-        if result.events:
-            self._host.notify.poke()
+        self._host.notify.poke()
         if result.claimed:
             # Leased to this instance by the mutation itself: an executor still registered
             # here is past its release (its epoch is stale now), so a new one takes over.

@@ -428,6 +428,9 @@ class Store(Protocol):
     notice_planners: tuple[NoticePlanner, ...]
     #: Caps on queued notices, checked as notices are written.
     outbox_limits: OutboxLimits
+    #: How many notices the planners have written through this store (a cheap counter; may count a few of
+    #: transactions that failed afterwards).
+    notices_written: int
 
     async def outbox_add(self, tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int) -> list[str]:
         """Write notices of a run now, in a transaction of their own (reminders, escalations); their ids.
@@ -436,10 +439,16 @@ class Store(Protocol):
         """
 
     async def outbox_claim(
-        self, owner: str, now_ms: int, lease_ms: int, limit: int, channels: Sequence[str] = ("webhook",)
+        self,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        limit: int,
+        channels: Sequence[str] = ("webhook",),
+        busy: Sequence[str] = (),
     ) -> list[Notice]:
         """Lease up to ``limit`` due notices of ``channels`` to ``owner`` for ``lease_ms`` (each attempt numbered),
-        oldest first.
+        oldest first, none addressed to the recipients ``busy``.
 
         Several instances may claim at once: each notice goes to one of them; a lease that runs out
         makes the notice due again for every instance.

@@ -13,7 +13,8 @@ a notice has its own number, whoever makes it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from bridge.core.clock import ulid
@@ -23,6 +24,7 @@ from bridge.store.codec import Dialect
 from bridge.store.steps import Plan, Planned, Rows, Sql
 
 T = TypeVar("T")
+log = logging.getLogger("bridge.store.outbox")
 
 OUTBOX_COLS = "notice_id, channel, tenant, run_id, interrupt_id, recipient, payload, attempt, next_attempt, created_at"
 INSERT_NOTICE = (
@@ -100,17 +102,37 @@ def write_notices(
     return ids
 
 
-def with_notices(planners: Sequence[NoticePlanner], limits: OutboxLimits, steps: Plan[T]) -> Plan[T]:
-    """``steps``, with the notices ``planners`` plan for each :class:`Planned` step written in its place."""
+def _drafts(planners: Sequence[NoticePlanner], step: Planned) -> list[NoticeDraft]:
+    """What every planner plans for ``step``; a planner that fails is logged and skipped, so that it never
+    fails the run's own commit."""
+    drafts: list[NoticeDraft] = []
+    for planner in planners:
+        try:
+            drafts += planner(step.run, step.events, step.opened, step.now_ms)
+        except Exception:
+            log.exception(
+                "a notice planner failed on run %s; its notices for this commit are not written", step.run.run_id
+            )
+    return drafts
+
+
+def with_notices(
+    planners: Sequence[NoticePlanner],
+    limits: OutboxLimits,
+    steps: Plan[T],
+    written: Callable[[int], None] | None = None,
+) -> Plan[T]:
+    """``steps``, with the notices ``planners`` plan for each :class:`Planned` step written in its place
+    (``written`` is told how many, as they are written: the transaction may still fail)."""
     try:
         step = next(steps)
         while True:
             if type(step) is Planned:
-                drafts = [
-                    draft for planner in planners for draft in planner(step.run, step.events, step.opened, step.now_ms)
-                ]
+                drafts = _drafts(planners, step)
                 if drafts:
                     yield from write_notices(step.run.tenant, step.run.run_id, drafts, step.now_ms, limits)
+                    if written is not None:
+                        written(len(drafts))
                 step = steps.send([])
             else:
                 rows: Rows = yield step
@@ -121,18 +143,27 @@ def with_notices(planners: Sequence[NoticePlanner], limits: OutboxLimits, steps:
 
 
 def claim(
-    d: Dialect, owner: str, now_ms: int, lease_ms: int, limit: int, channels: Sequence[str]
+    d: Dialect,
+    owner: str,
+    now_ms: int,
+    lease_ms: int,
+    limit: int,
+    channels: Sequence[str],
+    busy: Sequence[str] = (),
 ) -> Plan[list[Notice]]:
     """Lease up to ``limit`` due notices of ``channels`` to ``owner`` (their attempt counted now), oldest due
-    first. On PostgreSQL, rows another claim holds are skipped, not waited for."""
+    first, none for the recipients ``busy`` (those the owner has as many of as it may). On PostgreSQL, rows
+    another claim holds are skipped, not waited for."""
     if not channels:
         return []
     skip = "" if d.question_marks else " FOR UPDATE SKIP LOCKED"
+    not_busy = f" AND recipient NOT IN ({','.join(['%s'] * len(busy))})" if busy else ""
     rows = yield Sql(
         "UPDATE outbox SET lease_owner=%s, next_attempt=%s, attempt=attempt+1 WHERE notice_id IN "
         f"(SELECT notice_id FROM outbox WHERE status='queued' AND next_attempt<=%s AND channel IN "
-        f"({','.join(['%s'] * len(channels))}) ORDER BY next_attempt LIMIT %s{skip}) RETURNING {OUTBOX_COLS}",
-        (owner, now_ms + lease_ms, now_ms, *channels, limit),
+        f"({','.join(['%s'] * len(channels))}){not_busy} ORDER BY next_attempt LIMIT %s{skip}) "
+        f"RETURNING {OUTBOX_COLS}",
+        (owner, now_ms + lease_ms, now_ms, *channels, *busy, limit),
     )
     return sorted((notice_from_row(d, r) for r in rows), key=lambda n: (n.not_before_ms, n.notice_id))
 

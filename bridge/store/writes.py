@@ -31,11 +31,16 @@ class Writes(ABC):
     notice_planners: tuple[NoticePlanner, ...] = ()
     #: Caps on queued notices.
     outbox_limits: OutboxLimits = OutboxLimits()
+    #: Notices the planners have written here (counted as written: a transaction that fails later counts too).
+    notices_written: int = 0
 
     def _planned(self, steps: Plan[T]) -> Plan[T]:
         """``steps`` with the notices the planners plan written in (``steps`` itself when there are none)."""
         planners = self.notice_planners
-        return plan_outbox.with_notices(planners, self.outbox_limits, steps) if planners else steps
+        return plan_outbox.with_notices(planners, self.outbox_limits, steps, self._wrote) if planners else steps
+
+    def _wrote(self, count: int) -> None:
+        self.notices_written += count
 
     @abstractmethod
     async def _plan(self, make: Callable[[], Plan[T]]) -> T:
@@ -124,9 +129,17 @@ class Writes(ABC):
         return await self._plan(lambda: plan_outbox.write_notices(tenant, run_id, drafts, now_ms, self.outbox_limits))
 
     async def outbox_claim(
-        self, owner: str, now_ms: int, lease_ms: int, limit: int, channels: Sequence[str] = ("webhook",)
+        self,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        limit: int,
+        channels: Sequence[str] = ("webhook",),
+        busy: Sequence[str] = (),
     ) -> list[Notice]:
-        return await self._plan(lambda: plan_outbox.claim(self._dialect, owner, now_ms, lease_ms, limit, channels))
+        return await self._plan(
+            lambda: plan_outbox.claim(self._dialect, owner, now_ms, lease_ms, limit, channels, busy)
+        )
 
     async def outbox_settle(
         self,

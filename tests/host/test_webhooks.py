@@ -18,7 +18,7 @@ from bridge.host.v2.webhook_delivery import WebhookSettings
 from bridge.runtime.config import EngineConfig
 from bridge.spec import v2 as spec
 from tests.conftest import auth
-from tests.host.v2_scenario import V2, enc, h, suspended
+from tests.host.v2_scenario import V2, created_settled, enc, h, suspended
 from tests.host.webhook_receiver import bridge, receiver
 
 LOOPBACK = WebhookSettings(allow_loopback=True)
@@ -177,3 +177,17 @@ async def test_vendor_and_registered_event_names_are_accepted(client: httpx.Asyn
     # Refused for its URL, after the names passed: the names are not what is wrong.
     resp = await client.post("/webhooks", json={"url": "https://127.0.0.1/x", "events": events}, headers=h())
     assert resp.status_code == 400 and resp.json()["error"] == "webhook_url_rejected"
+
+
+async def test_a_replay_fork_is_not_delivered_again(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine: Engine = make_engine(fast_config())
+    async with receiver() as rec, bridge(engine, LOOPBACK) as http:
+        await register(http, f"{rec.url}/hook", ["run.started", "run.completed"], secret=SECRET)
+        source = await created_settled(http)
+        forked = await http.post(f"/runs/{enc(source)}:fork", json={"mode": "replay"}, headers=h())
+        assert forked.status_code == 201, forked.text
+        fork_id = forked.json()["runId"]
+        later = await created_settled(http)  # the sync point: by the time it is heard, the fork would have been
+        await rec.wait(lambda: {r.json()["runId"] for r in rec.at("/hook")} >= {source, later})
+        assert fork_id not in {r.json()["runId"] for r in rec.at("/hook")}
+        assert len(rec.at("/hook")) == 4

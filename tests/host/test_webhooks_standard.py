@@ -105,3 +105,30 @@ async def test_standard_webhooks_needs_a_whsec_secret(client: httpx.AsyncClient)
     for secret in (None, "plain-secret-0123456789", "whsec_" + base64.b64encode(b"short").decode()):
         resp = await client.post("/webhooks", json={**body, **({"secret": secret} if secret else {})}, headers=h())
         assert resp.status_code == 400 and resp.json()["error"] == "validation_error", secret
+
+
+async def test_webhook_answers_validate_against_the_served_document(make_engine) -> None:  # type: ignore[no-untyped-def]
+    from tests.host.test_v2_openapi_bodies import _document
+
+    engine: Engine = make_engine(fast_config(attempts=1))
+    async with receiver() as rec, bridge(engine, LOOPBACK) as http:
+        doc = await _document(http)
+        assert {"registerWebhook", "unregisterWebhook", "rotateWebhookSecret", "listWebhookDeadLetters"} <= {
+            op["operationId"] for item in doc.doc["paths"].values() for op in item.values()
+        }
+        rec.script["/echo"] = []
+        made = await register(http, f"{rec.url}/down", ["run.started"])  # no secret sent: one is made and shown
+        assert made.status_code == 201 and doc.problems("/webhooks", "post", made.json(), "201") == []
+        assert len(made.json()["secret"]) >= 32
+        rec.script["/down"] = [500]
+        await suspended(http)
+        await rec.wait(lambda: engine.notify.counts[("webhook", "dead")] == 1)
+        page = await http.get(f"/webhooks/{enc(made.json()['webhookId'])}/dead-letters", headers=h())
+        assert len(page.json()["items"]) == 1
+        assert doc.problems("/webhooks/{webhookId}/dead-letters", "get", page.json()) == []
+        opted = await register(http, f"{rec.url}/echo", ["run.started"], secret=OLD, signatureAlgorithms=BOTH)
+        assert doc.problems("/webhooks", "post", opted.json(), "201") == []
+        rotated = await http.post(
+            f"/webhooks/{enc(opted.json()['webhookId'])}/rotate-secret", json={"secret": NEW}, headers=h()
+        )
+        assert doc.problems("/webhooks/{webhookId}/rotate-secret", "post", rotated.json()) == []

@@ -36,6 +36,7 @@ FIGURES = {
     "commits_per_cycle": "commits",
     "commits_per_cycle_at_16": "commits",
     "commits_per_cycle_postgres": "commits",
+    "notify_drain": "notices/s",
 }
 #: Measured only with ``--db postgresql://…``.
 ON_POSTGRES = {"commits_per_cycle_postgres"}

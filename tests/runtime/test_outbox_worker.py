@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge import Engine, NodeContext, Workflow, custom
-from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft, RetryPolicy
+from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft, OutboxLimits, RetryPolicy
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.runtime.config import EngineConfig
 from tests.helpers import ADMIN, events, settle
@@ -135,6 +135,31 @@ async def test_a_hung_receiver_holds_only_its_own_destination(make_engine) -> No
         await _until(lambda: engine.notify.counts[("slack", "delivered")] == 6)
         stuck = [a for a in channel.attempts if a[1] == "slack:CSTUCK"]
         assert len({a[0] for a in stuck}) == 2 and all(a[2] == 1 for a in stuck)
+
+
+async def test_a_notice_refused_by_a_cap_is_reported_not_sent(make_engine) -> None:  # type: ignore[no-untyped-def]
+    config = EngineConfig(notify_retry=RetryPolicy(base_ms=1, max_attempts=3, timeout_ms=60_000))
+    config.outbox_limits = OutboxLimits(per_recipient=1)
+    engine: Engine = make_engine(config)
+    channel = Recorder("email")
+    channel.hang.add("alice")  # the first notice stays queued (in flight), so the second is past the cap
+    engine.notify.add_channel(channel)
+    engine.notify.add_planner(planner("email", ["alice"]))
+    waiting_workflow(engine)
+    async with engine:
+        first = await engine.create_run(ADMIN, "waits")
+        await settle(engine, first.run_id)
+        await _until(lambda: len(channel.attempts) == 1)
+        second = await engine.create_run(ADMIN, "waits")
+        await settle(engine, second.run_id)
+        await _until(lambda: engine.notify.counts[("email", "dead")] == 1)
+        assert len(channel.attempts) == 1  # the refused notice was never handed to the channel
+        async with asyncio.timeout(10):
+            while not (found := await _notice_events(engine, second.run_id)):
+                await asyncio.sleep(0.01)
+        assert [(e["type"], e["payload"]["reason"]) for e in found] == [("notification.failed", "queue_full")]
+        [dead] = await engine.notify.dead_letters("email", "alice", "default", limit=5)
+        assert dead.reason == "queue_full" and dead.run_id == second.run_id
 
 
 async def test_a_poke_just_before_stop_does_not_keep_the_worker_running(engine: Engine) -> None:

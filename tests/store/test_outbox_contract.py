@@ -213,3 +213,20 @@ async def test_a_single_instance_restart_frees_the_notices_it_was_delivering(tmp
         assert (again.notice_id, again.attempt) == (nid, 2)
     finally:
         await store.close()
+
+
+async def test_a_failing_planner_never_fails_the_commit(store: Store) -> None:
+    def broken(
+        run: RunRecord, events: Sequence[dict[str, Any]], opened: Sequence[InterruptRecord], now_ms: int
+    ) -> list[NoticeDraft]:
+        raise KeyError("a planner bug")
+
+    store.notice_planners = (broken, interrupt_planner)
+    run = await _claimed_run(store)
+    intr = make_interrupt(run)
+    await store.commit(
+        RunCommit(run.run_id, "A", run.epoch, 6_000, events=[draft("node.suspended")], new_interrupts=[intr], run=run)
+    )
+    assert [i.interrupt_id for i in await store.run_interrupts(run.run_id, open_only=True)] == [intr.interrupt_id]
+    [notice] = await store.outbox_claim("w1", 6_000, OWNER_LEASE, 10, ALL)  # the other planner's notice is written
+    assert notice.interrupt_id == intr.interrupt_id
