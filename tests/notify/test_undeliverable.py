@@ -95,3 +95,21 @@ async def test_wait_keeps_waiting_and_one_delivered_notice_is_enough(tmp_path: P
         await host.until(lambda: len(settled) == 4, "every notice settled")
         current = await host.engine.interrupt_record(record.interrupt_id)
         assert current is not None and current.open, "someone was told: nothing fails"
+
+
+async def test_fail_on_a_question_fails_its_run(tmp_path: Path) -> None:
+    from bridge import Workflow
+
+    wf = Workflow("expense")
+    question = {"id": "cc", "question": "Which cost centre?", "schema": {"type": "string"}}
+    wf.node("ask", type_id="core.clarificationGate", config={"questions": [question]})
+    async with notify_host(tmp_path, routes=_route("fail"), workflows=[wf], with_teams=False) as host:
+        settled: list[Settled] = []
+        host.engine.notify.on_settled(settled.append)
+        _refuse_everyone(host)
+        run_id, record = await host.start_gate()
+        await _all_dead(host, settled)
+        run = await settle(host.engine, run_id)
+        assert run.status == "cancelled", "never answered by default: the question's run ends"
+        closed = await host.engine.interrupt_record(record.interrupt_id)
+        assert closed is not None and closed.status == "cancelled"
