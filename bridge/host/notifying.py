@@ -8,6 +8,7 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from bridge.core.notices import RetryPolicy
+from bridge.host.digests import Digests
 from bridge.host.undeliverable import UndeliverableWatch
 from bridge.notify.config import NotifyConfig
 from bridge.notify.email import EmailChannelSender
@@ -40,6 +41,7 @@ def install_notify(engine: Engine, config: NotifyConfig, public_url: str | None 
     from bridge.host import slack_interactions
 
     links = NoticeLinks(engine, config.link_base(public_url))
+    planner = PeoplePlanner(config)
     retry = engine.config.notify_retry
 
     def bounded(timeout_ms: int) -> RetryPolicy:
@@ -49,7 +51,7 @@ def install_notify(engine: Engine, config: NotifyConfig, public_url: str | None 
     setup = NotifySetup()
     channels = config.channels
     if channels.email is not None:
-        setup.email = EmailChannelSender(channels.email, links)
+        setup.email = EmailChannelSender(channels.email, links, Digests(engine, config, planner))
         engine.notify.add_channel(setup.email, bounded(channels.email.timeout_ms))
     if channels.slack is not None:
         setup.slack = SlackChannelSender(channels.slack, links, engine.adapter_state(SLACK_STATE))
@@ -59,7 +61,6 @@ def install_notify(engine: Engine, config: NotifyConfig, public_url: str | None 
     if channels.teams:
         setup.teams = TeamsChannelSender(dict(channels.teams), links)
         engine.notify.add_channel(setup.teams, bounded(max(t.timeout_ms for t in channels.teams.values())))
-    planner = PeoplePlanner(config)
     engine.notify.add_planner(planner)
     setup.undeliverable = UndeliverableWatch(engine, planner)
     engine.notify.on_settled(setup.undeliverable)

@@ -94,6 +94,8 @@ class Person(_Model):
     email: str | None = None
     slack: str | None = None
     roles: tuple[str, ...] = ()
+    #: Take one e-mail every this long listing everything waiting on them, instead of a mail per interrupt.
+    digest_every_ms: int | None = Field(default=None, ge=1000)
 
     @field_validator("email")
     @classmethod
@@ -283,6 +285,8 @@ class NotifyConfig(_Model):
                 out.append(f"people.{pid}.email: no channels.email is configured to send it")
             if person.slack and self.channels.slack is None:
                 out.append(f"people.{pid}.slack: no channels.slack is configured to send it")
+            if person.digest_every_ms and not person.email:
+                out.append(f"people.{pid}.digestEveryMs: a digest is an e-mail, and they have no email")
         return out
 
     def _route_problems(self) -> list[str]:

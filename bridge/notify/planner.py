@@ -100,14 +100,17 @@ class PeoplePlanner:
             data=data if isinstance(data, dict) else {},
         )
         routes = matching_routes(self._config, record.workflow_id, record.kind, record.tenant)
+        digest = [r for r in told if self._digest_ms(r) is not None]
+        told = [r for r in told if r not in digest]
         drafts = self._at_once(record, told, _first(routes, "fallback_after_ms"), now_ms)
         policy = undeliverable_policy(routes)
         if policy != "wait":
             # Each first notice knows how many there are and the policy: the last to die applies it.
             drafts = [replace(d, payload={**d.payload, "of": len(drafts), "onUndeliverable": policy}) for d in drafts]
         remind = _first(routes, "remind_after_ms")
-        if remind is not None:
+        if remind is not None:  # a digest reminds by itself
             drafts += [_draft(record, r, "reminder", now_ms + remind) for r in told]
+        drafts += [self.digest_draft(record.tenant, r, now_ms) for r in digest]
         escalate = _first(routes, "escalate_after_ms")
         if escalate is not None:
             targets = [t for route in routes if route.escalate_after_ms is not None for t in route.escalate_to]
@@ -116,6 +119,31 @@ class PeoplePlanner:
                 for r in targets_to_recipients(self._config, targets, record.tenant)
             ]
         return drafts
+
+    def _digest_ms(self, r: Recipient) -> int | None:
+        person = self._config.people.get(r.person) if r.person and r.channel == "email" else None
+        return person.digest_every_ms if person is not None else None
+
+    def digest_draft(self, tenant: str, r: Recipient, now_ms: int) -> NoticeDraft:
+        """The person's next digest, due at the end of the current period (one per period: the first to be
+        delivered sends it, the others find it sent)."""
+        every = self._digest_ms(r)
+        assert every is not None and r.person is not None
+        slot = (now_ms // every + 1) * every
+        payload = {"address": r.address, "person": r.person, "purpose": "digest", "slot": slot, "tenant": tenant}
+        return NoticeDraft(channel="email", recipient=r.person, payload=payload, not_before_ms=slot)
+
+    def waits_on(self, person: str, record: InterruptRecord) -> bool:
+        """Whether ``person`` is told by e-mail about ``record`` (so it belongs in their digest)."""
+        data = record.payload.get("data", {})
+        told = recipients_for(
+            self._config,
+            workflow_id=record.workflow_id,
+            kind=record.kind,
+            tenant=record.tenant,
+            data=data if isinstance(data, dict) else {},
+        )
+        return any(r.person == person and r.channel == "email" for r in told)
 
     def escalation_now(self, record: InterruptRecord) -> list[NoticeDraft]:
         """Notices to the ``escalateTo`` of the routes whose ``onUndeliverable`` is ``escalate``, due at once."""
