@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,8 @@ from bridge.host import web
 from bridge.host.http import create_app
 from bridge.host.notifying import NotifySetup, install_notify
 from bridge.notify.config import NotifyConfig, parse_notify_config
+from bridge.store.base import Store
+from tests import pg
 from tests.conftest import KEYS
 from tests.helpers import settle
 from tests.notify.receivers import SlackStandIn, SmtpRecorder, WebhookReceiver, slack_api, smtp_server, webhook_receiver
@@ -64,6 +67,18 @@ class NotifyHost:
             await asyncio.sleep(0.02)
 
 
+@contextlib.asynccontextmanager
+async def _store(tmp_path: Path) -> AsyncIterator[Store]:
+    """SQLite, or a fresh PostgreSQL database with ``BRIDGE_TEST_STORE=postgres``."""
+    if os.environ.get("BRIDGE_TEST_STORE", "sqlite") != "postgres":
+        yield SqliteStore(tmp_path / "notify.db")
+        return
+    from bridge.store.postgres import PostgresStore
+
+    with pg.fresh_database() as url:
+        yield PostgresStore(url)
+
+
 def gate(workflow_id: str, **config: Any) -> Workflow:
     """A workflow with one approval gate ``review`` (``config`` goes to the gate)."""
     wf = Workflow(workflow_id)
@@ -93,8 +108,12 @@ async def notify_host(
 ) -> AsyncIterator[NotifyHost]:
     """A served bridge whose notify file sends e-mail, Slack and Teams notices to loopback receivers."""
     with smtp_server() as (smtp, smtp_port):
-        async with slack_api() as (slack, api_base), webhook_receiver() as (teams, teams_url):
-            engine = Engine(SqliteStore(tmp_path / "notify.db"))
+        async with (
+            contextlib.AsyncExitStack() as stack,
+            slack_api() as (slack, api_base),
+            webhook_receiver() as (teams, teams_url),
+        ):
+            engine = Engine(await stack.enter_async_context(_store(tmp_path)))
             for wf in workflows:
                 wf.register(engine)
             app = create_app(

@@ -7,9 +7,14 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from bridge.notify.worker import Settled
 from tests.notify.host import gate, notify_host
 from tests.notify.receivers import mail_parts
+
+# Runs again on PostgreSQL with BRIDGE_TEST_STORE=postgres (scripts/test's second pass).
+pytestmark = pytest.mark.engine_store
 
 LINK = re.compile(r"(http://127\.0\.0\.1:\d+/v1/interrupts/\S+)")
 

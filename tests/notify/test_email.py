@@ -6,10 +6,15 @@ import asyncio
 import re
 from pathlib import Path
 
+import pytest
+
 from bridge.notify.email import EmailChannelSender
 from bridge.notify.notice import Notice
 from tests.notify.host import NotifyHost, gate, notify_host
 from tests.notify.receivers import mail_parts
+
+# Runs again on PostgreSQL with BRIDGE_TEST_STORE=postgres (scripts/test's second pass).
+pytestmark = pytest.mark.engine_store
 
 HOUR = 3_600_000
 LINK = re.compile(r"(http://127\.0\.0\.1:\d+/v1/interrupts/[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+)")

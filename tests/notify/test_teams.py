@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bridge.notify.notice import Notice
 from tests.notify.host import gate, notify_host
+
+# Runs again on PostgreSQL with BRIDGE_TEST_STORE=postgres (scripts/test's second pass).
+pytestmark = pytest.mark.engine_store
 
 
 async def test_the_card_names_the_request_and_opens_its_link(tmp_path: Path) -> None:

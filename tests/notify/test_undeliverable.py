@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bridge.notify.worker import Settled
 from tests.helpers import events, settle
 from tests.notify.host import NotifyHost, gate, notify_host
+
+# Runs again on PostgreSQL with BRIDGE_TEST_STORE=postgres (scripts/test's second pass).
+pytestmark = pytest.mark.engine_store
 
 
 def _refuse_everyone(host: NotifyHost) -> None:
