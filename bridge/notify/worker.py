@@ -44,7 +44,9 @@ BACKLOG = 4
 #: The most busy recipients a claim leaves out by name.
 MAX_BUSY_LISTED = 64
 #: How often delivered notices and dead letters past their retention are deleted.
-PRUNE_EVERY_S = 60.0
+PRUNE_EVERY_S = 10.0
+#: The most batches one pruning deletes (each a transaction of its own, a few hundred rows).
+PRUNE_BATCHES = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,4 +264,6 @@ class OutboxWorker:
         if not self._settled or now - self._pruned_at < PRUNE_EVERY_S:
             return
         self._pruned_at, self._settled = now, 0
-        await self._store.outbox_prune(self._clock.now_ms())
+        for _ in range(PRUNE_BATCHES):
+            if await self._store.outbox_prune(self._clock.now_ms()) == 0:
+                break

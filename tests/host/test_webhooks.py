@@ -191,3 +191,17 @@ async def test_a_replay_fork_is_not_delivered_again(make_engine) -> None:  # typ
         await rec.wait(lambda: {r.json()["runId"] for r in rec.at("/hook")} >= {source, later})
         assert fork_id not in {r.json()["runId"] for r in rec.at("/hook")}
         assert len(rec.at("/hook")) == 4
+
+
+async def test_tags_narrow_a_subscription_to_runs_that_share_one(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine: Engine = make_engine(fast_config())
+    async with receiver() as rec, bridge(engine, LOOPBACK) as http:
+        await register(http, f"{rec.url}/tagged", ["run.started"], secret=SECRET, tags=["finance", "eu"])
+        await register(http, f"{rec.url}/all", ["run.started"], secret=SECRET)
+        tagged = await created_settled(http, tags=["eu"])
+        untagged = await created_settled(http)
+        other = await created_settled(http, tags=["hr"])
+        await rec.wait(lambda: len(rec.at("/all")) == 3)
+        await rec.wait(lambda: len(rec.at("/tagged")) >= 1)
+        assert [r.json()["runId"] for r in rec.at("/tagged")] == [tagged]
+        assert {r.json()["runId"] for r in rec.at("/all")} == {tagged, untagged, other}

@@ -30,6 +30,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    #: The status the receiver answered (0 while it holds the request).
+    answered: int = 0
 
     def json(self) -> Any:
         return orjson.loads(self.body)
@@ -61,8 +63,14 @@ class Receiver:
     async def handle(self, request: Request) -> Response:
         body = await request.body()
         path = request.url.path
-        self.got.append(Received(path, {k.lower(): v for k, v in request.headers.items()}, body))
+        got = Received(path, {k.lower(): v for k, v in request.headers.items()}, body)
+        self.got.append(got)
         self.arrived.set()
+        response = await self._answer(path, body)
+        got.answered = response.status_code
+        return response
+
+    async def _answer(self, path: str, body: bytes) -> Response:
         if path in self.hold:
             await self.released.wait()
             return Response(status_code=503)

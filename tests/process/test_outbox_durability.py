@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from bridge.spec import load_fixture
-from tests.host.webhook_receiver import receiver
+from tests.host.webhook_receiver import Receiver, receiver
 from tests.server import ServerProcess
 
 pytestmark = [pytest.mark.slow]
@@ -120,3 +120,34 @@ async def test_two_instances_drain_one_outbox(
         assert {r.json()["runId"] for r in got} == runs
         attempts = Counter((r.json()["event"]["eventId"], r.headers["openwop-delivery-attempt"]) for r in got)
         assert max(attempts.values()) == 1 and len(got) == len(runs)  # each delivered once, no attempt twice
+
+
+@pytest.mark.postgres
+async def test_an_instance_killed_mid_delivery_leaves_its_deliveries_to_the_other(
+    pg_url: str, workflows: Path, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    async with receiver() as rec:
+        rec.hold.add("/hook")
+        a, b = (ServerProcess(pg_url, [*FLAGS, "--workflows", str(workflows)]) for _ in range(2))
+        for s in (a, b):
+            s.log = tmp_path / f"serve-{s.port}.log"
+            s.start()
+        try:
+            await subscribe(http, a, f"{rec.url}/hook")
+            await asyncio.sleep(6)  # the other instance reads subscriptions every 5 seconds
+            runs = await start_runs(http, [a, b], 10)
+            await rec.wait(lambda: len(rec.at("/hook")) >= 4, WAIT_S)
+            a.kill9()
+            rec.release()  # what b holds is answered 503 and retried; what a held waits for its lease to run out
+            await rec.wait(lambda: len(_delivered(rec)) == len(runs), WAIT_S)
+        finally:
+            a.stop()
+            b.stop()
+        assert _delivered(rec) == runs
+        attempts = Counter((r.json()["event"]["eventId"], r.headers["openwop-delivery-attempt"]) for r in rec.got)
+        assert max(attempts.values()) == 1
+
+
+def _delivered(rec: Receiver) -> set[str]:
+    """Runs whose delivery was answered 200 (requests made after the receiver stopped holding)."""
+    return {r.json()["runId"] for r in rec.got if r.answered == 200}

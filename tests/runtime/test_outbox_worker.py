@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from bridge import Engine, NodeContext, Workflow, custom
+from bridge import Engine, NodeContext, Workflow, custom, spec
 from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft, OutboxLimits, RetryPolicy
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.runtime.config import EngineConfig
@@ -87,6 +87,7 @@ async def test_a_notice_is_retried_with_its_id_then_delivered_and_reported(make_
         [sent] = found
         intr = (await engine.run_interrupts(run.run_id))[0]
         assert sent["type"] == "notification.sent"
+        assert spec.validate_event(sent) == []  # the v1 envelope admits it as an extension type (name.name)
         assert sent["payload"] == {
             "noticeId": ids.pop(),
             "channel": "email",
@@ -174,3 +175,29 @@ async def test_a_poke_just_before_stop_does_not_keep_the_worker_running(engine: 
     stopping = asyncio.ensure_future(worker.stop())
     done, _ = await asyncio.wait({stopping}, timeout=5)
     assert stopping in done and loop_task.done(), "the worker kept running after stop()"
+
+
+async def test_pruning_keeps_up_with_many_settled_notices(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from bridge.core.clock import SystemClock
+    from bridge.notify.worker import OutboxWorker
+    from bridge.store.sqlite import SqliteStore
+    from tests.store.test_store_contract import draft as event_draft
+    from tests.store.test_store_contract import make_run
+
+    store = SqliteStore(tmp_path / "prune.db")
+    store.outbox_limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000, delivered_ttl_ms=1)
+    await store.open()
+    try:
+        run = make_run()
+        await store.create_run(run, [event_draft("run.started")])
+        ids = await store.outbox_add(
+            run.tenant, run.run_id, [NoticeDraft("email", f"p{i}", {}) for i in range(1_500)], 0
+        )
+        for n in await store.outbox_claim("w", 0, 60_000, 1_500, ("email",)):
+            await store.outbox_settle(n.notice_id, "w", n.attempt, "delivered", 0, None, 10)
+        worker = OutboxWorker(store, SystemClock(), "w", {}, lambda _: RetryPolicy())
+        worker._settled = 1  # it settled some since its last pruning
+        await worker._maybe_prune()
+        assert await store.outbox_states(ids) == {}
+    finally:
+        await store.close()
