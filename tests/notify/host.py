@@ -117,7 +117,12 @@ async def notify_host(
             for wf in workflows:
                 wf.register(engine)
             app = create_app(
-                engine, KeyRing(KEYS.values()), manage_engine=False, link_page=web.link_page, keepalive_s=0.2
+                engine,
+                KeyRing(KEYS.values()),
+                manage_engine=False,
+                link_page=web.link_page,
+                extra_routes=web.web_routes(),
+                keepalive_s=0.2,
             )
             all_channels: dict[str, Any] = {
                 "email": {
