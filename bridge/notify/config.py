@@ -25,6 +25,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from email.utils import parseaddr
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -126,6 +127,13 @@ class EmailChannel(_Model):
     timeout_ms: int = Field(default=30_000, gt=0)
 
     _password = field_validator("password", mode="before")(_secret)
+
+    @field_validator("from_")
+    @classmethod
+    def _from(cls, value: str) -> str:
+        if "\n" in value or "\r" in value or not _EMAIL.match(parseaddr(value)[1]):
+            raise ValueError("must be an address such as 'Approvals <approvals@example.com>'")
+        return value
 
     @field_validator("smtp")
     @classmethod

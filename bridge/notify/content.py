@@ -12,6 +12,8 @@ from bridge.core.views import interrupt_title
 
 __all__ = ["NoticeContent", "human_deadline", "what_is_asked"]
 
+#: The longest title a notice shows.
+TITLE_LIMIT = 200
 #: How much of the request's own text a notice quotes (the rest is on the link's page).
 ASKED_LIMIT = 1000
 
@@ -69,7 +71,8 @@ class NoticeContent:
             workflow_id=record.workflow_id,
             kind=record.kind,
             kind_label=kind.label,
-            title=interrupt_title(record),
+            # One line: a title is a mail's Subject header, where a line break would start a header of its own.
+            title=" ".join(interrupt_title(record).split())[:TITLE_LIMIT],
             asked=what_is_asked(data if isinstance(data, dict) else {}),
             deadline=human_deadline(record.deadline_ms),
             link=link,

@@ -105,6 +105,7 @@ def test_secrets_never_show_in_repr_or_dumps() -> None:
             "channels.email: starttls: smtps:// already speaks TLS from the start; use smtp:// with starttls",
         ),
         (lambda d: d.update(publicBaseUrl="ftp://x"), "publicBaseUrl: must be an http(s) URL"),
+        (lambda d: d["channels"]["email"].update({"from": "Approvals"}), "channels.email.from: must be an address"),
         (lambda d: d["channels"].pop("slack"), "people.alice.slack: no channels.slack is configured to send it"),
         (
             lambda d: d["routes"][0].pop("escalateTo"),

@@ -167,3 +167,13 @@ async def test_link_ttl_shortens_the_link_and_an_expired_link_page_says_so(tmp_p
         assert page.status_code == 410 and "This link has expired" in page.text
         current = await host.engine.interrupt_record(record.interrupt_id)
         assert current is not None and current.open
+
+
+async def test_a_title_with_line_breaks_cannot_inject_headers(tmp_path: Path) -> None:
+    wf = gate("expense", title="Pay\r\nBcc: mallory@example.com\nnow")
+    async with notify_host(tmp_path, routes=[{"notify": ["alice"]}], workflows=[wf], with_teams=False) as host:
+        await host.start_gate()
+        await host.until(lambda: len(host.smtp.mails) == 1, "alice's mail")
+        ((rcpts, message),) = host.smtp.mails
+        assert rcpts == ["alice@example.com"] and message["Bcc"] is None
+        assert message["Subject"] == "[Approval] Pay Bcc: mallory@example.com now"
