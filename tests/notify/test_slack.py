@@ -170,3 +170,15 @@ async def test_a_channel_slack_refuses_is_dead_at_once(tmp_path: Path) -> None:
         )  # fmt: skip
         outcome = await host.setup.slack.deliver(notice)
         assert (outcome.kind, outcome.reason) == ("dead", "slack_channel_not_found")
+
+
+async def test_a_gate_that_times_out_has_its_messages_say_so(tmp_path: Path) -> None:
+    routes = [{"notify": ["alice"]}]
+    async with notify_host(
+        tmp_path, routes=routes, workflows=[gate("expense", timeoutMs=1000)], with_teams=False
+    ) as host:
+        await host.start_gate()
+        await _posted(host, 1)
+        await host.until(lambda: len(host.slack.of("chat.update")) == 1, "the message rewritten")
+        (update,) = host.slack.of("chat.update")
+        assert "nobody answered in time" in str(update["blocks"]), update["blocks"]
