@@ -13,12 +13,13 @@ and the audit (``decidedBy`` is their principal id). A gate that does not allow 
 ``403`` and decides nothing; a replayed click decides nothing twice (a second vote by the
 same person changes nothing, and a closed gate answers ``409``).
 
-Once the click is counted, the message is rewritten: to who decided what when the gate
+Once the click is counted (and acknowledged), the message is rewritten: to who decided what when the gate
 closed, or with a line naming the vote while a quorum is still open.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -72,6 +73,7 @@ class SlackInteractions:
             p.slack: (pid, p) for pid, p in config.people.items() if p.slack is not None
         }
         self._sender = sender
+        self._rewriting: set[asyncio.Task[None]] = set()
 
     def route(self) -> Route:
         """The Starlette route."""
@@ -102,7 +104,10 @@ class SlackInteractions:
             id=pid, tenant=person.tenant, scopes=frozenset({"approvals:respond"}), roles=frozenset(person.roles)
         )
         result = await self._engine.resolve(principal, {"action": answer}, interrupt_id=interrupt_id)
-        await self._rewrite(payload, interrupt_id, pid, answer, result)
+        # Slack wants its answer within three seconds: the message is rewritten after it, not before.
+        task = asyncio.create_task(self._rewrite(payload, interrupt_id, pid, answer, result))
+        self._rewriting.add(task)
+        task.add_done_callback(self._rewriting.discard)
         return Response(status_code=200)
 
     async def _rewrite(self, payload: dict[str, Any], interrupt_id: str, pid: str, answer: str, result: Any) -> None:

@@ -86,8 +86,8 @@ async def test_an_allowed_click_decides_as_the_person_and_rewrites_the_message(t
         resolved = await events(host.engine, run_id, "interrupt.resolved")
         assert resolved[0]["payload"]["resolvedBy"] == "alice"
         # Rewritten at once by the click, and again (the same words) by the notice the closing planned.
+        await host.until(lambda: bool(host.slack.of("chat.update")), "the message rewritten")
         updates = host.slack.of("chat.update")
-        assert updates, "the message was rewritten before the click was acknowledged"
         for update in updates:
             assert update["channel"] == "D0ALICE" and update["ts"] == "1700000000.000001"
             assert "Approved by alice" in str(update["blocks"]) and "accept" not in str(update["blocks"])
@@ -121,7 +121,7 @@ async def test_an_unknown_user_and_a_user_outside_the_gate_are_403_and_decide_no
         envelope(await _click(host, "U0MALLORY", "accept", record.interrupt_id), 404, "interrupt_not_found")
         current = await host.engine.interrupt_record(record.interrupt_id)
         assert current is not None and current.open and not current.state.get("votes")
-        assert host.slack.of("chat.update") == []
+        assert host.slack.of("chat.update") == [], "a refused click starts no rewrite"
 
 
 async def test_a_replayed_interaction_decides_nothing_twice(tmp_path: Path) -> None:
