@@ -32,6 +32,7 @@ from bridge.host.http.streams import StreamLimits
 from bridge.host.options import add_serve_arguments, conversation_limits, env
 from bridge.host.plugins import ServerBuild
 from bridge.host.v2.webhook_delivery import WebhookSettings
+from bridge.notify.config import load_notify_config
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.engine import Engine
 from bridge.runtime.telemetry import configure_logging
@@ -137,6 +138,10 @@ def run_rate(per_minute: int) -> RunRate:
 
 def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
     """The ASGI app, engine and key ring for ``serve`` (without starting them)."""
+    # The notify file is checked before anything opens: a bad one stops ``serve`` in one line.
+    notify = load_notify_config(args.notify_config) if getattr(args, "notify_config", None) else None
+    if notify is not None:
+        notify.link_base(args.public_url)
     store = open_store(args.db)
     secrets = [parse_secret_spec(s) for s in args.token_secret]
     engine = Engine(
@@ -164,13 +169,19 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     dev: dict[str, str] = {}
     ensure_dev_key = _dev_key_starter(engine, ring, keys, dev)
     routes = list(build.routes)
+    fragments = list(build.openapi)
+    if notify is not None:
+        from bridge.host.notifying import install_notify  # its channels' libraries load only when used
+
+        notifying = install_notify(engine, notify, args.public_url)
+        routes += notifying.routes
+        fragments += notifying.openapi
     banner = _banner(args, store, engine, ring, dev, routes)
 
     from bridge.host import web
     from bridge.host.http import create_app
     from bridge.host.http.openapi import web_fragment
 
-    fragments = list(build.openapi)
     if not args.no_ui:
         routes += web.web_routes()
         fragments.append(web_fragment())

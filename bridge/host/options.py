@@ -310,6 +310,17 @@ def conversation_limits(args: argparse.Namespace) -> ConversationLimits:
     )
 
 
+def _add_notify_file_argument(serve: argparse.ArgumentParser) -> None:
+    """``serve``: the notify file (people, channels and routes), checked before anything starts."""
+    serve.add_argument(
+        "--notify-config",
+        default=env("NOTIFY_CONFIG"),
+        metavar="FILE",
+        help="JSON file of people, channels (e-mail, Slack, Teams) and routes: who is told about a waiting "
+        "interrupt, and how",
+    )
+
+
 def _bounded(low: int, high: int, unit: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
@@ -375,6 +386,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     _add_source_arguments(serve)
     _add_access_arguments(serve)
     _add_feature_arguments(serve)
+    _add_notify_file_argument(serve)
     _add_limit_arguments(serve)
     _add_notify_arguments(serve)
     explain(serve)
