@@ -37,6 +37,8 @@ FIGURES = {
     "commits_per_cycle_at_16": "commits",
     "commits_per_cycle_postgres": "commits",
     "notify_drain": "notices/s",
+    "engine_roundtrip_notify": "x",
+    "commits_per_cycle_notify": "commits",
 }
 #: Measured only with ``--db postgresql://…``.
 ON_POSTGRES = {"commits_per_cycle_postgres"}
