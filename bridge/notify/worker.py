@@ -57,6 +57,12 @@ class Settled:
     status: str  # "delivered", "retry", "dead"
     reason: str
 
+    @property
+    def outcome(self) -> str:
+        """The attempt as metrics count it: ``delivered``, ``retry``, ``dead``, or ``refused`` (a notice written
+        past a cap on queued notices, dead without being sent)."""
+        return "refused" if self.status == "dead" and self.reason == QUEUE_FULL else self.status
+
 
 def backoff_ms(policy: RetryPolicy, attempt: int, after_ms: int | None, rand: Callable[[], float]) -> int:
     """The wait before the attempt after ``attempt``: ``base · 2^(attempt-1)`` capped, half of it jittered;

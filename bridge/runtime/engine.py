@@ -90,7 +90,7 @@ class Engine:
         self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"
         self.hub = EventHub()
         #: Prometheus series (``GET /metrics``; see :mod:`bridge.runtime.metrics`).
-        self.metrics = Metrics(self.store.pending_by_kind, self.clock.now_ms)
+        self.metrics = Metrics(self.store.pending_by_kind, self.clock.now_ms, self.store.outbox_queued)
         self._follower = RunFollower(store, self.hub)
         #: ``Idempotency-Key`` records (see :mod:`bridge.runtime.idempotency`).
         self.idempotency = IdempotencyLedger(store, self.clock, self.config)
@@ -114,6 +114,7 @@ class Engine:
         )
         self.notify.set_limits(self.config.outbox_limits)
         self.notify.on_event(self._notice_event)
+        self.notify.on_settled(lambda settled: self.metrics.notification(settled.notice.channel, settled.outcome))
         self._heartbeat: asyncio.Task[None] | None = None
         self._started = False
         for wf in workflows:

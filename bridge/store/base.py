@@ -498,6 +498,9 @@ class Store(Protocol):
     async def outbox_next_due(self) -> int | None:
         """When the earliest queued notice is due (or its lease runs out)."""
 
+    async def outbox_queued(self) -> int:
+        """How many notices are queued (waiting or being attempted), every tenant."""
+
     async def outbox_prune(self, now_ms: int) -> int:
         """Delete delivered notices and dead letters past their retention (a batch); returns how many."""
 

@@ -193,6 +193,10 @@ class Reads(ABC):
         row = await self._one("SELECT MIN(next_attempt) FROM outbox WHERE status='queued'")
         return int(row[0]) if row and row[0] is not None else None
 
+    async def outbox_queued(self) -> int:
+        row = await self._one("SELECT COUNT(*) FROM outbox WHERE status='queued'")
+        return int(row[0]) if row else 0
+
     async def outbox_dead_letters(
         self, channel: str, recipient: str, tenant: str, *, limit: int, after: str | None = None
     ) -> list[DeadLetter]:
