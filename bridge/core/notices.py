@@ -17,8 +17,12 @@ from typing import Any, Literal, Protocol
 
 from bridge.core.records import InterruptRecord, RunRecord
 
+#: The bridge's own channel: a notice to itself to apply an interrupt's ``onUndeliverable`` policy, written in
+#: the transaction that dead-letters the interrupt's last notice (so no crash can lose it), never sent anywhere.
+POLICY_CHANNEL = "undeliverable"
+
 #: The channels a notice may go through.
-CHANNELS = frozenset({"webhook", "email", "slack", "teams"})
+CHANNELS = frozenset({"webhook", "email", "slack", "teams", POLICY_CHANNEL})
 
 #: A notice's life in the outbox: waiting (or being delivered), delivered, or given up on (dead letter).
 NoticeStatus = Literal["queued", "delivered", "dead"]

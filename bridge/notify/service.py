@@ -17,10 +17,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from bridge.core.clock import Clock
-from bridge.core.notices import CHANNELS, DeadLetter, NoticeDraft, NoticePlanner, OutboxLimits, RetryPolicy
+from bridge.core.notices import (
+    CHANNELS,
+    POLICY_CHANNEL,
+    DeadLetter,
+    NoticeDraft,
+    NoticePlanner,
+    OutboxLimits,
+    RetryPolicy,
+)
 from bridge.notify.notice import Channel
 from bridge.notify.worker import OutboxWorker, Settled
 from bridge.store.base import Store
+
+WEBHOOK = "webhook"
 
 #: The run events a people channel's notice ends with.
 SENT, FAILED = "notification.sent", "notification.failed"
@@ -156,9 +166,10 @@ class NotifyService:
         await self.report(settled)
 
     async def report(self, settled: Settled) -> None:
-        """Append the run event a people channel's notice ended with (none for webhooks or retries)."""
+        """Append the run event a people channel's notice ended with (none for webhooks, the bridge's own policy
+        notices, or retries)."""
         notice = settled.notice
-        if self._sink is None or notice.channel == "webhook" or settled.status == "retry":
+        if self._sink is None or notice.channel in (WEBHOOK, POLICY_CHANNEL) or settled.status == "retry":
             return
         payload: dict[str, Any] = {
             "noticeId": notice.notice_id,
