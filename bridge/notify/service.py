@@ -11,7 +11,6 @@ webhook carries run events: reporting them as events would feed itself).
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -27,6 +26,7 @@ from bridge.core.notices import (
     RetryPolicy,
 )
 from bridge.notify.notice import Channel
+from bridge.notify.states import delivery_fields, public_recipient
 from bridge.notify.worker import OutboxWorker, Settled
 from bridge.store.base import Store
 
@@ -37,13 +37,6 @@ SENT, FAILED = "notification.sent", "notification.failed"
 
 #: ``(run_id, event type, payload)`` appended to a run's log by the engine.
 EventSink = Callable[[str, str, dict[str, Any]], Awaitable[None]]
-
-
-def public_recipient(recipient: str) -> str:
-    """A recipient as events and pages show it: ids as they are, an e-mail address as a digest of itself."""
-    if recipient.startswith("email:"):
-        return "email:" + hashlib.sha256(recipient.encode()).hexdigest()[:16]
-    return recipient
 
 
 class NotifyService:
@@ -156,6 +149,10 @@ class NotifyService:
     async def states(self, notice_ids: Sequence[str]) -> dict[str, tuple[str, int, str | None]]:
         """``notice_id → (status, attempts made, last error)``."""
         return await self._store.outbox_states(notice_ids)
+
+    async def delivery_state(self, interrupt_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Per-person delivery state of the interrupts named (see :mod:`bridge.notify.states`)."""
+        return delivery_fields(await self._store.outbox_of_interrupts(interrupt_ids))
 
     # --- outcomes ---------------------------------------------------------------------
 

@@ -14,18 +14,25 @@ mark is kept with the interrupt.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bridge.core.clock import iso_ms
 from bridge.core.notices import InterruptNotices, NoticeState
-from bridge.notify.service import public_recipient
 from bridge.store.base import Store
 
-__all__ = ["MAX_LISTED", "delivery_fields", "delivery_state"]
+__all__ = ["MAX_LISTED", "delivery_fields", "delivery_state", "public_recipient"]
 
 #: The most recipients one interrupt's summary lists.
 MAX_LISTED = 50
+
+
+def public_recipient(recipient: str) -> str:
+    """A recipient as events and pages show it: ids as they are, an e-mail address as a digest of itself."""
+    if recipient.startswith("email:"):
+        return "email:" + hashlib.sha256(recipient.encode()).hexdigest()[:16]
+    return recipient
 
 
 def _state(notice: NoticeState) -> str:

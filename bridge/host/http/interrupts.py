@@ -19,7 +19,6 @@ from bridge.host.http.body import CancelBody, LinkBody, ResolveBody, parse, read
 from bridge.host.http.deps import base_url, engine, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
-from bridge.notify.states import delivery_state
 
 
 @idempotent("POST /v1/runs/{runId}/interrupts/{nodeId}", scope="approvals:respond")
@@ -122,7 +121,7 @@ async def interrupt_detail(request: Request) -> Response:
     eng = engine(request)
     record = await eng.interrupt_at(request.path_params["run_id"], request.path_params["node_id"], who)
     view = eng.interrupt_view(record, base_url=base_url(request), link=eng.link_for(who), reader=who.id)
-    delivery = await delivery_state(eng.store, [record.interrupt_id])
+    delivery = await eng.notify.delivery_state([record.interrupt_id])
     return JSONResponse({**view, **delivery.get(record.interrupt_id, {})})
 
 
