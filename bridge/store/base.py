@@ -498,9 +498,9 @@ class Store(Protocol):
     async def outbox_next_due(self) -> int | None:
         """When the earliest queued notice is due (or its lease runs out)."""
 
-    async def outbox_of_interrupts(self, interrupt_ids: Sequence[str], limit: int = 500) -> InterruptNotices:
-        """The people-channel notices of the interrupts named (at most ``limit``, oldest first), and which of
-        them are undeliverable (every first notice died)."""
+    async def outbox_of_interrupts(self, interrupt_ids: Sequence[str], per_interrupt: int = 100) -> InterruptNotices:
+        """The people-channel notices of the interrupts named (at most ``per_interrupt`` times as many as there
+        are interrupts, oldest first), and which of them are undeliverable (every first notice died)."""
 
     async def outbox_queued(self) -> int:
         """How many notices are queued (waiting or being attempted), every tenant."""

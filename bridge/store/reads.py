@@ -193,14 +193,14 @@ class Reads(ABC):
         row = await self._one("SELECT MIN(next_attempt) FROM outbox WHERE status='queued'")
         return int(row[0]) if row and row[0] is not None else None
 
-    async def outbox_of_interrupts(self, interrupt_ids: Sequence[str], limit: int = 500) -> InterruptNotices:
+    async def outbox_of_interrupts(self, interrupt_ids: Sequence[str], per_interrupt: int = 100) -> InterruptNotices:
         if not interrupt_ids:
             return InterruptNotices([], frozenset())
         marks = ",".join(["%s"] * len(interrupt_ids))
         rows = await self._rows(
             "SELECT interrupt_id, channel, recipient, status, attempt, attempted_at, notice_id FROM outbox "
             f"WHERE interrupt_id IN ({marks}) AND channel NOT IN ('webhook', %s) ORDER BY notice_id LIMIT %s",
-            (*interrupt_ids, POLICY_CHANNEL, limit),
+            (*interrupt_ids, POLICY_CHANNEL, per_interrupt * len(interrupt_ids)),
         )
         marked = await self._rows(
             f"SELECT key FROM kv WHERE namespace=%s AND key IN ({marks})", (UNDELIVERABLE_NS, *interrupt_ids)
