@@ -51,6 +51,10 @@ async def test_every_notice_dead_under_wait_shows_undeliverable(tmp_path: Path) 
             assert view["notifications"]["total"] == 3
             assert all(n["lastAttemptAt"].endswith("Z") for n in view["notifications"]["recipients"])
             assert view["undeliverable"] is True
+        v2 = await host.client.get("/interrupts", headers={**auth("admin"), "OpenWOP-Version": "2.0"})
+        assert v2.status_code == 200, v2.text
+        (item,) = v2.json().get("interrupts", v2.json().get("items"))
+        assert item["notifications"]["total"] == 3 and item["undeliverable"] is True and "@" not in v2.text
 
 
 async def test_delivered_and_waiting_notices_show_their_state(tmp_path: Path) -> None:
