@@ -17,8 +17,16 @@ from typing import Any, Literal, Protocol
 
 from bridge.core.records import InterruptRecord, RunRecord
 
+#: The bridge's own channel: a notice to itself to apply an interrupt's ``onUndeliverable`` policy, written in
+#: the transaction that dead-letters the interrupt's last notice (so no crash can lose it), never sent anywhere.
+POLICY_CHANNEL = "undeliverable"
+
+#: Where an interrupt whose every first notice died is marked (adapter state: key the interrupt id, value
+#: ``{"policy", "at"}``), in the transaction of its last dead letter; the interrupt's views read it.
+UNDELIVERABLE_NS = "notify.undelivered"
+
 #: The channels a notice may go through.
-CHANNELS = frozenset({"webhook", "email", "slack", "teams"})
+CHANNELS = frozenset({"webhook", "email", "slack", "teams", POLICY_CHANNEL})
 
 #: A notice's life in the outbox: waiting (or being delivered), delivered, or given up on (dead letter).
 NoticeStatus = Literal["queued", "delivered", "dead"]
@@ -123,6 +131,27 @@ class DeadLetter:
     reason: str
     created_ms: int
     dead_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeState:
+    """Where one notice about an interrupt stands, as its views show it (no payload, no address)."""
+
+    interrupt_id: str
+    channel: str
+    recipient: str
+    status: str
+    attempts: int
+    #: When its last attempt ended (ms), None before its first.
+    attempted_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptNotices:
+    """The notices of some interrupts, and those of them marked undeliverable (every first notice died)."""
+
+    notices: list[NoticeState]
+    undeliverable: frozenset[str]
 
 
 class NoticePlanner(Protocol):

@@ -9,7 +9,7 @@ from starlette.routing import BaseRoute
 
 from bridge.core.notices import RetryPolicy
 from bridge.host.digests import Digests
-from bridge.host.undeliverable import UndeliverableWatch
+from bridge.host.undeliverable import UndeliverablePolicy
 from bridge.notify.config import NotifyConfig
 from bridge.notify.email import EmailChannelSender
 from bridge.notify.links import NoticeLinks
@@ -31,7 +31,7 @@ class NotifySetup:
     email: EmailChannelSender | None = None
     slack: SlackChannelSender | None = None
     teams: TeamsChannelSender | None = None
-    undeliverable: UndeliverableWatch | None = None
+    undeliverable: UndeliverablePolicy | None = None
     routes: list[BaseRoute] = field(default_factory=list)
     openapi: list[dict[str, Any]] = field(default_factory=list)
 
@@ -62,6 +62,6 @@ def install_notify(engine: Engine, config: NotifyConfig, public_url: str | None 
         setup.teams = TeamsChannelSender(dict(channels.teams), links)
         engine.notify.add_channel(setup.teams, bounded(max(t.timeout_ms for t in channels.teams.values())))
     engine.notify.add_planner(planner)
-    setup.undeliverable = UndeliverableWatch(engine, planner)
-    engine.notify.on_settled(setup.undeliverable)
+    setup.undeliverable = UndeliverablePolicy(engine, planner)
+    engine.notify.add_channel(setup.undeliverable)
     return setup

@@ -104,9 +104,9 @@ class PeoplePlanner:
         told = [r for r in told if r not in digest]
         drafts = self._at_once(record, told, _first(routes, "fallback_after_ms"), now_ms)
         policy = undeliverable_policy(routes)
-        if policy != "wait":
-            # Each first notice knows how many there are and the policy: the last to die applies it.
-            drafts = [replace(d, payload={**d.payload, "of": len(drafts), "onUndeliverable": policy}) for d in drafts]
+        # Each first notice knows how many there are and the policy: the store marks the interrupt undeliverable
+        # when the last dies, and writes the notice that applies an acting policy.
+        drafts = [replace(d, payload={**d.payload, "of": len(drafts), "onUndeliverable": policy}) for d in drafts]
         remind = _first(routes, "remind_after_ms")
         if remind is not None:  # a digest reminds by itself
             drafts += [_draft(record, r, "reminder", now_ms + remind) for r in told]

@@ -11,29 +11,32 @@ webhook carries run events: reporting them as events would feed itself).
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from bridge.core.clock import Clock
-from bridge.core.notices import CHANNELS, DeadLetter, NoticeDraft, NoticePlanner, OutboxLimits, RetryPolicy
+from bridge.core.notices import (
+    CHANNELS,
+    POLICY_CHANNEL,
+    DeadLetter,
+    NoticeDraft,
+    NoticePlanner,
+    OutboxLimits,
+    RetryPolicy,
+)
 from bridge.notify.notice import Channel
+from bridge.notify.states import delivery_fields, public_recipient
 from bridge.notify.worker import OutboxWorker, Settled
 from bridge.store.base import Store
+
+WEBHOOK = "webhook"
 
 #: The run events a people channel's notice ends with.
 SENT, FAILED = "notification.sent", "notification.failed"
 
 #: ``(run_id, event type, payload)`` appended to a run's log by the engine.
 EventSink = Callable[[str, str, dict[str, Any]], Awaitable[None]]
-
-
-def public_recipient(recipient: str) -> str:
-    """A recipient as events and pages show it: ids as they are, an e-mail address as a digest of itself."""
-    if recipient.startswith("email:"):
-        return "email:" + hashlib.sha256(recipient.encode()).hexdigest()[:16]
-    return recipient
 
 
 class NotifyService:
@@ -147,6 +150,10 @@ class NotifyService:
         """``notice_id → (status, attempts made, last error)``."""
         return await self._store.outbox_states(notice_ids)
 
+    async def delivery_state(self, interrupt_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Per-person delivery state of the interrupts named (see :mod:`bridge.notify.states`)."""
+        return delivery_fields(await self._store.outbox_of_interrupts(interrupt_ids))
+
     # --- outcomes ---------------------------------------------------------------------
 
     async def _settled(self, settled: Settled) -> None:
@@ -156,9 +163,10 @@ class NotifyService:
         await self.report(settled)
 
     async def report(self, settled: Settled) -> None:
-        """Append the run event a people channel's notice ended with (none for webhooks or retries)."""
+        """Append the run event a people channel's notice ended with (none for webhooks, the bridge's own policy
+        notices, or retries)."""
         notice = settled.notice
-        if self._sink is None or notice.channel == "webhook" or settled.status == "retry":
+        if self._sink is None or notice.channel in (WEBHOOK, POLICY_CHANNEL) or settled.status == "retry":
             return
         payload: dict[str, Any] = {
             "noticeId": notice.notice_id,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from bridge.core.clock import Clock
 from bridge.core.notices import DeliveryOutcome, Notice, RetryPolicy
 from bridge.notify.notice import Channel
+from bridge.runtime import telemetry
 from bridge.store.base import Store
 from bridge.store.plan_outbox import QUEUE_FULL, REFUSED
 
@@ -56,6 +57,12 @@ class Settled:
     notice: Notice
     status: str  # "delivered", "retry", "dead"
     reason: str
+
+    @property
+    def outcome(self) -> str:
+        """The attempt as metrics count it: ``delivered``, ``retry``, ``dead``, or ``refused`` (a notice written
+        past a cap on queued notices, dead without being sent)."""
+        return "refused" if self.status == "dead" and self.reason == QUEUE_FULL else self.status
 
 
 def backoff_ms(policy: RetryPolicy, attempt: int, after_ms: int | None, rand: Callable[[], float]) -> int:
@@ -219,14 +226,20 @@ class OutboxWorker:
 
     async def _attempt(self, notice: Notice) -> None:
         policy = self._policies(notice.channel)
-        outcome = await self._deliver(notice, policy)
-        now = self._clock.now_ms()
-        status, next_ms = "delivered", now
-        if outcome.kind == "dead" or (outcome.kind == "retry" and notice.attempt >= policy.max_attempts):
-            status = "dead"
-        elif outcome.kind == "retry":
-            status = "queued"
-            next_ms = now + backoff_ms(policy, notice.attempt, outcome.after_ms, self._rand)
+        with telemetry.notice_span(notice) as span:
+            outcome = await self._deliver(notice, policy)
+            now = self._clock.now_ms()
+            status, next_ms = "delivered", now
+            if outcome.kind == "dead" or (outcome.kind == "retry" and notice.attempt >= policy.max_attempts):
+                status = "dead"
+            elif outcome.kind == "retry":
+                status = "queued"
+                next_ms = now + backoff_ms(policy, notice.attempt, outcome.after_ms, self._rand)
+            if span is not None:
+                ended = Settled(notice, "retry" if status == "queued" else status, outcome.reason)
+                span.set_attribute("openwop.notification.outcome", ended.outcome)
+                if outcome.reason:
+                    span.set_attribute("openwop.notification.reason", outcome.reason)
         try:
             kept = await self._store.outbox_settle(
                 notice.notice_id, self._owner, notice.attempt, status, next_ms, outcome.reason or None, now

@@ -26,12 +26,14 @@ from bridge.core.errors import (
     WorkflowNotFoundError,
 )
 from bridge.core.events import EventDraft
+from bridge.core.notices import POLICY_CHANNEL
 from bridge.core.records import InterruptRecord, Mutation, RunRecord
 from bridge.core.tokens import (
     TokenSigner,
 )
 from bridge.core.workflow import WorkflowDefinition
 from bridge.notify.service import NotifyService
+from bridge.notify.worker import Settled
 from bridge.runtime.adapter_state import AdapterState
 from bridge.runtime.answers import AnswerService
 from bridge.runtime.ask import AskService, RecordingAskService
@@ -90,7 +92,7 @@ class Engine:
         self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"
         self.hub = EventHub()
         #: Prometheus series (``GET /metrics``; see :mod:`bridge.runtime.metrics`).
-        self.metrics = Metrics(self.store.pending_by_kind, self.clock.now_ms)
+        self.metrics = Metrics(self.store.pending_by_kind, self.clock.now_ms, self.store.outbox_queued)
         self._follower = RunFollower(store, self.hub)
         #: ``Idempotency-Key`` records (see :mod:`bridge.runtime.idempotency`).
         self.idempotency = IdempotencyLedger(store, self.clock, self.config)
@@ -114,10 +116,15 @@ class Engine:
         )
         self.notify.set_limits(self.config.outbox_limits)
         self.notify.on_event(self._notice_event)
+        self.notify.on_settled(self._count_notice)
         self._heartbeat: asyncio.Task[None] | None = None
         self._started = False
         for wf in workflows:
             self.add_workflow(wf)
+
+    def _count_notice(self, settled: Settled) -> None:
+        if settled.notice.channel != POLICY_CHANNEL:  # the bridge's own notices are no deliveries
+            self.metrics.notification(settled.notice.channel, settled.outcome)
 
     # --- configuration --------------------------------------------------------------
 

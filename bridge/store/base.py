@@ -25,7 +25,7 @@ import orjson
 
 from bridge.core.errors import BridgeError
 from bridge.core.events import EventDraft
-from bridge.core.notices import DeadLetter, Notice, NoticeDraft, NoticePlanner, OutboxLimits
+from bridge.core.notices import DeadLetter, InterruptNotices, Notice, NoticeDraft, NoticePlanner, OutboxLimits
 from bridge.core.records import (
     InterruptDecision,
     InterruptRecord,
@@ -497,6 +497,13 @@ class Store(Protocol):
 
     async def outbox_next_due(self) -> int | None:
         """When the earliest queued notice is due (or its lease runs out)."""
+
+    async def outbox_of_interrupts(self, interrupt_ids: Sequence[str], per_interrupt: int = 100) -> InterruptNotices:
+        """The people-channel notices of the interrupts named (at most ``per_interrupt`` times as many as there
+        are interrupts, oldest first), and which of them are undeliverable (every first notice died)."""
+
+    async def outbox_queued(self) -> int:
+        """How many notices are queued (waiting or being attempted), every tenant."""
 
     async def outbox_prune(self, now_ms: int) -> int:
         """Delete delivered notices and dead letters past their retention (a batch); returns how many."""

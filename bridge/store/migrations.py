@@ -120,6 +120,12 @@ SQLITE_MIGRATIONS: list[list[str]] = [
         "CREATE INDEX outbox_recipient ON outbox(channel, recipient, status, notice_id)",
         "CREATE INDEX outbox_settled ON outbox(settled_at) WHERE status != 'queued'",
     ],
+    # 10: when a notice's last attempt ended (the delivery state an interrupt shows), and its notices by
+    # interrupt (that state, and the count of its dead notices as each dies).
+    [
+        "ALTER TABLE outbox ADD COLUMN attempted_at INTEGER",
+        "CREATE INDEX outbox_interrupt ON outbox(interrupt_id, notice_id) WHERE interrupt_id IS NOT NULL",
+    ],
 ]
 
 
@@ -223,6 +229,11 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
         "CREATE INDEX outbox_tenant ON outbox(tenant) WHERE status = 'queued'",
         "CREATE INDEX outbox_recipient ON outbox(channel, recipient, status, notice_id)",
         "CREATE INDEX outbox_settled ON outbox(settled_at) WHERE status <> 'queued'",
+    ],
+    # 10: as SQLite's 10.
+    [
+        "ALTER TABLE outbox ADD COLUMN attempted_at BIGINT",
+        "CREATE INDEX outbox_interrupt ON outbox(interrupt_id, notice_id) WHERE interrupt_id IS NOT NULL",
     ],
 ]
 

@@ -18,8 +18,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from bridge.core.clock import ulid
-from bridge.core.notices import ERROR_MAX, Notice, NoticeDraft, NoticePlanner, OutboxLimits
-from bridge.store import codec
+from bridge.core.notices import (
+    ERROR_MAX,
+    POLICY_CHANNEL,
+    UNDELIVERABLE_NS,
+    Notice,
+    NoticeDraft,
+    NoticePlanner,
+    OutboxLimits,
+)
+from bridge.store import codec, plan_kv
 from bridge.store.codec import Dialect
 from bridge.store.steps import Plan, Planned, Rows, Sql
 
@@ -168,21 +176,89 @@ def claim(
     return sorted((notice_from_row(d, r) for r in rows), key=lambda n: (n.not_before_ms, n.notice_id))
 
 
+#: The policies :func:`settle` writes a :data:`~bridge.core.notices.POLICY_CHANNEL` notice for (``wait`` does nothing).
+ACTING_POLICIES = frozenset({"fail", "escalate"})
+
+
 def settle(
-    notice_id: str, owner: str, attempt: int, status: str, next_attempt_ms: int, error: str | None, now_ms: int
+    d: Dialect,
+    notice_id: str,
+    owner: str,
+    attempt: int,
+    status: str,
+    next_attempt_ms: int,
+    error: str | None,
+    now_ms: int,
 ) -> Plan[bool]:
     """Record an attempt's outcome: ``delivered``, ``dead``, or ``queued`` again for ``next_attempt_ms``.
 
     Only the holder of that attempt's lease may (False otherwise: the lease ran out and another
-    worker claimed the notice again, whose outcome counts).
+    worker claimed the notice again, whose outcome counts). A dead letter that completes its interrupt's
+    undeliverable notices writes, in the same transaction, the notice that applies the policy
+    (:func:`undeliverable_policy`).
     """
     settled = None if status == "queued" else now_ms
     rows = yield Sql(
-        "UPDATE outbox SET status=%s, next_attempt=%s, lease_owner=NULL, last_error=%s, settled_at=%s "
-        "WHERE notice_id=%s AND lease_owner=%s AND attempt=%s AND status='queued' RETURNING notice_id",
-        (status, next_attempt_ms, None if error is None else error[:ERROR_MAX], settled, notice_id, owner, attempt),
+        "UPDATE outbox SET status=%s, next_attempt=%s, lease_owner=NULL, last_error=%s, settled_at=%s, "
+        "attempted_at=%s WHERE notice_id=%s AND lease_owner=%s AND attempt=%s AND status='queued' "
+        "RETURNING notice_id, interrupt_id, tenant, run_id, payload",
+        (
+            status,
+            next_attempt_ms,
+            None if error is None else error[:ERROR_MAX],
+            settled,
+            now_ms,
+            notice_id,
+            owner,
+            attempt,
+        ),
     )
+    if rows and status == "dead" and rows[0][1] is not None:
+        _, interrupt_id, tenant, run_id, payload = rows[0]
+        yield from undeliverable_policy(d, interrupt_id, tenant, run_id, d.json_in(payload), now_ms)
     return bool(rows)
+
+
+def undeliverable_policy(
+    d: Dialect, interrupt_id: str, tenant: str, run_id: str, payload: dict[str, Any], now_ms: int
+) -> Plan[None]:
+    """After a notice of ``interrupt_id`` died: when every first notice of it is dead (each carries ``of``, how
+    many there are, and its routes' ``onUndeliverable``), mark the interrupt undeliverable
+    (:data:`UNDELIVERABLE_NS`) and, when the policy acts, write the notice that applies it.
+
+    The interrupt's row is locked first (PostgreSQL), so two instances dead-lettering its last two notices at
+    once count one after the other: exactly one of them sees every notice dead.
+    """
+    policy, of = payload.get("onUndeliverable"), payload.get("of")
+    if policy not in (*ACTING_POLICIES, "wait") or not isinstance(of, int):
+        return
+    if not d.question_marks:
+        yield Sql("SELECT interrupt_id FROM interrupts WHERE interrupt_id=%s FOR UPDATE", (interrupt_id,))
+    dead = yield Sql(
+        "SELECT payload FROM outbox WHERE interrupt_id=%s AND status='dead' AND channel != %s",
+        (interrupt_id, POLICY_CHANNEL),
+    )
+    if sum(1 for (p,) in dead if "onUndeliverable" in d.json_in(p)) != of:
+        return
+    marked = yield from plan_kv.kv_put(UNDELIVERABLE_NS, interrupt_id, {"policy": policy, "at": now_ms}, now_ms, True)
+    if not marked or policy not in ACTING_POLICIES:
+        return
+    row = (
+        f"ntc_{ulid(now_ms)}",
+        POLICY_CHANNEL,
+        tenant,
+        run_id,
+        interrupt_id,
+        interrupt_id,
+        codec.dumps({"policy": policy}),
+        0,
+        now_ms,
+        "queued",
+        None,
+        now_ms,
+        None,
+    )
+    yield Sql(INSERT_NOTICE, [row], many=True)
 
 
 def release(notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> Plan[int]:

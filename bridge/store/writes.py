@@ -152,7 +152,7 @@ class Writes(ABC):
         now_ms: int,
     ) -> bool:
         return await self._plan(
-            lambda: plan_outbox.settle(notice_id, owner, attempt, status, next_attempt_ms, error, now_ms)
+            lambda: plan_outbox.settle(self._dialect, notice_id, owner, attempt, status, next_attempt_ms, error, now_ms)
         )
 
     async def outbox_release(self, notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> int:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from playwright.async_api import expect
 
+from bridge.notify.worker import Settled
 from tests.browser import browser_page, said
+from tests.browser.test_web_inbox import open_request, sign_in
 from tests.notify.host import gate, notify_host
 from tests.notify.receivers import mail_parts
 
@@ -39,3 +41,25 @@ async def test_each_approver_answers_from_their_own_mail_in_the_browser(tmp_path
         closed = await host.engine.interrupt_record(record.interrupt_id)
         assert closed is not None and closed.status == "resolved"
         assert [v["voter"] for v in closed.state["votes"]] == ["bob", "alice"]
+
+
+@pytest.mark.browser
+async def test_the_inbox_detail_shows_who_was_told_and_that_nobody_could_be(tmp_path: Path) -> None:
+    routes = [{"match": {"workflowId": "expense"}, "notify": ["alice"], "onUndeliverable": "wait"}]
+    async with notify_host(tmp_path, routes=routes, workflows=[gate("expense")], with_teams=False) as host:
+        settled: list[Settled] = []
+        host.engine.notify.on_settled(settled.append)
+        host.smtp.rcpt_replies["alice@example.com"] = "550 5.1.1 No such user"
+        host.slack.unknown_channels.add("U0ALICE")
+        await host.start_gate()
+        await host.until(lambda: sum(1 for s in settled if s.status == "dead") == 2, "two dead notices")
+        async with browser_page(tmp_path / "profile", "notify-inbox") as page:
+            await sign_in(page, host.url, "admin")
+            detail = await open_request(page, "Approve expense report EXP-1042")
+            facts = detail.locator("dl.meta")
+            await expect(facts).to_contain_text("Undeliverable: no notice reached anyone")
+            told = facts.locator("ul.notifications li")
+            await expect(told).to_have_count(2)
+            await expect(told.filter(has_text="alice by email: dead (1 attempt")).to_have_count(1)
+            await expect(told.filter(has_text="alice by slack: dead (1 attempt")).to_have_count(1)
+            await expect(facts).not_to_contain_text("@")

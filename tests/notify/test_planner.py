@@ -60,7 +60,13 @@ def test_one_notice_per_person_and_channel_at_once() -> None:
         ("email", "alice", None),
         ("email", "bob", None),
     ]
-    assert drafts[0].payload == {"address": "U0ALICE", "person": "alice", "purpose": "notice"}
+    assert drafts[0].payload == {
+        "address": "U0ALICE",
+        "person": "alice",
+        "purpose": "notice",
+        "of": 3,
+        "onUndeliverable": "wait",
+    }
     assert all(d.interrupt_id == "int_1" for d in drafts)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from bridge.core.notices import POLICY_CHANNEL
 from bridge.notify.worker import Settled
 from tests.helpers import events, settle
 from tests.notify.host import NotifyHost, gate, notify_host
@@ -25,10 +26,11 @@ def _route(policy: str, **more: Any) -> list[dict[str, Any]]:
     return [{"match": {"workflowId": "expense"}, "notify": ["alice", "bob"], "onUndeliverable": policy, **more}]
 
 
-async def _all_dead(host: NotifyHost, settled: list[Settled], n: int = 4) -> None:
+async def _all_dead(host: NotifyHost, settled: list[Settled], n: int = 4, *, applied: bool = True) -> None:
+    """Wait for ``n`` dead notices, and (``applied``) for the policy notice their last one wrote to be applied."""
     await host.until(lambda: sum(1 for s in settled if s.status == "dead") == n, f"{n} dead notices")
-    assert host.setup.undeliverable is not None
-    await host.setup.undeliverable.settle()
+    if applied:
+        await host.until(lambda: any(s.notice.channel == POLICY_CHANNEL for s in settled), "the policy applied")
 
 
 async def test_fail_cancels_the_interrupt_and_the_approval_fails_closed(tmp_path: Path) -> None:
@@ -85,7 +87,7 @@ async def test_wait_keeps_waiting_and_one_delivered_notice_is_enough(tmp_path: P
         host.engine.notify.on_settled(settled.append)
         _refuse_everyone(host)
         _, record = await host.start_gate()
-        await _all_dead(host, settled)
+        await _all_dead(host, settled, applied=False)
         current = await host.engine.interrupt_record(record.interrupt_id)
         assert current is not None and current.open
     async with notify_host(
@@ -96,7 +98,7 @@ async def test_wait_keeps_waiting_and_one_delivered_notice_is_enough(tmp_path: P
         _refuse_everyone(host)
         host.smtp.rcpt_replies.pop("alice@example.com")  # alice's mail gets through
         _, record = await host.start_gate()
-        await _all_dead(host, settled, n=3)
+        await _all_dead(host, settled, n=3, applied=False)
         await host.until(lambda: len(settled) == 4, "every notice settled")
         current = await host.engine.interrupt_record(record.interrupt_id)
         assert current is not None and current.open, "someone was told: nothing fails"
