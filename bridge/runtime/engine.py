@@ -375,8 +375,22 @@ class Engine:
         """A run's audit entries, oldest first (for surfaces that checked visibility)."""
         return await self.store.audit(run_id)
 
-    async def run_events(self, run_id: str, after: int = -1, limit: int = 1000) -> list[dict[str, Any]]:
-        """A run's committed events after ``after``, with no visibility check (for surfaces that made one)."""
+    async def run_events(
+        self, run_id: str, after: int = -1, limit: int = 1000, *, max_bytes: int | None = None
+    ) -> list[dict[str, Any]]:
+        """A run's committed events after ``after``, with no visibility check (for surfaces that made one).
+
+        ``max_bytes``: no more events than their stored documents fit in (at least one), so a page
+        of large events stays about that size.
+        """
+        if max_bytes is not None:
+            total = count = 0
+            for size in await self.store.event_sizes(run_id, after, limit):
+                if count and total + size > max_bytes:
+                    break
+                total += size
+                count += 1
+            limit = max(1, count)
         return await self.store.read_events(run_id, after, limit)
 
     @property

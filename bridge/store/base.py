@@ -329,6 +329,9 @@ class Store(Protocol):
     async def read_events(self, run_id: str, after_seq: int = -1, limit: int = 1000) -> list[dict[str, Any]]:
         """Event documents with ``sequence > after_seq``, in order."""
 
+    async def event_sizes(self, run_id: str, after_seq: int, limit: int) -> list[int]:
+        """The stored sizes (bytes) of the first ``limit`` event documents with ``sequence > after_seq``, in order."""
+
     async def activation_events(self, run_id: str, node_id: str, visit: int) -> list[dict[str, Any]]:
         """Node-issued events of one activation, in command order."""
 
