@@ -38,7 +38,7 @@ from bridge.runtime.ask import AskService, RecordingAskService
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.executor import RunExecutor
 from bridge.runtime.executors import Executors
-from bridge.runtime.follow import STREAM_PAGE, RunFollower
+from bridge.runtime.follow import STREAM_PAGE, RunFollower, read_page
 from bridge.runtime.hub import EventHub
 from bridge.runtime.idempotency import IdempotencyLedger
 from bridge.runtime.kernel import Delegate
@@ -363,7 +363,9 @@ class Engine:
 
         The caller has already checked that the run is visible to whoever follows it; ``seen``
         is the record that check read, if it read one just before (the run is not read again).
-        ``page``: how many stored events a batch holds at most (a stream holds one batch ready).
+        ``page``: how many stored events a batch holds at most (a stream holds one batch ready);
+        a batch read from the store also holds no more than :data:`~bridge.runtime.follow.STREAM_PAGE_BYTES`
+        as stored (at least one event).
         """
         return self._follower.follow(run_id, after, idle_s=idle_s, seen=seen, page=page)
 
@@ -383,15 +385,8 @@ class Engine:
         ``max_bytes``: no more events than their stored documents fit in (at least one), so a page
         of large events stays about that size.
         """
-        if max_bytes is not None:
-            total = count = 0
-            for size in await self.store.event_sizes(run_id, after, limit):
-                if count and total + size > max_bytes:
-                    break
-                total += size
-                count += 1
-            limit = max(1, count)
-        return await self.store.read_events(run_id, after, limit)
+        docs, _ = await read_page(self.store, run_id, after, limit, max_bytes)
+        return docs
 
     @property
     def store_location(self) -> str:

@@ -135,13 +135,14 @@ WHOLE_DOCUMENTS = ("v1-json", "v1-poll", "v2-poll")
 @pytest.mark.slow
 @pytest.mark.parametrize("surface", ["v1", "v2", "v2-batched", "a2a", *WHOLE_DOCUMENTS])
 def test_streams_nobody_reads_do_not_grow_server_memory(tmp_path: Path, surface: str) -> None:
-    """150 reads of a 1.1 MB event log (streams, JSON documents, long polls), never read by their clients:
+    """150 reads of a 6 MB event log (streams, JSON documents, long polls), never read by their clients:
     the server's RSS grows by a few MiB, not by the log each."""
     streams = 150
     with _serve(tmp_path, env={"OPENWOP_BRIDGE_MAX_STREAMS_PER_KEY": str(streams)}) as server:
         assert server.proc is not None
-        # A whole document is written at once: the socket's send buffer (up to 4 MiB) takes a 1.1 MB one.
-        run_id = _wide_run(server, "huge" if surface in WHOLE_DOCUMENTS else "wide")
+        # A log larger than the socket's send buffer (up to 4 MiB), of events large enough that a page
+        # of 32 of them is about 2 MB: what a stalled reader holds must be bounded in bytes, not in events.
+        run_id = _wide_run(server, "huge")
         raw = _request(surface, run_id, server.port)
         # One stream read to its first bytes first: the server's code paths are warm before measuring.
         with next(_open_unread(server.port, raw, 1)) as warm:
