@@ -377,6 +377,11 @@ class Engine:
         """A run's audit entries, oldest first (for surfaces that checked visibility)."""
         return await self.store.audit(run_id)
 
+    async def audit_page(self, run_id: str, after_id: int = -1, limit: int = 100) -> list[tuple[int, dict[str, Any]]]:
+        """A page of a run's audit entries after the one numbered ``after_id``, oldest first, with their numbers
+        (for surfaces that checked visibility)."""
+        return await self.store.audit_page(run_id, after_id, limit)
+
     async def run_events(
         self, run_id: str, after: int = -1, limit: int = 1000, *, max_bytes: int | None = None
     ) -> list[dict[str, Any]]:

@@ -429,6 +429,9 @@ class Store(Protocol):
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         """Audit entries of a run, oldest first."""
 
+    async def audit_page(self, run_id: str, after_id: int, limit: int) -> list[tuple[int, dict[str, Any]]]:
+        """Up to ``limit`` audit entries of a run after the one numbered ``after_id``, oldest first, numbered."""
+
     # --- Idempotency-Key records ----------------------------------------------
     async def idempotency_begin(
         self, key_id: str, digest: str, owner: str, now_ms: int, *, lease_ms: int, ttl_ms: int

@@ -190,6 +190,7 @@ def test_streams_beyond_the_limit_of_a_key_are_429_with_retry_after(tmp_path: Pa
                     timeout=10,
                 ),
                 "v1-poll": httpx.get(f"{server.url}/v1/runs/{run_id}/events/poll", headers=reader, timeout=10),
+                "v1-audit": httpx.get(f"{server.url}/v1/runs/{run_id}/audit", headers=reader, timeout=10),
                 "v2-poll": httpx.get(
                     f"{server.url}/runs/{run_id}/events/poll", headers={**reader, "OpenWOP-Version": "2"}, timeout=10
                 ),

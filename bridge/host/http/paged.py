@@ -126,6 +126,19 @@ class StoredEvents:
                 return
 
 
+async def audit_entries(engine: Engine, run_id: str) -> AsyncGenerator[list[bytes]]:
+    """A run's audit entries, encoded, :data:`STREAM_PAGE` at a time (visibility checked)."""
+    after = -1
+    while True:
+        rows = await engine.audit_page(run_id, after, STREAM_PAGE)
+        if not rows:
+            return
+        after = rows[-1][0]
+        yield [orjson.dumps(entry) for _, entry in rows]
+        if len(rows) < STREAM_PAGE:
+            return
+
+
 class Poll:
     """One long poll of a run's events after ``after``: the events it answers with, a page at a time.
 

@@ -123,7 +123,8 @@ async def poll_events(request: Request) -> Response:
 async def run_audit(request: Request) -> Response:
     """``GET /v1/runs/{runId}/audit``: votes, overrides and denials recorded for a run."""
     eng, run_id = await _readable(request)
-    return JSONResponse({"entries": await eng.audit(run_id)})
+    document = paged.array_document({}, "entries", paged.audit_entries(eng, run_id))
+    return await guarded_stream(request, principal(request), run_id, lambda: paged.json_stream(document))
 
 
 async def run_channel(request: Request) -> Response:
