@@ -181,6 +181,10 @@ def test_streams_beyond_the_limit_of_a_key_are_429_with_retry_after(tmp_path: Pa
             assert over2.json()["error"] == "rate_limited"
             assert "retryAfter" not in over2.json().get("details", {})
             assert int(over2.headers["retry-after"]) >= 1
+            thread = httpx.post(
+                f"{server.url}/langgraph/threads", headers={"Authorization": f"Bearer {ADMIN}"}, json={}, timeout=10
+            )
+            assert thread.status_code == 200, thread.text
             # Every streaming surface counts against the same limit, and refuses before it starts anything;
             # so do the whole-log JSON reads (written a page at a time, as streams are).
             refused = {
@@ -191,6 +195,12 @@ def test_streams_beyond_the_limit_of_a_key_are_429_with_retry_after(tmp_path: Pa
                 ),
                 "v1-poll": httpx.get(f"{server.url}/v1/runs/{run_id}/events/poll", headers=reader, timeout=10),
                 "v1-audit": httpx.get(f"{server.url}/v1/runs/{run_id}/audit", headers=reader, timeout=10),
+                "langgraph-history": httpx.post(
+                    f"{server.url}/langgraph/threads/{thread.json()['thread_id']}/history",
+                    headers=reader,
+                    json={},
+                    timeout=10,
+                ),
                 "v2-poll": httpx.get(
                     f"{server.url}/runs/{run_id}/events/poll", headers={**reader, "OpenWOP-Version": "2"}, timeout=10
                 ),

@@ -55,6 +55,20 @@ async def array_document(
     yield pending + b"]" + (b"," + orjson.dumps(dict(rest))[1:] if rest else b"}"), False
 
 
+async def array_stream(pages: AsyncIterator[list[bytes]]) -> JSONStream:
+    """A response whose document is a JSON array of ``pages``' items (each already encoded), a page at a time."""
+    return await json_stream(_array(pages))
+
+
+async def _array(pages: AsyncIterator[list[bytes]]) -> AsyncGenerator[Chunk]:
+    pending, first = b"[", True
+    async for items in pages:
+        if items:
+            yield pending + (b"" if first else b",") + b",".join(items), True
+            pending, first = b"", False
+    yield pending + b"]", False
+
+
 async def json_stream(body: AsyncGenerator[Chunk]) -> JSONStream:
     """A response of ``body`` whose first piece is already read: its errors are raised here, before any byte is sent."""
     try:
