@@ -202,6 +202,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             per_run=int(args.max_streams_per_run),
             buffer_bytes=int(args.stream_buffer_bytes),
         ),
+        pending_response_bytes=int(args.max_pending_response_bytes),
         webhooks=WebhookSettings(
             allow_loopback=args.webhook_allow_loopback, rotation_overlap_s=args.webhook_rotation_overlap_seconds
         ),

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from bridge.core.conversation_limits import ConversationLimits
 from bridge.core.quota import RunRate
+from bridge.host.http.budget import DEFAULT_BYTES as DEFAULT_PENDING_BYTES
 from bridge.host.http.limits import HeaderLimits
 from bridge.host.http.streams import StreamLimits
 
@@ -213,6 +214,14 @@ def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
         default=env("STREAM_BUFFER_BYTES", str(streams.buffer_bytes)),
         metavar="BYTES",
         help=f"the most a stream writes ahead of what its client has read (default {streams.buffer_bytes})",
+    )
+    serve.add_argument(
+        "--max-pending-response-bytes",
+        type=_positive(int),
+        default=env("MAX_PENDING_RESPONSE_BYTES", str(DEFAULT_PENDING_BYTES)),
+        metavar="BYTES",
+        help="the most that answers of 64 KiB or more may hold while their clients take them; one more is 429 "
+        f"(default {DEFAULT_PENDING_BYTES})",
     )
     rate = RunRate()
     serve.add_argument(

@@ -101,6 +101,10 @@ def _request(path: str, run_id: str, port: int) -> bytes:
         return f"GET /v1/runs/{run_id}/events/poll HTTP/1.1\r\n{head}\r\n".encode()
     if path == "v2-poll":
         return f"GET /runs/{run_id}/events/poll HTTP/1.1\r\n{head}OpenWOP-Version: 2\r\n\r\n".encode()
+    if path == "v1-snapshot":
+        return f"GET /v1/runs/{run_id} HTTP/1.1\r\n{head}\r\n".encode()
+    if path == "v2-snapshot":
+        return f"GET /runs/{run_id} HTTP/1.1\r\n{head}OpenWOP-Version: 2\r\n\r\n".encode()
     query = "?bufferMs=1000" if path == "v2-batched" else ""
     return (
         f"GET /runs/{run_id}/events{query} HTTP/1.1\r\n{head}Accept: text/event-stream\r\nOpenWOP-Version: 2\r\n\r\n"
@@ -254,5 +258,50 @@ def test_streams_beyond_the_limit_of_a_key_are_429_with_retry_after(tmp_path: Pa
             with httpx.stream("GET", f"{server.url}/v1/runs/{run_id}/events", headers=reader, timeout=10) as again:
                 if again.status_code == 200 or time.monotonic() > deadline:
                     break
+            time.sleep(0.2)
+        assert again.status_code == 200
+
+
+#: Answers that are one document built whole (a run's snapshot carries every open interrupt).
+SNAPSHOTS = ("v1-snapshot", "v2-snapshot")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", SNAPSHOTS)
+def test_large_answers_nobody_reads_stay_within_the_response_budget(tmp_path: Path, surface: str) -> None:
+    """150 reads of a 6 MB run snapshot, never read: what waits for the clients stays within
+    --max-pending-response-bytes (16 MiB here); the answers past it are 429 with Retry-After."""
+    readers = 150
+    env = {"OPENWOP_BRIDGE_MAX_PENDING_RESPONSE_BYTES": str(16 * 1024 * 1024)}
+    with _serve(tmp_path, env=env) as server:
+        assert server.proc is not None
+        run_id = _wide_run(server, "huge")
+        raw = _request(surface, run_id, server.port)
+        with next(_open_unread(server.port, raw, 1)) as warm:
+            assert _status_line(warm).startswith(b"HTTP/1.1 200 "), surface
+        time.sleep(1)
+        before = _rss_mib(server.proc.pid)
+        opened = list(_open_unread(server.port, raw, readers))
+        try:
+            time.sleep(4)
+            after = _rss_mib(server.proc.pid)
+            assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+            reader = {"Authorization": f"Bearer {READER}"}
+            if surface == "v2-snapshot":
+                reader["OpenWOP-Version"] = "2"
+            path = f"/v1/runs/{run_id}" if surface == "v1-snapshot" else f"/runs/{run_id}"
+            over = httpx.get(server.url + path, headers=reader, timeout=10)
+            assert over.status_code == 429, over.text[:200]
+            assert over.json()["error"] == "rate_limited" and int(over.headers["retry-after"]) >= 1
+        finally:
+            for s in opened:
+                s.close()
+        assert after - before < 48, f"{surface}: RSS {before:.0f} MiB -> {after:.0f} MiB with {readers} unread answers"
+        # Once the clients are gone the budget is free again.
+        deadline = time.monotonic() + 10
+        while True:
+            again = httpx.get(server.url + path, headers=reader, timeout=30)
+            if again.status_code == 200 or time.monotonic() > deadline:
+                break
             time.sleep(0.2)
         assert again.status_code == 200

@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bridge.core.auth import KeyRing
 from bridge.host.discovery import discovery_document
-from bridge.host.http import interrupts, metrics, runs
+from bridge.host.http import budget, interrupts, metrics, runs
 from bridge.host.http.deps import base_url, engine
 from bridge.host.http.headers import AnswerHeaders
 from bridge.host.http.openapi import openapi_document
@@ -204,6 +204,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     facets: Sequence[Callable[[str], Mapping[str, Any]]] = (),
     stream_limits: StreamLimits | None = None,
+    pending_response_bytes: int = budget.DEFAULT_BYTES,
     webhooks: WebhookSettings | None = None,
 ) -> Starlette:
     """The OpenWOP host as an ASGI app.
@@ -214,8 +215,9 @@ def create_app(
     served (an embedding app's choice). ``facets``: functions of the absolute base URL
     returning members to add to ``/.well-known/openwop`` (the facets of plugins).
     ``stream_limits``: how many event streams a key and a run may hold, and how much each
-    buffers (see :mod:`bridge.host.http.streams`; the defaults without). ``webhooks``: the
-    v2 webhook knobs (``--webhook-*``); the surface is served whatever they are.
+    buffers (see :mod:`bridge.host.http.streams`; the defaults without). ``pending_response_bytes``:
+    the most that large answers may hold while their clients take them (:mod:`bridge.host.http.budget`).
+    ``webhooks``: the v2 webhook knobs (``--webhook-*``); the surface is served whatever they are.
     """
     hooks = webhook_surface(engine, webhooks or WebhookSettings())
     lifespan = _lifespan(engine, manage_engine, [*on_startup, hooks.start], [hooks.stop, *on_shutdown])
@@ -237,6 +239,7 @@ def create_app(
     if allowed_hosts is not None:
         middleware.append(Middleware(TrustedHosts, allowed=list(allowed_hosts)))
     middleware.append(Middleware(VersionNegotiation))
+    middleware.append(Middleware(budget.ResponseBudget, limit_bytes=pending_response_bytes))
     app = Starlette(
         routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
     )

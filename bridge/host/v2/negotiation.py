@@ -40,6 +40,11 @@ def requested_major(scope: Scope) -> int | None:
     return None
 
 
+def is_v2_path(path: str) -> bool:
+    """Whether ``path`` is one of the v2 resources served at the root (``/runs``, ``/interrupts``, …)."""
+    return _is_v2(path)
+
+
 def _is_v2(path: str) -> bool:
     return any(path == root or path.startswith((root + "/", root + ":")) for root in V2_ROOTS)
 
