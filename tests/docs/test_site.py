@@ -80,3 +80,9 @@ def test_the_readme_links_resolve() -> None:
             if anchor not in slugs:
                 problems.append(f"README.md links to {target}: no heading {anchor!r} there")
     assert not problems, "\n".join(problems)
+
+
+def test_the_readme_is_read_in_minutes() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move detail to the site (docs/)"
+    assert "docs/overview.svg" in "\n".join(lines)

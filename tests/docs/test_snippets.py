@@ -1,0 +1,147 @@
+"""Every example of the documentation runs as pasted, against a real ``serve``, and prints what its page shows.
+
+The host is started as the Get-started page starts it (``openwop-bridge serve``
+with its defaults: demo workflows, a dev key printed) on ``127.0.0.1:8000``, the
+address every page uses; if that port is taken the test fails and says so. Each
+page's blocks run in order in one ``bash -euo pipefail`` session (so a block may use
+what an earlier one set), with ``BRIDGE_KEY`` exported and the project's
+interpreter first on ``PATH``; Python blocks run as programs with that
+interpreter, JavaScript blocks with Node and the packages of ``tests/node``.
+The conventions are in ``tests/docs/snippets.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.docs.snippets import ROOT, RUN, SHOWN, Block, blocks, matches, pages
+from tests.server import ServerProcess
+
+PORT = 8000
+PAGE_TIMEOUT_S = 300
+NODE_MODULES = ROOT / "tests" / "node" / "node_modules"
+
+
+def _runnable(page: Path) -> list[Block]:
+    return [b for b in blocks(page) if b.kind and not b.skip_reason]
+
+
+PAGES = [p for p in pages() if _runnable(p)]
+
+
+def test_every_block_is_known_and_every_skip_has_a_reason() -> None:
+    problems = []
+    for page in pages():
+        for block in blocks(page):
+            if block.lang not in RUN and block.lang not in SHOWN:
+                problems.append(f"{block.where}: fence language {block.lang!r} is neither run nor shown")
+            first = block.text.split("\n", 1)[0]
+            if "not run" in first and block.kind and not block.skip_reason:
+                problems.append(f"{block.where}: write the skip as '# not run: <reason>'")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``openwop-bridge serve`` on 127.0.0.1:8000 with its defaults; yields the dev key it printed."""
+    with socket.socket() as probe:
+        # As serve binds: connections of an earlier server left in TIME_WAIT do not hold the port.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", PORT))
+        except OSError:
+            pytest.fail(
+                f"port {PORT} on 127.0.0.1 is in use: the documentation's examples address http://127.0.0.1:{PORT}, "
+                "so the docs test serves there; stop whatever listens on it and run again"
+            )
+    folder = tmp_path_factory.mktemp("docs-host")
+    server = ServerProcess(folder / "openwop-bridge.db", port=PORT)
+    server.start()
+    try:
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
+        assert key, server.output()
+        yield key.group(1)
+    finally:
+        server.stop()
+
+
+def _session(page: Path, runnable: list[Block], work: Path) -> str:
+    """The bash script that runs ``runnable`` in order, each block's output into ``work/out.<n>``."""
+    lines = ["set -euo pipefail", f"cd {shlex.quote(str(ROOT))}"]
+    for n, block in enumerate(runnable):
+        out = shlex.quote(str(work / f"out.{n}"))
+        lines.append(f"echo {n} > {shlex.quote(str(work / 'current'))}")
+        if block.kind == "sh":
+            path = work / f"block.{n}.sh"
+            path.write_text(block.text)
+            lines.append(f"source {shlex.quote(str(path))} > {out} 2>&1 < /dev/null")
+        elif block.kind == "python":
+            path = work / f"block.{n}.py"
+            path.write_text(block.text)
+            lines.append(f"python {shlex.quote(str(path))} > {out} 2>&1 < /dev/null")
+        else:
+            path = work / f"block.{n}.mjs"
+            path.write_text(block.text)
+            lines.append(f"node {shlex.quote(str(path))} > {out} 2>&1 < /dev/null")
+    lines.append(f"echo done > {shlex.quote(str(work / 'current'))}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_page_examples_run(page: Path, served: str, tmp_path: Path) -> None:
+    runnable = _runnable(page)
+    if any(b.kind == "js" for b in runnable) and not NODE_MODULES.is_dir():
+        pytest.fail(f"{page.relative_to(ROOT)} has JavaScript examples: run `npm ci` in tests/node first")
+    (tmp_path / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
+    script = tmp_path / "session.sh"
+    script.write_text(_session(page, runnable, tmp_path))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENWOP_BRIDGE_")}
+    env |= {"BRIDGE_KEY": served, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
+    proc = subprocess.Popen(
+        ["bash", str(script)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        session_out, _ = proc.communicate(timeout=PAGE_TIMEOUT_S)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        # Whatever a block left in the background (a second host) goes with the session.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+    current = (tmp_path / "current").read_text().strip() if (tmp_path / "current").exists() else "0"
+    if current != "done":
+        block = runnable[int(current)]
+        out = tmp_path / f"out.{current}"
+        output = out.read_text() if out.exists() else ""
+        why = f"timed out after {PAGE_TIMEOUT_S} s" if timed_out else f"exited with {proc.returncode}"
+        pytest.fail(
+            f"{block.where} ({block.lang} block) {why}; its output:\n{output}{session_out or ''}\n"
+            f"--- the block:\n{block.text}"
+        )
+    failures = []
+    for n, block in enumerate(runnable):
+        if block.expected is None:
+            continue
+        actual = (tmp_path / f"out.{n}").read_text()
+        if not matches(block.expected, actual):
+            failures.append(f"{block.where}: the page shows\n{block.expected}--- but the block printed\n{actual}")
+    assert not failures, "\n\n".join(failures)
