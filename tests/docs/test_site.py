@@ -9,6 +9,7 @@ checked here against the files of the repository.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from bridge.host.cli import build_parser
 from tests.docs.snippets import ROOT
 
 MKDOCS = [sys.executable, "-m", "mkdocs"]
@@ -38,7 +40,13 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     result = _build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert result.returncode == 0, result.stdout + result.stderr
     config = (tmp_path / "site" / "operate" / "configuration" / "index.html").read_text()
-    assert "OPENWOP_BRIDGE_PORT" in config and "<!-- generated" not in config
+    assert "<!-- generated" not in config
+    serve = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["serve"]
+    flags = [f for a in serve._actions for f in a.option_strings if f.startswith("--") and a.dest != "help"]
+    missing = [flag for flag in flags if f"<code>{flag}" not in config]
+    assert not missing, f"flags missing from the configuration page: {missing}"
+    for variable in ("OPENWOP_BRIDGE_PORT", "OPENWOP_BRIDGE_API_KEYS", "OPENWOP_BRIDGE_NO_UI"):
+        assert variable in config
     api = (tmp_path / "site" / "reference" / "http-api" / "index.html").read_text()
     assert "/v1/runs/{runId}/interrupts/{nodeId}" in api and "/runs:bulk-cancel" in api
     assert "owb_dev_" not in (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
