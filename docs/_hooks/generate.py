@@ -79,7 +79,10 @@ def _variable(action: argparse.Action, base: dict[str, Any]) -> str | None:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """``text`` as plain text in a table cell (help texts hold ``*``, ``_`` and ``[…]``, meant literally)."""
+    for char in "\\*_[]<|":
+        text = text.replace(char, "\\" + char)
+    return text.replace("\n", " ")
 
 
 def serve_options() -> str:
@@ -101,7 +104,7 @@ def serve_options() -> str:
             shown = "—" if default in (None, [], False) else f"`{default}`"
             repeat = " (repeatable)" if isinstance(action, argparse._AppendAction) else ""
             variable = f"`{var}`" if var else "—"
-            rows.append(f"| `{_cell(flag)}`{repeat} | {variable} | {_cell(shown)} | {_cell(action.help or '')} |")
+            rows.append(f"| `{flag}`{repeat} | {variable} | {shown} | {_cell(action.help or '')} |")
     return "\n".join(rows)
 
 
