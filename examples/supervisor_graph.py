@@ -7,7 +7,8 @@ r"""A support supervisor that routes tickets and asks a person when it is unsure
 The supervisor asks a (scripted, offline) chat model where a ticket should go
 and how sure it is. Below the run's threshold (0.7 unless the run sets
 ``configurable.escalationThreshold``) the decision waits for a person, who
-ratifies it or sends a corrected one — from the AG-UI client, the inbox, or
+sees the proposed route and the confidence, and ratifies it or sends a corrected
+one — from the AG-UI client, the inbox, or
 ``POST /v1/runs/{runId}/interrupts/{nodeId}``. The same graph also runs under
 plain LangGraph.
 """

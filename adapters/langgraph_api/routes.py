@@ -13,6 +13,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from adapters.langgraph_api import shapes, threads
+from adapters.langgraph_api.assistants import Assistants
 from adapters.langgraph_api.service import LangGraphService, Segment
 from adapters.langgraph_api.stream import run_stream, stream_modes
 from bridge import BridgeError, Engine, NotFoundError, Principal, RunRecord, ValidationError
@@ -39,6 +40,7 @@ class LangGraphRoutes:
         self.service = LangGraphService(engine)
         self.engine = engine
         self.prefix = prefix
+        self.assistants = Assistants(engine)
         self._cancels: set[asyncio.Task[None]] = set()
 
     async def info(self, request: Request) -> Response:
@@ -50,14 +52,16 @@ class LangGraphRoutes:
         self.service.principal(request).require("workflows:read")
         body = await _body(request)
         graph = body.get("graph_id")
-        found = [shapes.assistant_json(w) for w in self.engine.workflows() if graph in (None, w.id)]
+        matching = [w for w in self.engine.workflows() if graph in (None, w.id)]
         offset, limit = int(body.get("offset", 0)), int(body.get("limit", 10))
-        return JSONResponse(found[offset : offset + limit])
+        page = matching[offset : offset + limit]
+        return JSONResponse([shapes.assistant_json(w, await self.assistants.record(w)) for w in page])
 
     async def get_assistant(self, request: Request) -> Response:
         """``GET /assistants/{id}``."""
         self.service.principal(request).require("workflows:read")
-        return JSONResponse(shapes.assistant_json(self.engine.workflow(request.path_params["assistant_id"])))
+        workflow = self.engine.workflow(request.path_params["assistant_id"])
+        return JSONResponse(shapes.assistant_json(workflow, await self.assistants.record(workflow)))
 
     async def create_thread(self, request: Request) -> Response:
         """``POST /threads``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -145,9 +146,9 @@ def run_json(thread: Thread, run: RunRecord, views: list[dict[str, Any]]) -> dic
     }
 
 
-def assistant_json(workflow: WorkflowDefinition) -> dict[str, Any]:
-    """A LangGraph ``Assistant``: one per workflow, named by the workflow's id."""
-    epoch = iso(0)
+def assistant_json(workflow: WorkflowDefinition, record: Mapping[str, Any]) -> dict[str, Any]:
+    """A LangGraph ``Assistant``: one per workflow, named by the workflow's id; ``record`` holds its
+    times and version (:class:`~adapters.langgraph_api.assistants.Assistants`)."""
     return {
         "assistant_id": workflow.id,
         "graph_id": workflow.id,
@@ -156,7 +157,7 @@ def assistant_json(workflow: WorkflowDefinition) -> dict[str, Any]:
         "config": {},
         "context": {},
         "metadata": {"openwop": {"version": workflow.raw.get("version")}},
-        "version": 1,
-        "created_at": epoch,
-        "updated_at": epoch,
+        "version": int(record["version"]),
+        "created_at": iso(int(record["createdAt"])),
+        "updated_at": iso(int(record["updatedAt"])),
     }

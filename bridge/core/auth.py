@@ -29,6 +29,7 @@ SCOPES: tuple[str, ...] = (
     "approvals:act-as",
     "interrupts:read",
     "workflows:read",
+    "metrics:read",
 )
 
 #: Roles allowed to vote or answer on behalf of another principal.

@@ -55,15 +55,55 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start the HTTP host")
     add_serve_arguments(serve)
-    keys = sub.add_parser("keys", help="manage interrupt-link signing keys in the database")
-    keys.add_argument("action", choices=["list", "rotate", "retire"])
-    keys.add_argument("--db", default=env("DB", "./openwop-bridge.db"))
-    keys.add_argument("--kid", help="key id (for retire)")
+    _add_keys_parser(sub)
 
     from bench.options import add_arguments as add_bench_arguments
 
     add_bench_arguments(sub.add_parser("bench", help="benchmarks side by side with peers, printed as a table"))
     return parser
+
+
+KEYS_DESCRIPTION = """\
+Manage the keys that sign interrupt links (resolution and inspect links, link pages, notices).
+They live in the database, so every instance sharing it signs and verifies with the same keys.
+The database must exist: these commands never create one (start `serve` once to create it).
+Run them beside a running server only on PostgreSQL; a SQLite file is held by its server.
+"""
+
+
+def _add_keys_parser(sub: Any) -> None:
+    """``keys list|rotate|retire``, each with its description."""
+    keys = sub.add_parser(
+        "keys",
+        help="manage interrupt-link signing keys in the database",
+        description=KEYS_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = keys.add_subparsers(dest="action", required=True, metavar="{list,rotate,retire}")
+    for name, summary, description in (
+        ("list", "list the signing keys", "Print every signing key id and whether it signs (active) or only verifies."),
+        (
+            "rotate",
+            "make a new key the one that signs",
+            "Generate a new signing key and make it active. Older keys keep verifying the links they signed "
+            "until you retire them, so links already handed out keep working.",
+        ),
+        (
+            "retire",
+            "stop accepting links signed by a key",
+            "Retire the key --kid: links it signed are refused from now on. The active key cannot be retired; "
+            "rotate first.",
+        ),
+    ):
+        action = actions.add_parser(name, help=summary, description=description)
+        action.add_argument(
+            "--db",
+            default=env("DB", "./openwop-bridge.db"),
+            help="SQLite file or postgresql:// URL of an existing database (default ./openwop-bridge.db; "
+            "env OPENWOP_BRIDGE_DB)",
+        )
+        if name == "retire":
+            action.add_argument("--kid", required=True, help="id of the key to retire (from `keys list`)")
 
 
 def _load_keys(args: argparse.Namespace) -> list[ApiKey]:
@@ -116,6 +156,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     if not args.no_ui:
         routes += web.web_routes()
         fragments.append(web_fragment())
+    routes += web.front_routes(pages=not args.no_ui)
     app = create_app(
         engine,
         ring,
@@ -170,6 +211,15 @@ def _dev_key_starter(
     return ensure_dev_key
 
 
+#: The surfaces the banner names when a plugin mounted them: (label, a route it mounts, what to print).
+SURFACES: tuple[tuple[str, str, str], ...] = (
+    ("AG-UI", "/agui/{workflow_id}", "/agui/<workflowId>"),
+    ("LangGraph", "/langgraph/info", "/langgraph (LangGraph API for langgraph_sdk and useStream)"),
+    ("MCP", "/mcp", "/mcp (streamable HTTP)"),
+    ("A2A", "/a2a", "/a2a (JSON-RPC), agent card at /.well-known/agent-card.json"),
+)
+
+
 def _banner(
     args: argparse.Namespace, store: Store, engine: Engine, ring: KeyRing, dev: dict[str, str], routes: list[Any]
 ) -> Callable[[], None]:
@@ -190,10 +240,12 @@ def _banner(
             ]
         else:
             lines.append(f"  API keys : {len(ring)} configured")
-        if any(getattr(r, "path", "").startswith("/agui") for r in routes):
-            lines.append(f"  AG-UI    : {url}/agui/<workflowId>")
+        paths = {getattr(r, "path", "") for r in routes}
+        lines += [f"  {label:<9}: {url}{where}" for label, path, where in SURFACES if path in paths]
         if not args.no_ui:
             lines.append(f"  inbox    : {url}/ui/")
+            lines.append(f"  API docs : {url}/docs/")
+        lines.append("  stop     : Ctrl+C or SIGTERM (waiting runs stay in the database and resume at the next start)")
         print("\n".join(lines), flush=True)
 
     return banner
@@ -208,7 +260,9 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     configure_logging(args.log_level, args.log_format)
-    app, _, _, _ = build_server(args)
+    app, engine, _, _ = build_server(args)
+    # A database another server holds is refused in one line before anything starts.
+    engine.store.reserve()
     # Bound here, before the application starts, so the banner it prints names a port
     # that is really ours, and a busy port fails in one line instead of after it.
     sock = _listen(args.host, args.port)
@@ -248,14 +302,15 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 async def _keys(args: argparse.Namespace) -> int:
-    async with Engine(open_store(args.db)).maintaining() as engine:
+    store = open_store(args.db)
+    if not await store.exists():
+        where = getattr(store, "display_url", args.db)
+        raise RuntimeError(f"no openwop-bridge database at {where} (check --db; `serve` creates one)")
+    async with Engine(store).maintaining() as engine:
         if args.action == "rotate":
             kid = await engine.rotate_signing_key()
             print(f"new active signing key: {kid} (older keys keep verifying until retired)")
         elif args.action == "retire":
-            if not args.kid:
-                print("keys retire needs --kid", file=sys.stderr)
-                return 2
             await engine.retire_signing_key(args.kid)
             print(f"retired {args.kid}: links signed with it are refused from now on")
         for kid, active in await engine.signing_key_ids():

@@ -8,6 +8,12 @@ from collections.abc import Callable
 
 from bridge.host.http.limits import HeaderLimits
 
+#: The attribute of an argparse action naming its variable when the flag does not spell it
+#: (``--api-key`` is ``OPENWOP_BRIDGE_API_KEYS``), and the separator of a repeatable flag's values.
+ENV_NAME = "openwop_env"
+ENV_SEPARATOR = "openwop_env_separator"
+ENV_PREFIX = "OPENWOP_BRIDGE_"
+
 
 def env(name: str, default: str | None = None) -> str | None:
     """The value of the environment variable ``OPENWOP_BRIDGE_<name>``, or ``default``."""
@@ -59,7 +65,9 @@ def _switch_off(serve: argparse.ArgumentParser, flag: str, help: str) -> None:
 
 def _repeatable(serve: argparse.ArgumentParser, flag: str, name: str, sep: str, *, metavar: str, help: str) -> None:
     """A flag given once per value, its defaults from ``OPENWOP_BRIDGE_<name>`` split at ``sep``."""
-    serve.add_argument(flag, action="append", default=_env_list(name, sep), metavar=metavar, help=help)
+    action = serve.add_argument(flag, action="append", default=_env_list(name, sep), metavar=metavar, help=help)
+    setattr(action, ENV_NAME, name)
+    setattr(action, ENV_SEPARATOR, sep)
 
 
 def _add_source_arguments(serve: argparse.ArgumentParser) -> None:
@@ -100,7 +108,15 @@ def _add_access_arguments(serve: argparse.ArgumentParser) -> None:
         metavar="[PRINCIPAL=]KEY[:scopes][@tenant][+roles]",
         help="accept this API key (repeatable); without any, a dev key with every scope is printed",
     )
-    serve.add_argument("--keys-file", default=env("KEYS_FILE"), help="JSON file of API keys")
+    serve.add_argument(
+        "--keys-file",
+        default=env("KEYS_FILE"),
+        metavar="FILE",
+        help="JSON file of API keys: a list (or {\"keys\": [...]}) of objects, each with 'key' (the secret, "
+        "at least 8 characters) and optionally 'principal' (default: derived from the key), 'scopes' (a list; "
+        "default every scope), 'tenant' (default 'default') and 'roles' (a list); like --api-key, it replaces "
+        "the dev key",
+    )
     _repeatable(
         serve,
         "--token-secret",
@@ -126,8 +142,19 @@ def _add_feature_arguments(serve: argparse.ArgumentParser) -> None:
     """``serve``: the primitives and surfaces switched on, and the escalation threshold."""
     _switch_off(serve, "--no-conversation", "switch off the conversation primitive (workflows using it are refused)")
     _switch_off(serve, "--no-agui", "do not serve workflows as AG-UI agents")
-    _switch_off(serve, "--no-ui", "do not serve the operator inbox (/ui/) or the signed-link page")
-    serve.add_argument("--escalation-threshold", type=float, default=float(env("ESCALATION_THRESHOLD", "0.7") or 0.7))
+    _switch_off(
+        serve,
+        "--no-ui",
+        "do not serve the operator inbox (/ui/), the signed-link page, the landing page or the API page (/docs/)",
+    )
+    serve.add_argument(
+        "--escalation-threshold",
+        type=float,
+        default=float(env("ESCALATION_THRESHOLD", "0.7") or 0.7),
+        metavar="CONFIDENCE",
+        help="confidence (0 to 1) below which ctx.decide(...) and core.lowConfidence nodes wait for a person; "
+        "a call's own threshold or the run's configurable 'escalationThreshold' wins",
+    )
 
 
 def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
@@ -164,13 +191,56 @@ def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
         default=env("MAX_HEADER_FIELDS", str(limits.max_fields)),
         help=f"refuse request headers with more fields than this with 431 (default {limits.max_fields})",
     )
-    serve.add_argument("--log-level", default=env("LOG_LEVEL", "info"))
-    serve.add_argument("--log-format", choices=["text", "json"], default=env("LOG_FORMAT", "text"))
+    serve.add_argument(
+        "--log-level",
+        choices=["critical", "error", "warning", "info", "debug"],
+        type=str.lower,
+        default=env("LOG_LEVEL", "info"),
+        help="the least severe log records written",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default=env("LOG_FORMAT", "text"),
+        help="text lines, or one JSON object per line",
+    )
+
+
+def env_name(action: argparse.Action) -> str:
+    """The ``OPENWOP_BRIDGE_*`` variable that sets ``action``'s default: its own, or its flag spelled
+    in capitals (``--lease-ms`` is ``OPENWOP_BRIDGE_LEASE_MS``)."""
+    name = getattr(action, ENV_NAME, None) or action.option_strings[-1].lstrip("-").upper().replace("-", "_")
+    return ENV_PREFIX + name
+
+
+def explain(parser: argparse.ArgumentParser) -> None:
+    """End every option's help with its default (unless the help says it) and its variable."""
+    for action in parser._actions:
+        if not action.option_strings or action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            continue
+        notes = []
+        text = action.help or ""
+        if "default" not in text:
+            notes.append(_default_text(action))
+        sep = getattr(action, ENV_SEPARATOR, None)
+        notes.append(f"env {env_name(action)}" + (f", values separated by {sep!r}" if sep else ""))
+        action.help = (text + " " if text else "") + f"({'; '.join(n for n in notes if n)})"
+
+
+def _default_text(action: argparse.Action) -> str:
+    if isinstance(action, argparse._StoreTrueAction):
+        return "off unless given"
+    if action.default in (None, [], ""):
+        return "default: none"
+    if isinstance(action.default, list):
+        return "default: " + ", ".join(str(v) for v in action.default)
+    return f"default: {action.default}"
 
 
 def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
-    """Every option of ``serve``."""
+    """Every option of ``serve``, each help naming its default and ``OPENWOP_BRIDGE_*`` variable."""
     _add_source_arguments(serve)
     _add_access_arguments(serve)
     _add_feature_arguments(serve)
     _add_limit_arguments(serve)
+    explain(serve)

@@ -191,8 +191,11 @@ class AnswerService:
             "kind": record.kind,
         }
         body.update(result.result or {})
-        if body.get("status") == "resolved" and record.resolution:
-            body["resumeValue"] = record.resolution.get("resumeValue")
+        if body.get("status") == "resolved":
+            if not body.get("idempotent"):
+                self._k.metrics.resolved(record.kind, record.requested_at_ms, now)
+            if record.resolution:
+                body["resumeValue"] = record.resolution.get("resumeValue")
         return body
 
     async def resolve_token(

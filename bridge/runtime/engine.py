@@ -41,6 +41,7 @@ from bridge.runtime.hub import EventHub
 from bridge.runtime.idempotency import IdempotencyLedger
 from bridge.runtime.kernel import Delegate
 from bridge.runtime.links import LinkService
+from bridge.runtime.metrics import Metrics
 from bridge.runtime.nodes import default_registry
 from bridge.runtime.nodes.base import NodeRegistry
 from bridge.runtime.run_views import RunViews
@@ -86,6 +87,8 @@ class Engine:
         self.ask_service: AskService = ask_service or RecordingAskService()
         self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"
         self.hub = EventHub()
+        #: Prometheus series (``GET /metrics``; see :mod:`bridge.runtime.metrics`).
+        self.metrics = Metrics(self.store.pending_by_kind, self.clock.now_ms)
         self._follower = RunFollower(store, self.hub)
         #: ``Idempotency-Key`` records (see :mod:`bridge.runtime.idempotency`).
         self.idempotency = IdempotencyLedger(store, self.clock, self.config)

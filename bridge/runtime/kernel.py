@@ -24,6 +24,7 @@ from bridge.runtime.config import EngineConfig
 from bridge.runtime.context import NodeContext
 from bridge.runtime.hub import EventHub
 from bridge.runtime.joint import Handoff
+from bridge.runtime.metrics import Metrics
 from bridge.runtime.nodes.base import NodeRegistry
 from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit, Store
 
@@ -43,6 +44,7 @@ class Kernel(Protocol):
     node_types: NodeRegistry
     answer_checks: dict[str, AnswerCheck]
     ask_service: AskService
+    metrics: Metrics
 
     @property
     def claim(self) -> Claim:

@@ -203,6 +203,16 @@ class Store(Protocol):
     def commits(self) -> int:
         """Durable transactions committed so far (several writes may share one): a cheap counter."""
 
+    def reserve(self) -> None:
+        """Claim what only one server may hold before serving (SQLite: its lock file), so a busy
+        database is refused in one line before anything starts; a no-op for shared stores.
+
+        Raises :class:`RuntimeError` saying which server holds it.
+        """
+
+    async def exists(self) -> bool:
+        """Whether the database already holds an openwop-bridge schema; creates nothing."""
+
     async def open(self) -> None:
         """Connect and migrate."""
 
@@ -356,6 +366,9 @@ class Store(Protocol):
 
     async def next_deadline(self) -> int | None:
         """Earliest deadline among open interrupts."""
+
+    async def pending_by_kind(self) -> list[tuple[str, int, int]]:
+        """``(kind, open interrupts, earliest requested_at)`` for each kind with open interrupts, every tenant."""
 
     async def due_interrupts(self, now_ms: int, limit: int = 200) -> list[str]:
         """Open interrupts whose deadline has passed."""

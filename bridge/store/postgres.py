@@ -107,6 +107,19 @@ class PostgresStore(Writes, PostgresReads):
             reason = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
             raise RuntimeError(f"cannot connect to PostgreSQL at {self.display_url}: {reason}") from exc
 
+    def reserve(self) -> None:
+        """Nothing to claim: instances share the database."""
+
+    async def exists(self) -> bool:
+        """Whether the database is reachable and holds the bridge's schema (nothing is created)."""
+        conn = await self._connect()
+        try:
+            cur = await conn.execute("SELECT to_regclass('meta') IS NOT NULL")
+            row = await cur.fetchone()
+        finally:
+            await conn.close()
+        return bool(row and row[0])
+
     async def open(self) -> None:
         """Connect, create or migrate the schema, and open the connection pool."""
         conn = await self._connect()

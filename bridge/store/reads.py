@@ -190,6 +190,12 @@ class Reads(ABC):
         row = await self._one("SELECT MIN(deadline) FROM interrupts WHERE status='pending' AND deadline IS NOT NULL")
         return int(row[0]) if row and row[0] is not None else None
 
+    async def pending_by_kind(self) -> list[tuple[str, int, int]]:
+        rows = await self._rows(
+            "SELECT kind, COUNT(*), MIN(requested_at) FROM interrupts WHERE status='pending' GROUP BY kind", ()
+        )
+        return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
+
     async def due_interrupts(self, now_ms: int, limit: int = 200) -> list[str]:
         rows = await self._rows(
             "SELECT interrupt_id FROM interrupts WHERE status='pending' AND deadline IS NOT NULL "

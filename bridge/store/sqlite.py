@@ -74,19 +74,45 @@ class SqliteStore(Writes, SqliteReads):
 
     # --- lifecycle ----------------------------------------------------------
 
-    async def open(self) -> None:
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.path + ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+    def reserve(self) -> None:
+        """Take the lock file beside the database (kept until :meth:`close`)."""
+        if self.path == ":memory:" or self._lock_fd is not None:
+            return
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(self.path + ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            raise RuntimeError(
+                f"another openwop-bridge server is using {self.path}; SQLite serves one instance "
+                "(use PostgreSQL to run several)"
+            ) from exc
+
+    async def exists(self) -> bool:
+        """Whether the file is there and holds the bridge's schema (read-only look: nothing is created)."""
+        if self.path == ":memory:":
+            return False
+
+        def look() -> bool:
+            if not Path(self.path).is_file():
+                return False
+            uri = Path(self.path).resolve().as_uri() + "?mode=ro"
             try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as exc:
-                os.close(self._lock_fd)
-                self._lock_fd = None
-                raise RuntimeError(
-                    f"another openwop-bridge server is using {self.path}; SQLite serves one instance "
-                    "(use PostgreSQL to run several)"
-                ) from exc
+                conn = sqlite3.connect(uri, uri=True)
+                try:
+                    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+                finally:
+                    conn.close()
+            except sqlite3.DatabaseError:
+                return False
+            return row is not None
+
+        return await asyncio.to_thread(look)
+
+    async def open(self) -> None:
+        self.reserve()
         loop = asyncio.get_running_loop()
         self._writer = Writer(self.path, self._sync, loop, self._batch)
         self._writer.start()

@@ -86,7 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         app, args, _url = build_app(sys.argv[1:] if argv is None else argv)
-    except (FileNotFoundError, BridgeError) as exc:
+        # A database another server holds is refused in one line, before anything starts.
+        app.state.engine.store.reserve()
+    except (FileNotFoundError, BridgeError, RuntimeError) as exc:
         print(f"serve.py: {exc}", file=sys.stderr)
         return 1
     configure_logging(args.log_level, args.log_format)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bridge import SqliteStore
 from bridge.host.cli import build_parser, build_server, main
 from tests.server import ServerProcess
 
@@ -112,8 +114,16 @@ def test_bad_workflow_dir_is_a_clear_error(tmp_path: Path, capsys: pytest.Captur
     assert "does not exist" in capsys.readouterr().err
 
 
+async def _create(db: str) -> None:
+    """A database as `serve` leaves it (the keys command never creates one)."""
+    store = SqliteStore(db)
+    await store.open()
+    await store.close()
+
+
 def test_keys_rotate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "keys.db")
+    asyncio.run(_create(db))
     assert main(["keys", "list", "--db", db]) == 0
     first = capsys.readouterr().out.split()[0]
     assert main(["keys", "rotate", "--db", db]) == 0

@@ -109,6 +109,7 @@ def test_langgraph_examples_through_the_terminal_client(tmp_path: Path) -> None:
         )
         assert support.returncode == 0, support.stderr + server.output()[-2000:]
         assert "[openwop:low-confidence]" in support.stdout and "45% sure" in support.stdout
+        assert 'decided {"route": "billing"}' in support.stdout, "the person sees the decision to judge"
         assert support.stdout.count("[openwop:low-confidence]") == 2, "the refused answer is asked again"
         assert "refused (400 validation_error)" in support.stdout
         assert "assistant: Support engineering here" in support.stdout

@@ -66,8 +66,10 @@ def _serve_copy(tmp_path: Path, pip_status: int) -> Path:
     """scripts/serve in a checkout whose .venv has a noisy pip and a stand-in server."""
     (tmp_path / "scripts").mkdir()
     shutil.copy2(ROOT / "scripts" / "serve", tmp_path / "scripts" / "serve")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
     _fake(
         tmp_path / ".venv" / "bin" / "python",
+        f'echo "$*" >>"$(dirname "$0")/../pip-calls"\n'
         f'echo "Collecting starlette"; echo "WARNING: pip is noisy" >&2; exit {pip_status}\n',
     )
     _fake(tmp_path / ".venv" / "bin" / "openwop-bridge", 'echo "server: $*"\n')
@@ -88,3 +90,30 @@ def test_scripts_serve_shows_the_install_log_when_it_fails(tmp_path: Path) -> No
     assert "Collecting starlette" in result.stdout and "WARNING: pip is noisy" in result.stdout
     assert result.stdout.rstrip().endswith("scripts/serve: installing the dependencies failed (log above)")
     assert "server:" not in result.stdout
+
+
+def test_scripts_serve_installs_only_when_the_dependencies_changed(tmp_path: Path) -> None:
+    serve = _serve_copy(tmp_path, pip_status=0)
+    calls = tmp_path / ".venv" / "pip-calls"
+
+    def start() -> int:
+        result = subprocess.run([str(serve)], capture_output=True, text=True, timeout=60)
+        assert result.stdout == "server: serve\n", result.stdout + result.stderr
+        return len(calls.read_text().splitlines()) if calls.exists() else 0
+
+    assert start() == 1, "a first start installs"
+    assert start() == 1, "a restart with nothing changed runs no pip"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["httpx"]\n')
+    assert start() == 2, "a changed pyproject.toml installs again"
+    assert start() == 2
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "y"\n')
+    stamp = subprocess.run(["sha256sum", "pyproject.toml"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    (tmp_path / ".venv" / "test.installed").write_text(stamp.stdout.split()[0] + "\n")
+    assert start() == 2, "what scripts/test installed for this pyproject.toml covers serve"
+
+
+def test_a_failed_install_is_tried_again_at_the_next_start(tmp_path: Path) -> None:
+    serve = _serve_copy(tmp_path, pip_status=1)
+    for _ in range(2):
+        assert subprocess.run([str(serve)], capture_output=True, text=True, timeout=60).returncode == 1
+    assert len((tmp_path / ".venv" / "pip-calls").read_text().splitlines()) == 2

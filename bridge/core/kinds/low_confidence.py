@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -26,8 +27,9 @@ class LowConfidenceKind(Kind):
 
     def prompt(self, data: Mapping[str, Any]) -> str:
         return (
-            f"{data.get('agentId')} is {float(data.get('observed', 0)):.0%} sure (threshold "
-            f"{float(data.get('threshold', 0)):.0%}): ratify its decision or send a corrected one."
+            f"{data.get('agentId')} decided {_shown(data.get('decision'))} and is "
+            f"{float(data.get('observed', 0)):.0%} sure (threshold {float(data.get('threshold', 0)):.0%}): "
+            "ratify its decision or send a corrected one."
         )
 
     def answer_schema(self, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,6 +38,15 @@ class LowConfidenceKind(Kind):
 
 
 LOW_CONFIDENCE = LowConfidenceKind()
+
+#: How much of a decision a prompt shows; the whole of it is in the interrupt's data.
+SHOWN_CHARS = 200
+
+
+def _shown(decision: Any) -> str:
+    """The decision as a person reads it: text as it is, anything else as compact JSON, shortened."""
+    text = decision if isinstance(decision, str) else json.dumps(decision, ensure_ascii=False, default=str)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
 
 
 def finite_confidence(value: Any) -> float | None:

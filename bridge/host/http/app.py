@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bridge.core.auth import KeyRing
 from bridge.host.discovery import discovery_document
-from bridge.host.http import interrupts, runs
+from bridge.host.http import interrupts, metrics, runs
 from bridge.host.http.deps import base_url, engine
 from bridge.host.http.openapi import openapi_document
 from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
@@ -215,6 +215,7 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         *runs.routes,
         *interrupts.routes,
+        *metrics.routes,
         *v2_routes,
         *extra_routes,
     ]

@@ -102,8 +102,9 @@ async def resolve_token(request: Request) -> Response:
     who = optional_principal(request)
     eng = engine(request)
     token = request.path_params["token"]
-    verified = await eng.verify_token(token)  # an unknown or malformed link is 404 whatever the body
-    return JSONResponse(await operations.resolve_token(request, who, token, verified))
+    with operations.counting_refusals(request):
+        verified = await eng.verify_token(token)  # an unknown or malformed link is 404 whatever the body
+        return JSONResponse(await operations.resolve_token(request, who, token, verified))
 
 
 async def inbox(request: Request) -> Response:

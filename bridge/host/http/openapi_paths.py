@@ -40,6 +40,19 @@ def discovery_paths() -> dict[str, Any]:
         "/v1/openapi.json": {
             "get": operation("This document", {"200": json_response(any_obj)}, auth=False, tag="discovery", store=False)
         },
+        "/metrics": {
+            "get": operation(
+                "Prometheus metrics (openwop_* series); needs the metrics:read scope",
+                {
+                    "200": {
+                        "description": "Prometheus text exposition",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    **error_responses(401, 403),
+                },
+                tag="discovery",
+            )
+        },
         "/healthz": {
             "get": operation(
                 "Liveness: 200 once the engine is serving",

@@ -8,13 +8,14 @@ path ids, then calls one of these.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import contextlib
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any, TypeVar
 
 from starlette.requests import Request
 
 from bridge.core.auth import Principal
-from bridge.core.errors import ValidationError
+from bridge.core.errors import BridgeError, ValidationError
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.tokens import TokenClaims
 from bridge.host.http import sse
@@ -63,6 +64,17 @@ async def resolve(request: Request, who: Principal, body: ResolveBody, run_id: s
         node_id=request.path_params["node_id"],
         idempotency_key=request.headers.get("idempotency-key"),
     )
+
+
+@contextlib.contextmanager
+def counting_refusals(request: Request) -> Iterator[None]:
+    """Around an answer through a signed link: a refusal is counted by its error code
+    (``openwop_callbacks_rejected_total``), then goes on to become the response."""
+    try:
+        yield
+    except BridgeError as exc:
+        engine(request).metrics.callback_rejected(exc.code)
+        raise
 
 
 async def resolve_token(

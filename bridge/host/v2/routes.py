@@ -255,13 +255,14 @@ async def resolve_token(request: Request) -> Response:
     """``POST /interrupts/{token} {resumeValue}``."""
     who = optional_principal(request)
     eng = engine(request)
-    token = await _engine_token(request)
-    try:
-        verified = await eng.verify_token(token)
-    except InterruptNotFoundError as exc:
-        raise tokens.InterruptTokenInvalidError("this host does not accept the token") from exc
-    result = await operations.resolve_token(request, who, token, verified)
-    return JSONResponse(_answer(result, verified[1].tenant))
+    with operations.counting_refusals(request):
+        token = await _engine_token(request)
+        try:
+            verified = await eng.verify_token(token)
+        except InterruptNotFoundError as exc:
+            raise tokens.InterruptTokenInvalidError("this host does not accept the token") from exc
+        result = await operations.resolve_token(request, who, token, verified)
+        return JSONResponse(_answer(result, verified[1].tenant))
 
 
 @v2_route

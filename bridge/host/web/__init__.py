@@ -5,12 +5,15 @@ to the OpenWOP endpoints with the API key the person pastes in), its assets
 under ``/ui/static/`` and two small endpoints under ``/ui/api/``.
 ``link_page`` renders ``GET /v1/interrupts/{token}`` for browsers: the one
 interrupt a signed link points at, or a page saying why the link is no longer
-usable. Everything is served from the package; nothing comes from a CDN.
+usable. ``front_routes`` adds ``GET /`` (a landing page, or a JSON index for
+clients) and the interactive API page at ``/docs/``. Everything is served from
+the package and its dependencies; nothing comes from a CDN.
 """
 
 from __future__ import annotations
 
+from bridge.host.web.front import front_routes
 from bridge.host.web.link import link_page
 from bridge.host.web.pages import web_routes
 
-__all__ = ["link_page", "web_routes"]
+__all__ = ["front_routes", "link_page", "web_routes"]

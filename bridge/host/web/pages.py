@@ -51,7 +51,7 @@ def page_headers() -> dict[str, str]:
     }
 
 
-class _Assets(StaticFiles):
+class Assets(StaticFiles):
     """The pages' scripts and styles, revalidated on every load (their ETag makes that
     cheap) so a browser never mixes the scripts of an older host with a newer one."""
 
@@ -113,5 +113,5 @@ def web_routes() -> list[BaseRoute]:
         Route("/ui/", inbox_page, methods=["GET"]),
         Route("/ui/api/me", whoami, methods=["GET"]),
         Route("/ui/api/inbox/events", inbox_events, methods=["GET"]),
-        Mount("/ui/static", app=_Assets(directory=STATIC_DIR), name="ui-static"),
+        Mount("/ui/static", app=Assets(directory=STATIC_DIR), name="ui-static"),
     ]
