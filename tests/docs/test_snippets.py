@@ -52,8 +52,8 @@ def test_every_block_is_known_and_every_skip_has_a_reason() -> None:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``openwop-bridge serve`` on 127.0.0.1:8000 with its defaults; yields the dev key it printed."""
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """``openwop-bridge serve`` on 127.0.0.1:8000 with its defaults; yields the dev key it printed, and its output."""
     with socket.socket() as probe:
         # As serve binds: connections of an earlier server left in TIME_WAIT do not hold the port.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -70,9 +70,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", server.output())
         assert key, server.output()
-        yield key.group(1)
+        yield key.group(1), server.output().replace(server.db, "./openwop-bridge.db")
     finally:
         server.stop()
+
+
+def test_the_banner_is_the_one_get_started_shows(served: tuple[str, str]) -> None:
+    page = ROOT / "docs" / "get-started" / "index.md"
+    [shown] = [b for b in blocks(page) if b.lang == "text" and b.text.startswith("openwop-bridge ")]
+    printed = [line for line in served[1].splitlines() if not re.match(r"\d{4}-\d\d-\d\d ", line)]  # log lines
+    assert matches(shown.text, "\n".join(printed)), f"{shown.where} shows\n{shown.text}--- serve printed\n{served[1]}"
 
 
 def _session(page: Path, runnable: list[Block], work: Path) -> str:
@@ -98,7 +105,7 @@ def _session(page: Path, runnable: list[Block], work: Path) -> str:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
-def test_page_examples_run(page: Path, served: str, tmp_path: Path) -> None:
+def test_page_examples_run(page: Path, served: tuple[str, str], tmp_path: Path) -> None:
     runnable = _runnable(page)
     if any(b.kind == "js" for b in runnable) and not NODE_MODULES.is_dir():
         pytest.fail(f"{page.relative_to(ROOT)} has JavaScript examples: run `npm ci` in tests/node first")
@@ -106,7 +113,7 @@ def test_page_examples_run(page: Path, served: str, tmp_path: Path) -> None:
     script = tmp_path / "session.sh"
     script.write_text(_session(page, runnable, tmp_path))
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENWOP_BRIDGE_")}
-    env |= {"BRIDGE_KEY": served, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
+    env |= {"BRIDGE_KEY": served[0], "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
     proc = subprocess.Popen(
         ["bash", str(script)],
         env=env,
