@@ -94,3 +94,17 @@ def test_the_readme_is_read_in_minutes() -> None:
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 200, f"README.md has {len(lines)} lines; move detail to the site (docs/)"
     assert "docs/overview.svg" in "\n".join(lines)
+
+
+def test_the_event_types_page_names_only_types_the_code_emits() -> None:
+    page = (ROOT / "docs" / "reference" / "events.md").read_text()
+    table = page[page.index("| type | when |") :]
+    listed = set(
+        re.findall(
+            r"`([a-zA-Z]+(?:\.[a-zA-Z]+)+)`",
+            "\n".join(line.split("|")[1] for line in table.splitlines()[2:] if line.startswith("|")),
+        )
+    )
+    code = "\n".join(p.read_text() for folder in ("bridge", "adapters") for p in (ROOT / folder).rglob("*.py"))
+    unknown = sorted(t for t in listed if f'"{t}"' not in code)
+    assert listed and not unknown, f"event types on the page that no code emits: {unknown}"
