@@ -34,6 +34,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 MARKER = re.compile(r"^<!-- generated: ([a-z0-9-]+) -->$", re.MULTILINE)
+#: A Sphinx role in a rendered docstring (the docstrings are written for Sphinx): ``:class:`~a.b.C```.
+ROLE = re.compile(r":(?:class|func|meth|attr|mod|exc|data|obj|const):<code>(~?)([\w.]+)</code>")
 PREFIX = "OPENWOP_BRIDGE_"
 
 
@@ -212,3 +214,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         return PARTS[name]()
 
     return MARKER.sub(part, markdown)
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Show Sphinx roles in docstrings as code: ``~a.b.C`` as ``C``, anything else as written."""
+    return ROLE.sub(lambda m: f"<code>{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}</code>", html)
