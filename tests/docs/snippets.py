@@ -34,7 +34,9 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        """``page:line`` of the block's opening fence, the page relative to the repository."""
+        page = self.page.relative_to(ROOT) if self.page.is_relative_to(ROOT) else self.page
+        return f"{page}:{self.line}"
 
     @property
     def kind(self) -> str | None:
@@ -71,9 +73,9 @@ def blocks(page: Path) -> list[Block]:
         while j < len(lines) and not (lines[j].strip().startswith(fence) and lines[j].strip().strip(fence[0]) == ""):
             body.append(lines[j][len(indent) :] if lines[j].startswith(indent) else lines[j].lstrip())
             j += 1
-        if j == len(lines):
-            raise AssertionError(f"{page.relative_to(ROOT)}:{i + 1}: a code fence that is never closed")
         block = Block(page, i + 1, lang, "\n".join(body) + "\n")
+        if j == len(lines):
+            raise AssertionError(f"{block.where}: a code fence that is never closed")
         previous = found[-1] if found else None
         between = lines[ends[-1] : i] if ends else []
         if (

@@ -104,16 +104,16 @@ def _session(page: Path, runnable: list[Block], work: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
-def test_page_examples_run(page: Path, served: tuple[str, str], tmp_path: Path) -> None:
+def _run_page(page: Path, key: str, work: Path) -> list[str]:
+    """Run ``page``'s examples in one session against the served host; what went wrong, naming block and output."""
     runnable = _runnable(page)
     if any(b.kind == "js" for b in runnable) and not NODE_MODULES.is_dir():
-        pytest.fail(f"{page.relative_to(ROOT)} has JavaScript examples: run `npm ci` in tests/node first")
-    (tmp_path / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
-    script = tmp_path / "session.sh"
-    script.write_text(_session(page, runnable, tmp_path))
+        return [f"{runnable[0].where}: the page has JavaScript examples: run `npm ci` in tests/node first"]
+    (work / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
+    script = work / "session.sh"
+    script.write_text(_session(page, runnable, work))
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENWOP_BRIDGE_")}
-    env |= {"BRIDGE_KEY": served[0], "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
+    env |= {"BRIDGE_KEY": key, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
     proc = subprocess.Popen(
         ["bash", str(script)],
         env=env,
@@ -122,9 +122,9 @@ def test_page_examples_run(page: Path, served: tuple[str, str], tmp_path: Path) 
         text=True,
         start_new_session=True,
     )
+    session_out, timed_out = "", False
     try:
         session_out, _ = proc.communicate(timeout=PAGE_TIMEOUT_S)
-        timed_out = False
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
@@ -134,21 +134,52 @@ def test_page_examples_run(page: Path, served: tuple[str, str], tmp_path: Path) 
         except ProcessLookupError:
             pass
         proc.wait(10)
-    current = (tmp_path / "current").read_text().strip() if (tmp_path / "current").exists() else "0"
+    current = (work / "current").read_text().strip() if (work / "current").exists() else "0"
     if current != "done":
         block = runnable[int(current)]
-        out = tmp_path / f"out.{current}"
+        out = work / f"out.{current}"
         output = out.read_text() if out.exists() else ""
         why = f"timed out after {PAGE_TIMEOUT_S} s" if timed_out else f"exited with {proc.returncode}"
-        pytest.fail(
-            f"{block.where} ({block.lang} block) {why}; its output:\n{output}{session_out or ''}\n"
-            f"--- the block:\n{block.text}"
-        )
-    failures = []
+        said = f"{output}{session_out}\n--- the block:\n{block.text}"
+        return [f"{block.where} ({block.lang} block) {why}; its output:\n{said}"]
+    problems = []
     for n, block in enumerate(runnable):
-        if block.expected is None:
-            continue
-        actual = (tmp_path / f"out.{n}").read_text()
-        if not matches(block.expected, actual):
-            failures.append(f"{block.where}: the page shows\n{block.expected}--- but the block printed\n{actual}")
-    assert not failures, "\n\n".join(failures)
+        actual = (work / f"out.{n}").read_text()
+        if block.expected is not None and not matches(block.expected, actual):
+            problems.append(f"{block.where}: the page shows\n{block.expected}--- but the block printed\n{actual}")
+    return problems
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_page_examples_run(page: Path, served: tuple[str, str], tmp_path: Path) -> None:
+    problems = _run_page(page, served[0], tmp_path)
+    assert not problems, "\n\n".join(problems)
+
+
+def test_a_failing_request_fails_its_block_and_names_page_line_and_output(
+    served: tuple[str, str], tmp_path: Path
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# A page\n\n```sh\nRUN=run_none\n```\n\n"
+        '```sh\necho asking\ncurl -fsS -H "Authorization: Bearer $BRIDGE_KEY" http://127.0.0.1:8000/v1/runs/$RUN\n'
+        "echo never\n```\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    [problem] = _run_page(page, served[0], work)
+    assert problem.startswith(f"{page}:7 (sh block) exited with 22; its output:\nasking\n")
+    assert "404" in problem and "never" not in problem.split("--- the block:")[0]
+
+
+def test_output_unlike_the_page_fails_and_a_skipped_block_does_not_run(served: tuple[str, str], tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```sh\n# not run: it would fail\nexit 3\n```\n\n```python\nprint('run_01x', 'completed')\n```\n\n"
+        "```text\nrun_… completed\n```\n\n```sh\necho hello\n```\n\n```text\ngoodbye\n```\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    assert _run_page(page, served[0], work) == [
+        f"{page}:14: the page shows\ngoodbye\n--- but the block printed\nhello\n"
+    ]
