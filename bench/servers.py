@@ -141,5 +141,10 @@ def bridge_command(db: str, workflows_dir: Path, api_key: str, extra: Sequence[s
         api_key,
         "--log-level",
         "warning",
+        # The benchmark is one key creating and following runs as fast as the server goes: no per-key bounds.
+        "--max-runs-per-minute",
+        str(10**9),
+        "--max-streams-per-key",
+        str(10**6),
         *extra,
     ]

@@ -17,7 +17,7 @@ import hashlib
 import secrets
 import uuid
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 from a2a.server.context import ServerCallContext
@@ -25,6 +25,7 @@ from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.types import (
     AgentCard,
+    Artifact,
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
@@ -52,14 +53,16 @@ from a2a.utils.errors import (
 )
 
 from adapters.a2a.errors import as_a2a_errors
-from adapters.a2a.messages import answer_for, inputs_for, workflow_for
+from adapters.a2a.messages import answer_for, inputs_for, named_interrupt, workflow_for
 from adapters.a2a.tasks import TERMINAL, context_id, interrupt_metadata, outputs_artifact, task_of
-from bridge import Engine, Principal, RunRecord
+from bridge import Engine, InterruptAlreadyResolvedError, Principal, RunRecord, kinds
 
 #: How long SendMessage waits for the task to need input or end before answering it as it is.
 WAIT_S = 30.0
 #: How long the first request holds a messageId before a retry may take it over.
 IN_FLIGHT_LEASE_MS = 60_000
+#: How many parents up an interrupt's run is looked for as the task's own (a child of a child …).
+MAX_DEPTH = 32
 
 
 class EngineRequestHandler(RequestHandler):
@@ -154,21 +157,61 @@ class EngineRequestHandler(RequestHandler):
         return run.run_id, None
 
     async def answer(self, message: Message, principal: Principal) -> tuple[str, str | None]:
-        """The message answers the task's open interrupt."""
+        """The message answers the task's open interrupt: the one it names, else the first open.
+
+        A named interrupt that is not open on this task is refused and changes nothing: one this task
+        already settled is ``-32004`` (``interrupt_already_resolved``), any other id is ``-32602``.
+        """
         run = await self.visible(message.task_id, principal)
         if message.context_id and message.context_id != context_id(run.spec, run.run_id):
             raise InvalidParamsError("the message's contextId is not its task's")
         if run.terminal:
             raise UnsupportedOperationError(f"the task is {run.status}: it takes no more messages")
         snap = await self.snapshot(run)
-        interrupt = interrupt_metadata(snap)
-        if interrupt is None:
+        views: list[dict[str, Any]] = snap.get("interrupts") or []
+        named = named_interrupt(message)
+        if named is None:
+            view = views[0] if views else None
+        else:
+            view = next((v for v in views if v["interruptId"] == named), None)
+            if view is None:
+                await self.refuse_named(run, named)
+        if view is None:
             raise UnsupportedOperationError("the task is not waiting for input")
+        interrupt = interrupt_metadata({"interrupts": [view]})
+        assert interrupt is not None
         value = answer_for(interrupt, message)
-        view = snap["interrupts"][0]
         with as_a2a_errors():
-            result = await self.engine.resolve(principal, value, run_id=view["runId"], node_id=view["nodeId"])
+            if kinds.kind_of(view["kind"]).turn:
+                result = await self.engine.resolve(principal, value, run_id=view["runId"], node_id=view["nodeId"])
+            else:
+                # By id: an answer racing this one cannot make it land on the next interrupt at the node.
+                result = await self.engine.resolve(
+                    principal, value, run_id=view["runId"], interrupt_id=view["interruptId"]
+                )
         return run.run_id, interrupt["interruptId"] if result.get("status") == "resolved" else None
+
+    async def refuse_named(self, run: RunRecord, named: str) -> NoReturn:
+        """Refuse an answer naming ``named``, which is not open on ``run``'s task (see :meth:`answer`)."""
+        record = await self.engine.interrupt_record(named)
+        if record is not None and await self.in_task(record.run_id, run.run_id):
+            with as_a2a_errors():
+                raise InterruptAlreadyResolvedError(
+                    f"interrupt {named!r} is already {record.status}; answer the one the task shows",
+                    details={"interruptId": named},
+                )
+        raise InvalidParamsError(f"no interrupt {named!r} on this task")
+
+    async def in_task(self, run_id: str, task_run_id: str) -> bool:
+        """Whether ``run_id`` is the task's run or one of its descendants (children of children, …)."""
+        for _ in range(MAX_DEPTH):
+            if run_id == task_run_id:
+                return True
+            found = await self.engine.run_record(run_id)
+            if found is None or found.parent_run_id is None:
+                return False
+            run_id = found.parent_run_id
+        return False
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         """``SendMessage``: start or answer, then wait until the task needs input or ends."""
@@ -208,20 +251,23 @@ class EngineRequestHandler(RequestHandler):
         ``answered``: an interrupt just answered, still shown until the run moves on; it does not stop the stream.
         ``stop_on_input`` false (a subscriber) stops at input-required only once the first task was sent.
         """
-        task, _ = await self.task(run_id)
+        # Followed from where the run stood before its first task was read: what changes after shows,
+        # and the backlog already in that task is not read (nor a snapshot taken for each page of it).
+        before = await self.engine.run_record(run_id)
+        after = before.next_seq - 1 if before is not None else -1
+        # Only the task is kept while the stream waits: a run's snapshot can be large.
+        task = (await self.task(run_id))[0]
         yield task
         seen = self._mark(task)
         if self._done(task, answered, first=True, stop_on_input=stop_on_input):
             return
-        async for _batch in self.engine.follow(run_id, idle_s=None):
-            current, snap = await self.task(run_id)
+        async for _batch in self.engine.follow(run_id, after, idle_s=None):
+            current, artifact = await self._update(run_id)
             mark = self._mark(current)
             if mark == seen:
                 continue
             seen = mark
-            state = current.status.state
-            if state == TaskState.TASK_STATE_COMPLETED:
-                artifact = outputs_artifact(snap)
+            if artifact is not None:
                 yield TaskArtifactUpdateEvent(
                     task_id=run_id, context_id=current.context_id, artifact=artifact, last_chunk=True
                 )
@@ -230,6 +276,12 @@ class EngineRequestHandler(RequestHandler):
             )
             if self._done(current, answered, first=False, stop_on_input=True):
                 return
+
+    async def _update(self, run_id: str) -> tuple[Task, Artifact | None]:
+        """The current task, and the outputs artifact once it completed (the snapshot is not kept)."""
+        current, snap = await self.task(run_id)
+        completed = current.status.state == TaskState.TASK_STATE_COMPLETED
+        return current, outputs_artifact(snap) if completed else None
 
     @staticmethod
     def _mark(task: Task) -> tuple[int, str]:

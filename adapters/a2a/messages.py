@@ -60,6 +60,16 @@ def inputs_for(workflow: WorkflowDefinition, message: Message) -> dict[str, Any]
     return inputs
 
 
+def named_interrupt(message: Message) -> str | None:
+    """The interrupt a message says it answers (``metadata.openwop.interrupt.interruptId``), if it names one."""
+    named = (openwop_metadata(message).get("interrupt") or {}).get("interruptId")
+    if named is None:
+        return None
+    if not isinstance(named, str) or not named:
+        raise InvalidParamsError("metadata.openwop.interrupt.interruptId must be a non-empty string")
+    return named
+
+
 def answer_for(interrupt: Mapping[str, Any], message: Message) -> Any:
     """The resume value a message gives the open interrupt (see the module docstring of the handler)."""
     meta_action = (openwop_metadata(message).get("interrupt") or {}).get("action")

@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from adapters.a2a.discovery import CARD_PATH, RPC_PATH
 from bridge import Engine, ValidationError
-from bridge.host import MAX_JSON_DEPTH, JSONResponse, base_url, principal, read_bytes, too_deep
+from bridge.host import MAX_JSON_DEPTH, JSONResponse, base_url, guarded_stream, principal, read_bytes, too_deep
 
 if TYPE_CHECKING:
     from adapters.a2a.rpc import A2AServer
@@ -35,17 +35,41 @@ def a2a_routes(engine: Engine) -> list[BaseRoute]:
 
     async def jsonrpc(request: Request) -> Response:
         # The key is checked before the body is read: a request without one is 401 and starts nothing.
-        request.state.principal = principal(request)
+        who = request.state.principal = principal(request)
         raw = await read_bytes(request)
         if not raw.strip():
             raise ValidationError("a JSON-RPC request body is required")
+        call: object = None
         with contextlib.suppress(orjson.JSONDecodeError):
-            if too_deep(orjson.loads(raw), MAX_JSON_DEPTH):
+            call = orjson.loads(raw)
+            if too_deep(call, MAX_JSON_DEPTH):
                 raise ValidationError(f"the request body nests more than {MAX_JSON_DEPTH} levels")
-        # Anything else the SDK judges (a body that is not JSON is its -32700).
-        return await server().dispatch(request, raw)
+        streaming, task_id = _stream_of(call)
+        if not streaming:
+            # Anything else the SDK judges (a body that is not JSON is its -32700).
+            return await server().dispatch(request, raw)
+        # A streaming method holds a stream's place (429 beyond the limits) from before it starts.
+        return await guarded_stream(request, who, task_id, lambda: server().dispatch(request, raw))
 
     async def card(request: Request) -> Response:
         return JSONResponse(server().card(base_url(request)))
 
     return [Route(CARD_PATH, card, methods=["GET"]), Route(RPC_PATH, jsonrpc, methods=["POST"])]
+
+
+#: The JSON-RPC methods answered with a stream.
+STREAMING_METHODS = frozenset({"SendStreamingMessage", "SubscribeToTask"})
+
+
+def _stream_of(call: object) -> tuple[bool, str | None]:
+    """Whether a JSON-RPC call asks for a stream, and the task it follows when it names one."""
+    if not isinstance(call, dict) or call.get("method") not in STREAMING_METHODS:
+        return False, None
+    params = call.get("params")
+    params = params if isinstance(params, dict) else {}
+    if call["method"] == "SubscribeToTask":
+        task = params.get("id")
+    else:
+        message = params.get("message")
+        task = message.get("taskId") if isinstance(message, dict) else None
+    return True, task if isinstance(task, str) and task else None

@@ -8,6 +8,8 @@ from typing import Any
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf import json_format, struct_pb2
 
+from bridge import kinds
+
 WIRE_STATE = {
     "pending": TaskState.TASK_STATE_SUBMITTED,
     "running": TaskState.TASK_STATE_WORKING,
@@ -45,6 +47,12 @@ def context_id(spec: Mapping[str, Any], run_id: str) -> str:
     return str((spec.get("a2a") or {}).get("contextId") or run_id)
 
 
+def answer_schema(kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema an answer must meet: the declared ``resumeSchema``, else the one the kind advertises."""
+    known = kinds.REGISTRY.get(kind)
+    return known.response_schema(payload) if known is not None else dict(payload.get("resumeSchema") or {})
+
+
 def interrupt_metadata(snapshot: Mapping[str, Any]) -> dict[str, Any] | None:
     """``metadata.openwop.interrupt`` of a waiting run: what a person reads and the answer's schema."""
     views = snapshot.get("interrupts") or []
@@ -57,7 +65,7 @@ def interrupt_metadata(snapshot: Mapping[str, Any]) -> dict[str, Any] | None:
         "interruptId": view["interruptId"],
         "nodeId": view["nodeId"],
         "title": view.get("title"),
-        "resumeSchema": payload.get("resumeSchema") or {},
+        "resumeSchema": answer_schema(view["kind"], payload),
     }
     data = payload.get("data") or {}
     for name in ("prompt", "description", "questions", "actions"):

@@ -42,8 +42,9 @@ from adapters.agui import threads
 from adapters.agui.mapping import names_no_interrupt, normalize_request
 from adapters.agui.planning import Planner
 from adapters.agui.stream import AguiStream
-from bridge import ConflictError, Engine, KeyRing, Principal, RunRecord, ValidationError
-from bridge.host import read_json
+from adapters.agui.threads import ThreadBinding
+from bridge import ConflictError, Engine, KeyRing, Principal, RunRecord, ValidationError, WorkflowDefinition
+from bridge.host import guarded_stream, read_json
 
 Authenticate = Callable[[Request], Principal]
 
@@ -89,6 +90,16 @@ class AguiService:
                 f"thread {raw_thread!r} belongs to workflow {binding.workflow_id!r}",
                 details={"threadId": raw_thread, "workflowId": binding.workflow_id},
             )
+        # The stream's place is taken before anything is planned or started: 429 beyond the limits.
+        bound_run = binding.run_id if binding and binding.run_id else None
+        return await guarded_stream(
+            request, principal, bound_run, lambda: self._respond(principal, workflow, body, binding)
+        )
+
+    async def _respond(
+        self, principal: Principal, workflow: WorkflowDefinition, body: Any, binding: ThreadBinding | None
+    ) -> Response:
+        """The stream answering a request whose body was read and whose thread was looked up."""
         run = await self.engine.run_record(binding.run_id) if binding and binding.run_id else None
         open_views = await self._open_views(run)
         idless = names_no_interrupt(body)

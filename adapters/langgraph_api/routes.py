@@ -17,7 +17,7 @@ from adapters.langgraph_api.assistants import Assistants
 from adapters.langgraph_api.service import LangGraphService, Segment
 from adapters.langgraph_api.stream import run_stream, stream_modes
 from bridge import BridgeError, Engine, NotFoundError, Principal, RunRecord, ValidationError
-from bridge.host import JSONResponse, read_json
+from bridge.host import JSONResponse, guarded, guarded_stream, read_json
 
 Handler = Callable[[Request], Awaitable[Response]]
 log = logging.getLogger("adapters.langgraph_api")
@@ -25,12 +25,15 @@ _TRUE = ("1", "true", "True")
 
 
 async def _body(request: Request) -> dict[str, Any]:
-    if not (await request.body()).strip():
-        return {}
-    body = await read_json(request)
+    """The request's JSON object (``{}`` for an empty body), read once through the host's bounded reader."""
+    kept: dict[str, Any] | None = getattr(request.state, "langgraph_body", None)
+    if kept is not None:
+        return kept
+    body = await read_json(request, required=False, absent={})
     if not isinstance(body, Mapping):
         raise ValidationError("the body must be a JSON object")
-    return dict(body)
+    kept = request.state.langgraph_body = dict(body)
+    return kept
 
 
 class LangGraphRoutes:
@@ -148,9 +151,15 @@ class LangGraphRoutes:
         all the same, and hanging up leaves the run going.
         """
         cancel = (await _body(request)).get("on_disconnect") == "cancel"
-        canceller = self._canceller(request, cancel and self.service.principal(request).has_scope("runs:cancel"))
-        segment, body = await self._segment(request)
-        return self._sse(segment, stream_modes(body.get("stream_mode")), canceller)
+        who = self.service.principal(request)
+        canceller = self._canceller(request, cancel and who.has_scope("runs:cancel"))
+
+        async def respond() -> Response:
+            segment, body = await self._segment(request)
+            return self._sse(segment, stream_modes(body.get("stream_mode")), canceller)
+
+        # The stream's place is taken before the run starts or resumes: 429 beyond the limits.
+        return await guarded_stream(request, who, None, respond)
 
     def _canceller(self, request: Request, wanted: bool) -> Principal | None:
         """Who cancels the run when the client hangs up, if asked (the right to cancel is checked now)."""
@@ -237,7 +246,8 @@ class LangGraphRoutes:
         _, thread, run = await self._run(request)
         modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
         canceller = self._canceller(request, request.query_params.get("cancel_on_disconnect") in _TRUE)
-        return self._sse(Segment(thread, run, _resume_from(request, run)), modes, canceller)
+        stream = self._sse(Segment(thread, run, _resume_from(request, run)), modes, canceller)
+        return guarded(request, self.service.principal(request), run.run_id, stream)
 
     def routes(self) -> list[Route]:
         """Every route, under the prefix."""

@@ -9,7 +9,7 @@ whether a wait becomes an ``elicitation/create`` request or an ``InputRequiredRe
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -55,6 +55,20 @@ async def apply(
     return await engine.resolve(principal, value, interrupt_id=record.interrupt_id)
 
 
+async def preview(
+    engine: Engine, principal: Principal, record: InterruptRecord, action: str, content: Mapping[str, Any] | None
+) -> None:
+    """Raise what :func:`apply` would refuse (a wrong key, role or answer), applying nothing."""
+    _, form = form_for(record)
+    if action == "cancel" or (action == "decline" and not kinds.kind_of(record.kind).votes):
+        await engine.preview_cancel(principal, record.interrupt_id)
+        return
+    value = form.answer(content)
+    if kinds.kind_of(record.kind).votes:
+        value = {**value, "action": "accept" if action == "accept" else "reject"}
+    await engine.preview_answer(principal, value, interrupt_id=record.interrupt_id)
+
+
 async def settle(
     engine: Engine, run_id: str, after: int, progress: Progress
 ) -> tuple[RunRecord, list[InterruptRecord], int]:
@@ -91,13 +105,26 @@ async def finished(engine: Engine, run: RunRecord, base_url: str) -> types.CallT
 
 
 def waiting(
-    engine: Engine, principal: Principal, run: RunRecord, records: list[InterruptRecord], base_url: str, reason: str
+    engine: Engine,
+    principal: Principal,
+    run: RunRecord,
+    records: list[InterruptRecord],
+    base_url: str,
+    reason: str,
+    may_answer: Collection[str] | None = None,
 ) -> types.CallToolResult:
-    """A call that ends while the run still waits: which interrupts, and where to answer them."""
+    """A call that ends while the run still waits: which interrupts, and where to answer or look at them.
+
+    ``may_answer``: the interrupts the caller's key may answer (all when ``None``); the others carry
+    a link that only looks (``inspect``).
+    """
     link = engine.link_for(principal)
     shown = []
+    acts = False
     for record in records:
-        view = engine.interrupt_view(record, base_url=base_url, link=link)
+        intent = link if may_answer is None or record.interrupt_id in may_answer else "inspect"
+        acts = acts or intent == "resolve"
+        view = engine.interrupt_view(record, base_url=base_url, link=intent, reader=principal.id)
         entry = {k: view[k] for k in ("interruptId", "nodeId", "kind", "title", "callbackUrl", "votes") if k in view}
         shown.append(entry)
     body = {
@@ -110,7 +137,8 @@ def waiting(
         "runUrl": f"{base_url}/v1/runs/{run.run_id}",
     }
     names = ", ".join(f"{e['title']!r} ({e['interruptId']})" for e in shown)
-    text = f"Run {run.run_id} is waiting on {names}: {reason}. Answer in the inbox at {body['inboxUrl']}"
+    where = "Answer in the inbox at" if acts else "See it in the inbox at"
+    text = f"Run {run.run_id} is waiting on {names}: {reason}. {where} {body['inboxUrl']}"
     if any("callbackUrl" in e for e in shown):
         text += " or through the signed link " + ", ".join(e["callbackUrl"] for e in shown if "callbackUrl" in e)
     return types.CallToolResult(

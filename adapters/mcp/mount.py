@@ -2,9 +2,8 @@
 
 Nothing here imports the ``mcp`` SDK: a server that never receives an MCP call
 never loads it (tens of MiB and most of a second at start-up). The first
-authenticated request imports :mod:`adapters.mcp.server`, loads the sealing key
-and starts the SDK's session manager in a task of its own, which lives until
-:meth:`McpMount.stop`.
+authenticated request imports :mod:`adapters.mcp.server` and starts the SDK's
+session manager in a task of its own, which lives until :meth:`McpMount.stop`.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bridge import BridgeError, Engine
-from bridge.host import JSONResponse
+from bridge.host import JSONResponse, read_bytes, replaying
 
 if TYPE_CHECKING:
     from adapters.mcp.server import McpTransport
@@ -44,10 +43,14 @@ class McpMount:
             await self._task
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The endpoint: the 401 envelope for a missing or wrong key, else the SDK's transport."""
-        request = Request(scope)
+        """The endpoint: the 401 envelope for a missing or wrong key, 413 for a body over the host's limit,
+        else the SDK's transport."""
+        request = Request(scope, receive)
         try:
             principal = request.app.state.keyring.authenticate(request.headers.get("authorization"))
+            if request.method == "POST":
+                # The host's limit, not the SDK's (4 MiB): the body is read bounded, then handed on.
+                receive = replaying(receive, await read_bytes(request))
         except BridgeError as exc:
             await JSONResponse(exc.envelope(), status_code=exc.status)(scope, receive, send)
             return

@@ -8,12 +8,14 @@ first request it lets through. Tools are the workflows ``GET /v1/workflows`` lis
 A run that waits on people becomes, on MCP 2026-07-28, an ``InputRequiredResult``
 whose ``inputRequests`` hold one form ``elicitation/create`` per open interrupt,
 keyed by the interrupt id; ``requestState`` names the run and the interrupts, and
-the SDK's :class:`RequestStateBoundary` seals it (AES-GCM, under the key shared
-through the store, :mod:`adapters.mcp.state`) and refuses a forged or expired
-one. The bridge binds it to the caller's tenant and principal, and each state
-answers once: a replay is refused before anything runs. On the
-handshake era (2025-06-18, 2025-11-25) the same wait is an ``elicitation/create``
-request sent during the call.
+the SDK's :class:`RequestStateBoundary` seals it (AES-GCM, under keys derived from
+the link-signing keys, so they are shared through the store and rotate with them:
+:mod:`adapters.mcp.state`) and refuses a forged or expired one. The bridge binds
+it to the caller's tenant and principal, and each state answers once: a replay is
+refused before anything runs; a retry whose answers are refused (a key that may not
+answer) changes nothing and leaves the state unused. On the handshake era
+(2025-06-18, 2025-11-25) the same wait is an ``elicitation/create`` request sent
+during the call.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 from typing import Any
 
 import mcp_types as types
+import orjson
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -34,12 +37,18 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import ASGIApp
 
-from adapters.mcp.calls import answerable, apply, elicitation, finished, settle, waiting
-from adapters.mcp.state import STATE_TTL_S, StoredKeyCodec, claim, new_nonce
+from adapters.mcp.calls import answerable, apply, elicitation, finished, preview, settle, waiting
+from adapters.mcp.state import STATE_TTL_S, DerivedKeyCodec, ReloadUnknownKeys, claim, new_nonce
 from adapters.mcp.tools import tools_of
 from bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
+from bridge.host import MAX_JSON_DEPTH, too_deep
 
 NAME = "openwop-bridge"
+#: Why a call ends waiting when the run waits only on interrupts the caller's key may not answer.
+NOT_YOURS = (
+    "this key may not answer it (it lacks the approvals:respond scope, or the gate's role, scope or approvers); "
+    "someone who may must answer"
+)
 
 
 def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Principal, str]:
@@ -94,18 +103,27 @@ class McpService:
                 run, opened, after = await settle(self.engine, run.run_id, after, progress)
                 if run.terminal:
                     return await finished(self.engine, run, base)
-                if not _has_forms(ctx) or not answerable(opened):
-                    reason = "this client takes no elicitation forms" if not _has_forms(ctx) else "no form fits"
-                    return waiting(self.engine, principal, run, opened, base, reason)
+                # Forms only for what this key may answer itself; the rest is described, with a link to look.
+                mine = [r for r in opened if await self.engine.may_answer(principal, r)]
+                if not _has_forms(ctx) or not mine or not answerable(mine):
+                    reason = (
+                        "this client takes no elicitation forms"
+                        if not _has_forms(ctx)
+                        else NOT_YOURS
+                        if not mine
+                        else "no form fits"
+                    )
+                    return waiting(self.engine, principal, run, opened, base, reason, {r.interrupt_id for r in mine})
                 if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    return self._input_required(principal, run, opened)
-                ended = await self._elicit(ctx, principal, run, opened, base)
+                    return self._input_required(principal, run, mine)
+                ended = await self._elicit(ctx, principal, run, mine, base)
                 if ended is not None:
                     return ended
         except BridgeError as exc:
             return error_result(exc)
 
     async def _start(self, principal: Principal, params: types.CallToolRequestParams) -> RunRecord:
+        storable(params.arguments, "arguments")
         try:
             return await self.engine.create_run(principal, params.name, inputs=params.arguments or {})
         except ValidationError as exc:
@@ -141,21 +159,47 @@ class McpService:
         run = await self.engine.visible_run(str(state.get("run")), principal)
         if run.workflow_id != params.name:
             raise MCPError(types.INVALID_PARAMS, "requestState belongs to another tool")
+        answers = await self._checked_answers(principal, run, state, params.input_responses or {})
         if not isinstance(state.get("nonce"), str) or not await claim(self.engine, state["nonce"]):
             raise MCPError(
                 types.INVALID_PARAMS,
                 "requestState was already used: each one answers once; call the tool again to start anew",
                 {"reason": "request_state_used", "runId": run.run_id},
             )
-        for interrupt_id, response in (params.input_responses or {}).items():
-            if interrupt_id not in state.get("ids", ()) or not isinstance(response, types.ElicitResult):
-                continue
+        for interrupt_id, response in answers:
             opened = {r.interrupt_id: r for r in await self.engine.open_interrupts(run.run_id)}
             if interrupt_id in opened:
                 ended = await self._answer(principal, run, opened[interrupt_id], response, base)
                 if ended is not None:
                     return ended
         return run
+
+    async def _checked_answers(
+        self, principal: Principal, run: RunRecord, state: dict[str, Any], responses: dict[str, Any]
+    ) -> list[tuple[str, types.ElicitResult]]:
+        """The answers of a retry that would be applied, each checked first.
+
+        A refusal here (a key that may not answer, a wrong role, an invalid answer) changes
+        nothing, so it does not spend the state: the same state answers from a key that may.
+        An interrupt answered elsewhere meanwhile is left out (the run's real state decides).
+        """
+        opened = {r.interrupt_id: r for r in await self.engine.open_interrupts(run.run_id)}
+        checked: list[tuple[str, types.ElicitResult]] = []
+        for interrupt_id, response in responses.items():
+            if interrupt_id not in state.get("ids", ()) or not isinstance(response, types.ElicitResult):
+                continue
+            storable(response.content, "answers")
+            record = opened.get(interrupt_id)
+            if record is None:
+                continue
+            try:
+                await preview(self.engine, principal, record, response.action, response.content)
+            except BridgeError as exc:
+                if exc.status != 409:
+                    raise
+                continue
+            checked.append((interrupt_id, response))
+        return checked
 
     async def _answer(
         self, principal: Principal, run: RunRecord, record: InterruptRecord, answer: types.ElicitResult, base: str
@@ -194,6 +238,24 @@ class McpService:
         return None
 
 
+def storable(value: Any, what: str) -> None:
+    """Refuse, as invalid params, what a REST body could not carry either.
+
+    The same limits as the host's body reader: nesting deeper than :data:`MAX_JSON_DEPTH`, and
+    numbers JSON's reader there refuses (integers outside 64 bits), which the store cannot write.
+    """
+    if too_deep(value, MAX_JSON_DEPTH):
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"{what} nest arrays and objects more than {MAX_JSON_DEPTH} levels deep",
+            {"maxDepth": MAX_JSON_DEPTH},
+        )
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        raise MCPError(types.INVALID_PARAMS, f"{what} hold a value JSON cannot carry here: {exc}") from None
+
+
 def error_result(exc: BridgeError) -> types.CallToolResult:
     """A refused answer or run as a tool error carrying the OpenWOP envelope."""
     body = exc.envelope()
@@ -227,8 +289,9 @@ class McpTransport:
             on_list_tools=service.list_tools,
             on_call_tool=service.call_tool,
         )
-        self.codec = StoredKeyCodec()
+        self.codec = DerivedKeyCodec(engine)
         security = RequestStateSecurity(codec=self.codec, ttl=STATE_TTL_S)
+        self.server.middleware.append(ReloadUnknownKeys(self.codec))
         self.server.middleware.append(RequestStateBoundary(security, default_audience=NAME))
         # The host checks Host headers itself (TrustedHosts); the SDK's own check would refuse a public URL.
         self.manager = StreamableHTTPSessionManager(
@@ -237,8 +300,7 @@ class McpTransport:
         self.app: ASGIApp = StreamableHTTPASGIApp(self.manager)
 
     async def run(self, ready: asyncio.Event, stopping: asyncio.Event) -> None:
-        """Load the shared sealing key, then keep the session manager running until ``stopping`` is set."""
-        await self.codec.load(self.engine)
+        """Keep the session manager running until ``stopping`` is set."""
         async with self.manager.run():
             ready.set()
             await stopping.wait()

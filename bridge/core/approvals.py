@@ -271,6 +271,25 @@ def exchange_bytes(exchange: Mapping[str, Any]) -> int:
     return sum(len(str(exchange.get(name) or "").encode("utf-8")) for name in ("question", "answer"))
 
 
+def required_approvals(data: Mapping[str, Any]) -> int:
+    """How many accepting votes a gate needs (``requiredApprovals``, 1 when absent)."""
+    return int(data.get("requiredApprovals") or 1)
+
+
+def counts_people(data: Mapping[str, Any]) -> bool:
+    """Whether a gate is a quorum: it needs more than one approval, so each vote must name a person.
+
+    On such a gate every signed link names the person it is for, and a link that names no one
+    cannot vote (a second vote through it would let one person fill the quorum).
+    """
+    return required_approvals(data) > 1
+
+
+def distinct_approvers(data: Mapping[str, Any]) -> list[str]:
+    """The principals ``approversList`` names, each once (a name listed twice is still one voter)."""
+    return list(dict.fromkeys(str(a) for a in data.get("approversList") or []))
+
+
 @dataclass(frozen=True, slots=True)
 class Tally:
     """Where a quorum stands after counting the votes."""
@@ -294,11 +313,11 @@ class Tally:
 
 def tally(data: Mapping[str, Any], votes: Sequence[Mapping[str, Any]], *, bypass: bool = False) -> Tally:
     """Count votes under the interrupt's quorum rules (see the module docstring)."""
-    required = int(data.get("requiredApprovals") or 1)
+    required = required_approvals(data)
     policy = str(data.get("rejectionPolicy") or "single-veto")
     accepts = sum(1 for v in votes if v["action"] in ACCEPTING)
     rejects = sum(1 for v in votes if v["action"] in REJECTING)
-    approvers = list(data.get("approversList") or [])
+    approvers = distinct_approvers(data)
     outcome = "pending"
     if bypass or accepts >= required:
         outcome = "accepted"

@@ -126,6 +126,15 @@ class UnsupportedMediaTypeError(BridgeError, code="unsupported_media_type", stat
     """The request body is not JSON."""
 
 
+class RateLimitedError(BridgeError, code="rate_limited", status=429, retryable=True):
+    """The caller holds or asks more than a limit of the host allows; retry after ``retry_after_s`` seconds."""
+
+    def __init__(self, message: str, retry_after_s: int, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details={**(details or {}), "retryAfter": retry_after_s})
+        #: Seconds to wait before retrying, sent as ``Retry-After``.
+        self.retry_after_s = retry_after_s
+
+
 class CapabilityRefusedError(ValidationError):
     """The workflow needs a capability this host does not offer."""
 

@@ -69,6 +69,10 @@ class TokenClaims:
     subject: str | None = None
 
 
+#: What a derived key's HMAC input starts with, before its purpose (see :meth:`TokenSigner.derived_keys`).
+DERIVED_LABEL = b"openwop-bridge derived key:"
+
+
 class TokenSigner:
     """Mints and verifies tokens with a set of secrets, one of them active."""
 
@@ -111,6 +115,16 @@ class TokenSigner:
         body = json.dumps(claims, separators=(",", ":")).encode("utf-8")
         mac = hmac.new(self._secrets[self.active_kid], body, hashlib.sha256).digest()
         return f"{_b64(body)}.{_b64(mac)}"
+
+    def derived_keys(self, purpose: str) -> list[bytes]:
+        """One 32-byte key per verifying secret for another use (``purpose``), the active one's first.
+
+        Each is ``HMAC-SHA256(secret, "openwop-bridge derived key:" + purpose)``: it rotates and
+        retires with its secret, and neither reveals the secret nor signs a link.
+        """
+        label = DERIVED_LABEL + purpose.encode("utf-8")
+        order = [self.active_kid, *(k for k in self._secrets if k != self.active_kid)]
+        return [hmac.new(self._secrets[kid], label, hashlib.sha256).digest() for kid in order]
 
     def verify(self, token: str, now_ms: int) -> TokenClaims:
         """Check signature then expiry; raise 404 for a bad token, 410 when expired."""

@@ -176,6 +176,37 @@ def _add_open_interrupts(snap: dict[str, Any], run: RunRecord, open_views: Seque
         snap["currentNodeId"] = run.state["currentNodeId"]
 
 
+def paged_channels(
+    channels: Mapping[str, Any], keep: int, href: str
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``channels`` with each message channel (a list) longer than ``keep`` cut to its last ``keep``
+    entries, and for each channel cut a note: ``{total, shown, from, href}`` (``from``: the index of the
+    first entry shown; ``href``: ``{href}/{name}``, which pages the whole channel)."""
+    shown: dict[str, Any] = {}
+    notes: dict[str, dict[str, Any]] = {}
+    for name, value in channels.items():
+        if isinstance(value, list) and len(value) > keep:
+            shown[name] = value[len(value) - keep :] if keep > 0 else []
+            notes[name] = {"total": len(value), "shown": keep, "from": len(value) - keep, "href": f"{href}/{name}"}
+        else:
+            shown[name] = value
+    return shown, notes
+
+
+def channel_page(run_id: str, name: str, value: list[Any], offset: int, limit: int) -> dict[str, Any]:
+    """One page of a message channel: ``{runId, channel, total, offset, items, nextOffset?}``."""
+    page: dict[str, Any] = {
+        "runId": run_id,
+        "channel": name,
+        "total": len(value),
+        "offset": offset,
+        "items": value[offset : offset + limit],
+    }
+    if offset + limit < len(value):
+        page["nextOffset"] = offset + limit
+    return page
+
+
 def run_snapshot(
     run: RunRecord,
     *,
@@ -183,11 +214,13 @@ def run_snapshot(
     channels: Mapping[str, Any] | None,
     children: Sequence[RunRecord],
     status: str | None = None,
+    channel_pages: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``RunSnapshot`` document (``run-snapshot.schema.json``) of a run.
 
     ``status`` overrides the stored one: a run that only waits on a suspended
-    child reports the child's waiting status.
+    child reports the child's waiting status. ``channel_pages`` notes the message
+    channels the snapshot shows only the end of (see :func:`paged_channels`).
     """
     snap = _snapshot_head(run, status)
     _add_run_details(snap, run)
@@ -196,4 +229,6 @@ def run_snapshot(
     _add_open_interrupts(snap, run, open_views)
     if channels:
         snap["channels"] = dict(channels)
+    if channel_pages:
+        snap["channelPages"] = dict(channel_pages)
     return snap

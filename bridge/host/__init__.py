@@ -8,16 +8,18 @@ the threads a protocol binds to runs (:class:`Threads`).
 from __future__ import annotations
 
 from bridge.host.cli import build_parser, build_server
-from bridge.host.http.body import MAX_JSON_DEPTH, read_bytes, read_json, too_deep
+from bridge.host.http.body import MAX_BODY, MAX_JSON_DEPTH, read_bytes, read_json, replaying, too_deep
 from bridge.host.http.deps import base_url, principal
 from bridge.host.http.openapi import error_responses
 from bridge.host.http.responses import JSONResponse
+from bridge.host.http.streams import guarded, guarded_stream
 from bridge.host.plugins import ServerBuild
 from bridge.host.web.pages import page_headers
 from bridge.runtime.adapter_threads import ThreadRecord, Threads
 from bridge.runtime.telemetry import configure_logging
 
 __all__ = [
+    "MAX_BODY",
     "MAX_JSON_DEPTH",
     "JSONResponse",
     "ServerBuild",
@@ -28,9 +30,12 @@ __all__ = [
     "build_server",
     "configure_logging",
     "error_responses",
+    "guarded",
+    "guarded_stream",
     "page_headers",
     "principal",
     "read_bytes",
     "read_json",
+    "replaying",
     "too_deep",
 ]

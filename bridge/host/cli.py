@@ -22,11 +22,13 @@ from urllib.parse import urlsplit
 from bridge.core.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
 from bridge.core.errors import BridgeError
 from bridge.core.events import ENGINE_VERSION
+from bridge.core.quota import RunRate
 from bridge.core.tokens import parse_secret_spec
 from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
 from bridge.host import plugins
 from bridge.host.http.limits import HeaderLimits, http_protocol
-from bridge.host.options import add_serve_arguments, env
+from bridge.host.http.streams import StreamLimits
+from bridge.host.options import add_serve_arguments, conversation_limits, env
 from bridge.host.plugins import ServerBuild
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.engine import Engine
@@ -126,6 +128,11 @@ def allowed_hosts(args: argparse.Namespace) -> list[str] | None:
     return names
 
 
+def run_rate(per_minute: int) -> RunRate:
+    """``--max-runs-per-minute``: that many a minute per key, in bursts of a tenth of it (at least one)."""
+    return RunRate(per_minute=per_minute, burst=max(1, per_minute // 10))
+
+
 def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
     """The ASGI app, engine and key ring for ``serve`` (without starting them)."""
     store = open_store(args.db)
@@ -137,6 +144,9 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             default_threshold=args.escalation_threshold,
             lease_ms=args.lease_ms,
             idempotency_ttl_ms=args.idempotency_hours * 3600 * 1000,
+            conversation_limits=conversation_limits(args),
+            snapshot_messages=int(args.snapshot_messages),
+            run_rate=run_rate(int(args.max_runs_per_minute)),
         ),
         token_secrets=secrets,
     )
@@ -168,6 +178,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         openapi=fragments,
         facets=build.discovery,
         allowed_hosts=allowed_hosts(args),
+        stream_limits=StreamLimits(
+            per_key=int(args.max_streams_per_key),
+            per_run=int(args.max_streams_per_run),
+            buffer_bytes=int(args.stream_buffer_bytes),
+        ),
     )
     return app, engine, ring, banner
 

@@ -6,7 +6,10 @@ import argparse
 import os
 from collections.abc import Callable
 
+from bridge.core.conversation_limits import ConversationLimits
+from bridge.core.quota import RunRate
 from bridge.host.http.limits import HeaderLimits
+from bridge.host.http.streams import StreamLimits
 
 #: The attribute of an argparse action naming its variable when the flag does not spell it
 #: (``--api-key`` is ``OPENWOP_BRIDGE_API_KEYS``), and the separator of a repeatable flag's values.
@@ -158,7 +161,7 @@ def _add_feature_arguments(serve: argparse.ArgumentParser) -> None:
 
 
 def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
-    """``serve``: leases, idempotency retention, request header limits, and logging."""
+    """``serve``: leases, idempotency retention, request header and stream limits, and logging."""
     serve.add_argument(
         "--lease-ms",
         type=_lease_ms,
@@ -191,6 +194,35 @@ def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
         default=env("MAX_HEADER_FIELDS", str(limits.max_fields)),
         help=f"refuse request headers with more fields than this with 431 (default {limits.max_fields})",
     )
+    streams = StreamLimits()
+    serve.add_argument(
+        "--max-streams-per-key",
+        type=_positive(int),
+        default=env("MAX_STREAMS_PER_KEY", str(streams.per_key)),
+        help=f"event streams one API key may hold open at once; more are 429 (default {streams.per_key})",
+    )
+    serve.add_argument(
+        "--max-streams-per-run",
+        type=_positive(int),
+        default=env("MAX_STREAMS_PER_RUN", str(streams.per_run)),
+        help=f"event streams one run may have open at once; more are 429 (default {streams.per_run})",
+    )
+    serve.add_argument(
+        "--stream-buffer-bytes",
+        type=_positive(int),
+        default=env("STREAM_BUFFER_BYTES", str(streams.buffer_bytes)),
+        metavar="BYTES",
+        help=f"the most a stream writes ahead of what its client has read (default {streams.buffer_bytes})",
+    )
+    rate = RunRate()
+    serve.add_argument(
+        "--max-runs-per-minute",
+        type=_positive(int),
+        default=env("MAX_RUNS_PER_MINUTE", str(rate.per_minute)),
+        help=f"runs one API key may create a minute, in bursts of a tenth of that; more are 429 "
+        f"(default {rate.per_minute})",
+    )
+    _add_conversation_limits(serve)
     serve.add_argument(
         "--log-level",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -235,6 +267,47 @@ def _default_text(action: argparse.Action) -> str:
     if isinstance(action.default, list):
         return "default: " + ", ".join(str(v) for v in action.default)
     return f"default: {action.default}"
+
+
+def _add_conversation_limits(serve: argparse.ArgumentParser) -> None:
+    """``serve``: the bounds on what a conversation's answers may store (413 beyond)."""
+    bounds = ConversationLimits()
+    for flag, name, default, what in (
+        ("--conversation-message-bytes", "CONVERSATION_MESSAGE_BYTES", bounds.message_bytes, "one answer"),
+        ("--conversation-bytes", "CONVERSATION_BYTES", bounds.conversation_bytes, "the answers of one conversation"),
+    ):
+        serve.add_argument(
+            flag,
+            type=_positive(int),
+            default=env(name, str(default)),
+            metavar="BYTES",
+            help=f"refuse with 413 what would make {what} larger than this (default {default})",
+        )
+    serve.add_argument(
+        "--conversation-turns",
+        type=_positive(int),
+        default=env("CONVERSATION_TURNS", str(bounds.turns)),
+        metavar="N",
+        help=f"refuse with 413 an answer to a conversation's turn after the N-th; a close still ends it "
+        f"(default {bounds.turns})",
+    )
+    serve.add_argument(
+        "--snapshot-messages",
+        type=_positive(int),
+        default=env("SNAPSHOT_MESSAGES", "50"),
+        metavar="N",
+        help="a run snapshot shows the last N entries of a message channel, with a count and a link to the rest "
+        "(default 50)",
+    )
+
+
+def conversation_limits(args: argparse.Namespace) -> ConversationLimits:
+    """The conversation bounds ``serve``'s options set."""
+    return ConversationLimits(
+        message_bytes=int(args.conversation_message_bytes),
+        conversation_bytes=int(args.conversation_bytes),
+        turns=int(args.conversation_turns),
+    )
 
 
 def add_serve_arguments(serve: argparse.ArgumentParser) -> None:

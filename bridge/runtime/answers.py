@@ -15,8 +15,10 @@ from typing import Any
 from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions.answer import answer_decision, prepare_answer
+from bridge.core.decisions.approval import gate_denial, unnamed_link_refusal
 from bridge.core.decisions.cancel import cancel_decision
 from bridge.core.decisions.common import Answer
+from bridge.core.decisions.exchange import exchange_index, named_earlier_turn
 from bridge.core.errors import InterruptNotFoundError, ValidationError
 from bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
 from bridge.core.tokens import TokenClaims
@@ -86,7 +88,12 @@ class AnswerService:
             run, current = await self._runs.visible_run_at(run_id, node_id, principal)
             if current is None:
                 raise InterruptNotFoundError(f"no interrupt at node {node_id!r} of run {run_id!r}")
-            interrupt_id = None if kinds.kind_of(current.kind).turn else current.interrupt_id
+            interrupt_id = current.interrupt_id
+        if kinds.kind_of(current.kind).turn:
+            # An answer answers the turn open when it came, or the earlier turn its messageId names:
+            # decided on that turn's row, a turn already taken is 409, never the next turn's answer.
+            current = await self._named_turn(current, value)
+            interrupt_id = current.interrupt_id
         answer = Answer(
             principal=principal,
             value=value,
@@ -95,10 +102,24 @@ class AnswerService:
             idempotency_key=idempotency_key,
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
         )
         return await self._apply_answer(
             answer, current, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id, run=run
         )
+
+    async def _named_turn(self, current: InterruptRecord, value: Any) -> InterruptRecord:
+        """The exchange an answer to the turn ``current`` is for: the earlier turn of the same
+        conversation its ``turn.messageId`` names, if the node raised one, else ``current``."""
+        earlier = named_earlier_turn(current, value)
+        if earlier is None:
+            return current
+        cid = current.payload["data"]["conversationId"]
+        for record in await self._k.store.node_interrupts(current.run_id, current.exec_node):
+            data = record.payload.get("data", {})
+            if record.kind == current.kind and data.get("conversationId") == cid and exchange_index(record) == earlier:
+                return record
+        return current
 
     async def preview_answer(self, principal: Principal, value: Any, *, interrupt_id: str) -> None:
         """Check an answer without applying it: raises exactly what :meth:`resolve` would.
@@ -113,11 +134,29 @@ class AnswerService:
             ask_answer="(preview)",
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
         )
         now = self._k.clock.now_ms()
         record = await self._visible_interrupt(principal, interrupt_id)
         prepared = prepare_answer(record, answer, now)
         await self._preview(record, answer_decision(answer, now, self._k.clock.new_id, prepared))
+
+    async def may_answer(self, principal: Principal, record: InterruptRecord) -> bool:
+        """Whether ``principal`` could answer ``record`` with its own key, as itself.
+
+        The ``approvals:respond`` scope and the tenant; for a gate, also its role, scope and
+        approvers, as :meth:`resolve` checks them. Says nothing of whether a given answer is valid:
+        a surface asks this before offering a way to answer (a form), not before applying one.
+        """
+        if not principal.has_scope("approvals:respond") or principal.tenant not in (record.tenant, "*"):
+            return False
+        if not kinds.kind_of(record.kind).votes:
+            return True
+        run = await self._k.store.load_run(record.run_id)
+        if run is None:
+            return False
+        now = self._k.clock.now_ms()
+        return gate_denial(record, run, principal, now, self._k.clock.new_id, principal.id) is None
 
     async def preview_cancel(self, principal: Principal, interrupt_id: str) -> None:
         """Check a cancellation without applying it: raises what :meth:`cancel_interrupt` would."""
@@ -211,16 +250,19 @@ class AnswerService:
         what :meth:`verify_token` already returned for it."""
         claims, record = verified or await self._links.verify_token(token)
         who = claims.subject or (principal.id if principal else "signed-link")
+        # A link the decision refuses (it names no one, on a quorum gate) puts no question to the ask service.
+        refused = unnamed_link_refusal(record, principal, claims.subject) is not None
         answer = Answer(
             principal=principal,
             value=value,
             surface="token",
             token_subject=claims.subject,
             token_intent=claims.intent,
-            ask_answer=await self._ask_answer(record, value, who),
+            ask_answer=None if refused else await self._ask_answer(record, value, who),
             idempotency_key=idempotency_key,
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
         )
         return await self._apply_answer(answer, record, interrupt_id=record.interrupt_id, run_id=None, node_id=None)
 
@@ -266,9 +308,7 @@ class AnswerService:
         now = self._k.clock.now_ms()
         items = []
         for record in page.items:
-            url = None
-            if record.open:
-                token, _ = self._links.mint_token(record, "inspect")
-                url = f"{base_url}/v1/interrupts/{token}"
+            minted = self._links.view_token(record, "inspect", principal.id) if record.open else None
+            url = f"{base_url}/v1/interrupts/{minted[0]}" if minted else None
             items.append(inbox_item(record, now, url))
         return {"items": items, "nextCursor": page.next_cursor}

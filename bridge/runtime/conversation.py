@@ -23,11 +23,13 @@ from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions.exchange import (
     answer_exchange,
+    answered_bytes,
     close_events,
     exchange_index,
     make_turn,
     message_channel,
     resolved_event_payload,
+    turn_bytes,
 )
 from bridge.core.errors import ConversationClosedError, InterruptTimeoutError
 from bridge.core.events import EventDraft
@@ -127,6 +129,8 @@ class Conversation:
         #: Who ended it: ``"peer"`` (the person answered with close), ``"node"`` or ``"timeout"``.
         self.closed_by: str | None = None
         self.turns: list[dict[str, Any]] = []
+        #: The bytes its answers stored so far (the conversation's bound; see ConversationLimits).
+        self.answered_bytes = 0
 
     async def exchange(self, prompt: str, **options: Unpack[ExchangeOptions]) -> Any:
         """Ask one turn and wait for the answer; return its validated content.
@@ -177,7 +181,12 @@ class Conversation:
                 raise InterruptTimeoutError(f"conversation {self.id} timed out")
             payload["timeoutMs"] = self.deadline_ms - now
         prompt_turn = make_turn(self.id, index, "agent", prompt, now, sender=self.speaker, speaker=self.speaker)
-        state = {"promptTurn": prompt_turn, "conversationId": self.id, "channel": self.channel}
+        state = {
+            "promptTurn": prompt_turn,
+            "conversationId": self.id,
+            "channel": self.channel,
+            "answeredBytes": self.answered_bytes,
+        }
         instant = None if auto_answer is _UNSET else _auto_answer(ctx, auto_answer)
         handle = await ctx.request(
             payload,
@@ -193,6 +202,9 @@ class Conversation:
         """Follow an exchange's record: its prompt and answer turns, and whether it closed the conversation."""
         record = handle.record
         self.turns.append(record.state.get("promptTurn", prompt_turn))
+        if "answeredBytes" in record.state:
+            self.answered_bytes = answered_bytes(record)
+        self.answered_bytes += turn_bytes(record)
         if record.status == "expired":
             self.closed = True
             self.close_reason = "timeout"

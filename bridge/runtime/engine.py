@@ -36,7 +36,7 @@ from bridge.runtime.ask import AskService, RecordingAskService
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.executor import RunExecutor
 from bridge.runtime.executors import Executors
-from bridge.runtime.follow import RunFollower
+from bridge.runtime.follow import STREAM_PAGE, RunFollower
 from bridge.runtime.hub import EventHub
 from bridge.runtime.idempotency import IdempotencyLedger
 from bridge.runtime.kernel import Delegate
@@ -281,10 +281,12 @@ class Engine:
     snapshot_of = Delegate("views", RunViews.snapshot_of)
     reported_status = Delegate("views", RunViews.reported_status)
     channels = Delegate("views", RunViews.channels)
+    channel = Delegate("views", RunViews.channel)
     load_signing_keys = Delegate("links", LinkService.load_signing_keys)
     rotate_signing_key = Delegate("links", LinkService.rotate_signing_key)
     retire_signing_key = Delegate("links", LinkService.retire_signing_key)
     signing_key_ids = Delegate("links", LinkService.signing_key_ids)
+    derived_keys = Delegate("links", LinkService.derived_keys)
     mint_token = Delegate("links", LinkService.mint_token)
     interrupt_view = Delegate("links", LinkService.interrupt_view)
     link_for = staticmethod(LinkService.link_for)
@@ -295,6 +297,7 @@ class Engine:
     resolve_token = Delegate("answers", AnswerService.resolve_token)
     preview_answer = Delegate("answers", AnswerService.preview_answer)
     preview_cancel = Delegate("answers", AnswerService.preview_cancel)
+    may_answer = Delegate("answers", AnswerService.may_answer)
     cancel_interrupt = Delegate("answers", AnswerService.cancel_interrupt)
     open_interrupts = Delegate("answers", AnswerService.open_interrupts)
     inbox = Delegate("answers", AnswerService.inbox)
@@ -302,14 +305,21 @@ class Engine:
     # --- following and reading runs (surfaces that checked visibility) -----------------
 
     def follow(
-        self, run_id: str, after: int = -1, *, idle_s: float | None = None, seen: RunRecord | None = None
+        self,
+        run_id: str,
+        after: int = -1,
+        *,
+        idle_s: float | None = None,
+        seen: RunRecord | None = None,
+        page: int = STREAM_PAGE,
     ) -> AsyncGenerator[list[dict[str, Any]]]:
         """A run's committed events after ``after``, live until it ends (see :mod:`bridge.runtime.follow`).
 
         The caller has already checked that the run is visible to whoever follows it; ``seen``
         is the record that check read, if it read one just before (the run is not read again).
+        ``page``: how many stored events a batch holds at most (a stream holds one batch ready).
         """
-        return self._follower.follow(run_id, after, idle_s=idle_s, seen=seen)
+        return self._follower.follow(run_id, after, idle_s=idle_s, seen=seen, page=page)
 
     async def run_record(self, run_id: str) -> RunRecord | None:
         """A run's record as stored, with no visibility check (for surfaces that made one)."""

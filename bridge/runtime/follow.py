@@ -30,6 +30,8 @@ from bridge.runtime.hub import EventHub, Subscription
 from bridge.store.base import Store
 
 PAGE = 1000
+#: The page of a stream's backlog: what a stream holds ready for a client that stopped reading.
+STREAM_PAGE = 32
 
 
 class RunFollower:

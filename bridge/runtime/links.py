@@ -2,8 +2,19 @@
 
 A link is a signed token naming one interrupt and an intent (``resolve`` or
 ``inspect``), valid for 30 minutes by default and never past the interrupt's
-deadline. Keys are either given to the engine (``token_secrets``) or kept in the
-store, where a rotation on one instance reaches every other.
+deadline. On a gate that needs several approvals (a quorum) every link names the
+person it is for (its ``subject``): views mint one per reader, and a resolve link
+without a subject is never minted for it.
+
+Links are not stored. A view (snapshot, interrupt detail, inbox) hands out the link
+issued at the start of the current window, one of :data:`LINK_WINDOWS` in a link's
+lifetime: every read in a window gets the same link, each link handed out has most
+of its lifetime left, and at most ``LINK_WINDOWS + 1`` are alive at once for one
+(interrupt, reader, intent), however often it is read.
+
+Keys are either given to the engine (``token_secrets``) or kept in the store, where a
+rotation on one instance reaches every other. Keys for other uses
+(:meth:`LinkService.derived_keys`) are derived from them and follow their rotation.
 """
 
 from __future__ import annotations
@@ -11,14 +22,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from bridge.core import kinds
+from bridge.core import approvals, kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions.common import closed_error
-from bridge.core.errors import InterruptNotFoundError
+from bridge.core.errors import InterruptNotFoundError, ValidationError
 from bridge.core.records import InterruptRecord
 from bridge.core.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
 from bridge.core.views import interrupt_view, token_inspection
 from bridge.runtime.kernel import Kernel
+
+#: A view's link is issued at the start of one of this many windows of a link's lifetime.
+LINK_WINDOWS = 6
 
 
 class LinkService:
@@ -61,6 +75,16 @@ class LinkService:
     async def retire_signing_key(self, kid: str) -> None:
         """Stop a signing key from verifying: links signed with it are refused from now on."""
         await self._k.store.retire_signing_key(kid, self._k.clock.now_ms())
+        if not self._token_secrets:
+            await self.load_signing_keys()
+
+    def derived_keys(self, purpose: str) -> list[bytes]:
+        """Keys for another use, derived from the signing keys (active first): they rotate and retire with them.
+
+        A surface sealing its own state (MCP's ``requestState``) seals with the first and opens with
+        any; after a rotation the previous key's state still opens until that key is retired.
+        """
+        return self._signer().derived_keys(purpose)
 
     async def signing_key_ids(self) -> list[tuple[str, bool]]:
         """The stored signing keys' ids, oldest first, each with whether it is the one that signs."""
@@ -71,24 +95,64 @@ class LinkService:
             raise RuntimeError("the engine is not started")
         return self.signer
 
+    @staticmethod
+    def names_its_reader(record: InterruptRecord) -> bool:
+        """Whether links to this interrupt name the person they are for: a quorum gate counts people."""
+        return kinds.kind_of(record.kind).votes and approvals.counts_people(record.payload.get("data", {}))
+
     def mint_token(
         self, record: InterruptRecord, intent: str = "resolve", *, subject: str | None = None, ttl_ms: int | None = None
     ) -> tuple[str, int]:
-        """A signed link for an interrupt: 30 minutes by default, never past its deadline."""
+        """A new signed link for an interrupt: 30 minutes by default, never past its deadline.
+
+        A resolve link for a quorum gate must name its ``subject`` (400 otherwise).
+        """
+        self._check_subject(record, intent, subject)
         expires = token_expiry(self._k.clock.now_ms(), record.deadline_ms, ttl_ms or self._k.config.token_ttl_ms)
         token = self._signer().mint(record.run_id, record.node_id, record.interrupt_id, expires, intent, subject)
         return token, expires
 
+    def view_token(self, record: InterruptRecord, intent: str, reader: str | None) -> tuple[str, int] | None:
+        """The link a view hands ``reader`` (see the module docstring): the same one for every read in a window.
+
+        On a quorum gate it names ``reader``; without a reader there is none (None).
+        """
+        subject = reader if self.names_its_reader(record) else None
+        if subject is None and self.names_its_reader(record):
+            return None
+        self._check_subject(record, intent, subject)
+        ttl = self._k.config.token_ttl_ms
+        window = max(ttl // LINK_WINDOWS, 1)
+        now = self._k.clock.now_ms()
+        expires = token_expiry(now - now % window, record.deadline_ms, ttl)
+        token = self._signer().mint(record.run_id, record.node_id, record.interrupt_id, expires, intent, subject)
+        return token, expires
+
+    def _check_subject(self, record: InterruptRecord, intent: str, subject: str | None) -> None:
+        if intent == "resolve" and not subject and self.names_its_reader(record):
+            required = approvals.required_approvals(record.payload.get("data", {}))
+            raise ValidationError(
+                f"this gate needs {required} approvals from different people: a resolve link for it must name "
+                "its subject (the person it is for)"
+            )
+
     def interrupt_view(
-        self, record: InterruptRecord, *, base_url: str = "", link: str | None = "resolve"
+        self,
+        record: InterruptRecord,
+        *,
+        base_url: str = "",
+        link: str | None = "resolve",
+        reader: str | None = None,
     ) -> dict[str, Any]:
-        """An interrupt with a fresh signed link of intent ``link`` while it is open (none for ``None``)."""
-        if link is not None and record.open:
-            token, expires = self.mint_token(record, link)
-            view = interrupt_view(record, token=token, token_expires_ms=expires, base_url=base_url)
-            view["tokenIntent"] = link
-            return view
-        return interrupt_view(record)
+        """An interrupt with the signed link of intent ``link`` a view hands ``reader`` while it is open
+        (none for ``None``; on a quorum gate, none without a reader: see :meth:`view_token`)."""
+        minted = None if link is None or not record.open else self.view_token(record, link, reader)
+        if minted is None:
+            return interrupt_view(record)
+        token, expires = minted
+        view = interrupt_view(record, token=token, token_expires_ms=expires, base_url=base_url)
+        view["tokenIntent"] = link
+        return view
 
     @staticmethod
     def link_for(principal: Principal) -> str:

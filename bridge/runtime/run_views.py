@@ -7,8 +7,9 @@ from typing import Any
 from bridge.core import kinds, run_state
 from bridge.core.auth import Principal
 from bridge.core.decisions import exchange
+from bridge.core.errors import NotFoundError
 from bridge.core.records import RunRecord
-from bridge.core.views import run_snapshot
+from bridge.core.views import channel_page, paged_channels, run_snapshot
 from bridge.core.workflow import thaw
 from bridge.runtime.kernel import Kernel
 from bridge.runtime.links import LinkService
@@ -27,18 +28,36 @@ class RunViews:
         """The ``RunSnapshot`` of a run, with signed links for its open interrupts."""
         principal.require("runs:read")
         run = await self._runs.visible_run(run_id, principal)
-        return await self.snapshot_of(run, base_url=base_url, link=self._links.link_for(principal))
+        return await self.snapshot_of(run, base_url=base_url, link=self._links.link_for(principal), reader=principal.id)
 
-    async def snapshot_of(self, run: RunRecord, *, base_url: str = "", link: str | None = "resolve") -> dict[str, Any]:
-        """The snapshot of an already-loaded run (no access check); open interrupts carry ``link`` links."""
+    async def snapshot_of(
+        self, run: RunRecord, *, base_url: str = "", link: str | None = "resolve", reader: str | None = None
+    ) -> dict[str, Any]:
+        """The snapshot of an already-loaded run (no access check); open interrupts carry ``link`` links
+        (on a quorum gate, links that name ``reader``, and none without one)."""
         store = self._k.store
         open_records = [] if run.terminal else await store.run_interrupts(run.run_id, open_only=True)
         open_records = [r for r in open_records if kinds.kind_of(r.kind).listed]
-        views = [self._links.interrupt_view(r, base_url=base_url, link=link) for r in open_records]
-        channels = await self.channels(run)
+        views = [self._links.interrupt_view(r, base_url=base_url, link=link, reader=reader) for r in open_records]
+        href = f"{base_url}/v1/runs/{run.run_id}/channels"
+        channels, pages = paged_channels(await self.channels(run), self._k.config.snapshot_messages, href)
         children = await store.child_runs(run.run_id)
         status = await self.reported_status(run)
-        return run_snapshot(run, open_views=views, channels=channels, children=children, status=status)
+        return run_snapshot(
+            run, open_views=views, channels=channels, children=children, status=status, channel_pages=pages
+        )
+
+    async def channel(
+        self, run_id: str, principal: Principal, name: str, *, offset: int = 0, limit: int = 100
+    ) -> dict[str, Any]:
+        """A page of one of a run's message channels (``GET /v1/runs/{runId}/channels/{name}``): the whole
+        transcript a snapshot shows only the end of."""
+        principal.require("runs:read")
+        run = await self._runs.visible_run(run_id, principal)
+        value = (await self.channels(run)).get(name)
+        if not isinstance(value, list):
+            raise NotFoundError(f"run {run_id!r} has no message channel {name!r}", details={"channel": name})
+        return channel_page(run.run_id, name, value, offset, limit)
 
     async def reported_status(self, run: RunRecord, depth: int = 0) -> str:
         """The status a run reports: a run that only waits on a child waiting for a person

@@ -16,8 +16,15 @@ from typing import Any
 from bridge.core import kinds
 from bridge.core.auth import SYSTEM, Principal
 from bridge.core.decisions.cancel import run_cancel_decision
-from bridge.core.errors import CapabilityRefusedError, ForbiddenError, RunNotFoundError, ValidationError
+from bridge.core.errors import (
+    CapabilityRefusedError,
+    ForbiddenError,
+    RateLimitedError,
+    RunNotFoundError,
+    ValidationError,
+)
 from bridge.core.events import ENGINE_VERSION, EventDraft
+from bridge.core.quota import RunRateBuckets
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.core.run_state import RunState
 from bridge.core.workflow import WorkflowDefinition, thaw
@@ -38,6 +45,8 @@ class RunService:
 
     def __init__(self, kernel: Kernel) -> None:
         self._k = kernel
+        rate = kernel.config.run_rate
+        self._rates = RunRateBuckets(rate) if rate is not None else None
 
     def uses_conversation(self, workflow: WorkflowDefinition) -> bool:
         """True when some node of the workflow holds conversations."""
@@ -116,8 +125,9 @@ class RunService:
         workflow = self._k.workflow(workflow_id)
         configurable = dict(configurable or {})
         self._check_create(principal, workflow, tenant, configurable)
-        inputs = dict(inputs or {})
         now = self._k.clock.now_ms()
+        self._spend(principal, now)
+        inputs = dict(inputs or {})
         run_spec: dict[str, Any] = {
             "inputs": inputs,
             "configurable": configurable,
@@ -142,6 +152,20 @@ class RunService:
             epoch=1,
         )
         return await self._insert(run, list(with_state(run)) if with_state is not None else [])
+
+    def _spend(self, principal: Principal, now: int) -> None:
+        """Count a run created by ``principal`` against its rate, else ``429 rate_limited`` (engine runs are free)."""
+        if self._rates is None or principal is SYSTEM:
+            return
+        wait_s = self._rates.take(f"{principal.tenant}\x00{principal.id}", now)
+        if wait_s is not None:
+            rate = self._rates.rate
+            raise RateLimitedError(
+                f"this key creates runs faster than {rate.per_minute} a minute (bursts of {rate.burst}); "
+                f"retry in {wait_s}s",
+                wait_s,
+                details={"perMinute": rate.per_minute, "burst": rate.burst},
+            )
 
     async def _insert(self, run: RunRecord, writes: list[KvWrite]) -> RunRecord:
         """Insert a new run with its ``run.started`` and ``writes``: through its executor's first commit,

@@ -212,6 +212,33 @@ async def test_a_link_that_also_needs_a_key_asks_for_one(page: Page, api: httpx.
     assert out["decidedBy"] == "bob"
 
 
+async def test_a_link_that_names_no_one_asks_for_a_key_on_a_quorum_gate(
+    page: Page, site: str, api: httpx.AsyncClient, engine: Engine
+) -> None:
+    run_id = await start(api, engine, "conformance-interrupt-quorum")
+    record = await engine.store.interrupt_at(run_id, "gate")
+    assert record is not None and engine.signer is not None
+    # A resolve link without a subject, as hosts minted them before quorum links named their reader.
+    token = engine.signer.mint(run_id, "gate", record.interrupt_id, engine.clock.now_ms() + 600_000, "resolve")
+    await page.goto(f"{site}/v1/interrupts/{token}")
+    main = page.locator("main")
+    await expect(main.locator("#intent")).to_contain_text("needs 3 approvals from different people")
+    key = main.get_by_label("Your API key")
+    await expect(key).to_be_visible()
+    await main.get_by_label("Accept", exact=True).check()
+    submit = main.get_by_role("button", name="Submit decision")
+    await key.fill("")
+    await submit.click()
+    await expect(said(main, "Decide", "alert")).to_contain_text("names no one")
+    fresh = await engine.store.interrupt_at(run_id, "gate")
+    assert fresh is not None and not fresh.state.get("votes")
+    await key.fill(TOKENS["bob"])
+    await submit.click()
+    await expect(said(main, "Decide")).to_contain_text("Your vote is recorded")
+    fresh = await engine.store.interrupt_at(run_id, "gate")
+    assert fresh is not None and [v["voter"] for v in fresh.state["votes"]] == ["bob"]
+
+
 async def test_the_html_is_escaped_and_json_clients_are_unaffected(api: httpx.AsyncClient, engine: Engine) -> None:
     hostile_workflow(engine)
     run_id = await start(api, engine, "hostile-link")

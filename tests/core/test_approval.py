@@ -73,6 +73,12 @@ def _votes(*actions: str) -> list[dict]:
         ({"requiredApprovals": 3, "rejectionPolicy": "majority"}, ["reject", "refine"], "rejected"),
         ({"requiredApprovals": 3, "rejectionPolicy": "majority"}, ["reject", "accept", "accept", "accept"], "accepted"),
         ({"requiredApprovals": 2, "rejectionPolicy": "majority", "approversList": ["a", "b"]}, ["reject"], "rejected"),
+        # a name listed twice is one voter: once v0 rejects, only v1 is left to accept
+        (
+            {"requiredApprovals": 2, "rejectionPolicy": "majority", "approversList": ["v0", "v0", "v1"]},
+            ["reject"],
+            "rejected",
+        ),
     ],
 )
 def test_tally(data: dict, actions: list[str], outcome: str) -> None:

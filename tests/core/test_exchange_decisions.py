@@ -77,19 +77,25 @@ def test_a_foreign_message_id_is_refused_and_leaves_the_exchange_open() -> None:
         assert caught.value.details == {"messageId": "c1:2:user", "turnIndex": 2}
 
 
-def test_a_retry_of_an_earlier_turn_has_no_second_effect() -> None:
-    m = reply(exchange(3), {"turn": {"content": "x", "messageId": "c1:1:user"}})
-    assert m.result == {"status": "resolved", "idempotent": True, "turnIndex": 1}
-    assert not m.events and m.interrupt_status is None
+def test_an_earlier_turn_named_on_the_open_turn_is_not_its_answer() -> None:
+    # The engine decides such an answer on the earlier turn's own row; the open turn never takes it.
+    with pytest.raises(InterruptAlreadyResolvedError) as caught:
+        reply(exchange(3), {"turn": {"content": "x", "messageId": "c1:1:user"}})
+    assert caught.value.details == {"messageId": "c1:1:user", "turnIndex": 1}
 
 
 def test_a_retry_after_the_answer_is_idempotent_and_anything_else_refused() -> None:
     record = exchange()
     done = applied(record, reply(record, {"turn": {"content": "x", "messageId": "c1:2:user"}}))
     again = reply(done, {"turn": {"content": "x", "messageId": "c1:2:user"}})
-    assert again.result == {"status": "resolved", "idempotent": True} and not again.events
+    assert again.result == {"status": "resolved", "idempotent": True, "turnIndex": 2} and not again.events
     with pytest.raises(InterruptAlreadyResolvedError):
         reply(done, "something else")
+    with pytest.raises(InterruptAlreadyResolvedError) as caught:
+        reply(done, {"turn": {"content": "y", "messageId": "c1:2:user"}})  # the same id, other words
+    assert caught.value.details == {"messageId": "c1:2:user", "turnIndex": 2}
+    with pytest.raises(InterruptAlreadyResolvedError):
+        reply(done, {"operation": "close", "turn": {"content": "x", "messageId": "c1:2:user"}})
     closed = applied(record, reply(record, {"operation": "close"}))
     with pytest.raises(ValidationError, match="closed"):
         reply(closed, "more")

@@ -43,11 +43,27 @@ def test_a_quorum_its_approvers_cannot_reach_is_refused_when_the_gate_opens() ->
     with pytest.raises(ValidationError) as caught:
         kinds.normalize_payload({"kind": "approval", "data": gate}, "k")
     assert caught.value.details == {
-        "problems": ["data.requiredApprovals: 3 approvals cannot be reached by the 2 principals in approversList"]
+        "problems": [
+            "data.requiredApprovals: 3 approvals cannot be reached by the 2 distinct principals in approversList"
+        ]
     }
     reachable = {**data, "requiredApprovals": 2, "approversList": ["alice", "bob"]}
     assert kinds.normalize_payload({"kind": "approval", "data": reachable}, "k")["data"] == reachable
     assert kinds.normalize_payload({"kind": "approval", "data": {**data, "requiredApprovals": 3}}, "k")
+
+
+def test_a_quorum_counts_each_listed_approver_once() -> None:
+    data = {"artifactId": "a", "artifactType": "t", "title": "x", "actions": ["accept", "reject"]}
+    twice = {**data, "requiredApprovals": 2, "approversList": ["alice", "alice"]}
+    with pytest.raises(ValidationError) as caught:
+        kinds.normalize_payload({"kind": "approval", "data": twice}, "k")
+    assert caught.value.details == {
+        "problems": [
+            "data.requiredApprovals: 2 approvals cannot be reached by the 1 distinct principal in approversList"
+        ]
+    }
+    listed = {**data, "requiredApprovals": 2, "approversList": ["alice", "bob", "alice"]}
+    assert kinds.normalize_payload({"kind": "approval", "data": listed}, "k")["data"] == listed
 
 
 def test_builders_produce_valid_payloads() -> None:

@@ -89,3 +89,15 @@ def test_keyring_and_keys_file(tmp_path) -> None:
     for header in (None, "Basic abc", "Bearer nope-nope-nope", "Bearer "):
         with pytest.raises(UnauthenticatedError):
             ring.authenticate(header)
+
+
+def test_derived_keys_follow_the_signing_keys_and_reveal_neither_secret_nor_link() -> None:
+    old = TokenSigner({"k1": "s" * 32}, "k1")
+    rotated = TokenSigner({"k1": "s" * 32, "k2": "t" * 32}, "k2")
+    retired = TokenSigner({"k2": "t" * 32}, "k2")
+    [k1] = old.derived_keys("mcp request state")
+    k2, k1_again = rotated.derived_keys("mcp request state")
+    assert k1_again == k1 and k2 != k1  # the active key first; the previous one still there
+    assert retired.derived_keys("mcp request state") == [k2]  # retiring drops it
+    assert len(k1) == 32 and b"s" * 32 not in k1
+    assert old.derived_keys("another use") != [k1]  # one key per purpose

@@ -107,6 +107,13 @@ async def test_approvers_list_is_enforced(client: httpx.AsyncClient, engine: Eng
     assert (await _vote(client, run_id, {"action": "accept"}, who="bob")).json()["status"] == "resolved"
 
 
+def test_a_gate_that_lists_one_approver_twice_for_two_approvals_is_refused(engine: Engine) -> None:
+    with pytest.raises(ValidationError) as caught:
+        _gate(engine, "listed-twice", requiredApprovals=2, approversList=["alice", "alice"])
+    assert "by the 1 distinct principal in approversList" in str(caught.value.details)
+    _gate(engine, "listed-twice", requiredApprovals=2, approversList=["alice", "bob", "alice"])
+
+
 async def test_required_role_and_scope(client: httpx.AsyncClient, engine: Engine) -> None:
     _gate(engine, "role-gated", requiredRole="operator")
     run_id = await _start(client, engine, "role-gated")

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from bridge import Engine, SqliteStore
-from bridge.core.auth import KeyRing
+from bridge.core.auth import KeyRing, make_key
 from bridge.host.http import create_app
 from bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth, fixture_workflows
@@ -232,3 +232,26 @@ async def test_keys_are_forgotten_after_the_retention_window(tmp_path: Path) -> 
     finally:
         await client.aclose()
         await engine.stop()
+
+
+async def test_a_key_of_the_same_principal_without_the_scope_gets_no_replay(engine: Engine) -> None:
+    """Records are per principal on /v1; a principal's narrower key is still checked before a replay."""
+    narrow = make_key("key-alice-read", principal="alice", scopes=["runs:read"])
+    app = create_app(engine, KeyRing([*KEYS.values(), narrow]), manage_engine=False)
+    read_only = {"Authorization": "Bearer key-alice-read"}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bridge.test") as client:
+        body = {"workflowId": "conformance-approval"}
+        first = await client.post("/v1/runs", json=body, headers={**auth("admin"), **_key("narrow")})
+        assert first.status_code == 201, first.text
+        reused = await client.post("/v1/runs", json=body, headers={**read_only, **_key("narrow")})
+        assert REPLAY not in reused.headers
+        envelope(reused, 403, "forbidden")
+        run_id = first.json()["runId"]
+        await settle(engine, run_id)
+        answer = {"resumeValue": {"action": "accept"}}
+        for url in (f"/v1/runs/{run_id}/interrupts/gate", f"/v1/runs/{run_id}/approvals/gate"):
+            done = await client.post(url, json=answer, headers={**auth("admin"), **_key("answer")})
+            assert done.status_code in (200, 409), done.text
+            reused = await client.post(url, json=answer, headers={**read_only, **_key("answer")})
+            assert REPLAY not in reused.headers
+            envelope(reused, 403, "forbidden")

@@ -144,3 +144,47 @@ async def test_get_does_not_honour_the_key(live: tuple[str, httpx.AsyncClient], 
     _, wire = await create(http, "conformance-approval", engine)
     got = await http.get(f"/runs/{wire}", headers={**_h(), "Idempotency-Key": "bad"})
     assert got.status_code == 200 and REPLAY not in got.headers
+
+
+async def test_a_key_without_the_scope_is_refused_before_any_replay(
+    live: tuple[str, httpx.AsyncClient], engine: Engine
+) -> None:
+    """Keys are shared across a tenant, so the scope is checked before a recorded response is replayed."""
+    _, http = live
+    k = key()
+    body = {"workflowId": "conformance-approval"}
+    first = await http.post("/runs", json=body, headers={**_h("admin"), "Idempotency-Key": k})
+    assert first.status_code == 201, first.text
+    reused = await http.post("/runs", json=body, headers={**_h("reader"), "Idempotency-Key": k})
+    assert_envelope(reused, 403, "forbidden")
+    assert REPLAY not in reused.headers and "runs:create" in reused.json()["message"]
+    fork = f"/runs/{ids.project(first.json()['runId'])}:fork"
+    forked = await http.post(fork, json={"mode": "replay"}, headers={**_h("admin"), "Idempotency-Key": k})
+    assert forked.status_code == 201, forked.text
+    assert_envelope(
+        await http.post(fork, json={"mode": "replay"}, headers={**_h("reader"), "Idempotency-Key": k}), 403, "forbidden"
+    )
+
+    bound, wire = await create(http, "conformance-approval", engine)
+    answer = {"resumeValue": {"action": "accept"}}
+    url = f"/runs/{wire}/interrupts/gate"
+    k2 = key()
+    assert (await http.post(url, json=answer, headers={**_h("admin"), "Idempotency-Key": k2})).status_code == 200
+    reused = await http.post(url, json=answer, headers={**_h("reader"), "Idempotency-Key": k2})
+    assert_envelope(reused, 403, "forbidden")
+    assert REPLAY not in reused.headers and "approvals:respond" in reused.json()["message"]
+    await settle(engine, ids.engine_id(bound.split("/", 1)[1]), statuses=("completed", "failed"))
+
+    other, other_wire = await create(http, "conformance-approval", engine)
+    k3 = key()
+    cancel = f"/runs/{other_wire}/cancel"
+    assert (await http.post(cancel, json={}, headers={**_h("admin"), "Idempotency-Key": k3})).status_code == 200
+    assert_envelope(await http.post(cancel, json={}, headers={**_h("reader"), "Idempotency-Key": k3}), 403, "forbidden")
+    bulk = {"runIds": [other]}
+    k4 = key()
+    assert (await http.post("/runs:bulk-cancel", json=bulk, headers={**_h("admin"), "Idempotency-Key": k4})).is_success
+    assert_envelope(
+        await http.post("/runs:bulk-cancel", json=bulk, headers={**_h("reader"), "Idempotency-Key": k4}),
+        403,
+        "forbidden",
+    )

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from bridge import SqliteStore
+from bridge.core.conversation_limits import ConversationLimits
 from bridge.host.cli import build_parser, build_server, main
 from tests.server import ServerProcess
 
@@ -148,3 +149,36 @@ def test_a_busy_port_fails_in_one_line_before_the_banner(tmp_path: Path) -> None
         f"openwop-bridge: cannot listen on 127.0.0.1:{port}: the address is already in use "
         "(another server is running there; choose another --port)"
     ]
+
+
+def test_conversation_bounds_are_options(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    defaults = ConversationLimits()
+    args = build_parser().parse_args(["serve", "--db", str(tmp_path / "c.db")])
+    assert build_server(args)[1].config.conversation_limits == defaults
+    monkeypatch.setenv("OPENWOP_BRIDGE_CONVERSATION_TURNS", "20")
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--db",
+            str(tmp_path / "d.db"),
+            "--conversation-message-bytes",
+            "4096",
+            "--conversation-bytes",
+            "65536",
+        ]
+    )
+    _, engine, _, _ = build_server(args)
+    assert engine.config.conversation_limits == ConversationLimits(
+        message_bytes=4096, conversation_bytes=65536, turns=20
+    )
+    assert engine.config.snapshot_messages == 50
+    args = build_parser().parse_args(["serve", "--db", str(tmp_path / "e.db"), "--snapshot-messages", "8"])
+    assert build_server(args)[1].config.snapshot_messages == 8
+    for flag in ("--conversation-message-bytes", "--conversation-bytes", "--conversation-turns", "--snapshot-messages"):
+        for bad in ("0", "-1", "lots"):
+            with pytest.raises(SystemExit) as exit_:
+                build_parser().parse_args(["serve", flag, bad])
+            assert exit_.value.code == 2
+            assert flag in capsys.readouterr().err

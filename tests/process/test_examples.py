@@ -157,3 +157,15 @@ def test_supervisor_graph_refuses_a_malformed_ratification(tmp_path: Path) -> No
             assert accepted.status_code == 200, accepted.text
             done = _wait_status(client, run_id, "completed")
             assert done["outputs"]["graph"]["state"]["route"] == "tech", done
+
+
+def test_quorum_links_guide(tmp_path: Path) -> None:
+    """docs/guides/quorum-links.md: its bash block, run against a served demo, prints its text block."""
+    page = (ROOT / "docs" / "guides" / "quorum-links.md").read_text("utf-8")
+    script = page.split("```bash\n", 1)[1].split("```", 1)[0]
+    expected = page.split("```text\n", 1)[1].split("```", 1)[0]
+    with _demo(tmp_path / "demo.db") as (server, key):
+        script = script.replace("http://127.0.0.1:8000", server.url)
+        result = _example(["bash", "-euo", "pipefail", "-c", script], env={**os.environ, "BRIDGE_KEY": key})
+    assert result.returncode == 0, result.stderr
+    assert [line.rstrip() for line in result.stdout.splitlines()] == expected.splitlines()

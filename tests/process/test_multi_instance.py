@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from bridge.core.clock import parse_iso_ms
+from bridge.core.tokens import TokenSigner
 from bridge.spec import load_fixture
 from tests import pg
 from tests.helpers import gate_then_wait
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 KEY = "multi-key-123456"
 H = {"Authorization": f"Bearer {KEY}"}
+BOB_KEY = "multi-bob-123456"
 LEASE_MS = 2_000
 DELAY_MS = 3_000
 WAIT_S = 30.0  # ceiling for anything to happen; every step normally takes well under a second
@@ -46,6 +48,8 @@ class Instance(ServerProcess):
             str(workflows),
             "--api-key",
             f"alice={KEY}+admin",
+            "--api-key",
+            f"bob={BOB_KEY}:runs:read,approvals:respond",
             "--lease-ms",
             str(LEASE_MS),
         ]
@@ -64,6 +68,10 @@ def workflows(tmp_path: Path) -> Path:
     for name in ("conformance-approval", "conformance-approval-timeout", "conformance-cancellable"):
         (folder / f"{name}.json").write_text(json.dumps(load_fixture(name)))
     (folder / "gate-then-wait.json").write_text(json.dumps(gate_then_wait(DELAY_MS)))
+    pair = load_fixture("conformance-interrupt-quorum")  # its shape (approversList empty), two approvals
+    pair["id"] = "quorum-pair"
+    pair["nodes"][0]["config"]["requiredApprovals"] = 2
+    (folder / "quorum-pair.json").write_text(json.dumps(pair))
     return folder
 
 
@@ -389,6 +397,46 @@ async def test_links_verify_on_every_instance_and_keys_rotate_across_them(
         assert gone.status_code == 404, gone.text  # a retired key verifies nowhere
     await anonymous.aclose()
     assert (await answer(http, b, spare)).status_code == 200  # the interrupt itself is still answerable
+
+
+async def test_one_person_cannot_fill_a_two_person_quorum_across_two_instances(
+    pair: tuple[Instance, Instance], http: httpx.AsyncClient, pg_url: str
+) -> None:
+    a, b = pair
+    run_id = await create(http, a, "quorum-pair")
+    await wait_for(http, b, run_id, ("waiting-approval",))
+    mine = await answer(http, a, run_id)  # alice, with her key, on A
+    assert mine.status_code == 200 and mine.json()["status"] == "pending", mine.text
+    link = (await http.get(f"{b.url}/v1/runs/{run_id}")).json()["interrupt"]["callbackUrl"]  # her view on B
+    token = link.rsplit("/", 1)[1]
+    assert _claims(token)["sub"] == "alice"
+    accept = {"resumeValue": {"action": "accept"}}
+    async with httpx.AsyncClient(timeout=WAIT_S) as anonymous:
+        again = await anonymous.post(f"{a.url}/v1/interrupts/{token}", json=accept)
+        assert again.status_code == 200 and again.json().get("duplicate") is True, again.text
+        # A link that names no one, signed with the shared key as links were before the rule.
+        kid, secret = pg.execute(pg_url, "SELECT kid, secret FROM signing_keys WHERE active")[0]
+        claims = _claims(token)
+        unnamed = TokenSigner({kid: secret}, kid).mint(
+            claims["runId"], "gate", claims["interruptId"], parse_iso_ms(claims["expiresAt"]), "resolve"
+        )
+        for on in (a, b):
+            refused = await anonymous.post(f"{on.url}/v1/interrupts/{unnamed}", json=accept)
+            assert refused.status_code == 403 and refused.json()["error"] == "forbidden", refused.text
+    snap = await wait_for(http, b, run_id, ("waiting-approval",))
+    assert [v["voter"] for v in snap["interrupt"]["votes"]["votes"]] == ["alice"]
+    bob = await http.post(
+        f"{b.url}/v1/runs/{run_id}/interrupts/gate", json=accept, headers={"Authorization": f"Bearer {BOB_KEY}"}
+    )
+    assert bob.status_code == 200 and bob.json()["status"] == "resolved", bob.text
+    done = await wait_for(http, a, run_id, ("completed",))
+    assert done["nodeStates"]["gate"]["outputs"]["quorum"] == "quorum:2-of-2"
+
+
+def _claims(token: str) -> dict[str, Any]:
+    head = token.split(".", 1)[0]
+    claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    return claims
 
 
 def test_a_database_migrated_by_a_newer_bridge_is_refused_with_a_clear_message(

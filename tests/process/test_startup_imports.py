@@ -7,14 +7,19 @@ import subprocess
 import sys
 
 PROBE = """
-import json, sys
+import json, sys, tempfile
 from starlette.routing import Route
 from bridge.host.cli import build_parser, build_server
-app = build_server(build_parser().parse_args(["serve", "--db", ":memory:"]))[0]
+app = build_server(build_parser().parse_args(["serve", "--db", tempfile.mkdtemp() + "/probe.db"]))[0]
 paths = sorted(r.path for r in app.routes if isinstance(r, Route))
 sdks = sorted(m for m in ("mcp", "mcp_types", "a2a", "google.protobuf") if m in sys.modules)
 bench = sorted(m for m in sys.modules if m == "bench" or m.startswith("bench."))
-print(json.dumps({"paths": paths, "sdks": sdks, "bench": bench}))
+from starlette.testclient import TestClient
+with TestClient(app, base_url="http://127.0.0.1:8000") as client:  # start-up hooks, then requests needing no SDK
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/.well-known/openwop").status_code == 200
+    served = sorted(m for m in ("mcp", "mcp_types", "a2a", "google.protobuf") if m in sys.modules)
+print(json.dumps({"paths": paths, "sdks": sdks, "served": served, "bench": bench}))
 """
 
 
@@ -28,6 +33,12 @@ def test_building_the_served_app_imports_no_protocol_sdk() -> None:
     seen = _probe()
     assert {"/mcp", "/a2a", "/.well-known/agent-card.json"} <= set(seen["paths"]), seen["paths"]
     assert seen["sdks"] == [], f"imported at start-up: {seen['sdks']}"
+
+
+def test_serving_imports_no_protocol_sdk_before_its_first_request() -> None:
+    # Start-up hooks (the engine, the MCP mount) and discovery leave the SDKs unloaded too.
+    seen = _probe()
+    assert seen["served"] == [], f"imported while starting to serve: {seen['served']}"
 
 
 def test_building_the_served_app_loads_no_benchmark_code() -> None:

@@ -79,7 +79,7 @@ def prepare_answer(record: InterruptRecord, answer: Answer, now: int) -> Prepare
     kind = kinds.kind_of(record.kind)
     if kind.turn:
         who = answer.principal or Principal(id=resolver_id(answer), tenant=record.tenant)
-        return PreparedAnswer(*key, value=prepare_exchange(record, answer.value, who, now))
+        return PreparedAnswer(*key, value=prepare_exchange(record, answer.value, who, now, answer.conversation_limits))
     if not kind.answerable:
         return PreparedAnswer(*key)
     try:

@@ -56,6 +56,22 @@ def gate_denial(
     return None
 
 
+def unnamed_link_refusal(
+    intr: InterruptRecord, principal: Principal | None, token_subject: str | None
+) -> ForbiddenError | None:
+    """The refusal of an answer that names no one (a link without a subject, sent without a key)
+    to a gate that needs several approvals: a quorum counts people. None when it may answer."""
+    data = intr.payload.get("data", {})
+    if principal is not None or token_subject or not kinds.kind_of(intr.kind).votes:
+        return None
+    if not approvals.counts_people(data):
+        return None
+    return ForbiddenError(
+        f"a quorum counts people: this link names no one, so it cannot vote on a gate that needs "
+        f"{approvals.required_approvals(data)} approvals; answer with your API key or with a link made out to you"
+    )
+
+
 def decide_approval(
     intr: InterruptRecord,
     run: RunRecord,
@@ -109,6 +125,9 @@ def _voter(
     """``(voter, acting principal)``, or the refusal when this answer may not vote as the one it names."""
     data = intr.payload["data"]
     principal = answer.principal
+    refusal = unnamed_link_refusal(intr, principal, answer.token_subject)
+    if refusal is not None:
+        raise refusal
     acting = principal.id if principal else resolver_id(answer)
     named = normalized.voter
     if answer.token_subject:  # the link names its voter, and no one else

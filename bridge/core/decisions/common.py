@@ -15,6 +15,7 @@ from typing import Any
 from bridge.core import approvals
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
+from bridge.core.conversation_limits import ConversationLimits
 from bridge.core.errors import (
     ForbiddenError,
     InterruptAlreadyResolvedError,
@@ -54,6 +55,7 @@ class Answer:
     idempotency_key: str | None = None
     checks: Mapping[str, AnswerCheck] = field(default_factory=dict)
     ask_limits: approvals.AskLimits = field(default_factory=approvals.AskLimits)
+    conversation_limits: ConversationLimits = field(default_factory=ConversationLimits)
 
 
 def redact(value: Any) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 from bridge import spec
 from bridge.core import kinds
 from bridge.core.auth import Principal
+from bridge.core.conversation_limits import ConversationLimits, message_bytes
 from bridge.core.decisions.common import NewId, resolution_of, resolved_payload, settle
 from bridge.core.errors import (
     InterruptAlreadyResolvedError,
@@ -92,6 +93,26 @@ def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any,
     return operation, dict(turn) if turn else None, content, value.get("outcome"), reason
 
 
+def named_earlier_turn(record: InterruptRecord, value: Any) -> int | None:
+    """The earlier turn of ``record``'s conversation an answer to ``record`` names (by its
+    ``turn.messageId``, else its ``turn.turnIndex``), if any.
+
+    Such an answer is for that turn: it is decided on that turn's row (the same ``messageId`` and
+    content is an idempotent retry, anything else a conflict), never on the turn open now.
+    """
+    turn = value.get("turn") if isinstance(value, Mapping) else None
+    if not isinstance(turn, Mapping):
+        return None
+    index = exchange_index(record)
+    message_id = turn.get("messageId")
+    if isinstance(message_id, str):
+        return _earlier_turn(record.payload["data"]["conversationId"], message_id, index)
+    named = turn.get("turnIndex")
+    if isinstance(named, int) and not isinstance(named, bool) and 1 <= named < index:
+        return named
+    return None
+
+
 def _earlier_turn(cid: str, message_id: str, index: int) -> int | None:
     """The turn index ``message_id`` names when it is an earlier turn of conversation ``cid``."""
     prefix = f"{cid}:"
@@ -126,14 +147,37 @@ class PreparedExchange:
     error: Exception | None = None
 
 
+def answered_bytes(record: InterruptRecord) -> int:
+    """The bytes the exchange's conversation answered before it (kept in its row when it was raised)."""
+    used = record.state.get("answeredBytes")
+    return used if isinstance(used, int) and not isinstance(used, bool) and used >= 0 else 0
+
+
+def turn_bytes(record: InterruptRecord) -> int:
+    """What an answered exchange adds to its conversation's answered bytes (0 when it is not answered)."""
+    resolution = record.resolution or {}
+    turn = resolution.get("turn")
+    if record.status != "resolved" or not isinstance(turn, Mapping):
+        return 0
+    closing = bool(resolution.get("closed"))
+    return message_bytes(turn, resolution.get("outcome") if closing else None, None)
+
+
 def exchange_index(record: InterruptRecord) -> int:
     """The turn index an exchange interrupt waits for."""
     data = record.payload["data"]
     return int(data.get("turnIndex") or record.state.get("promptTurn", {}).get("turnIndex", 1))
 
 
-def prepare_exchange(record: InterruptRecord, value: Any, principal: Principal, now: int) -> PreparedExchange:
-    """Normalise and check an answer to a ``conversation.exchange`` without looking at its state."""
+def prepare_exchange(
+    record: InterruptRecord,
+    value: Any,
+    principal: Principal,
+    now: int,
+    limits: ConversationLimits | None = None,
+) -> PreparedExchange:
+    """Normalise and check an answer to a ``conversation.exchange`` without looking at its state
+    (the bytes its conversation answered before it are in the exchange's row, set when it was raised)."""
     data = record.payload["data"]
     cid = data["conversationId"]
     index = exchange_index(record)
@@ -153,6 +197,11 @@ def prepare_exchange(record: InterruptRecord, value: Any, principal: Principal, 
         if operation == "exchange":
             kinds.validate_against(data.get("outcomeSchema"), content, "answer")
         turn = _answer_turn(turn_in, supplied_id or expected_id, content, procedural, principal, now, index)
+        if limits is not None:
+            closing = operation == "close"
+            size = message_bytes(turn, outcome, reason) if closing else message_bytes(turn)
+            wordless = procedural and outcome is None
+            limits.check(size, answered_bytes(record), index, closing=closing, wordless=wordless)
     except Exception as exc:  # raised by the decision, after the retry rules
         error = exc
     return PreparedExchange(
@@ -174,8 +223,7 @@ def decide_exchange(record: InterruptRecord, prepared: PreparedExchange, new_id:
     """:func:`answer_exchange` on an answer already prepared for this exchange."""
     if prepared.shape_error is not None:
         raise prepared.shape_error
-    cid = record.payload["data"]["conversationId"]
-    retry = _retry(record, cid, prepared.index, prepared.expected_id, prepared.supplied_id)
+    retry = _retry(record, prepared)
     if retry is not None:
         return retry
     if prepared.error is not None:
@@ -184,15 +232,30 @@ def decide_exchange(record: InterruptRecord, prepared: PreparedExchange, new_id:
     return _exchanged(record, prepared, prepared.turn, new_id)
 
 
-def _retry(record: InterruptRecord, cid: str, index: int, expected_id: str, supplied_id: str | None) -> Mutation | None:
-    """The no-op answer to a retry of a turn already taken; an error for a closed or foreign one; else None."""
+def _retry(record: InterruptRecord, prepared: PreparedExchange) -> Mutation | None:
+    """The no-op answer to a retry of a turn already taken; an error for a closed, taken or foreign one; else None.
+
+    One answer wins a turn: once the turn is taken, another answer to it is
+    ``interrupt_already_resolved`` (409), even one naming the same ``messageId`` with other content.
+    Only the same ``messageId`` with the same answer is a retry (``idempotent: true``).
+    """
+    cid = record.payload["data"]["conversationId"]
+    index, expected_id, supplied_id = prepared.index, prepared.expected_id, prepared.supplied_id
     if not record.open:
-        previous = (record.resolution or {}).get("turn") or {}
+        resolution = record.resolution or {}
+        previous = resolution.get("turn") or {}
         if supplied_id and previous.get("messageId") == supplied_id:
-            return Mutation(result={"status": "resolved", "idempotent": True})
-        if record.status == "resolved" and (record.resolution or {}).get("closed"):
+            if _same_answer(resolution, previous, prepared):
+                return Mutation(result={"status": "resolved", "idempotent": True, "turnIndex": index})
+            raise InterruptAlreadyResolvedError(
+                f"turn {index} ({supplied_id!r}) was already answered with other content",
+                details={"messageId": supplied_id, "turnIndex": index},
+            )
+        if record.status == "resolved" and resolution.get("closed"):
             raise ValidationError(f"conversation {cid} is closed; no more exchanges")
-        raise InterruptAlreadyResolvedError("this exchange was already answered")
+        raise InterruptAlreadyResolvedError(
+            f"turn {index} of this conversation was already answered", details={"turnIndex": index}
+        )
     if supplied_id and supplied_id != expected_id:
         earlier = _earlier_turn(cid, supplied_id, index)
         if earlier is None:
@@ -200,9 +263,21 @@ def _retry(record: InterruptRecord, cid: str, index: int, expected_id: str, supp
                 f"this exchange's turn is {expected_id!r}; the answer names {supplied_id!r}",
                 details={"messageId": expected_id, "turnIndex": index},
             )
-        # A turn of this conversation that was already taken: a retry, with no second effect.
-        return Mutation(result={"status": "resolved", "idempotent": True, "turnIndex": earlier})
+        # An earlier turn, decided here on the open one: its answer cannot be compared, so it is not a retry.
+        raise InterruptAlreadyResolvedError(
+            f"turn {earlier} of this conversation was already answered",
+            details={"messageId": supplied_id, "turnIndex": earlier},
+        )
     return None
+
+
+def _same_answer(resolution: Mapping[str, Any], previous: Mapping[str, Any], prepared: PreparedExchange) -> bool:
+    """Whether ``prepared`` says what the turn's recorded answer said: operation, content and outcome."""
+    if (resolution.get("operation") or "exchange") != prepared.operation:
+        return False
+    if previous.get("content") != prepared.content:
+        return False
+    return prepared.operation != "close" or resolution.get("outcome") == prepared.outcome
 
 
 def _answer_turn(

@@ -44,11 +44,12 @@ class ApprovalKind(Kind):
     def data_problems(self, data: Mapping[str, Any]) -> list[str]:
         """A quorum the listed approvers cannot reach would settle rejected on the first vote: refused instead."""
         required = data.get("requiredApprovals") or 1
-        approvers = data.get("approversList") or []
+        approvers = approvals.distinct_approvers(data)  # one person listed twice is one voter
         if approvers and required > len(approvers):
+            principals = "principal" if len(approvers) == 1 else "principals"
             return [
                 f"data.requiredApprovals: {required} approvals cannot be reached"
-                f" by the {len(approvers)} principals in approversList"
+                f" by the {len(approvers)} distinct {principals} in approversList"
             ]
         return []
 

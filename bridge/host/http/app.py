@@ -28,8 +28,10 @@ from bridge.core.auth import KeyRing
 from bridge.host.discovery import discovery_document
 from bridge.host.http import interrupts, metrics, runs
 from bridge.host.http.deps import base_url, engine
+from bridge.host.http.headers import AnswerHeaders
 from bridge.host.http.openapi import openapi_document
 from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
+from bridge.host.http.streams import StreamLimits, StreamSlots
 from bridge.host.v2 import VersionNegotiation
 from bridge.host.v2 import discovery as v2_discovery
 from bridge.host.v2 import openapi as v2_openapi
@@ -199,6 +201,7 @@ def create_app(
     openapi: Sequence[Mapping[str, Any]] = (),
     allowed_hosts: Sequence[str] | None = None,
     facets: Sequence[Callable[[str], Mapping[str, Any]]] = (),
+    stream_limits: StreamLimits | None = None,
 ) -> Starlette:
     """The OpenWOP host as an ASGI app.
 
@@ -207,6 +210,8 @@ def create_app(
     any other ``Host`` are refused (see :class:`TrustedHosts`); without, every host is
     served (an embedding app's choice). ``facets``: functions of the absolute base URL
     returning members to add to ``/.well-known/openwop`` (the facets of plugins).
+    ``stream_limits``: how many event streams a key and a run may hold, and how much each
+    buffers (see :mod:`bridge.host.http.streams`; the defaults without).
     """
     lifespan = _lifespan(engine, manage_engine, on_startup, on_shutdown)
     routes: list[BaseRoute] = [
@@ -222,7 +227,9 @@ def create_app(
     handlers = dict(EXCEPTION_HANDLERS)
     for transient in engine.transient_errors:
         handlers[transient] = store_unavailable
-    middleware = [] if allowed_hosts is None else [Middleware(TrustedHosts, allowed=list(allowed_hosts))]
+    middleware = [Middleware(AnswerHeaders)]
+    if allowed_hosts is not None:
+        middleware.append(Middleware(TrustedHosts, allowed=list(allowed_hosts)))
     middleware.append(Middleware(VersionNegotiation))
     app = Starlette(
         routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
@@ -235,4 +242,5 @@ def create_app(
     app.state.keepalive_s = keepalive_s
     app.state.link_page = link_page
     app.state.facets = list(facets)
+    app.state.streams = StreamSlots(stream_limits or StreamLimits())
     return app

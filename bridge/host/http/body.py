@@ -8,6 +8,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 from starlette.requests import Request
+from starlette.types import Message, Receive
 
 from bridge.core.errors import PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError
 
@@ -83,6 +84,22 @@ async def read_bytes(request: Request, *, limit: int = MAX_BODY) -> bytes:
             raise PayloadTooLargeError(f"the request body is larger than {limit} bytes", details={"limit": limit})
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def replaying(receive: Receive, raw: bytes) -> Receive:
+    """``receive`` offering ``raw`` (a body already read) as the whole body, then the connection's own messages.
+
+    For an ASGI app behind a route that read the body first (through :func:`read_bytes`, so
+    bounded): the app reads the same body, and later learns of ``http.disconnect`` as usual.
+    """
+    pending = [{"type": "http.request", "body": raw, "more_body": False}]
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay
 
 
 async def read_json(request: Request, *, limit: int = MAX_BODY, required: bool = True, absent: Any = None) -> Any:

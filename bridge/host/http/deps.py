@@ -50,6 +50,8 @@ def int_param(request: Request, name: str, default: int, *, low: int, high: int)
 
 #: Bounds of the integer query parameters, shared by the routes and the OpenAPI document.
 PAGE_LIMIT = {"low": 1, "high": 500}
+#: Where a page of a message channel starts (``GET /v1/runs/{runId}/channels/{name}``).
+CHANNEL_OFFSET = {"low": 0, "high": 2**31}
 EVENTS_LIMIT = {"low": 1, "high": 100_000}
 LAST_SEQUENCE = {"low": -1, "high": 2**62}
 #: ``timeout`` of a long poll, in seconds (the OpenWOP SDKs send seconds; v2 states it).

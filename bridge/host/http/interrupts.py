@@ -21,7 +21,7 @@ from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
 
 
-@idempotent("POST /v1/runs/{runId}/interrupts/{nodeId}")
+@idempotent("POST /v1/runs/{runId}/interrupts/{nodeId}", scope="approvals:respond")
 async def resolve(request: Request) -> Response:
     """``POST /v1/runs/{runId}/interrupts/{nodeId} {resumeValue}`` (scope approvals:respond)."""
     who = principal(request)
@@ -29,7 +29,7 @@ async def resolve(request: Request) -> Response:
     return JSONResponse(await operations.resolve(request, who, body, request.path_params["run_id"]))
 
 
-@idempotent("POST /v1/runs/{runId}/approvals/{nodeId}")
+@idempotent("POST /v1/runs/{runId}/approvals/{nodeId}", scope="approvals:respond")
 async def legacy_approval(request: Request) -> Response:
     """``POST /v1/runs/{runId}/approvals/{nodeId}`` with a bare ``{action, …}`` or ``{decision}`` body."""
     who = principal(request)
@@ -61,7 +61,8 @@ async def mint_link(request: Request) -> Response:
     """``POST /v1/runs/{runId}/interrupts/{nodeId}/links {intent, subject?, ttlMs?}``.
 
     Minting a link for someone else (``subject``) needs the right to act on
-    their behalf; the link then votes as them.
+    their behalf; the link then votes as them. A resolve link for a quorum gate
+    must name its subject (a quorum counts people).
     """
     who = principal(request)
     who.require("approvals:respond")
@@ -119,7 +120,7 @@ async def interrupt_detail(request: Request) -> Response:
         who.require("interrupts:read")  # what lists it in the inbox opens it too
     eng = engine(request)
     record = await eng.interrupt_at(request.path_params["run_id"], request.path_params["node_id"], who)
-    return JSONResponse(eng.interrupt_view(record, base_url=base_url(request), link=eng.link_for(who)))
+    return JSONResponse(eng.interrupt_view(record, base_url=base_url(request), link=eng.link_for(who), reader=who.id))
 
 
 routes = [

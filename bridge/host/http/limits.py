@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from bridge.host.http.headers import with_always
 from bridge.host.http.responses import envelope
 
 log = logging.getLogger("bridge.host.http")
@@ -135,22 +136,22 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:
-        """The parser stopped: on a field too many, refuse with 431; else uvicorn's 400."""
+        """The parser stopped: on a field too many, refuse with 431; else 400 (an envelope; uvicorn sends text)."""
         if self._refusal is not None:
             status, message = self._refusal
             log.info("refusing a request from %s: %s", self._peer(), message)
             self._refuse(status, "header_too_large", message)
         else:
-            super().send_400_response(msg)
+            self._refuse(400, "validation_error", msg)
 
     # --- refusing -----------------------------------------------------------------------
 
     def _refuse(self, status: int, code: str, message: str) -> None:
         body = orjson.dumps(envelope(code, message))
-        reason = {408: b"Request Timeout", 431: b"Request Header Fields Too Large"}[status]
+        reason = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}[status]
         head = [
             b"HTTP/1.1 %d %s\r\n" % (status, reason),
-            *(name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers),
+            *(name + b": " + value + b"\r\n" for name, value in with_always(list(self.server_state.default_headers))),
             b"content-type: application/json\r\n",
             b"content-length: %d\r\n" % len(body),
             b"connection: close\r\n\r\n",

@@ -36,6 +36,7 @@ _ERROR_TEXT = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "interrupt_cancelled / correlation_mismatch",
+    429: "rate_limited: more streams or requests than a limit allows (Retry-After)",
     503: "store_unavailable: the database is unreachable for now (Retry-After)",
 }
 
@@ -46,8 +47,9 @@ def error_responses(*codes: int, text: Mapping[int, str] | None = None) -> dict[
     out = {str(c): json_response(schema_ref("ErrorEnvelope"), described.get(c, "error")) for c in codes}
     if 401 in codes:
         out["401"]["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Bearer"}}
-    if 503 in codes:
-        out["503"]["headers"] = {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}}
+    for waits in (429, 503):
+        if waits in codes:
+            out[str(waits)]["headers"] = {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}}
     return out
 
 

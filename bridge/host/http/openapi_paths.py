@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, LinkBody, ResolveBody
-from bridge.host.http.deps import EVENTS_LIMIT, LAST_SEQUENCE, PAGE_LIMIT, POLL_TIMEOUT_S
+from bridge.host.http.deps import CHANNEL_OFFSET, EVENTS_LIMIT, LAST_SEQUENCE, PAGE_LIMIT, POLL_TIMEOUT_S
 from bridge.host.http.openapi_ops import (
     ANSWER_409,
     IDEMPOTENCY_409,
@@ -170,7 +170,7 @@ def history_paths() -> dict[str, Any]:
                             },
                         },
                     },
-                    **error_responses(400, 401, 403, 404),
+                    **error_responses(400, 401, 403, 404, 429),
                 },
                 params=[
                     run_id,
@@ -198,7 +198,34 @@ def history_paths() -> dict[str, Any]:
                 params=[run_id],
             )
         },
+        "/v1/runs/{runId}/channels/{name}": {
+            "get": operation(
+                "A page of a message channel (a snapshot shows only its last entries)",
+                {"200": json_response(CHANNEL_PAGE), **error_responses(400, 401, 403, 404)},
+                params=[
+                    run_id,
+                    path_param("name", "The channel's name"),
+                    query_param("offset", "Index of the first entry (default 0)", bounded(CHANNEL_OFFSET)),
+                    query_param("limit", "Page size (default 100)", bounded(PAGE_LIMIT)),
+                ],
+            )
+        },
     }
+
+
+#: ``GET /v1/runs/{runId}/channels/{name}``: one page of the channel's entries.
+CHANNEL_PAGE: dict[str, Any] = {
+    "type": "object",
+    "required": ["runId", "channel", "total", "offset", "items"],
+    "properties": {
+        "runId": {"type": "string"},
+        "channel": {"type": "string"},
+        "total": {"type": "integer", "minimum": 0},
+        "offset": {"type": "integer", "minimum": 0},
+        "items": {"type": "array", "items": {"type": "object"}},
+        "nextOffset": {"type": "integer", "minimum": 1},
+    },
+}
 
 
 def answer_responses(
@@ -243,7 +270,8 @@ def interrupt_paths() -> dict[str, Any]:
         },
         "/v1/runs/{runId}/interrupts/{nodeId}/links": {
             "post": operation(
-                "Mint a signed link for an interrupt. The body is optional; when present it is an object.",
+                "Mint a signed link for an interrupt. The body is optional; when present it is an object. A resolve "
+                "link for a gate that needs several approvals must name its subject (400 otherwise).",
                 {"201": json_response(any_obj, "Created"), **error_responses(400, 401, 403, 404, 409, 413, 415)},
                 body=request_body(LinkBody, False),
                 params=[run_id, node_id],

@@ -11,6 +11,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from bridge.core.errors import BridgeError
+from bridge.host.http.headers import ALWAYS
 
 log = logging.getLogger("bridge.host.http")
 
@@ -49,8 +50,16 @@ def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> 
 async def bridge_error(request: Request, exc: Exception) -> Response:
     """BridgeError → its envelope and status."""
     assert isinstance(exc, BridgeError)
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return JSONResponse(exc.envelope(), status_code=exc.status, headers=headers)
+    return JSONResponse(exc.envelope(), status_code=exc.status, headers=error_headers(exc))
+
+
+def error_headers(exc: BridgeError) -> dict[str, str]:
+    """The headers an error's answer carries: ``WWW-Authenticate`` on 401, ``Retry-After`` when it names a wait."""
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+    retry_after = getattr(exc, "retry_after_s", None)
+    if isinstance(retry_after, int):
+        headers["Retry-After"] = str(retry_after)
+    return headers
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
@@ -84,8 +93,11 @@ async def client_disconnected(request: Request, exc: Exception) -> Response:
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     """Anything else: logged, reported as 500 ``internal_error`` without internals."""
     log.exception("unhandled error on %s %s", request.method, request.url.path)
+    # Sent from outside the app's middleware (Starlette's last resort): it names the headers every answer has.
     return JSONResponse(
-        envelope("internal_error", "the server failed to handle this request; see its log"), status_code=500
+        envelope("internal_error", "the server failed to handle this request; see its log"),
+        status_code=500,
+        headers={name.decode(): value.decode() for name, value in ALWAYS},
     )
 
 

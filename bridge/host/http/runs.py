@@ -10,8 +10,10 @@ from bridge.core.workflow import thaw
 from bridge.host.http import operations, sse
 from bridge.host.http.body import CancelBody, ForkBody
 from bridge.host.http.deps import (
+    CHANNEL_OFFSET,
     EVENTS_LIMIT,
     LAST_SEQUENCE,
+    PAGE_LIMIT,
     POLL_TIMEOUT_S,
     base_url,
     engine,
@@ -20,6 +22,7 @@ from bridge.host.http.deps import (
 )
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
+from bridge.host.http.streams import guarded
 from bridge.runtime.engine import Engine
 
 
@@ -32,7 +35,7 @@ def _run_created(request: Request, run_id: str, status: str, **extra: object) ->
     )
 
 
-@idempotent("POST /v1/runs")
+@idempotent("POST /v1/runs", scope="runs:create")
 async def create_run(request: Request) -> Response:
     """``POST /v1/runs``."""
     run = await operations.create_run(request, principal(request))
@@ -90,7 +93,8 @@ async def run_events(request: Request) -> Response:
     who.require("runs:read")
     run = await eng.visible_run(run_id, who)
     keepalive = float(request.app.state.keepalive_s)
-    return operations.event_stream(sse.follow(eng, run_id, after, keepalive_s=keepalive, seen=run))
+    stream = operations.event_stream(sse.follow(eng, run_id, after, keepalive_s=keepalive, seen=run))
+    return guarded(request, who, run_id, stream)
 
 
 async def _readable(request: Request) -> tuple[Engine, str]:
@@ -117,6 +121,19 @@ async def run_audit(request: Request) -> Response:
     return JSONResponse({"entries": await eng.audit(run_id)})
 
 
+async def run_channel(request: Request) -> Response:
+    """``GET /v1/runs/{runId}/channels/{name}?offset=&limit=``: a page of a message channel."""
+    who = principal(request)
+    page = await engine(request).channel(
+        request.path_params["run_id"],
+        who,
+        request.path_params["name"],
+        offset=int_param(request, "offset", 0, **CHANNEL_OFFSET),
+        limit=int_param(request, "limit", 100, **PAGE_LIMIT),
+    )
+    return JSONResponse(page)
+
+
 async def list_workflows(request: Request) -> Response:
     """``GET /v1/workflows``."""
     principal(request).require("workflows:read")
@@ -141,4 +158,5 @@ routes = [
     Route("/v1/runs/{run_id}/events", run_events, methods=["GET"]),
     Route("/v1/runs/{run_id}/events/poll", poll_events, methods=["GET"]),
     Route("/v1/runs/{run_id}/audit", run_audit, methods=["GET"]),
+    Route("/v1/runs/{run_id}/channels/{name}", run_channel, methods=["GET"]),
 ]

@@ -18,6 +18,7 @@ from starlette.types import Receive, Scope, Send
 from bridge.core.events import is_terminal
 from bridge.core.records import RunRecord
 from bridge.runtime.engine import Engine
+from bridge.runtime.follow import PAGE
 
 KEEPALIVE_S = 15.0
 #: How much of a backlog is held back to go out with ``: connected`` (larger backlogs go out as read).
@@ -140,7 +141,7 @@ async def poll(engine: Engine, run_id: str, after: int, timeout_ms: int) -> dict
     """Events after ``after``; waits up to ``timeout_ms`` for the first one if there are none."""
     events: list[dict[str, Any]] = []
     waited = False
-    async with aclosing(engine.follow(run_id, after, idle_s=timeout_ms / 1000)) as batches:
+    async with aclosing(engine.follow(run_id, after, idle_s=timeout_ms / 1000, page=PAGE)) as batches:
         async for docs in batches:
             if docs:
                 events = docs

@@ -4,7 +4,9 @@ With ``bufferMs`` (0..5000; 0 sends every event as its own frame) the stream
 gathers events for up to that long into one ``batch`` frame whose ``data:`` is an
 array of ``RunEventDoc`` and whose ``id:`` is its highest ``sequence`` (so
 ``Last-Event-ID`` resumes after the whole batch). A batch is flushed when it is
-``bufferMs`` old, on a terminal event, on a suspension, and before the stream closes.
+``bufferMs`` old, on a terminal event, on a suspension, and before the stream closes;
+and once it holds a page of events (:data:`~bridge.runtime.follow.STREAM_PAGE`), so a
+backlog read within ``bufferMs`` goes out a page at a time instead of as one frame.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from bridge.core.records import RunRecord
 from bridge.host.http.sse import Chunk
 from bridge.host.v2 import documents, events
 from bridge.runtime.engine import Engine
+from bridge.runtime.follow import STREAM_PAGE
 
 #: ``bufferMs`` bounds (events.md §SSE frames).
 BUFFER_MS = {"low": 0, "high": 5000}
@@ -53,7 +56,8 @@ async def batched_frames(
                 lookup = await lookup_of(eng, run_id) if any(d["type"] in events.RESOLVED for d in docs) else None
                 since = since if pending else loop.time()
                 pending.extend(documents.event(doc, tenant, lookup) for doc in docs)
-            if pending and (loop.time() - since >= buffer_s or any(d["type"] in FLUSH_ON for d in pending)):
+            full = len(pending) >= STREAM_PAGE
+            if pending and (full or loop.time() - since >= buffer_s or any(d["type"] in FLUSH_ON for d in pending)):
                 yield batch_frame(pending), True
                 pending, idle = [], loop.time()
             elif not docs and loop.time() - idle >= keepalive_s:

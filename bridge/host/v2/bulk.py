@@ -56,7 +56,7 @@ async def _entry(request: Request, who: Principal, wire: str, reason: str | None
 
 
 @v2_route
-@idempotent("POST /runs:bulk-cancel", rules=RULES)
+@idempotent("POST /runs:bulk-cancel", scope="runs:cancel", rules=RULES)
 async def bulk_cancel(request: Request) -> Response:
     """``POST /runs:bulk-cancel``: ``200 {results[]}`` in request order, even when every id failed."""
     who = principal(request)

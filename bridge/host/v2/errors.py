@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bridge.core.errors import BridgeError
-from bridge.host.http.responses import JSONResponse
+from bridge.host.http.responses import JSONResponse, error_headers
 
 #: Engine code → (v2 code, v2 status). Codes not listed keep their code and status.
 CODE_MAP: dict[str, tuple[str, int]] = {
@@ -77,11 +77,7 @@ def v2_envelope(code: str, message: str, details: dict[str, Any] | None, status:
 def error_response(exc: BridgeError) -> Response:
     """A v2 error response for an engine error."""
     status, body = v2_envelope(exc.code, exc.message, exc.details, exc.status)
-    headers = {"OpenWOP-Version": VERSION}
-    if status == 401:
-        headers["WWW-Authenticate"] = "Bearer"
-    if isinstance(exc, RunAlreadyActiveError):
-        headers["Retry-After"] = str(exc.retry_after_s)
+    headers = {"OpenWOP-Version": VERSION, **error_headers(exc)}
     return JSONResponse(body, status_code=status, headers=headers)
 
 

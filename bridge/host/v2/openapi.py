@@ -46,6 +46,7 @@ _ERRORS = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "an answer the interrupt refuses",
+    429: "rate_limited: more streams or requests than a limit allows (Retry-After)",
     503: "runner_unavailable: the store is unreachable for now (Retry-After)",
 }
 #: Statuses every v2 operation may answer: a major this host does not serve, the store down.
@@ -58,7 +59,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         out[str(code)] = json_response(schema_ref("ErrorEnvelope"), _ERRORS[code])
     if 401 in codes:
         out["401"]["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
-    for code in (409, 503):
+    for code in (409, 429, 503):
         if str(code) in out:
             out[str(code)]["headers"] = {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}}
     return out
@@ -209,7 +210,7 @@ def _event_paths() -> dict[str, Any]:
                 "Run events as server-sent events, live until the run ends",
                 {
                     "200": {"description": "Server-sent events", "content": {"text/event-stream": SSE}},
-                    **_errors(400, 401, 403, 404),
+                    **_errors(400, 401, 403, 404, 429),
                 },
                 [
                     _RUN,

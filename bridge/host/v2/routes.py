@@ -25,6 +25,7 @@ from bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read
 from bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
+from bridge.host.http.streams import guarded
 from bridge.host.v2 import batching, bulk, dedup, documents, events, ids, tokens
 from bridge.host.v2.errors import v2_route
 from bridge.host.v2.idempotency import RULES
@@ -76,7 +77,7 @@ def _created(request: Request, run_id: str, tenant: str, status: str, **extra: A
 
 
 @v2_route
-@idempotent("POST /runs", rules=RULES)
+@idempotent("POST /runs", scope="runs:create", rules=RULES)
 async def create_run(request: Request) -> Response:
     """``POST /runs``; with ``OpenWOP-Dedup: enforce``, one active run per ``(tenantId, scopeId)`` (:mod:`.dedup`)."""
     who = principal(request)
@@ -99,7 +100,7 @@ async def list_runs(request: Request) -> Response:
     url = base_url(request)
     snaps = []
     for run in page:
-        snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who))
+        snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who), reader=who.id)
         snaps.append(documents.snapshot(snap, run.tenant, snap["owner"]["principal"], url))
     return JSONResponse({"runs": snaps, **({"nextCursor": cursor} if cursor else {})})
 
@@ -115,7 +116,7 @@ async def get_run(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /runs/{runId}/cancel", rules=RULES)
+@idempotent("POST /runs/{runId}/cancel", scope="runs:cancel", rules=RULES)
 async def cancel_run(request: Request) -> Response:
     """``POST /runs/{runId}/cancel``."""
     who = principal(request)
@@ -125,7 +126,7 @@ async def cancel_run(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /runs/{runId}:fork", rules=RULES)
+@idempotent("POST /runs/{runId}:fork", scope="runs:create", rules=RULES)
 async def fork_run(request: Request) -> Response:
     """``POST /runs/{runId}:fork``."""
     who = principal(request)
@@ -184,7 +185,7 @@ async def run_events(request: Request) -> Response:
         if buffer_ms
         else _frames(engine(request), run, after, keepalive)
     )
-    return operations.event_stream(frames)
+    return guarded(request, principal(request), run.run_id, operations.event_stream(frames))
 
 
 @v2_route
@@ -204,7 +205,7 @@ async def poll_events(request: Request) -> Response:
 
 
 @v2_route
-@idempotent("POST /runs/{runId}/interrupts/{nodeId}", rules=RULES)
+@idempotent("POST /runs/{runId}/interrupts/{nodeId}", scope="approvals:respond", rules=RULES)
 async def resolve(request: Request) -> Response:
     """``POST /runs/{runId}/interrupts/{nodeId} {resumeValue}``."""
     who = principal(request)

@@ -22,6 +22,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from bridge.core import approvals
 from bridge.core.decisions.common import AUTH_REQUIRED_PROFILE
 from bridge.core.errors import BridgeError
 from bridge.core.kinds import REGISTRY
@@ -130,14 +131,20 @@ def _meta_rows(view: dict[str, Any]) -> str:
 def interrupt_page(view: dict[str, Any]) -> Response:
     """The page for a usable link: the interrupt, and its form when the link may answer it."""
     resolve = view.get("intent") == "resolve"
+    data = view.get("payload", {}).get("data", {})
     if not resolve:
         intent = "This link lets you view the request. It cannot be used to answer it."
-    elif view.get("payload", {}).get("data", {}).get("profile") == AUTH_REQUIRED_PROFILE:
+    elif data.get("profile") == AUTH_REQUIRED_PROFILE:
         intent = "You can answer this request on this page, with your API key."
+    elif view.get("kind") == "approval" and not view.get("subject") and approvals.counts_people(data):
+        intent = (
+            f"This request needs {approvals.required_approvals(data)} approvals from different people, and this"
+            " link names no one: answer with your API key, or ask for a link made out to you."
+        )
     else:
         intent = "You can answer this request on this page; no sign-in is needed."
     needs = "to show the request and answer it" if resolve else "to show the request"
-    data = json.dumps(view.get("payload", {}).get("data", {}), indent=2, ensure_ascii=False, sort_keys=True)
+    shown = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True)
     body = f"""<article class="card" aria-labelledby="page-title">
 <p class="eyebrow">{_e(_label(view["kind"]))} request</p>
 <h1 id="page-title">{_e(view.get("title", ""))}</h1>
@@ -149,7 +156,7 @@ def interrupt_page(view: dict[str, Any]) -> Response:
 <noscript><p class="notice">This page needs JavaScript {needs}.</p></noscript>
 <details class="raw">
 <summary>Request data (JSON)</summary>
-<pre>{_e(data)}</pre>
+<pre>{_e(shown)}</pre>
 </details>
 </article>
 <script type="application/json" id="interrupt-view">{script_json(view)}</script>"""

@@ -20,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 from bridge.core.auth import SCOPES
 from bridge.host.http.deps import engine, principal
 from bridge.host.http.responses import JSONResponse
+from bridge.host.http.streams import guarded
 from bridge.host.web.feed import LIFETIME_S, inbox_changes
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -99,11 +100,12 @@ async def inbox_events(request: Request) -> Response:
     who = principal(request)
     who.require("interrupts:read")
     keepalive = min(float(request.app.state.keepalive_s), 15.0)
-    return StreamingResponse(
+    stream = StreamingResponse(
         inbox_changes(engine(request), who.tenant, keepalive_s=keepalive, lifetime_s=LIFETIME_S),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+    return guarded(request, who, None, stream)
 
 
 def web_routes() -> list[BaseRoute]:

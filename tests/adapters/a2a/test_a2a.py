@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
+import jsonschema
 import orjson
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
@@ -42,7 +43,7 @@ from openapi_spec_validator import validate as validate_spec
 
 from adapters.a2a import a2a_routes
 from adapters.a2a.discovery import a2a_facet
-from bridge import Engine, KeyRing, load_workflow
+from bridge import Engine, KeyRing, kinds, load_workflow
 from bridge.host import build_parser, build_server
 from bridge.host.discovery import validate_discovery
 from bridge.host.http import create_app
@@ -425,3 +426,46 @@ def test_the_card_path_known_without_the_sdk_is_the_sdks() -> None:
     from adapters.a2a.discovery import CARD_PATH
 
     assert CARD_PATH == AGENT_CARD_WELL_KNOWN_PATH
+
+
+async def test_an_answer_naming_another_interrupt_is_refused_and_changes_nothing(agent: Agent, engine: Engine) -> None:
+    client = agent.client()
+    task = await send(client, message(skill="conformance-approval-reject-loopback"))
+    first = openwop(task)["interrupt"]["interruptId"]
+    again = await send(client, message(task_id=task.id, interrupt={"action": "reject", "interruptId": first}))
+    assert again.status.state == INPUT
+    second = openwop(again)["interrupt"]["interruptId"]
+    assert second != first
+    other = await send(client, message(skill="conformance-approval"))
+    other_id = openwop(other)["interrupt"]["interruptId"]
+    before = len(await engine.store.read_events(task.id))
+    # The interrupt already answered: -32004 (the state no longer admits it), carrying the 409 envelope.
+    with pytest.raises(UnsupportedOperationError) as resolved:
+        await send(client, message(task_id=task.id, interrupt={"action": "accept", "interruptId": first}))
+    assert resolved.value.data is not None
+    assert resolved.value.data["openwop"]["error"] == "interrupt_already_resolved"
+    # A made-up id, and another task's open interrupt: invalid params.
+    for named in ("int_00000000000000000000000000", "made-up", other_id):
+        with pytest.raises(InvalidParamsError):
+            await send(client, message(task_id=task.id, interrupt={"action": "accept", "interruptId": named}))
+    assert len(await engine.store.read_events(task.id)) == before
+    still = await client.get_task(GetTaskRequest(id=task.id))
+    assert still.status.state == INPUT and openwop(still)["interrupt"]["interruptId"] == second
+    assert openwop(await client.get_task(GetTaskRequest(id=other.id)))["interrupt"]["interruptId"] == other_id
+    done = await send(client, message(task_id=task.id, interrupt={"action": "accept", "interruptId": second}))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+@pytest.mark.parametrize(
+    ("skill", "kind"), [("conformance-approval", "approval"), ("conformance-clarification", "clarification")]
+)
+async def test_a_task_advertises_the_answer_schema_of_its_kind(
+    agent: Agent, engine: Engine, skill: str, kind: str
+) -> None:
+    task = await send(agent.client(), message(skill=skill))
+    interrupt = openwop(task)["interrupt"]
+    [record] = await engine.run_interrupts(task.id, open_only=True)
+    assert "resumeSchema" not in record.payload  # nothing declared: the kind's own schema is advertised
+    assert interrupt["resumeSchema"] == kinds.kind_of(kind).response_schema(record.payload)
+    with pytest.raises(jsonschema.ValidationError):  # an empty answer does not pass, as it did with ``{}``
+        jsonschema.validate({}, interrupt["resumeSchema"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -15,10 +16,15 @@ from mcp.shared.exceptions import MCPError
 
 from adapters.mcp import McpMount
 from bridge import Engine, KeyRing, Workflow
+from bridge.core.auth import make_key
 from bridge.host.http import create_app
 from tests.conftest import KEYS, TOKENS, auth
 from tests.helpers import settle
 from tests.server import uvicorn_server
+
+#: alice's second key: she may start runs and read them, not answer (no ``approvals:respond``).
+NARROW = make_key("key-alice-narrow", principal="alice", scopes=["runs:read", "runs:create", "workflows:read"])
+TOKENS = {**TOKENS, "alice-narrow": "key-alice-narrow"}
 
 Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 
@@ -28,7 +34,7 @@ async def served(engine: Engine) -> AsyncIterator[tuple[str, httpx.AsyncClient]]
     mount = McpMount(engine)
     app = create_app(
         engine,
-        KeyRing(KEYS.values()),
+        KeyRing([*KEYS.values(), NARROW]),
         manage_engine=False,
         extra_routes=[mount.route],
         on_startup=[mount.start],
@@ -282,22 +288,70 @@ def _gates(engine: Engine, workflow_id: str, gates: list[str], **config: Any) ->
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_wrong_role_is_refused_as_over_rest_and_the_gate_stays_open(
+@pytest.mark.parametrize(
+    ("who", "config"),
+    [
+        ("bob", {"requiredRole": "operator"}),
+        ("bob", {"requiredScope": "deploy:approve"}),
+        ("bob", {"approversList": ["alice"]}),
+        ("alice-narrow", {}),
+    ],
+    ids=["role", "scope", "approvers", "no-approvals-respond"],
+)
+async def test_a_key_that_cannot_answer_gets_no_form_but_the_interrupt_described(
+    served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str, who: str, config: dict[str, Any]
+) -> None:
+    url, rest = served
+    _gates(engine, "governed", ["gate"], **config)
+    seen: list[types.ElicitRequestParams] = []
+    accept = types.ElicitResult(action="accept", content={})
+    async with _client(url, who, mode=mode, elicit=_answers(accept, seen=seen)) as client:
+        if mode == "auto":  # no input requests either: nothing this key could answer
+            first = await client.session.call_tool("governed", {}, allow_input_required=True)
+            assert isinstance(first, types.CallToolResult), first
+        result = await client.call_tool("governed", {})
+    assert seen == []
+    assert result.is_error is True and isinstance(result.structured_content, dict)
+    body = result.structured_content
+    assert body["status"] == "waiting" and "may not answer" in body["reason"]
+    (entry,) = body["interrupts"]
+    assert entry["kind"] == "approval" and entry["title"] == "Gate gate"
+    text = result.content[0]
+    assert isinstance(text, types.TextContent) and entry["interruptId"] in text.text
+    # Its link only looks.
+    looked = await rest.get(entry["callbackUrl"])
+    assert looked.status_code == 200 and looked.json()["intent"] == "inspect"
+    refused = await rest.post(entry["callbackUrl"], json={"resumeValue": {"action": "accept"}})
+    assert refused.status_code == 403
+    runs = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    assert runs and {r["status"] for r in runs} == {"waiting-approval"}
+    snap = (await rest.get(f"/v1/runs/{runs[0]['runId']}", headers=auth("admin"))).json()
+    assert [i["status"] for i in snap["interrupts"]] == ["pending"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_key_that_may_answer_one_gate_of_two_gets_that_form_only(
     served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str
 ) -> None:
     url, rest = served
-    _gates(engine, "role-gated", ["gate"], requiredRole="operator")
+    wf = Workflow("mixed-gates")
+    wf.node("open", type_id="core.approvalGate", config={"title": "Gate open", "actions": ["accept", "reject"]})
+    wf.node(
+        "ops",
+        type_id="core.approvalGate",
+        config={"title": "Gate ops", "actions": ["accept", "reject"], "requiredRole": "operator"},
+    )
+    wf.node("after", type_id="core.noop", after=["open", "ops"])
+    wf.register(engine)
+    seen: list[types.ElicitRequestParams] = []
     accept = types.ElicitResult(action="accept", content={})
-    result = await _call(url, "role-gated", "bob", mode=mode, elicit=_answers(accept))
+    result = await _call(url, "mixed-gates", "bob", mode=mode, elicit=_answers(accept, seen=seen))
+    assert [p.message for p in seen] == ["Gate open"]
     assert result.is_error is True and isinstance(result.structured_content, dict)
-    assert result.structured_content["error"] == "forbidden" and "operator" in result.structured_content["message"]
+    assert [e["title"] for e in result.structured_content["interrupts"]] == ["Gate ops"]
     (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
     snap = (await rest.get(f"/v1/runs/{run['runId']}", headers=auth("admin"))).json()
-    assert snap["status"] == "waiting-approval" and [i["status"] for i in snap["interrupts"]] == ["pending"]
-    r = await rest.post(
-        f"/v1/runs/{run['runId']}/interrupts/gate", json={"resumeValue": {"action": "accept"}}, headers=auth("bob")
-    )
-    assert r.status_code == 403 and r.json()["error"] == "forbidden"
+    assert sorted((i["nodeId"], i["status"]) for i in snap["interrupts"]) == [("ops", "pending")]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -325,3 +379,116 @@ async def test_several_open_interrupts_are_all_asked(
         == sorted(e["resource"] for e in audit["entries"] if e["action"] == "approval.vote.accept")
         and len(audit["entries"]) == 2
     )
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "arguments",
+    [{"delayMs": 2**70}, {"delayMs": -(2**64)}, {"delayMs": 1, "extra": _nested(65)}],
+    ids=["beyond-u64", "below-i64", "65-deep"],
+)
+async def test_arguments_json_cannot_hold_are_invalid_params_without_a_traceback(
+    served: tuple[str, httpx.AsyncClient], mode: str, arguments: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    url, rest = served
+    async with _client(url, mode=mode) as client:
+        with pytest.raises(MCPError) as err:
+            await client.call_tool("conformance-delay", arguments)
+        assert (await client.call_tool("conformance-delay", {"delayMs": 1})).is_error is False
+    assert err.value.error.code == types.INVALID_PARAMS
+    assert "Traceback" not in err.value.error.message and "Traceback" not in str(err.value.error.data)
+    assert not [r for r in caplog.records if r.exc_info]
+    assert len((await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]) == 1
+
+
+async def test_arguments_nested_300_deep_are_invalid_params_without_a_traceback(
+    served: tuple[str, httpx.AsyncClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    # The SDK's client refuses to write such a value, so the call is sent as the wire carries it.
+    _, rest = served
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    params = {"name": "conformance-delay", "_meta": meta, "arguments": {"delayMs": 1, "x": "NESTED"}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    body = body.replace('"NESTED"', "[" * 300 + "1" + "]" * 300)
+    headers = {
+        **auth("admin"),
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "conformance-delay",
+    }
+    r = await rest.post("/mcp", content=body, headers=headers)
+    error = r.json()["error"]
+    assert error["code"] == types.INVALID_PARAMS and "64 levels" in error["message"]
+    assert "Traceback" not in r.text
+    assert not [rec for rec in caplog.records if rec.exc_info]
+    assert (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"] == []
+
+
+async def test_an_answer_refused_403_leaves_the_request_state_usable(served: tuple[str, httpx.AsyncClient]) -> None:
+    url, rest = served
+    accept = types.ElicitResult(action="accept", content={"feedback": "mine"})
+    async with _client(url, elicit=_answers()) as client:
+        first = await client.session.call_tool("conformance-approval", {}, allow_input_required=True)
+    assert isinstance(first, types.InputRequiredResult) and first.request_state and first.input_requests
+    (gate_id,) = first.input_requests
+    retry = {"input_responses": {gate_id: accept}, "request_state": first.request_state}
+    # The same person with a key that may not answer: refused, nothing applied, the state not spent.
+    async with _client(url, "alice-narrow", elicit=_answers()) as narrow:
+        refused = await narrow.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+    assert isinstance(refused, types.CallToolResult) and refused.is_error is True
+    assert isinstance(refused.structured_content, dict) and refused.structured_content["error"] == "forbidden"
+    (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    assert run["status"] == "waiting-approval"
+    async with _client(url, elicit=_answers()) as client:
+        done = await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+        assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+        with pytest.raises(MCPError) as err:
+            await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+    assert "already used" in err.value.error.message
+    audit = (await rest.get(f"/v1/runs/{run['runId']}/audit", headers=auth("admin"))).json()
+    assert [e["action"] for e in audit["entries"]] == ["approval.vote.accept"], audit
+
+
+async def test_the_sealing_key_rotates_and_retires_with_the_link_signing_keys(
+    served: tuple[str, httpx.AsyncClient], engine: Engine
+) -> None:
+    url, rest = served
+    accept = types.ElicitResult(action="accept", content={})
+
+    async def first_round(client: Client) -> dict[str, Any]:
+        got = await client.session.call_tool("conformance-approval", {}, allow_input_required=True)
+        assert isinstance(got, types.InputRequiredResult) and got.request_state and got.input_requests
+        (gate_id,) = got.input_requests
+        return {"input_responses": {gate_id: accept}, "request_state": got.request_state}
+
+    async def answer(client: Client, retry: dict[str, Any]) -> Any:
+        return await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+
+    async with _client(url, elicit=_answers()) as client:
+        old_a, old_b = await first_round(client), await first_round(client)
+        [(old_kid, active)] = await engine.signing_key_ids()
+        assert active
+        new_kid = await engine.rotate_signing_key()
+        fresh = await first_round(client)
+        # During the overlap a state sealed with the previous key still answers.
+        done = await answer(client, old_a)
+        assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+        await engine.retire_signing_key(old_kid)
+        assert await engine.signing_key_ids() == [(new_kid, True)]
+        # Retired: a state sealed with it no longer opens, and nothing is applied.
+        with pytest.raises(MCPError) as err:
+            await answer(client, old_b)
+        assert err.value.error.code == types.INVALID_PARAMS
+        done = await answer(client, fresh)
+        assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+    runs = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    assert sorted(r["status"] for r in runs) == ["completed", "completed", "waiting-approval"]

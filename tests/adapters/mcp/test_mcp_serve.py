@@ -3,6 +3,8 @@ a ``requestState`` sealed before a restart still answers after it, once."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,11 @@ KEY = "mcp-serve-key-123"
 MODERN = "2026-07-28"
 
 
-def _serve(db: Path) -> ServerProcess:
-    return ServerProcess(db, ["--workflows", str(FIXTURES), "--api-key", f"tester={KEY}+admin"]).start()
+def _serve(db: Path | str, *extra: str, logs: Path | None = None) -> ServerProcess:
+    server = ServerProcess(db, ["--workflows", str(FIXTURES), "--api-key", f"tester={KEY}+admin", *extra])
+    if logs is not None:  # a database URL is no place for a log file
+        server.log = logs / f"serve-{server.port}.log"
+    return server.start()
 
 
 def _rpc(
@@ -112,3 +117,69 @@ async def test_a_request_state_sealed_before_a_restart_answers_after_it_once(tmp
         assert [e["action"] for e in audit["entries"]] == ["approval.vote.accept"]
     finally:
         second.stop()
+
+
+def _keys(db: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge", "keys", *args, "--db", db], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+async def _ask(url: str) -> dict[str, Any]:
+    """Start the approval tool on ``url``; the retry that accepts it, with its sealed requestState."""
+    async with _client(url) as client:
+        asked = await client.session.call_tool("conformance-approval", {}, allow_input_required=True)
+    assert isinstance(asked, types.InputRequiredResult) and asked.request_state and asked.input_requests
+    (gate_id,) = asked.input_requests
+    accept = types.ElicitResult(action="accept", content={})
+    return {"input_responses": {gate_id: accept}, "request_state": asked.request_state}
+
+
+async def _retry(url: str, retry: dict[str, Any]) -> Any:
+    """The retry's result on ``url``, or the ``MCPError`` it was refused with."""
+    async with _client(url) as client:
+        try:
+            return await client.session.call_tool("conformance-approval", {}, allow_input_required=True, **retry)
+        except MCPError as exc:
+            return exc
+
+
+@pytest.mark.postgres
+async def test_two_instances_answer_one_elicitation_across_a_key_rotation(pg_url: str, tmp_path: Path) -> None:
+    # A reloads its keys only when it must (its lease, and so its key reload, is long).
+    a = _serve(pg_url, "--no-demo", "--lease-ms", "600000", logs=tmp_path)
+    b: ServerProcess | None = None
+    try:
+        old_1, old_2 = await _ask(a.url), await _ask(a.url)
+        _keys(pg_url, "rotate")
+        (old_kid,) = [
+            kid
+            for kid, status in (line.split() for line in _keys(pg_url, "list").splitlines())
+            if status == "verify-only"
+        ]
+        b = _serve(pg_url, "--no-demo", logs=tmp_path)
+        sealed_on_b = await _ask(b.url)
+        # Sealed on B with the new key, answered on A, which has not loaded it yet: one answer.
+        done = await _retry(a.url, sealed_on_b)
+        assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+        refused = await _retry(b.url, sealed_on_b)
+        assert isinstance(refused, MCPError) and "already used" in refused.error.message
+        # Sealed on A with the previous key, answered on B during the overlap.
+        done = await _retry(b.url, old_1)
+        assert isinstance(done, types.CallToolResult) and done.is_error is False, done
+        # Retired: an instance that loads the keys no longer opens a state sealed with it.
+        _keys(pg_url, "retire", "--kid", old_kid)
+        b.stop()
+        b = _serve(pg_url, "--no-demo", logs=tmp_path)
+        refused = await _retry(b.url, old_2)
+        assert isinstance(refused, MCPError) and refused.error.code == types.INVALID_PARAMS
+        assert "already used" not in refused.error.message
+        headers = {"Authorization": f"Bearer {KEY}"}
+        runs = httpx.get(f"{b.url}/v1/runs", headers=headers).json()["runs"]
+        assert sorted(r["status"] for r in runs) == ["completed", "completed", "waiting-approval"]
+    finally:
+        a.stop()
+        if b is not None:
+            b.stop()

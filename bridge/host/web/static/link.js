@@ -10,6 +10,9 @@ const AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required";
 const view = JSON.parse(document.getElementById("interrupt-view").textContent);
 const mount = document.getElementById("interrupt");
 const linkUrl = window.location.pathname;
+const data = (view.payload && view.payload.data) || {};
+// A gate that needs several approvals counts people: a link that names no one cannot vote on it.
+const unnamedQuorum = view.kind === "approval" && !view.subject && (data.requiredApprovals || 1) > 1;
 let keyField = null;
 
 /** Some interrupts want a signed-in answer even through a link: ask for a key then. */
@@ -40,7 +43,7 @@ async function submit(resumeValue) {
   try {
     return await callJson(linkUrl, { method: "POST", key, body: { resumeValue } });
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) {
+    if (err instanceof ApiError && (err.status === 401 || (err.status === 403 && unnamedQuorum))) {
       showKeyField("This request also needs the API key of someone allowed to answer it.").focus();
     }
     throw err;
@@ -49,6 +52,8 @@ async function submit(resumeValue) {
 
 const panel = renderInterrupt(view, { mode: view.intent === "resolve" ? "answer" : "read", submit });
 mount.replaceChildren(panel.element);
-if (view.intent === "resolve" && view.payload && view.payload.data && view.payload.data.profile === AUTH_REQUIRED_PROFILE) {
+if (view.intent === "resolve" && data.profile === AUTH_REQUIRED_PROFILE) {
   showKeyField("This request needs the API key of someone allowed to answer it, as well as this link.");
+} else if (view.intent === "resolve" && unnamedQuorum) {
+  showKeyField("Each approval must come from a named person: your key says who you are.");
 }
