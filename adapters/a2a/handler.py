@@ -59,6 +59,9 @@ from bridge import Engine, InterruptAlreadyResolvedError, Principal, RunRecord, 
 
 #: How long SendMessage waits for the task to need input or end before answering it as it is.
 WAIT_S = 30.0
+#: After how long without an event a waiting request reads its task again (a run waiting on a child changes its
+#: status when the child's does, with no event of its own).
+QUIET_S = 0.5
 #: How long the first request holds a messageId before a retry may take it over.
 IN_FLIGHT_LEASE_MS = 60_000
 #: How many parents up an interrupt's run is looked for as the task's own (a child of a child …).
@@ -87,8 +90,16 @@ class EngineRequestHandler(RequestHandler):
             return await self.engine.visible_run(run_id, principal)
 
     async def snapshot(self, run: RunRecord) -> dict[str, Any]:
-        """The run's snapshot without links (a task carries no signed links)."""
-        return await self.engine.snapshot_of(run, link=None)
+        """The run's snapshot without links (a task carries no signed links).
+
+        A run waiting on a child that waits for a person reports the child's waiting status and asks
+        nothing itself: its task shows (and its messages answer) the open interrupts of its children.
+        """
+        snap = await self.engine.snapshot_of(run, link=None)
+        if str(snap["status"]).startswith("waiting-") and not snap.get("interrupts"):
+            waiting = await self.engine.open_interrupts(run.run_id)
+            snap["interrupts"] = [self.engine.interrupt_view(r, link=None) for r in waiting]
+        return snap
 
     async def task(self, run_id: str) -> tuple[Task, dict[str, Any]]:
         """The current task of a run and its snapshot."""
@@ -255,13 +266,20 @@ class EngineRequestHandler(RequestHandler):
         # and the backlog already in that task is not read (nor a snapshot taken for each page of it).
         before = await self.engine.run_record(run_id)
         after = before.next_seq - 1 if before is not None else -1
+        status = before.status if before is not None else None
         # Only the task is kept while the stream waits: a run's snapshot can be large.
         task = (await self.task(run_id))[0]
         yield task
         seen = self._mark(task)
         if self._done(task, answered, first=True, stop_on_input=stop_on_input):
             return
-        async for _batch in self.engine.follow(run_id, after, idle_s=None):
+        async for batch in self.engine.follow(run_id, after, idle_s=QUIET_S):
+            if not batch:
+                # Quiet: only the run's row is read, and the task only if its status moved (a child's did).
+                run = await self.engine.run_record(run_id)
+                if run is None or run.status == status:
+                    continue
+                status = run.status
             current, artifact = await self._update(run_id)
             mark = self._mark(current)
             if mark == seen:

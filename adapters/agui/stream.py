@@ -122,7 +122,11 @@ class AguiStream:
                 if run.terminal:
                     settled.run = run
                     return
-                if not run.needs_work and (waiting := await self.engine.open_interrupts(plan.run_id)):
+                # A run that reads ``running`` is not waiting yet, even with its child's interrupt open: the
+                # child's commit that opened it stores the parent's waiting status too, and a later read sees it.
+                if run.status == "running" or run.needs_work:
+                    continue
+                if waiting := await self.engine.open_interrupts(plan.run_id):
                     settled.run, settled.interrupts = run, waiting
                     return
 

@@ -82,7 +82,7 @@ async def settle(
         if run.terminal:
             return run, [], after
         opened = await engine.open_interrupts(run_id)
-        if opened and await engine.reported_status(run) != "running":
+        if opened and run.status != "running":
             return run, opened, after
     run = await engine.run_record(run_id)
     assert run is not None

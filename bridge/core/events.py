@@ -1,7 +1,9 @@
 """Run events: drafts built by the engine, envelopes assigned a sequence by the store.
 
 A draft is everything about an event except its ``sequence``, which only the
-store can assign atomically. The envelope is the closed OpenWOP ``RunEventDoc``.
+store can assign atomically. The envelope is the OpenWOP ``RunEventDoc``; an
+``interrupt.requested`` also names its ``interruptId`` there (v1's envelope is open,
+while its payload, the ``InterruptPayload``, is closed).
 Node-issued events carry their place in the node's command history
 (``activation``), used to suppress them when the node is replayed.
 """
@@ -31,6 +33,8 @@ class EventDraft:
     causation_id: str | None = None
     # Where the event sits in a node's command history: (workflow node id, visit, index).
     activation: tuple[str, int, int] | None = None
+    # The interrupt an ``interrupt.requested`` opens: the id every later event and surface names it by.
+    interrupt_id: str | None = None
 
     def envelope(self, run_id: str, sequence: int) -> dict[str, Any]:
         """The ``RunEventDoc`` for this draft at ``sequence``."""
@@ -48,6 +52,8 @@ class EventDraft:
             doc["nodeId"] = self.node_id
         if self.causation_id is not None:
             doc["causationId"] = self.causation_id
+        if self.interrupt_id is not None:
+            doc["interruptId"] = self.interrupt_id
         return doc
 
 

@@ -18,7 +18,7 @@ class RunRate:
     """Runs one key may create: ``per_minute`` on average, up to ``burst`` at once."""
 
     per_minute: int = 600
-    burst: int = 60
+    burst: int = 150
 
 
 class RunRateBuckets:

@@ -108,6 +108,19 @@ def child_waits(state: dict[str, Any]) -> list[str]:
     return [str(w["child"]) for w in sorted(waits, key=lambda w: w.get("at", 0))]
 
 
+def reported_status(state: dict[str, Any], own: str, children: Mapping[str, str]) -> str:
+    """The status a run reports and is stored with: ``own`` (its :func:`run_status`), except that a running run
+    that only waits on children reports the waiting status of the first of them (oldest wait first) that
+    waits for a person (``children``: child run id → its stored status, itself reported so, through nesting)."""
+    if own != "running":
+        return own
+    for child in child_waits(state):
+        status = children.get(child, "")
+        if status.startswith("waiting-"):
+            return status
+    return own
+
+
 def current_node(state: dict[str, Any]) -> str | None:
     """The node of the oldest open interrupt, if any."""
     waits = _human_waits(state)

@@ -129,8 +129,8 @@ def allowed_hosts(args: argparse.Namespace) -> list[str] | None:
 
 
 def run_rate(per_minute: int) -> RunRate:
-    """``--max-runs-per-minute``: that many a minute per key, in bursts of a tenth of it (at least one)."""
-    return RunRate(per_minute=per_minute, burst=max(1, per_minute // 10))
+    """``--max-runs-per-minute``: that many a minute per key, in bursts of a quarter of it (at least one)."""
+    return RunRate(per_minute=per_minute, burst=max(1, per_minute // 4))
 
 
 def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:

@@ -219,7 +219,7 @@ def _add_limit_arguments(serve: argparse.ArgumentParser) -> None:
         "--max-runs-per-minute",
         type=_positive(int),
         default=env("MAX_RUNS_PER_MINUTE", str(rate.per_minute)),
-        help=f"runs one API key may create a minute, in bursts of a tenth of that; more are 429 "
+        help=f"runs one API key may create a minute, in bursts of a quarter of that; more are 429 "
         f"(default {rate.per_minute})",
     )
     _add_conversation_limits(serve)

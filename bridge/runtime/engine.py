@@ -158,14 +158,20 @@ class Engine:
         await self.load_signing_keys()
         if self.store.single_instance:
             await self.store.reset_owners()
-        await self.store.listen(self.instance_id, self.executors.on_remote_wake, self._on_remote_events)
+        await self.store.listen(
+            self.instance_id, self.executors.on_remote_wake, self._on_remote_events, self._timers.poke
+        )
         self._timers.start()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="openwop-bridge-heartbeat")
         self._started = True
         await self.recover()
 
     async def stop(self) -> None:
-        """Stop executors (their runs stay durable), timers and the store."""
+        """Stop executors (their runs stay durable), timers and the store.
+
+        The runs executing here are handed over: their leases are released, so another instance
+        sharing the store resumes them at once (a single-instance store resumes them at its next start).
+        """
         self.executors.stopping = True
         await self._timers.stop()
         if self._heartbeat is not None:
@@ -173,6 +179,15 @@ class Engine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
         await self.executors.stop()
+        if self._started:
+            try:
+                released = await self.store.release_owned(self.instance_id)
+                if released:
+                    log.info("released %d run(s) for other instances to resume", len(released))
+            except Exception:
+                log.exception(
+                    "could not release this instance's leases; other instances resume its runs once they run out"
+                )
         await self.store.close()
         self._started = False
 
@@ -279,7 +294,6 @@ class Engine:
     prepare_child = Delegate("runs", RunService.prepare_child)
     snapshot = Delegate("views", RunViews.snapshot)
     snapshot_of = Delegate("views", RunViews.snapshot_of)
-    reported_status = Delegate("views", RunViews.reported_status)
     channels = Delegate("views", RunViews.channels)
     channel = Delegate("views", RunViews.channel)
     load_signing_keys = Delegate("links", LinkService.load_signing_keys)

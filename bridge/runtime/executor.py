@@ -394,6 +394,7 @@ class RunExecutor:
             close_interrupts=close,
             children=children,
             wake_run=wake_run,
+            parent_run_id=self.run.parent_run_id,
             release_if_wake=self._wake_seen if release else None,
             terminal=terminal,
             create=create,

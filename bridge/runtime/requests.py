@@ -208,6 +208,7 @@ class InterruptRequests:
             state=dict(extra.get("state", {})) if extra else {},
         )
         requested = self._draft("interrupt.requested", p, node_id=wire_node)
+        requested.interrupt_id = record.interrupt_id
         record.requested_event_id = requested.event_id
         suspended_payload: dict[str, Any] = {
             "nodeId": wire_node,

@@ -1,10 +1,10 @@
-"""Read models of a run: its snapshot, the status it reports, its channels."""
+"""Read models of a run: its snapshot and its channels."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import kinds, run_state
+from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.decisions import exchange
 from bridge.core.errors import NotFoundError
@@ -42,9 +42,10 @@ class RunViews:
         href = f"{base_url}/v1/runs/{run.run_id}/channels"
         channels, pages = paged_channels(await self.channels(run), self._k.config.snapshot_messages, href)
         children = await store.child_runs(run.run_id)
-        status = await self.reported_status(run)
+        # The stored status is the reported one: a parent waiting on a waiting child is stored with the child's
+        # waiting status (:func:`bridge.core.run_state.reported_status`, kept by the store's commits).
         return run_snapshot(
-            run, open_views=views, channels=channels, children=children, status=status, channel_pages=pages
+            run, open_views=views, channels=channels, children=children, status=run.status, channel_pages=pages
         )
 
     async def channel(
@@ -58,20 +59,6 @@ class RunViews:
         if not isinstance(value, list):
             raise NotFoundError(f"run {run_id!r} has no message channel {name!r}", details={"channel": name})
         return channel_page(run.run_id, name, value, offset, limit)
-
-    async def reported_status(self, run: RunRecord, depth: int = 0) -> str:
-        """The status a run reports: a run that only waits on a child waiting for a person
-        reports the child's waiting status (``waiting-approval``, …), through nested children."""
-        if run.status != "running" or depth > 32:
-            return run.status
-        for child_id in run_state.child_waits(run.state):
-            child = await self._k.store.load_run(child_id)
-            if child is None or child.terminal:
-                continue
-            status = await self.reported_status(child, depth + 1)
-            if status.startswith("waiting-"):
-                return status
-        return run.status
 
     async def channels(self, run: RunRecord) -> dict[str, Any]:
         """The run's channels: declared defaults plus conversation turns folded by messageId."""

@@ -220,7 +220,10 @@ class RunService:
         await self._k.joint_settled(run_id)
         now = self._k.clock.now_ms()
         result = await self._k.store.mutate_run(
-            run_id, run_cancel_decision(principal, now, reason, parent_run_id=parent_run_id), now, claim=self._k.claim
+            run_id,
+            run_cancel_decision(principal, now, reason, self._k.clock.new_id, parent_run_id=parent_run_id),
+            now,
+            claim=self._k.claim,
         )
         self._k.after_mutation(result)
         assert result.run is not None

@@ -104,6 +104,7 @@ class RunCommit:
     close_interrupts: dict[str, str] = field(default_factory=dict)  # id → new status
     children: list[ChildStart] = field(default_factory=list)
     wake_run: str | None = None  # e.g. the parent, when this run ends
+    parent_run_id: str | None = None  # the run's parent, whose stored status follows a waiting child's
     release_if_wake: int | None = None  # release ownership if wake is still this value
     terminal: bool = False
     create: ChildStart | None = None  # the run itself, inserted by its first step's transaction
@@ -219,13 +220,20 @@ class Store(Protocol):
     async def close(self) -> None:
         """Release connections and threads."""
 
-    async def listen(self, instance_id: str, on_wake: Callable[[str], None], on_events: Callable[[str], None]) -> None:
+    async def listen(
+        self,
+        instance_id: str,
+        on_wake: Callable[[str], None],
+        on_events: Callable[[str], None],
+        on_deadline: Callable[[int | None], None] | None = None,
+    ) -> None:
         """Hear what other instances commit, from now on.
 
         The store calls ``on_wake(run_id)`` when another instance committed an
         input that woke a run this instance owns (an answer, a cancel, a child
-        ending, a new run) and ``on_events(run_id)`` when another instance
-        committed events of a run. Notifications are sent from inside the
+        ending, a new run), ``on_events(run_id)`` when another instance
+        committed events of a run, and ``on_deadline(at_ms)`` when another instance
+        wrote an interrupt's deadline (None: look at every deadline again). Notifications are sent from inside the
         committing transaction, so they are delivered only for committed work.
         Notices this instance sends carry ``instance_id`` so that it skips its
         own. A single-instance store returns at once and never calls either.
@@ -301,6 +309,10 @@ class Store(Protocol):
 
     async def find_child(self, parent_run_id: str, node_id: str, visit: int, ordinal: int) -> str | None:
         """The child a node activation started at ``ordinal``, if it exists."""
+
+    async def release_owned(self, owner: str) -> list[str]:
+        """Give up every lease ``owner`` holds, on a graceful stop: its runs are left needing work and unowned,
+        and a shared store tells every other instance, so one of them claims each at once. Returns their ids."""
 
     async def reset_owners(self) -> int:
         """Forget every lease (single-instance stores, at start-up after a crash)."""

@@ -236,6 +236,8 @@ async def run_plan(batch: Batch, tx: Tx, steps: Plan[T]) -> T:
                     tx.locked(step.run_id)
                 elif step.what == "events":
                     tx.events(step.run_id)
+                elif step.what == "deadline":
+                    tx.deadline(step.run_id, step.at_ms)
                 else:
                     tx.wake(step.run_id, step.owner)
             else:

@@ -3,8 +3,11 @@
 Every write transaction of :class:`~bridge.store.postgres.PostgresStore` sends,
 from inside itself, one notice per run it touched (see
 :class:`~bridge.store.pg_sql.Outbox`). The listener hands them to the engine:
-``on_events(run_id)`` so local streams re-read the store, and ``on_wake(run_id)``
-when the notice names this instance as the run's owner. Notices this instance
+``on_events(run_id)`` so local streams re-read the store, ``on_wake(run_id)``
+when the notice names this instance as the run's owner (or any instance: a run
+released by an instance that stopped), and ``on_deadline(at_ms)``
+when another instance wrote a deadline, so this instance's timer fires it on time
+too (the instance that wrote it may die before it passes). Notices this instance
 sent itself are skipped; it acted on them already.
 """
 
@@ -42,12 +45,14 @@ class Listener:
         on_wake: Callable[[str], None],
         on_events: Callable[[str], None],
         where: str,
+        on_deadline: Callable[[int | None], None] | None = None,
     ) -> None:
         self.instance_id = instance_id
         self._connect = connect
         self._query = query
         self._on_wake = on_wake
         self._on_events = on_events
+        self._on_deadline = on_deadline
         self._where = where
         self._task: asyncio.Task[None] | None = None
         #: How each notice this instance sends begins (:meth:`~bridge.store.pg_sql.Outbox.payloads`).
@@ -150,17 +155,20 @@ class Listener:
         if notice is None:
             log.warning("ignoring a malformed notice on %s: %.200s", q.CHANNEL, payload)
             return
-        sender, run_id, events, wake_owner = notice
+        sender, run_id, events, wake_owner, deadline_ms = notice
         if sender == self.instance_id:
             return
         if events:
             self._on_events(run_id)
-        if wake_owner == self.instance_id:
+        if wake_owner in (self.instance_id, q.ANY_INSTANCE):
             self._on_wake(run_id)
+        if deadline_ms is not None and self._on_deadline is not None:
+            self._on_deadline(deadline_ms)
 
     async def _catch_up(self, lost_at_ms: int) -> None:
         """What a lost connection may have missed: wake every run this instance
-        owns, and announce every run updated since shortly before the loss.
+        owns, announce every run updated since shortly before the loss, and have
+        the timer look at the deadlines again.
 
         Events that do not touch ``updated_at`` (a vote that does not settle, a
         denial) reach remote streams with the run's next event instead.
@@ -171,3 +179,5 @@ class Listener:
             "SELECT run_id FROM runs WHERE updated_at >= %s", (lost_at_ms - CATCH_UP_SLACK_MS,)
         ):
             self._on_events(run_id)
+        if self._on_deadline is not None:
+            self._on_deadline(None)

@@ -14,6 +14,8 @@ import orjson
 from bridge.store.codec import dumps
 
 CHANNEL = "openwop_bridge"
+#: The ``wake`` of a notice for a run nobody owns any more (released on a graceful stop): any instance may claim it.
+ANY_INSTANCE = "*"
 MIGRATION_LOCK = 0x6F77_6272  # pg_advisory_xact_lock key: "owbr"
 #: Every notice of a transaction in one statement: ``(channel, payloads)``, the payloads one a line
 #: (:meth:`Outbox.payloads`): one text value is quoted faster than an array of them.
@@ -26,6 +28,7 @@ class Notice:
 
     events: bool = False
     wake_owner: str | None = None
+    deadline_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -47,6 +50,12 @@ class Outbox:
         if owner is not None:
             self.notices.setdefault(run_id, Notice()).wake_owner = owner
 
+    def deadline(self, run_id: str, at_ms: int | None) -> None:
+        """A deadline of ``run_id`` at ``at_ms`` was written (the earliest one is told)."""
+        if at_ms is not None:
+            notice = self.notices.setdefault(run_id, Notice())
+            notice.deadline_ms = at_ms if notice.deadline_ms is None else min(notice.deadline_ms, at_ms)
+
     def payloads(self, sender: str) -> str:
         """One ``pg_notify`` payload per run, one a line (JSON holds no line break of its own)."""
         out = []
@@ -56,12 +65,14 @@ class Outbox:
                 msg["events"] = True
             if notice.wake_owner is not None:
                 msg["wake"] = notice.wake_owner
+            if notice.deadline_ms is not None:
+                msg["deadline"] = notice.deadline_ms
             out.append(dumps(msg))
         return "\n".join(out)
 
 
-def parse_notice(payload: str) -> tuple[str, str, bool, str | None] | None:
-    """``(sender, run_id, events, wake_owner)`` from a payload, or None if it is not ours."""
+def parse_notice(payload: str) -> tuple[str, str, bool, str | None, int | None] | None:
+    """``(sender, run_id, events, wake_owner, deadline_ms)`` from a payload, or None if it is not ours."""
     try:
         msg = orjson.loads(payload)
     except orjson.JSONDecodeError:
@@ -69,7 +80,9 @@ def parse_notice(payload: str) -> tuple[str, str, bool, str | None] | None:
     if not isinstance(msg, dict) or not isinstance(msg.get("from"), str) or not isinstance(msg.get("run"), str):
         return None
     wake = msg.get("wake")
-    return msg["from"], msg["run"], bool(msg.get("events")), wake if isinstance(wake, str) else None
+    deadline = msg.get("deadline")
+    at_ms = deadline if isinstance(deadline, int) and not isinstance(deadline, bool) else None
+    return msg["from"], msg["run"], bool(msg.get("events")), wake if isinstance(wake, str) else None, at_ms
 
 
 def sender_prefix(sender: str) -> str:

@@ -105,6 +105,10 @@ class Tx:
         """``run_id`` was woken; its owner, if any, is told."""
         self.outbox.wake(run_id, owner)
 
+    def deadline(self, run_id: str, at_ms: int | None) -> None:
+        """A deadline of ``run_id`` was written: every instance's timer is told."""
+        self.outbox.deadline(run_id, at_ms)
+
     def release(self) -> None:
         """Give up every ticket: the caller is about to resume, or the transaction failed."""
         for run_id, ticket in self.tickets:

@@ -32,7 +32,7 @@ from bridge.core.records import (
     has_nul,
 )
 from bridge.core.records import replaced as replace
-from bridge.store import codec
+from bridge.store import codec, plan_close, plan_status
 from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
 from bridge.store.plan_kv import kv_put_text, kv_replace_text
@@ -96,22 +96,18 @@ def _run_update(run_id: str, sets: dict[str, Any]) -> Sql:
     return Sql(f"UPDATE runs SET {columns} WHERE run_id=%s", (*sets.values(), run_id))
 
 
-def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]], closed_as: str | None) -> Plan[None]:
-    """Insert the interrupts the step opened (closed at once if the run's cancel committed first)."""
+def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]]) -> Plan[None]:
+    """Insert the interrupts the step opened (those it closes are closed already: :func:`plan_close.closing`)."""
     by_event = {d["eventId"]: d["sequence"] for d in docs}
     for intr in c.new_interrupts:
         if intr.requested_seq is None and intr.requested_event_id in by_event:
             intr.requested_seq = by_event[intr.requested_event_id]
-        if closed_as and intr.open:
-            # The run's cancel committed first: nobody may answer this interrupt.
-            intr.status, intr.resolved_at_ms = closed_as, c.now_ms
     if c.new_interrupts:
         yield Sql(codec.INSERT_INTERRUPT, [codec.interrupt_params(i) for i in c.new_interrupts], many=True)
-    if closed_as:
-        yield Sql(
-            "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending'",
-            (closed_as, c.now_ms, c.run_id),
-        )
+    deadlines = [i.deadline_ms for i in c.new_interrupts if i.open and i.deadline_ms is not None]
+    if deadlines:
+        # Every instance's timer hears of it, not only this one's: the deadline fires on time even if this one dies.
+        yield Note("deadline", c.run_id, at_ms=min(deadlines))
 
 
 def _fence(d: Dialect, c: RunCommit, held: RunRecord | None) -> Plan[tuple[str | None, int, int, int, str, Any]]:
@@ -153,6 +149,11 @@ def commit(
         raise StaleOwnerError(f"run {c.run_id} is owned by another executor")
     # Under the run's lock, so a cancel is either committed here or waits for this commit.
     closed_as = cancel_committed(status, control)
+    reported = yield from plan_status.own_status(c)
+    if reported != c.status:
+        c = replace(c, status=reported)
+    # What the step closes, or the cancel closes of it, and one ``interrupt.resolved`` for each.
+    events = [*events, *(yield from plan_close.closing(d, c, closed_as, control))]
     docs, rows = codec.event_rows(c.run_id, start, events)
     # ``wake`` cannot move while this transaction holds the row, so the release check needs no statement of its own.
     released = c.release_if_wake is not None and not c.terminal and c.release_if_wake == wake
@@ -162,14 +163,9 @@ def commit(
         yield Note("locked", c.run_id)
     if rows:
         yield Sql(codec.INSERT_EVENT, rows, many=True)
-    yield from _new_interrupts(c, docs, closed_as)
+    yield from _new_interrupts(c, docs)
     if c.consume:
         yield Sql("UPDATE interrupts SET consumed=TRUE WHERE interrupt_id=%s", [(i,) for i in c.consume], many=True)
-    for iid, new_status in c.close_interrupts.items():
-        yield Sql(
-            "UPDATE interrupts SET status=%s, resolved_at=%s WHERE interrupt_id=%s AND status='pending'",
-            (new_status, c.now_ms, iid),
-        )
     if c.create is None:
         yield _run_update(c.run_id, sets)
     if docs:
@@ -178,6 +174,8 @@ def commit(
     for child in c.children:
         child_events[child.run.run_id] = yield from insert_run(child.run, child.events)
         yield Note("events", child.run.run_id)
+    if c.parent_run_id and sets.get("status", status) != status:
+        yield from plan_status.to_parents(d, c.parent_run_id)
     if c.wake_run:
         woken = yield Sql(
             f"UPDATE runs SET wake=wake+1, needs_work=TRUE WHERE run_id=%s AND status NOT IN {TERMINAL_SQL} "

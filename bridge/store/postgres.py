@@ -321,6 +321,23 @@ class PostgresStore(Writes, PostgresReads):
             count += row is not None
         return count
 
+    async def release_owned(self, owner: str) -> list[str]:
+        """Give up every lease ``owner`` holds (a graceful stop) and tell every instance: the first to claim
+        each run resumes it now rather than once its lease would have run out."""
+
+        async def work(conn: Conn, tx: Tx) -> list[str]:
+            cur = await conn.execute(
+                "UPDATE runs SET owner=NULL, lease_until=NULL, needs_work=TRUE "
+                f"WHERE owner=%s AND status NOT IN {TERMINAL_SQL} RETURNING run_id",
+                (owner,),
+            )
+            released = [str(row[0]) for row in await cur.fetchall()]
+            for run_id in released:
+                tx.wake(run_id, q.ANY_INSTANCE)
+            return released
+
+        return await self._transaction(work)
+
     async def reset_owners(self) -> int:
         """Forget every lease. Only safe when no other instance uses the database;
         the engine never calls it on this store."""
@@ -375,10 +392,17 @@ class PostgresStore(Writes, PostgresReads):
 
     # --- notifications between instances ---------------------------------------
 
-    async def listen(self, instance_id: str, on_wake: Callable[[str], None], on_events: Callable[[str], None]) -> None:
+    async def listen(
+        self,
+        instance_id: str,
+        on_wake: Callable[[str], None],
+        on_events: Callable[[str], None],
+        on_deadline: Callable[[int | None], None] | None = None,
+    ) -> None:
         """Hear what other instances commit: ``on_wake(run_id)`` for runs this
         instance owns that were woken elsewhere, ``on_events(run_id)`` for runs
-        that gained events elsewhere (see :mod:`bridge.store.pg_listen`).
+        that gained events elsewhere, ``on_deadline(at_ms)`` for deadlines written
+        elsewhere (see :mod:`bridge.store.pg_listen`).
 
         Returns once ``LISTEN`` is in place. Notices sent from here on carry
         ``instance_id`` so that this instance skips its own.
@@ -391,5 +415,6 @@ class PostgresStore(Writes, PostgresReads):
             on_wake=on_wake,
             on_events=on_events,
             where=self.display_url,
+            on_deadline=on_deadline,
         )
         await self._listener.start()

@@ -138,7 +138,13 @@ class SqliteStore(Writes, SqliteReads):
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    async def listen(self, instance_id: str, on_wake: Callable[[str], None], on_events: Callable[[str], None]) -> None:
+    async def listen(
+        self,
+        instance_id: str,
+        on_wake: Callable[[str], None],
+        on_events: Callable[[str], None],
+        on_deadline: Callable[[int | None], None] | None = None,
+    ) -> None:
         """Nothing to hear: no other instance writes to this file."""
 
     @staticmethod
@@ -233,6 +239,17 @@ class SqliteStore(Writes, SqliteReads):
                 "UPDATE runs SET lease_until=? WHERE owner=? AND run_id IN (SELECT value FROM json_each(?))",
                 (now_ms + lease_ms, owner, dumps(ids)),
             ).rowcount
+
+        return await self._write(tx)
+
+    async def release_owned(self, owner: str) -> list[str]:
+        def tx(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute(
+                "UPDATE runs SET owner=NULL, lease_until=NULL, needs_work=1 "
+                f"WHERE owner=? AND status NOT IN {TERMINAL_SQL} RETURNING run_id",
+                (owner,),
+            ).fetchall()
+            return [str(row[0]) for row in rows]
 
         return await self._write(tx)
 

@@ -3,7 +3,7 @@
 A plan (:mod:`bridge.store.plan`, :mod:`bridge.store.plan_kv`) is a generator: it yields a
 :class:`Sql` statement (or a :class:`Note`, or an :class:`Ahead`) and receives the rows the
 statement returned. :class:`Note` steps run nothing: they tell the store what the transaction did
-(a run's row is locked, a run gained events, a run was woken), which PostgreSQL turns into its
+(a run's row is locked, a run gained events, a run was woken, a deadline was written), which PostgreSQL turns into its
 return order and its notices to other instances. :class:`Ahead` steps announce statements to come,
 which PostgreSQL sends at once; SQLite, which runs one statement at a time in process, skips both.
 """
@@ -41,9 +41,10 @@ class Ahead:
 class Note:
     """What the transaction did to a run, for stores that tell other instances."""
 
-    what: Literal["locked", "events", "wake"]
+    what: Literal["locked", "events", "wake", "deadline"]
     run_id: str
     owner: str | None = None
+    at_ms: int | None = None  # "deadline": the earliest deadline the transaction wrote for the run
 
 
 Rows = list[tuple[Any, ...]]

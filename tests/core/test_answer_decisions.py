@@ -290,26 +290,30 @@ def test_cancelling_a_closed_or_foreign_interrupt_is_refused() -> None:
 
 def test_cancelling_a_run_asks_its_executor_and_closes_its_interrupts() -> None:
     open_ = [interrupt("custom", {"customKind": "x"})]
-    m = run_cancel_decision(ALICE, NOW, "stop")(run(), open_)
+    m = run_cancel_decision(ALICE, NOW, "stop", ids())(run(), open_)
     assert (m.run_status, m.cancel_interrupts, m.wake) == ("cancelling", "cancelled", True)
     assert m.control == {"cancel": {"reason": "stop", "cancelledBy": "alice"}}
     assert m.audit[0]["action"] == "run.cancel" and m.audit[0]["details"]["openInterrupts"] == 1
     assert m.result == {"runId": "run-1", "status": "cancelling", "changed": True}
+    (closed,) = m.events
+    assert closed.type == "interrupt.resolved" and closed.node_id == open_[0].node_id
+    assert closed.payload["interruptId"] == open_[0].interrupt_id and closed.payload["resumeValue"] is None
+    assert (closed.payload["resolvedBy"], closed.payload["reason"]) == ("alice", "stop")
 
 
 def test_a_parents_cancel_leaves_its_childs_interrupts_gone() -> None:
-    m = run_cancel_decision(ALICE, NOW, None, parent_run_id="parent")(run(), [])
+    m = run_cancel_decision(ALICE, NOW, None, ids(), parent_run_id="parent")(run(), [])
     assert m.cancel_interrupts == "gone"
     assert m.control == {"cancel": {"reason": "cancelled", "cancelledBy": "alice", "parentRunId": "parent"}}
 
 
 @pytest.mark.parametrize("status", ["completed", "failed", "cancelled", "cancelling"])
 def test_cancelling_a_finished_or_cancelling_run_is_idempotent(status: str) -> None:
-    m = run_cancel_decision(ALICE, NOW, "stop")(run(status), [])
-    assert m.run_status is None and m.control is None and not m.audit and not m.wake
+    m = run_cancel_decision(ALICE, NOW, "stop", ids())(run(status), [])
+    assert m.run_status is None and m.control is None and not m.audit and not m.wake and not m.events
     assert m.result == {"runId": "run-1", "status": status, "changed": False}
 
 
 def test_another_tenant_cannot_cancel_the_run() -> None:
     with pytest.raises(RunNotFoundError):
-        run_cancel_decision(principal("olga", tenant="other"), NOW, "x")(run(), [])
+        run_cancel_decision(principal("olga", tenant="other"), NOW, "x", ids())(run(), [])

@@ -35,13 +35,16 @@ H = {"Authorization": f"Bearer {KEY}"}
 BOB_KEY = "multi-bob-123456"
 LEASE_MS = 2_000
 DELAY_MS = 3_000
+DEADLINE_MS = 4_000  # long enough to kill the instance that wrote it first
+#: How late a deadline may fire after the instance that wrote it died (a timer that slept through it: ~30 s).
+DEADLINE_SLACK_MS = 5_000
 WAIT_S = 30.0  # ceiling for anything to happen; every step normally takes well under a second
 
 
 class Instance(ServerProcess):
     """A bridge process on the shared database, logging beside the test's files."""
 
-    def __init__(self, url: str, workflows: Path, logs: Path, name: str) -> None:
+    def __init__(self, url: str, workflows: Path, logs: Path, name: str, lease_ms: int = LEASE_MS) -> None:
         args = [
             "--no-demo",
             "--workflows",
@@ -51,7 +54,7 @@ class Instance(ServerProcess):
             "--api-key",
             f"bob={BOB_KEY}:runs:read,approvals:respond",
             "--lease-ms",
-            str(LEASE_MS),
+            str(lease_ms),
         ]
         super().__init__(url, args)
         self.name = name
@@ -72,6 +75,9 @@ def workflows(tmp_path: Path) -> Path:
     pair["id"] = "quorum-pair"
     pair["nodes"][0]["config"]["requiredApprovals"] = 2
     (folder / "quorum-pair.json").write_text(json.dumps(pair))
+    timed = load_fixture("conformance-approval-timeout")
+    timed["id"], timed["nodes"][0]["config"]["timeoutMs"] = "gate-with-deadline", DEADLINE_MS
+    (folder / "gate-with-deadline.json").write_text(json.dumps(timed))
     return folder
 
 
@@ -457,3 +463,63 @@ def test_an_unreachable_database_is_a_clear_error(workflows: Path, tmp_path: Pat
     with pytest.raises(RuntimeError) as err:
         refused.start()
     assert "cannot connect to PostgreSQL at postgresql://nobody:***@127.0.0.1:1/none" in str(err.value)
+
+
+async def test_a_deadline_written_by_a_killed_instance_fires_on_time_on_the_other(
+    pair: tuple[Instance, Instance], http: httpx.AsyncClient, pg_url: str
+) -> None:
+    a, b = pair
+    run_id = await create(http, a, "gate-with-deadline")  # leased to A: A's executor writes the deadline
+    await wait_for(http, b, run_id, ("waiting-approval",))
+    [(deadline,)] = pg.execute(pg_url, "SELECT deadline FROM interrupts WHERE run_id=%s", run_id)
+    owner, _, _, _ = run_row(pg_url, run_id)
+    assert owner in (None, a.instance_id())
+    a.kill9()
+    assert int(time.time() * 1000) < deadline, "the instance was killed after the deadline: nothing to test"
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + (DEADLINE_MS + 40_000) / 1000
+    resolved: list[dict[str, Any]] = []
+    while not resolved and loop.time() < give_up:
+        resolved = [d for d in await events(http, b, run_id) if d["type"] == "interrupt.resolved"]
+        await asyncio.sleep(0.05)
+    assert resolved, "the deadline never fired"
+    late_ms = parse_iso_ms(resolved[0]["timestamp"]) - deadline
+    assert 0 <= late_ms < DEADLINE_SLACK_MS, f"fired {late_ms} ms after its deadline"
+    assert resolved[0]["payload"]["action"] == "timeout"
+    await asyncio.sleep(1.0)  # a second firing would come within the timer's next turn
+    again = [d for d in await events(http, b, run_id) if d["type"] == "interrupt.resolved"]
+    assert len(again) == 1
+
+
+async def test_a_graceful_stop_hands_its_runs_to_the_other_instance_at_once(
+    pg_url: str, workflows: Path, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    """SIGTERM: the stopping instance releases its leases and says so; the other resumes its runs at once,
+    not once the lease (here 30 s) has run out."""
+    lease_ms = 30_000
+    a = Instance(pg_url, workflows, tmp_path, "a", lease_ms=lease_ms).start()
+    b = Instance(pg_url, workflows, tmp_path, "b", lease_ms=lease_ms).start()
+    try:
+        a_id = a.instance_id()
+        run_id = await create(http, a, "gate-then-wait")
+        await wait_for(http, a, run_id, ("waiting-approval",))
+        assert (await answer(http, a, run_id)).status_code == 200
+        await until_event(http, a, run_id, lambda d: d["type"] == "node.started" and d["payload"]["nodeId"] == "wait")
+        owner, epoch, _, status = run_row(pg_url, run_id)
+        assert (owner, status) == (a_id, "running")  # mid-delay on A, leased for 30 s
+        a.stop()  # SIGTERM, and wait for the process to exit
+        stopped_ms = int(time.time() * 1000)
+        assert a.proc is not None and a.proc.returncode is not None
+        owner_after, _, _, _ = run_row(pg_url, run_id)
+        assert owner_after != a_id  # released on the way out
+        done = await wait_for(http, b, run_id, ("completed", "failed", "cancelled"))
+        assert done["status"] == "completed"
+        ended = [d for d in await events(http, b, run_id) if d["type"] == "run.completed"]
+        taken_ms = parse_iso_ms(ended[0]["timestamp"]) - stopped_ms
+        # The delay (3 s) ran again on B right away: nobody waited for A's 30 s lease to run out.
+        assert taken_ms < DELAY_MS + 3_000, f"the run ended {taken_ms} ms after the stop"
+        _, epoch_after, _, _ = run_row(pg_url, run_id)
+        assert epoch_after > epoch
+    finally:
+        a.stop()
+        b.stop()

@@ -14,6 +14,9 @@ async def test_every_notice_of_a_transaction_reaches_a_listener_whole(pg_url: st
     outbox = q.Outbox()
     outbox.events("run_a")
     outbox.wake("run_b", "inst_owner")
+    outbox.deadline("run_b", 1_700_000_000_456)
+    outbox.deadline("run_b", 1_700_000_000_123)
+    outbox.deadline("run_b", None)
     outbox.events("run_b")
     outbox.events("run_it's\\odd")
     async with (
@@ -24,7 +27,7 @@ async def test_every_notice_of_a_transaction_reaches_a_listener_whole(pg_url: st
         await sender.execute(q.NOTIFY, (q.CHANNEL, outbox.payloads("inst_sender")))
         heard = [q.parse_notice(note.payload) async for note in listener.notifies(timeout=5, stop_after=3)]
     assert heard == [
-        ("inst_sender", "run_a", True, None),
-        ("inst_sender", "run_b", True, "inst_owner"),
-        ("inst_sender", "run_it's\\odd", True, None),
+        ("inst_sender", "run_a", True, None, None),
+        ("inst_sender", "run_b", True, "inst_owner", 1_700_000_000_123),
+        ("inst_sender", "run_it's\\odd", True, None, None),
     ]

@@ -424,6 +424,25 @@ async def test_children_are_created_with_the_parents_commit_and_wake_it_when_the
     assert ended is not None and ended.wake == 1 and not ended.needs_work
 
 
+async def test_release_owned_hands_over_only_the_owners_live_runs(store: Store) -> None:
+    mine = await started(store, make_run(created=1))
+    theirs = await started(store, make_run(created=2))
+    ended = await started(store, make_run(created=3))
+    own = await claimed(store, mine, "A", 5_000)
+    await claimed(store, theirs, "B", 5_000)
+    own_ended = await claimed(store, ended, "A", 5_000)
+    await store.commit(RunCommit(ended.run_id, "A", own_ended.epoch, 6_000, status="completed", terminal=True))
+    assert await store.runs_needing_work(6_000) == []
+    assert await store.release_owned("A") == [mine.run_id]
+    released = await store.load_run(mine.run_id)
+    assert released is not None and released.owner is None and released.lease_until_ms is None
+    assert released.needs_work and released.epoch == own.epoch
+    assert await store.runs_needing_work(6_000) == [mine.run_id]  # long before its lease would have run out
+    other = await store.load_run(theirs.run_id)
+    assert other is not None and other.owner == "B"
+    assert await store.release_owned("A") == []
+
+
 async def test_runs_needing_work_and_reset_owners(store: Store) -> None:
     free = await started(store, make_run(created=1))
     owned = await started(store, make_run(created=2))
@@ -998,6 +1017,7 @@ class Heard:
     def __init__(self) -> None:
         self.woken: list[str] = []
         self.events: list[str] = []
+        self.deadlines: list[int | None] = []
         self.changed = asyncio.Event()
 
     def wake(self, run_id: str) -> None:
@@ -1006,6 +1026,10 @@ class Heard:
 
     def event(self, run_id: str) -> None:
         self.events.append(run_id)
+        self.changed.set()
+
+    def deadline(self, at_ms: int | None) -> None:
+        self.deadlines.append(at_ms)
         self.changed.set()
 
     async def until(self, predicate: Any, timeout: float = 10.0) -> None:
@@ -1214,3 +1238,22 @@ async def test_an_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(RuntimeError) as err:
         await store.open()
     assert "cannot connect to PostgreSQL at postgresql://nobody:***@127.0.0.1:1/none" in str(err.value)
+
+
+@pytest.mark.postgres
+async def test_deadlines_and_released_runs_are_told_to_every_other_instance(pg_pair: tuple[Any, Any]) -> None:
+    a, b = pg_pair
+    heard_a, heard_b = Heard(), Heard()
+    await a.listen("A", heard_a.wake, heard_a.event, heard_a.deadline)
+    await b.listen("B", heard_b.wake, heard_b.event, heard_b.deadline)
+    run = await started(a)
+    own = await claimed(a, run, "A")
+    gates = [make_interrupt(run, "late", deadline=90_000), make_interrupt(run, "soon", deadline=40_000, ordinal=1)]
+    await a.commit(RunCommit(run.run_id, "A", own.epoch, 3_000, events=[draft()], new_interrupts=gates))
+    await heard_b.until(lambda: heard_b.deadlines)
+    assert heard_b.deadlines == [40_000]  # the earliest the commit wrote; B's timer re-arms for it
+    assert heard_b.woken == []
+    # A graceful stop of A: B is asked to wake the released run, though B never owned it.
+    assert await a.release_owned("A") == [run.run_id]
+    await heard_b.until(lambda: run.run_id in heard_b.woken)
+    assert heard_a.deadlines == [] and heard_a.woken == []  # nothing of its own

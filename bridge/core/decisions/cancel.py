@@ -7,18 +7,22 @@ open interrupts and leaves the rest (nodes, children) to its executor; an
 interrupt the executor opens after the cancel committed is written closed by the
 store (see :func:`bridge.core.records.cancel_committed`), and an answer to one still
 pending on such a run is refused (:func:`bridge.core.decisions.answer.answer_decision`).
+
+However an interrupt closes, its log says so: one closed with nobody answering it (its run
+cancelled, or ended while it was open) gets the ``interrupt.resolved`` of
+:func:`closed_unanswered`, as an answer, a timeout or cancelling it alone give theirs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from bridge.core import kinds
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
 from bridge.core.decisions.approval import gate_denial, settle_approval
-from bridge.core.decisions.common import NewId, closed_error, resolved_event, settle
+from bridge.core.decisions.common import NewId, closed_error, event_draft, resolved_event, settle
 from bridge.core.errors import InterruptNotFoundError, RunNotFoundError
 from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 
@@ -68,10 +72,25 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
     return decide
 
 
+def closed_unanswered(intr: InterruptRecord, now: int, by: str, reason: str) -> dict[str, Any]:
+    """The ``interrupt.resolved`` of an interrupt closed with nobody answering it (no ``resumeValue``):
+    ``by`` cancelled its run, or its run ended while it was open, for ``reason``."""
+    return resolved_event(intr, now, by, None, reason=reason, cancelled=True)
+
+
+def cancel_request(control: Mapping[str, Any] | None) -> tuple[str, str]:
+    """``(who, why)`` of a run's committed cancel, from its control requests."""
+    cancel = (control or {}).get("cancel")
+    if not isinstance(cancel, Mapping):
+        return "system", "cancelled"
+    return str(cancel.get("cancelledBy") or "system"), str(cancel.get("reason") or "cancelled")
+
+
 def run_cancel_decision(
-    principal: Principal, now: int, reason: str | None, *, parent_run_id: str | None = None
+    principal: Principal, now: int, reason: str | None, new_id: NewId, *, parent_run_id: str | None = None
 ) -> Callable[[RunRecord, list[InterruptRecord]], Mutation]:
-    """Cancel a run: invalidate its open interrupts and hand the rest to its executor.
+    """Cancel a run: close its open interrupts (each with its ``interrupt.resolved``) and hand the rest
+    to its executor.
 
     Idempotent: a terminal (or already cancelling) run is left as it is.
     """
@@ -84,7 +103,9 @@ def run_cancel_decision(
         request: dict[str, Any] = {"reason": reason or "cancelled", "cancelledBy": principal.id}
         if parent_run_id:
             request["parentRunId"] = parent_run_id
+        closed = [closed_unanswered(i, now, principal.id, request["reason"]) for i in open_interrupts]
         return Mutation(
+            events=[event_draft(new_id, now, e["type"], e["payload"], e["nodeId"]) for e in closed],
             run_status="cancelling",
             cancel_interrupts="gone" if parent_run_id else "cancelled",
             control={"cancel": request},

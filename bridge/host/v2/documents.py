@@ -17,8 +17,9 @@ __all__ = ["API_KEY_ISSUER", "event", "interrupt", "link", "poll", "snapshot", "
 
 def event(doc: dict[str, Any], tenant: str, interrupt_of: events.InterruptOf | None = None) -> dict[str, Any]:
     """A ``RunEventDoc`` under v2: bound ``runId``, v2 ``eventId`` and payload (:mod:`.events`);
-    ``engineVersion`` (a string here) left out."""
-    out = {k: v for k, v in doc.items() if k != "engineVersion"}
+    ``engineVersion`` (a string here) and v1's top-level ``interruptId`` (v2's envelope is closed; the
+    ``node.suspended`` the request causes names it) left out."""
+    out = {k: v for k, v in doc.items() if k not in ("engineVersion", "interruptId")}
     out["runId"] = ids.bind(tenant, doc["runId"])
     out["payload"] = events.payload(doc, tenant, interrupt_of)
     out["eventId"] = ids.opaque(str(doc["eventId"]))

@@ -469,3 +469,23 @@ async def test_a_task_advertises_the_answer_schema_of_its_kind(
     assert interrupt["resumeSchema"] == kinds.kind_of(kind).response_schema(record.payload)
     with pytest.raises(jsonschema.ValidationError):  # an empty answer does not pass, as it did with ``{}``
         jsonschema.validate({}, interrupt["resumeSchema"])
+
+
+async def test_a_task_waiting_on_a_child_that_waits_for_a_person_is_input_required(
+    agent: Agent, engine: Engine
+) -> None:
+    client = agent.client()
+    task = await send(client, message(skill="conformance-interrupt-parent-child-cancel"))
+    for _ in range(500):
+        got = await client.get_task(GetTaskRequest(id=task.id))
+        if got.status.state == INPUT:
+            break
+        await asyncio.sleep(0.01)
+    assert got.status.state == INPUT
+    assert openwop(got)["status"] == "waiting-approval"
+    [child] = await engine.store.child_runs(task.id)
+    assert openwop(got)["interrupt"]["nodeId"] == "child-gate"
+    # The task's message answers the child's gate, and the parent goes on to its end.
+    done = await send(client, message(task_id=task.id, interrupt={"action": "accept"}))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert (await engine.store.load_run(child.run_id)).status == "completed"

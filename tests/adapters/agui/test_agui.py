@@ -820,3 +820,10 @@ async def test_a_request_reads_only_the_events_new_since_the_last_one(
         snapshot = next(e for e in events if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
         assert [m["content"] for m in snapshot if m["role"] == "user"] == [m["content"] for m in messages]
         assert [m["content"] for m in snapshot if m["role"] == "assistant"] == prompts[: turn + 2]
+
+
+async def test_a_run_waiting_on_a_waiting_child_reports_the_childs_status(agui: Agui, engine: Engine) -> None:
+    first = await agui.run("conformance-interrupt-parent-child-cancel", "th-parent")
+    state = next(e for e in first if e["type"] == "STATE_SNAPSHOT")["snapshot"]
+    assert state["openwop"]["status"] == "waiting-approval"
+    assert first[-1]["type"] == "RUN_FINISHED"

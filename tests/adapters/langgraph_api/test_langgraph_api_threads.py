@@ -7,6 +7,7 @@ for them (``metadata: {graph_id}``).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -78,3 +79,18 @@ async def test_a_refused_run_on_a_missing_thread_leaves_no_thread(served: str) -
         assert exc.response.status_code == 404
     else:
         raise AssertionError("the refused run left its thread")
+
+
+async def test_a_thread_whose_run_waits_on_a_waiting_child_is_interrupted(served: str) -> None:
+    c = client(served)
+    thread = await c.threads.create()
+    run = await c.runs.create(thread["thread_id"], "conformance-interrupt-parent-child-cancel", input={})
+    for _ in range(500):
+        shown = await c.threads.get(thread["thread_id"])
+        if shown["status"] == "interrupted":
+            break
+        await asyncio.sleep(0.01)
+    assert shown["status"] == "interrupted"
+    state = await c.threads.get_state(thread["thread_id"])
+    assert state["metadata"]["openwop_status"] == "waiting-approval"
+    assert (await c.runs.get(thread["thread_id"], run["run_id"]))["status"] == "interrupted"
