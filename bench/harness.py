@@ -343,6 +343,15 @@ SCENARIOS: tuple[Scenario, ...] = (
         "bench.commits",
         "durable commits per cycle",
     ),
+    Scenario(
+        "notify", {"notify_drain": "notices/s"}, "bench.notify_drain", "outbox drain (notices to local receivers)"
+    ),
+    Scenario(
+        "notify_cycle",
+        {"engine_roundtrip_notify": "x", "commits_per_cycle_notify": "commits"},
+        "bench.notify_cycle",
+        "engine round trip with a notify route (in process)",
+    ),
 )
 
 FAMILY_OF = {name: s for s in SCENARIOS for name in s.names}

@@ -16,7 +16,7 @@ _RUN_STATUS = {"completed": "success", "failed": "error", "cancelled": "interrup
 
 def iso(ms: int) -> str:
     """An ISO-8601 UTC timestamp for epoch milliseconds."""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def values_of(thread: Thread, run: RunRecord | None) -> dict[str, Any]:

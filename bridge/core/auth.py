@@ -30,6 +30,7 @@ SCOPES: tuple[str, ...] = (
     "interrupts:read",
     "workflows:read",
     "metrics:read",
+    "webhooks:manage",
 )
 
 #: Roles allowed to vote or answer on behalf of another principal.

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from bridge.core.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
 from bridge.core.errors import BridgeError
 from bridge.core.events import ENGINE_VERSION
+from bridge.core.notices import RetryPolicy
 from bridge.core.quota import RunRate
 from bridge.core.tokens import parse_secret_spec
 from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
@@ -30,6 +31,8 @@ from bridge.host.http.limits import HeaderLimits, http_protocol
 from bridge.host.http.streams import StreamLimits
 from bridge.host.options import add_serve_arguments, conversation_limits, env
 from bridge.host.plugins import ServerBuild
+from bridge.host.v2.webhook_delivery import WebhookSettings
+from bridge.notify.config import load_notify_config
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.engine import Engine
 from bridge.runtime.telemetry import configure_logging
@@ -135,6 +138,10 @@ def run_rate(per_minute: int) -> RunRate:
 
 def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
     """The ASGI app, engine and key ring for ``serve`` (without starting them)."""
+    # The notify file is checked before anything opens: a bad one stops ``serve`` in one line.
+    notify = load_notify_config(args.notify_config) if getattr(args, "notify_config", None) else None
+    if notify is not None:
+        notify.link_base(args.public_url)
     store = open_store(args.db)
     secrets = [parse_secret_spec(s) for s in args.token_secret]
     engine = Engine(
@@ -147,6 +154,12 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             conversation_limits=conversation_limits(args),
             snapshot_messages=int(args.snapshot_messages),
             run_rate=run_rate(int(args.max_runs_per_minute)),
+            notify_retry=RetryPolicy(base_ms=args.notify_retry_base_ms, max_attempts=args.notify_max_attempts),
+            webhook_retry=RetryPolicy(
+                base_ms=args.webhook_retry_base_ms,
+                max_attempts=args.webhook_max_attempts,
+                timeout_ms=args.webhook_timeout_ms,
+            ),
         ),
         token_secrets=secrets,
     )
@@ -156,13 +169,19 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     dev: dict[str, str] = {}
     ensure_dev_key = _dev_key_starter(engine, ring, keys, dev)
     routes = list(build.routes)
+    fragments = list(build.openapi)
+    if notify is not None:
+        from bridge.host.notifying import install_notify  # its channels' libraries load only when used
+
+        notifying = install_notify(engine, notify, args.public_url)
+        routes += notifying.routes
+        fragments += notifying.openapi
     banner = _banner(args, store, engine, ring, dev, routes)
 
     from bridge.host import web
     from bridge.host.http import create_app
     from bridge.host.http.openapi import web_fragment
 
-    fragments = list(build.openapi)
     if not args.no_ui:
         routes += web.web_routes()
         fragments.append(web_fragment())
@@ -182,6 +201,9 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             per_key=int(args.max_streams_per_key),
             per_run=int(args.max_streams_per_run),
             buffer_bytes=int(args.stream_buffer_bytes),
+        ),
+        webhooks=WebhookSettings(
+            allow_loopback=args.webhook_allow_loopback, rotation_overlap_s=args.webhook_rotation_overlap_seconds
         ),
     )
     return app, engine, ring, banner

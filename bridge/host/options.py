@@ -310,10 +310,83 @@ def conversation_limits(args: argparse.Namespace) -> ConversationLimits:
     )
 
 
+def _add_notify_file_argument(serve: argparse.ArgumentParser) -> None:
+    """``serve``: the notify file (people, channels and routes), checked before anything starts."""
+    serve.add_argument(
+        "--notify-config",
+        default=env("NOTIFY_CONFIG"),
+        metavar="FILE",
+        help="JSON file of people, channels (e-mail, Slack, Teams) and routes: who is told about a waiting "
+        "interrupt, and how",
+    )
+
+
+def _bounded(low: int, high: int, unit: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {unit}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high} {unit}")
+        return value
+
+    return parse
+
+
+def _add_notify_arguments(serve: argparse.ArgumentParser) -> None:
+    """``serve``: retries of notices (e-mail, Slack, Teams) and of v2 webhook deliveries, and webhook egress."""
+    serve.add_argument(
+        "--notify-retry-base-ms",
+        type=_bounded(1, 3_600_000, "milliseconds"),
+        default=env("NOTIFY_RETRY_BASE_MS", "2000"),
+        help="first wait before a failed e-mail, Slack or Teams notice is tried again, doubled each time "
+        "(default 2000)",
+    )
+    serve.add_argument(
+        "--notify-max-attempts",
+        type=_bounded(1, 100, "attempts"),
+        default=env("NOTIFY_MAX_ATTEMPTS", "8"),
+        help="attempts of an e-mail, Slack or Teams notice before it is a dead letter (default 8)",
+    )
+    serve.add_argument(
+        "--webhook-retry-base-ms",
+        type=_bounded(1, 3_600_000, "milliseconds"),
+        default=env("WEBHOOK_RETRY_BASE_MS", "1000"),
+        help="first wait before a failed webhook delivery is tried again, doubled each time (default 1000)",
+    )
+    serve.add_argument(
+        "--webhook-max-attempts",
+        type=_bounded(1, 100, "attempts"),
+        default=env("WEBHOOK_MAX_ATTEMPTS", "8"),
+        help="attempts of a webhook delivery before it is a dead letter (default 8)",
+    )
+    serve.add_argument(
+        "--webhook-timeout-ms",
+        type=_bounded(100, 120_000, "milliseconds"),
+        default=env("WEBHOOK_TIMEOUT_MS", "10000"),
+        help="how long one webhook delivery attempt may take (default 10000)",
+    )
+    serve.add_argument(
+        "--webhook-rotation-overlap-seconds",
+        type=_bounded(60, 604_800, "seconds"),
+        default=env("WEBHOOK_ROTATION_OVERLAP_SECONDS", "86400"),
+        help="how long the previous secret still signs after a rotation (default 86400)",
+    )
+    serve.add_argument(
+        "--webhook-allow-loopback",
+        action="store_true",
+        default=env("WEBHOOK_ALLOW_LOOPBACK") == "1",
+        help="for local development and tests only: admit webhooks to http(s)://127.0.0.1 and [::1]",
+    )
+
+
 def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     """Every option of ``serve``, each help naming its default and ``OPENWOP_BRIDGE_*`` variable."""
     _add_source_arguments(serve)
     _add_access_arguments(serve)
     _add_feature_arguments(serve)
+    _add_notify_file_argument(serve)
     _add_limit_arguments(serve)
+    _add_notify_arguments(serve)
     explain(serve)

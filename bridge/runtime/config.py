@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from bridge.core.approvals import AskLimits
 from bridge.core.conversation_limits import ConversationLimits
+from bridge.core.notices import OutboxLimits, RetryPolicy
 from bridge.core.quota import RunRate
 from bridge.core.tokens import DEFAULT_TTL_MS
 
@@ -31,3 +32,13 @@ class EngineConfig:
     snapshot_messages: int = 50
     #: How fast one key may create runs on this instance (see :mod:`bridge.core.quota`); None: no bound.
     run_rate: RunRate | None = None
+    #: Retries of e-mail, Slack and Teams notices (``--notify-retry-base-ms``, ``--notify-max-attempts``).
+    notify_retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: Retries of webhook deliveries (``--webhook-retry-base-ms``, ``--webhook-max-attempts``,
+    #: ``--webhook-timeout-ms``).
+    webhook_retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: Caps on queued notices and how long settled ones are kept.
+    outbox_limits: OutboxLimits = field(default_factory=OutboxLimits)
+    #: Delivery attempts at once on this instance, and per destination (``(channel, recipient)``).
+    notify_in_flight: int = 256
+    notify_per_destination: int = 4

@@ -25,11 +25,15 @@ from bridge.core.errors import (
     ValidationError,
     WorkflowNotFoundError,
 )
-from bridge.core.records import InterruptRecord, RunRecord
+from bridge.core.events import EventDraft
+from bridge.core.notices import POLICY_CHANNEL
+from bridge.core.records import InterruptRecord, Mutation, RunRecord
 from bridge.core.tokens import (
     TokenSigner,
 )
 from bridge.core.workflow import WorkflowDefinition
+from bridge.notify.service import NotifyService
+from bridge.notify.worker import Settled
 from bridge.runtime.adapter_state import AdapterState
 from bridge.runtime.answers import AnswerService
 from bridge.runtime.ask import AskService, RecordingAskService
@@ -88,7 +92,7 @@ class Engine:
         self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"
         self.hub = EventHub()
         #: Prometheus series (``GET /metrics``; see :mod:`bridge.runtime.metrics`).
-        self.metrics = Metrics(self.store.pending_by_kind, self.clock.now_ms)
+        self.metrics = Metrics(self.store.pending_by_kind, self.clock.now_ms, self.store.outbox_queued)
         self._follower = RunFollower(store, self.hub)
         #: ``Idempotency-Key`` records (see :mod:`bridge.runtime.idempotency`).
         self.idempotency = IdempotencyLedger(store, self.clock, self.config)
@@ -100,10 +104,27 @@ class Engine:
         self._timers = TimerService(self.store.next_deadline, self._fire_due, self.clock.now_ms)
         #: The runs executing here (:mod:`bridge.runtime.executors`).
         self.executors = Executors(self, self._timers.poke)
+        #: The outbox: notice planners, delivery channels, the worker (:mod:`bridge.notify.service`).
+        self.notify = NotifyService(
+            store,
+            self.clock,
+            self.instance_id,
+            notify_retry=self.config.notify_retry,
+            webhook_retry=self.config.webhook_retry,
+            in_flight=self.config.notify_in_flight,
+            per_destination=self.config.notify_per_destination,
+        )
+        self.notify.set_limits(self.config.outbox_limits)
+        self.notify.on_event(self._notice_event)
+        self.notify.on_settled(self._count_notice)
         self._heartbeat: asyncio.Task[None] | None = None
         self._started = False
         for wf in workflows:
             self.add_workflow(wf)
+
+    def _count_notice(self, settled: Settled) -> None:
+        if settled.notice.channel != POLICY_CHANNEL:  # the bridge's own notices are no deliveries
+            self.metrics.notification(settled.notice.channel, settled.outcome)
 
     # --- configuration --------------------------------------------------------------
 
@@ -164,6 +185,7 @@ class Engine:
         self._timers.start()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="openwop-bridge-heartbeat")
         self._started = True
+        self.notify.start()
         await self.recover()
 
     async def stop(self) -> None:
@@ -174,6 +196,7 @@ class Engine:
         """
         self.executors.stopping = True
         await self._timers.stop()
+        await self.notify.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -232,8 +255,24 @@ class Engine:
                 log.exception("lease renewal or reclaim failed")
 
     def _on_remote_events(self, run_id: str) -> None:
-        """Another instance committed events of this run: local streams re-read the store."""
+        """Another instance committed events of this run: local streams re-read the store (and, if it planned
+        notices, this instance's outbox worker may take some)."""
         self.hub.poke(run_id)
+        self.notify.poke_remote()
+
+    async def _notice_event(self, run_id: str, event_type: str, payload: dict[str, Any]) -> None:
+        """Append a notice's outcome to its run's log (not to a run that has ended: its log is closed)."""
+        now = self.clock.now_ms()
+        draft = EventDraft(self.clock.new_id("evt"), event_type, payload, now)
+
+        def decide(run: RunRecord, _: list[InterruptRecord]) -> Mutation:
+            return Mutation() if run.terminal else Mutation(events=[draft])
+
+        try:
+            result = await self.store.mutate_run(run_id, decide, now)
+        except NotFoundError:
+            return
+        self.after_mutation(result)
 
     async def _fire_due(self, now: int) -> int:
         """Time out every interrupt due at ``now``; returns how many fired."""

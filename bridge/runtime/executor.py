@@ -398,6 +398,7 @@ class RunExecutor:
             release_if_wake=self._wake_seen if release else None,
             terminal=terminal,
             create=create,
+            run=self.run,
         )
         if wake_run is not None:
             # The run it wakes may be taking an answer with the step it woke: that goes first.

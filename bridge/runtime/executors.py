@@ -20,6 +20,7 @@ import orjson
 from bridge.core.events import EventDraft
 from bridge.core.records import InterruptRecord, RunRecord, replaced
 from bridge.core.workflow import WorkflowDefinition
+from bridge.notify.service import NotifyService
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.executor import RunExecutor
 from bridge.runtime.hub import EventHub
@@ -36,6 +37,8 @@ class ExecutorsHost(ExecutorHost, Protocol):
 
     config: EngineConfig
     hub: EventHub
+    #: The outbox, poked after a commit that may have written notices.
+    notify: NotifyService
 
     def loaded_workflow(self, workflow_id: str) -> WorkflowDefinition | None:
         """A registered workflow, or None."""
@@ -189,6 +192,7 @@ class Executors:
     def after_commit(self, run: RunRecord, commit: RunCommit, result: CommitResult) -> None:
         """Called by an executor after each commit: publish, arm timers, start children."""
         self._host.hub.publish(run.run_id, result.events)
+        self._host.notify.poke()
         for record in commit.new_interrupts:
             interrupt_requested(record)
             if record.open and record.deadline_ms is not None:
@@ -204,6 +208,7 @@ class Executors:
         if run is None:
             return
         self._host.hub.publish(run.run_id, result.events)
+        self._host.notify.poke()
         if result.claimed:
             # Leased to this instance by the mutation itself: an executor still registered
             # here is past its release (its epoch is stale now), so a new one takes over.

@@ -10,8 +10,11 @@ with traffic.
   figures), at most once per :data:`PENDING_TTL_S`, so scrapes cost the database little.
 - ``openwop_interrupt_resolution_seconds{kind}``: from an interrupt's request to the answer
   that resolved it, observed by the instance that took the answer.
-- ``openwop_notifications_total{channel,outcome}`` and ``openwop_notifications_queued``:
-  deliveries of notices to people and receivers, counted by whoever delivers them.
+- ``openwop_notifications_total{channel,outcome}``: each attempt to deliver a notice, counted by
+  the instance that made it: ``delivered``, ``retry`` (failed, tried again later), ``dead`` (given
+  up on) or ``refused`` (written past a cap on queued notices, never sent).
+- ``openwop_notifications_queued``: notices waiting in the outbox (or being attempted), every
+  tenant, read from the store with the pending interrupts.
 - ``openwop_callbacks_rejected_total{reason}``: answers through signed links that were
   refused, by the OpenWOP error code of the refusal.
 """
@@ -33,14 +36,17 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 #: ``(kind, open interrupts, earliest requested_at in ms)`` per kind.
 PendingReader = Callable[[], Awaitable[list[tuple[str, int, int]]]]
+#: How many notices the outbox holds queued.
+QueuedReader = Callable[[], Awaitable[int]]
 
 
 class Metrics:
     """The engine's Prometheus series and the text a scrape returns."""
 
-    def __init__(self, pending: PendingReader, now_ms: Callable[[], int]) -> None:
+    def __init__(self, pending: PendingReader, now_ms: Callable[[], int], queued: QueuedReader | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._read_pending = pending
+        self._read_queued = queued
         self._now_ms = now_ms
         self._pending_read_at = float("-inf")
         self._kinds_seen: set[str] = set()
@@ -109,4 +115,6 @@ class Metrics:
             self.pending.labels(kind=kind).set(0)
             self.oldest.labels(kind=kind).set(0)
         self._kinds_seen |= seen
+        if self._read_queued is not None:
+            self.queued.set(await self._read_queued())
         self._pending_read_at = time.monotonic()

@@ -4,7 +4,9 @@ Spans come from ``opentelemetry-api``. Until an SDK tracer provider is set,
 nothing is built at all (even a no-op span costs microseconds on the hot path).
 A wait for a person can outlive the process, so an interrupt is two short
 spans — its request and its resolution — joined by the
-``openwop.interrupt_id`` attribute rather than one span left open.
+``openwop.interrupt_id`` attribute rather than one span left open. Each attempt to
+deliver a notice is a span of its own (``openwop.notification.deliver``): its
+channel, attempt and outcome, never an address, a body or a secret.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 
 if TYPE_CHECKING:
+    from bridge.core.notices import Notice
     from bridge.core.records import InterruptRecord
     from bridge.runtime.context import NodeContext
 
@@ -92,6 +95,21 @@ def interrupt_resolving(action: str, **attributes: Any) -> AbstractContextManage
         return _NO_SPAN
     attrs = {"openwop.interrupt_action": action, **{k: v for k, v in attributes.items() if v is not None}}
     return tracer.start_as_current_span("openwop.interrupt.resolve", attributes=attrs)
+
+
+def notice_span(notice: Notice) -> AbstractContextManager[Any]:
+    """One attempt to deliver ``notice``; the caller sets ``openwop.notification.outcome`` on the span (if any)."""
+    if not tracing():
+        return _NO_SPAN
+    attrs: dict[str, Any] = {
+        "openwop.notification.channel": notice.channel,
+        "openwop.notification.attempt": notice.attempt,
+        "openwop.notification.id": notice.notice_id,
+        "openwop.run_id": notice.run_id,
+    }
+    if notice.interrupt_id is not None:
+        attrs["openwop.interrupt_id"] = notice.interrupt_id
+    return tracer.start_as_current_span("openwop.notification.deliver", attributes=attrs)
 
 
 class JsonFormatter(logging.Formatter):

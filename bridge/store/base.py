@@ -25,6 +25,7 @@ import orjson
 
 from bridge.core.errors import BridgeError
 from bridge.core.events import EventDraft
+from bridge.core.notices import DeadLetter, InterruptNotices, Notice, NoticeDraft, NoticePlanner, OutboxLimits
 from bridge.core.records import (
     InterruptDecision,
     InterruptRecord,
@@ -108,6 +109,8 @@ class RunCommit:
     release_if_wake: int | None = None  # release ownership if wake is still this value
     terminal: bool = False
     create: ChildStart | None = None  # the run itself, inserted by its first step's transaction
+    #: The run as its executor holds it (identity, tenant, spec), for the notice planners; None: plan nothing.
+    run: RunRecord | None = None
 
 
 @dataclass(slots=True)
@@ -444,3 +447,71 @@ class Store(Protocol):
 
     async def idempotency_release(self, key_id: str, owner: str) -> None:
         """Forget a pending record (its request failed in a way a retry may fix)."""
+
+    # --- the outbox (see :mod:`bridge.store.plan_outbox`) ------------------------------
+    #: Planners asked, in every transaction that commits run events or opens interrupts, for the notices it owes.
+    notice_planners: tuple[NoticePlanner, ...]
+    #: Caps on queued notices, checked as notices are written.
+    outbox_limits: OutboxLimits
+    #: How many notices the planners have written through this store (a cheap counter; may count a few of
+    #: transactions that failed afterwards).
+    notices_written: int
+
+    async def outbox_add(self, tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int) -> list[str]:
+        """Write notices of a run now, in a transaction of their own (reminders, escalations); their ids.
+
+        A draft's ``not_before_ms`` in the future makes it a durable delayed notice.
+        """
+
+    async def outbox_claim(
+        self,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        limit: int,
+        channels: Sequence[str] = ("webhook",),
+        busy: Sequence[str] = (),
+    ) -> list[Notice]:
+        """Lease up to ``limit`` due notices of ``channels`` to ``owner`` for ``lease_ms`` (each attempt numbered),
+        oldest first, none addressed to the recipients ``busy``.
+
+        Several instances may claim at once: each notice goes to one of them; a lease that runs out
+        makes the notice due again for every instance.
+        """
+
+    async def outbox_settle(
+        self,
+        notice_id: str,
+        owner: str,
+        attempt: int,
+        status: str,
+        next_attempt_ms: int,
+        error: str | None,
+        now_ms: int,
+    ) -> bool:
+        """Record attempt ``attempt``'s outcome (``delivered``, ``dead``, or ``queued`` for ``next_attempt_ms``);
+        False when ``owner`` no longer holds that attempt."""
+
+    async def outbox_release(self, notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> int:
+        """Give back claimed notices not attempted (their attempt uncounted), due again at ``next_attempt_ms``."""
+
+    async def outbox_next_due(self) -> int | None:
+        """When the earliest queued notice is due (or its lease runs out)."""
+
+    async def outbox_of_interrupts(self, interrupt_ids: Sequence[str], per_interrupt: int = 100) -> InterruptNotices:
+        """The people-channel notices of the interrupts named (at most ``per_interrupt`` times as many as there
+        are interrupts, oldest first), and which of them are undeliverable (every first notice died)."""
+
+    async def outbox_queued(self) -> int:
+        """How many notices are queued (waiting or being attempted), every tenant."""
+
+    async def outbox_prune(self, now_ms: int) -> int:
+        """Delete delivered notices and dead letters past their retention (a batch); returns how many."""
+
+    async def outbox_dead_letters(
+        self, channel: str, recipient: str, tenant: str, *, limit: int, after: str | None = None
+    ) -> list[DeadLetter]:
+        """One page of a destination's dead letters within ``tenant``, oldest first, after the id ``after``."""
+
+    async def outbox_states(self, notice_ids: Sequence[str]) -> dict[str, tuple[str, int, str | None]]:
+        """``notice_id → (status, attempts made, last error)`` for the notices named."""

@@ -106,6 +106,26 @@ SQLITE_MIGRATIONS: list[list[str]] = [
     # ``interrupts_key`` or ``interrupts_addr`` (a run holds few interrupts besides that node's), one b-tree less
     # to write for every interrupt opened.
     ["DROP INDEX interrupts_node"],
+    # 9: the outbox of notices (webhook deliveries, mails, chat messages), written with the commits they announce
+    # and drained by the delivery workers; ``outbox_due`` answers "due" and "free" (a claim moves ``next_attempt``
+    # to the end of its lease).
+    [
+        """CREATE TABLE outbox (
+            notice_id TEXT PRIMARY KEY, channel TEXT NOT NULL, tenant TEXT NOT NULL, run_id TEXT NOT NULL,
+            interrupt_id TEXT, recipient TEXT NOT NULL, payload TEXT NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,
+            next_attempt INTEGER NOT NULL, lease_owner TEXT, status TEXT NOT NULL, last_error TEXT,
+            created_at INTEGER NOT NULL, settled_at INTEGER)""",
+        "CREATE INDEX outbox_due ON outbox(next_attempt) WHERE status = 'queued'",
+        "CREATE INDEX outbox_tenant ON outbox(tenant) WHERE status = 'queued'",
+        "CREATE INDEX outbox_recipient ON outbox(channel, recipient, status, notice_id)",
+        "CREATE INDEX outbox_settled ON outbox(settled_at) WHERE status != 'queued'",
+    ],
+    # 10: when a notice's last attempt ended (the delivery state an interrupt shows), and its notices by
+    # interrupt (that state, and the count of its dead notices as each dies).
+    [
+        "ALTER TABLE outbox ADD COLUMN attempted_at INTEGER",
+        "CREATE INDEX outbox_interrupt ON outbox(interrupt_id, notice_id) WHERE interrupt_id IS NOT NULL",
+    ],
 ]
 
 
@@ -198,6 +218,23 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
     ['ALTER TABLE kv ALTER COLUMN key TYPE TEXT COLLATE "C"'],
     # 8: as SQLite's 8.
     ["DROP INDEX interrupts_node"],
+    # 9: as SQLite's 9.
+    [
+        """CREATE TABLE outbox (
+            notice_id TEXT COLLATE "C" PRIMARY KEY, channel TEXT NOT NULL, tenant TEXT NOT NULL,
+            run_id TEXT NOT NULL, interrupt_id TEXT, recipient TEXT NOT NULL, payload JSON NOT NULL,
+            attempt INTEGER NOT NULL DEFAULT 0, next_attempt BIGINT NOT NULL, lease_owner TEXT,
+            status TEXT NOT NULL, last_error TEXT, created_at BIGINT NOT NULL, settled_at BIGINT)""",
+        "CREATE INDEX outbox_due ON outbox(next_attempt) WHERE status = 'queued'",
+        "CREATE INDEX outbox_tenant ON outbox(tenant) WHERE status = 'queued'",
+        "CREATE INDEX outbox_recipient ON outbox(channel, recipient, status, notice_id)",
+        "CREATE INDEX outbox_settled ON outbox(settled_at) WHERE status <> 'queued'",
+    ],
+    # 10: as SQLite's 10.
+    [
+        "ALTER TABLE outbox ADD COLUMN attempted_at BIGINT",
+        "CREATE INDEX outbox_interrupt ON outbox(interrupt_id, notice_id) WHERE interrupt_id IS NOT NULL",
+    ],
 ]
 
 

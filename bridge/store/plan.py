@@ -36,7 +36,7 @@ from bridge.store import codec, plan_close, plan_status
 from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
 from bridge.store.plan_kv import kv_put_text, kv_replace_text
-from bridge.store.steps import Ahead, Note, Plan, Rows, Sql
+from bridge.store.steps import Ahead, Note, Plan, Planned, Rows, Sql
 
 Decided = tuple[MutationResult, BridgeError | None]
 
@@ -63,6 +63,7 @@ def insert_run(
     if rows:
         yield Sql(codec.INSERT_EVENT, rows, many=True)
         yield Note("events", run.run_id)
+        yield Planned(run, docs, (), run.created_at_ms)
     return docs
 
 
@@ -164,6 +165,9 @@ def commit(
     if rows:
         yield Sql(codec.INSERT_EVENT, rows, many=True)
     yield from _new_interrupts(c, docs)
+    planned = c.create.run if c.create is not None else c.run
+    if planned is not None and (docs or c.new_interrupts):
+        yield Planned(planned, docs, [i for i in c.new_interrupts if i.open], c.now_ms)
     if c.consume:
         yield Sql("UPDATE interrupts SET consumed=TRUE WHERE interrupt_id=%s", [(i,) for i in c.consume], many=True)
     if c.create is None:
@@ -328,6 +332,8 @@ def apply(
         after_run = _run_after(run, m, len(rows), now_ms, lease)
     else:
         after_run = yield from _update_run(run, m, len(rows), now_ms, lease)
+    if docs:
+        yield Planned(after_run, docs, (), now_ms)
     if m.audit:
         yield Sql(codec.INSERT_AUDIT, codec.audit_params(run.tenant, run.run_id, now_ms, m.audit), many=True)
     if m.wake and not claimed:

@@ -204,7 +204,7 @@ class PostgresStore(Writes, PostgresReads):
             async with self._connection() as conn:
                 batch = Batch(conn)
                 batch.add("BEGIN")
-                result = await run_plan(batch, tx, make())
+                result = await run_plan(batch, tx, self._planned(make()))
                 if tx.outbox.notices:
                     batch.add(q.NOTIFY, (q.CHANNEL, tx.outbox.payloads(self._instance)))
                 batch.add("COMMIT")

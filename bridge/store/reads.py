@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.core.kinds import REGISTRY
+from bridge.core.notices import POLICY_CHANNEL, UNDELIVERABLE_NS, DeadLetter, InterruptNotices, NoticeState
 from bridge.core.records import InterruptRecord, RunRecord, has_nul
 from bridge.store.base import KV_SCAN_MAX, InboxPage
 from bridge.store.codec import EVENT_COLS, INT_COLS, RUN_COLS, Dialect, event_doc
@@ -185,6 +186,52 @@ class Reads(ABC):
         items = [self._dialect.interrupt(r) for r in rows[:limit]]
         nxt = encode_cursor(items[-1].requested_at_ms, items[-1].interrupt_id) if len(rows) > limit else None
         return InboxPage(items, nxt)
+
+    # --- the outbox (its writes: :mod:`bridge.store.plan_outbox`) ---------------------
+
+    async def outbox_next_due(self) -> int | None:
+        row = await self._one("SELECT MIN(next_attempt) FROM outbox WHERE status='queued'")
+        return int(row[0]) if row and row[0] is not None else None
+
+    async def outbox_of_interrupts(self, interrupt_ids: Sequence[str], per_interrupt: int = 100) -> InterruptNotices:
+        if not interrupt_ids:
+            return InterruptNotices([], frozenset())
+        marks = ",".join(["%s"] * len(interrupt_ids))
+        rows = await self._rows(
+            "SELECT interrupt_id, channel, recipient, status, attempt, attempted_at, notice_id FROM outbox "
+            f"WHERE interrupt_id IN ({marks}) AND channel NOT IN ('webhook', %s) ORDER BY notice_id LIMIT %s",
+            (*interrupt_ids, POLICY_CHANNEL, per_interrupt * len(interrupt_ids)),
+        )
+        marked = await self._rows(
+            f"SELECT key FROM kv WHERE namespace=%s AND key IN ({marks})", (UNDELIVERABLE_NS, *interrupt_ids)
+        )
+        notices = [NoticeState(r[0], r[1], r[2], r[3], int(r[4]), None if r[5] is None else int(r[5])) for r in rows]
+        return InterruptNotices(notices, frozenset(str(r[0]) for r in marked))
+
+    async def outbox_queued(self) -> int:
+        row = await self._one("SELECT COUNT(*) FROM outbox WHERE status='queued'")
+        return int(row[0]) if row else 0
+
+    async def outbox_dead_letters(
+        self, channel: str, recipient: str, tenant: str, *, limit: int, after: str | None = None
+    ) -> list[DeadLetter]:
+        rows = await self._rows(
+            "SELECT notice_id, channel, recipient, run_id, interrupt_id, attempt, last_error, created_at, settled_at "
+            "FROM outbox WHERE channel=%s AND recipient=%s AND status='dead' AND notice_id > %s AND tenant=%s "
+            "ORDER BY notice_id LIMIT %s",
+            (channel, recipient, after or "", tenant, limit),
+        )
+        return [DeadLetter(r[0], r[1], r[2], r[3], r[4], r[5], r[6] or "", r[7], r[8]) for r in rows]
+
+    async def outbox_states(self, notice_ids: Sequence[str]) -> dict[str, tuple[str, int, str | None]]:
+        found: dict[str, tuple[str, int, str | None]] = {}
+        for notice_id in notice_ids:
+            row = await self._one(
+                self._dialect.sql("SELECT status, attempt, last_error FROM outbox WHERE notice_id=%s"), (notice_id,)
+            )
+            if row:
+                found[notice_id] = (row[0], row[1], row[2])
+        return found
 
     async def next_deadline(self) -> int | None:
         row = await self._one("SELECT MIN(deadline) FROM interrupts WHERE status='pending' AND deadline IS NOT NULL")

@@ -213,11 +213,11 @@ class SqliteStore(Writes, SqliteReads):
     # --- runs ---------------------------------------------------------------
 
     async def _plan(self, make: Callable[[], Plan[T]]) -> T:
-        return await self._write(lambda conn: run_plan(conn, make()))
+        return await self._write(lambda conn: run_plan(conn, self._planned(make())))
 
     def commit_soon(self, commit: RunCommit) -> asyncio.Future[CommitResult]:
         # Queued at once: no task between the executor and the writer.
-        return self._submit(lambda conn: run_plan(conn, plan.commit(SQLITE, commit)))
+        return self._submit(lambda conn: run_plan(conn, self._planned(plan.commit(SQLITE, commit))))
 
     async def claim_run(self, run_id: str, owner: str, now_ms: int, lease_ms: int) -> RunRecord | None:
         def tx(conn: sqlite3.Connection) -> RunRecord | None:
@@ -256,6 +256,8 @@ class SqliteStore(Writes, SqliteReads):
     async def reset_owners(self) -> int:
         # Safe only because the lock file guarantees no other server uses this file.
         def tx(conn: sqlite3.Connection) -> int:
+            # Notices a dead server was delivering are due again at once (the attempt it made still counts).
+            conn.execute("UPDATE outbox SET lease_owner=NULL, next_attempt=0 WHERE lease_owner IS NOT NULL")
             return conn.execute("UPDATE runs SET owner=NULL, lease_until=NULL WHERE owner IS NOT NULL").rowcount
 
         return await self._write(tx)

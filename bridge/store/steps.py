@@ -14,6 +14,8 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from bridge.core.records import InterruptRecord, RunRecord
+
 T = TypeVar("T")
 
 
@@ -47,5 +49,20 @@ class Note:
     at_ms: int | None = None  # "deadline": the earliest deadline the transaction wrote for the run
 
 
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """What the transaction commits for a run, offered to the notice planners (:mod:`bridge.store.plan_outbox`).
+
+    A store with planners writes the notices they plan in its place, in the same transaction; a store
+    without any skips it. ``run`` is a :class:`~bridge.core.records.RunRecord`, ``events`` the event
+    documents appended, ``opened`` the interrupts opened.
+    """
+
+    run: RunRecord
+    events: Sequence[dict[str, Any]]
+    opened: Sequence[InterruptRecord]
+    now_ms: int
+
+
 Rows = list[tuple[Any, ...]]
-Plan = Generator[Sql | Note | Ahead, Rows, T]
+Plan = Generator[Sql | Note | Ahead | Planned, Rows, T]

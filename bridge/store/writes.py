@@ -13,8 +13,9 @@ from typing import Any, TypeVar
 
 from bridge.core.errors import BridgeError
 from bridge.core.events import EventDraft
+from bridge.core.notices import Notice, NoticeDraft, NoticePlanner, OutboxLimits
 from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
-from bridge.store import plan, plan_kv
+from bridge.store import plan, plan_kv, plan_outbox
 from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from bridge.store.codec import Dialect
 from bridge.store.steps import Plan
@@ -26,6 +27,20 @@ class Writes(ABC):
     """Writes of the :class:`~bridge.store.base.Store` contract written once for both dialects."""
 
     _dialect: Dialect
+    #: Plan the notices each run write owes, in its transaction (see :mod:`bridge.store.plan_outbox`).
+    notice_planners: tuple[NoticePlanner, ...] = ()
+    #: Caps on queued notices.
+    outbox_limits: OutboxLimits = OutboxLimits()
+    #: Notices the planners have written here (counted as written: a transaction that fails later counts too).
+    notices_written: int = 0
+
+    def _planned(self, steps: Plan[T]) -> Plan[T]:
+        """``steps`` with the notices the planners plan written in (``steps`` itself when there are none)."""
+        planners = self.notice_planners
+        return plan_outbox.with_notices(planners, self.outbox_limits, steps, self._wrote) if planners else steps
+
+    def _wrote(self, count: int) -> None:
+        self.notices_written += count
 
     @abstractmethod
     async def _plan(self, make: Callable[[], Plan[T]]) -> T:
@@ -107,3 +122,41 @@ class Writes(ABC):
 
     async def idempotency_release(self, key_id: str, owner: str) -> None:
         await self._plan(lambda: plan_kv.idempotency_release(key_id, owner))
+
+    # --- the outbox -----------------------------------------------------------------
+
+    async def outbox_add(self, tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int) -> list[str]:
+        return await self._plan(lambda: plan_outbox.write_notices(tenant, run_id, drafts, now_ms, self.outbox_limits))
+
+    async def outbox_claim(
+        self,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        limit: int,
+        channels: Sequence[str] = ("webhook",),
+        busy: Sequence[str] = (),
+    ) -> list[Notice]:
+        return await self._plan(
+            lambda: plan_outbox.claim(self._dialect, owner, now_ms, lease_ms, limit, channels, busy)
+        )
+
+    async def outbox_settle(
+        self,
+        notice_id: str,
+        owner: str,
+        attempt: int,
+        status: str,
+        next_attempt_ms: int,
+        error: str | None,
+        now_ms: int,
+    ) -> bool:
+        return await self._plan(
+            lambda: plan_outbox.settle(self._dialect, notice_id, owner, attempt, status, next_attempt_ms, error, now_ms)
+        )
+
+    async def outbox_release(self, notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> int:
+        return await self._plan(lambda: plan_outbox.release(notice_ids, owner, next_attempt_ms))
+
+    async def outbox_prune(self, now_ms: int) -> int:
+        return await self._plan(lambda: plan_outbox.prune(now_ms, self.outbox_limits))

@@ -146,11 +146,11 @@ async def test_v2_error_registry(live: tuple[str, httpx.AsyncClient]) -> None:
 
 
 async def test_v2_malformed_body_envelope_webhooks(live: tuple[str, httpx.AsyncClient]) -> None:
-    """v2-malformed-body-envelope, the ``/webhooks`` leg: not mounted here, so a 404 that carries the header."""
+    """v2-malformed-body-envelope, the ``/webhooks`` leg: a body that is not JSON is a 400 envelope with the header."""
     _, http = live
     resp = await http.post("/webhooks", content=b"{", headers={**h(), "Content-Type": "application/json"})
-    assert resp.status_code == 404 and resp.headers["openwop-version"].startswith("2.")
-    assert_envelope(resp, 404, "not_found")
+    assert resp.status_code == 400 and resp.headers["openwop-version"].startswith("2.")
+    assert_envelope(resp, 400, "validation_error")
 
 
 async def test_v2_unadvertised_operation_not_found(live: tuple[str, httpx.AsyncClient]) -> None:

@@ -36,6 +36,9 @@ FIGURES = {
     "commits_per_cycle": "commits",
     "commits_per_cycle_at_16": "commits",
     "commits_per_cycle_postgres": "commits",
+    "notify_drain": "notices/s",
+    "engine_roundtrip_notify": "x",
+    "commits_per_cycle_notify": "commits",
 }
 #: Measured only with ``--db postgresql://…``.
 ON_POSTGRES = {"commits_per_cycle_postgres"}
@@ -124,6 +127,22 @@ def test_json_entry_and_table_of_a_failed_figure() -> None:
     assert failed.to_json()["error"].startswith("the bridge does not serve")
     text = table([ok, failed])
     assert "| yes " in text and "| error " in text and "- agui_roundtrip: the bridge does not serve" in text
+
+
+def test_a_receiver_tally_reports_lost_and_doubled_notices() -> None:
+    from bench.receivers import Tally
+
+    def tally(*ids: str) -> Tally:
+        t = Tally(expected=3)
+        for i, notice in enumerate(ids):
+            t.add(notice, float(i))
+        return t
+
+    assert tally("a", "b", "c").problem() is None
+    assert tally("a", "b", "c").finished_at == 2.0
+    assert tally("a", "b").problem() == "3 owed, 2 delivered, 0 more than once"
+    doubled = tally("a", "b", "b", "c")
+    assert doubled.problem() == "3 owed, 3 delivered, 1 more than once" and doubled.finished_at == 2.0
 
 
 def test_a_timed_figure_is_the_median_of_each_side_in_milliseconds() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
 import socket
 import subprocess
@@ -182,3 +184,50 @@ def test_conversation_bounds_are_options(
                 build_parser().parse_args(["serve", flag, bad])
             assert exit_.value.code == 2
             assert flag in capsys.readouterr().err
+
+
+def test_a_bad_notify_file_stops_serve_in_one_line_naming_the_field(tmp_path: Path) -> None:
+    notify = tmp_path / "notify.json"
+    notify.write_text('{"publicBaseUrl": "http://127.0.0.1:8000", "routes": [{"notify": ["alice"]}]}')
+    result = subprocess.run(
+        [sys.executable, "-m", "bridge", "serve", "--db", str(tmp_path / "n.db"), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "OPENWOP_BRIDGE_NOTIFY_CONFIG": str(notify)},
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"openwop-bridge: notify file {str(notify)!r}: routes[0].notify[0]: no person 'alice' in people"
+    ]
+    assert "serving on" not in result.stdout
+    assert not (tmp_path / "n.db").exists(), "nothing starts half-configured"
+
+
+def test_a_notify_file_secret_is_never_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    notify = tmp_path / "notify.json"
+    secret = "xoxb-do-not-print-me"
+    doc = {"channels": {"slack": {"token": secret, "signingSecret": 5}}, "publicBaseUrl": "http://127.0.0.1:1"}
+    notify.write_text(json.dumps(doc))
+    assert main(["serve", "--db", str(tmp_path / "s.db"), "--notify-config", str(notify)]) == 2
+    err = capsys.readouterr().err
+    assert "channels.slack.signingSecret: Input should be a valid string" in err and secret not in err
+
+
+def test_notify_and_webhook_knobs_have_flags_variables_and_bounds(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = build_parser().parse_args(["serve"])
+    assert (args.notify_retry_base_ms, args.notify_max_attempts) == (2000, 8)
+    assert (args.webhook_retry_base_ms, args.webhook_max_attempts, args.webhook_timeout_ms) == (1000, 8, 10000)
+    assert (args.webhook_rotation_overlap_seconds, args.webhook_allow_loopback) == (86400, False)
+    monkeypatch.setenv("OPENWOP_BRIDGE_NOTIFY_MAX_ATTEMPTS", "3")
+    monkeypatch.setenv("OPENWOP_BRIDGE_WEBHOOK_TIMEOUT_MS", "2500")
+    monkeypatch.setenv("OPENWOP_BRIDGE_WEBHOOK_ALLOW_LOOPBACK", "1")
+    args = build_parser().parse_args(["serve", "--webhook-retry-base-ms", "10"])
+    assert (args.notify_max_attempts, args.webhook_timeout_ms, args.webhook_allow_loopback) == (3, 2500, True)
+    assert args.webhook_retry_base_ms == 10
+    for flag, bad in (("--webhook-rotation-overlap-seconds", "59"), ("--notify-max-attempts", "0")):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["serve", flag, bad])
+        assert flag in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 from opentelemetry import trace
@@ -12,8 +13,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from bridge import Engine
+from bridge.notify.worker import Settled
 from bridge.runtime import telemetry
 from tests.helpers import ADMIN, settle
+from tests.notify.host import SIGNING_SECRET, gate, notify_host
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -49,3 +52,23 @@ def test_json_log_lines() -> None:
     record.runId = "run_1"
     line = json.loads(telemetry.JsonFormatter().format(record))
     assert line["message"] == "hello world" and line["level"] == "warning" and line["runId"] == "run_1"
+
+
+async def test_a_span_for_each_delivery_attempt_names_no_address(tmp_path: Path) -> None:
+    _EXPORTER.clear()
+    routes = [{"match": {"workflowId": "expense"}, "notify": ["alice", "email:finance-team@example.com"]}]
+    async with notify_host(tmp_path, routes=routes, workflows=[gate("expense")], with_teams=False) as host:
+        settled: list[Settled] = []
+        host.engine.notify.on_settled(settled.append)
+        host.smtp.rcpt_replies["finance-team@example.com"] = "550 5.1.1 No such user"
+        _, record = await host.start_gate()
+        await host.until(lambda: len(settled) == 3, "three notices settled")
+    spans = [s for s in _EXPORTER.get_finished_spans() if s.name == "openwop.notification.deliver"]
+    seen = sorted(
+        (a["openwop.notification.channel"], a["openwop.notification.outcome"], a["openwop.notification.attempt"])
+        for a in (dict(s.attributes or {}) for s in spans)
+    )
+    assert seen == [("email", "dead", 1), ("email", "delivered", 1), ("slack", "delivered", 1)]
+    assert {dict(s.attributes or {})["openwop.interrupt_id"] for s in spans} == {record.interrupt_id}
+    text = json.dumps([dict(s.attributes or {}) for s in spans])
+    assert "@" not in text and "xoxb" not in text and SIGNING_SECRET not in text

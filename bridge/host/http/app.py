@@ -36,6 +36,8 @@ from bridge.host.v2 import VersionNegotiation
 from bridge.host.v2 import discovery as v2_discovery
 from bridge.host.v2 import openapi as v2_openapi
 from bridge.host.v2 import routes as v2_routes
+from bridge.host.v2 import webhooks as v2_webhooks
+from bridge.host.v2.webhook_delivery import Webhooks, WebhookSettings
 from bridge.runtime.engine import Engine
 
 
@@ -202,6 +204,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     facets: Sequence[Callable[[str], Mapping[str, Any]]] = (),
     stream_limits: StreamLimits | None = None,
+    webhooks: WebhookSettings | None = None,
 ) -> Starlette:
     """The OpenWOP host as an ASGI app.
 
@@ -211,9 +214,11 @@ def create_app(
     served (an embedding app's choice). ``facets``: functions of the absolute base URL
     returning members to add to ``/.well-known/openwop`` (the facets of plugins).
     ``stream_limits``: how many event streams a key and a run may hold, and how much each
-    buffers (see :mod:`bridge.host.http.streams`; the defaults without).
+    buffers (see :mod:`bridge.host.http.streams`; the defaults without). ``webhooks``: the
+    v2 webhook knobs (``--webhook-*``); the surface is served whatever they are.
     """
-    lifespan = _lifespan(engine, manage_engine, on_startup, on_shutdown)
+    hooks = webhook_surface(engine, webhooks or WebhookSettings())
+    lifespan = _lifespan(engine, manage_engine, [*on_startup, hooks.start], [hooks.stop, *on_shutdown])
     routes: list[BaseRoute] = [
         Route("/.well-known/openwop", discovery, methods=["GET"]),
         Route("/v1/openapi.json", openapi_json, methods=["GET"]),
@@ -222,6 +227,7 @@ def create_app(
         *interrupts.routes,
         *metrics.routes,
         *v2_routes,
+        *v2_webhooks.routes,
         *extra_routes,
     ]
     handlers = dict(EXCEPTION_HANDLERS)
@@ -243,4 +249,15 @@ def create_app(
     app.state.link_page = link_page
     app.state.facets = list(facets)
     app.state.streams = StreamSlots(stream_limits or StreamLimits())
+    app.state.webhooks = hooks
     return app
+
+
+def webhook_surface(engine: Engine, settings: WebhookSettings) -> Webhooks:
+    """The engine's webhook deliveries (installed on its outbox once, whatever the number of apps over it)."""
+    found = engine.notify.channels.get("webhook")
+    if isinstance(found, Webhooks):
+        return found
+    hooks = Webhooks(engine, settings)
+    hooks.install()
+    return hooks

@@ -120,7 +120,9 @@ async def interrupt_detail(request: Request) -> Response:
         who.require("interrupts:read")  # what lists it in the inbox opens it too
     eng = engine(request)
     record = await eng.interrupt_at(request.path_params["run_id"], request.path_params["node_id"], who)
-    return JSONResponse(eng.interrupt_view(record, base_url=base_url(request), link=eng.link_for(who), reader=who.id))
+    view = eng.interrupt_view(record, base_url=base_url(request), link=eng.link_for(who), reader=who.id)
+    delivery = await eng.notify.delivery_state([record.interrupt_id])
+    return JSONResponse({**view, **delivery.get(record.interrupt_id, {})})
 
 
 routes = [

@@ -8,6 +8,7 @@ from bridge.core.events import ENGINE_VERSION
 from bridge.host.http.deps import PAGE_LIMIT
 from bridge.host.v2 import snapshots, tokens
 from bridge.host.v2.negotiation import PREFERRED, PROTOCOL_VERSIONS, V2
+from bridge.host.v2.webhooks import DEAD_LETTER_PAGE
 
 if TYPE_CHECKING:
     from bridge.runtime.engine import Engine
@@ -38,4 +39,28 @@ def discovery_document(engine: Engine) -> dict[str, Any]:
             "witness": "witnessable-unaided",
             "tokenAlgs": list(tokens.ALGS),
         },
+        **_webhooks(engine),
+    }
+
+
+def _webhooks(engine: Engine) -> dict[str, Any]:
+    """The ``webhooks`` family, when the engine delivers webhooks (an app over it installed them)."""
+    hooks = engine.notify.channels.get("webhook")
+    settings = getattr(hooks, "settings", None)
+    if settings is None:
+        return {}
+    policy = engine.notify.policy("webhook")
+    return {
+        "webhooks": {
+            "status": "stable",
+            "since": V2,
+            "witness": "witnessable-gated",
+            "signatureAlgorithms": ["v1", "standard-webhooks-1"],
+            "retryPolicy": {"maxAttempts": policy.max_attempts, "backoff": "exponential"},
+            "deadLetter": {
+                "retentionDays": max(1, engine.config.outbox_limits.dead_ttl_ms // 86_400_000),
+                "maxPageSize": DEAD_LETTER_PAGE,
+            },
+            "secretRotation": {"overlapSeconds": settings.rotation_overlap_s},
+        }
     }

@@ -5,8 +5,8 @@
 - Root paths (v2): a header naming a major this host does not serve is ``406
   protocol_version_unsupported`` with ``details.protocolVersions``; major 1 on a
   root path is served by the ``/v1`` twin; responses carry ``OpenWOP-Version``.
-- Any other path asked for major 2 (a surface this host does not serve over v2, such as
-  ``/webhooks``) answers as the host does, naming ``OpenWOP-Version: 2.0``.
+- Any other path asked for major 2 (a surface this host does not serve over v2) answers as
+  the host does, naming ``OpenWOP-Version: 2.0``.
 - ``/.well-known/openwop`` is one resource: the header selects its
   representation (absent selects ``preferredVersion``, 1.1, through the overlap).
 - A tenant-bound id sent percent-encoded (``acme%2Fr-…``) is routed like its
@@ -27,7 +27,7 @@ V2 = "2.0"
 PROTOCOL_VERSIONS = [V1, V2]
 PREFERRED = V1
 DISCOVERY = "/.well-known/openwop"
-V2_ROOTS = ("/runs", "/interrupts", "/openapi.json", DISCOVERY)
+V2_ROOTS = ("/runs", "/interrupts", "/webhooks", "/openapi.json", DISCOVERY)
 _HEADER = re.compile(r"\s*(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*))?\s*")
 
 

@@ -31,7 +31,9 @@ from bridge.host.v2.batching import BUFFER_MS
 from bridge.host.v2.bulk import MAX_RUN_IDS, BulkCancelBody
 from bridge.host.v2.dedup import CreateRunBodyV2
 from bridge.host.v2.openapi_schemas import component_schemas
+from bridge.host.v2.openapi_webhooks import webhook_paths
 from bridge.host.v2.routes import AFTER_SEQUENCE, POLL_TIMEOUT_S
+from bridge.host.v2.webhooks import RegisterBody, RotateBody
 from bridge.spec import v2 as spec_v2
 
 _ERRORS = {
@@ -314,7 +316,7 @@ def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the v2 surface this host serves."""
     schemas: dict[str, Any] = {"ErrorEnvelope": _error_envelope(), **component_schemas()}
     schemas["EventId"] = spec_v2.schema("ids.schema.json")["$defs"]["eventId"]
-    for model in (CreateRunBodyV2, ResolveBody, CancelBody, BulkCancelBody, ForkBody):
+    for model in (CreateRunBodyV2, ResolveBody, CancelBody, BulkCancelBody, ForkBody, RegisterBody, RotateBody):
         body_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(body_schema.pop("$defs", {}))
         schemas[model.__name__] = body_schema
@@ -327,6 +329,7 @@ def openapi_document() -> dict[str, Any]:
         **_run_paths(),
         **_event_paths(),
         **_interrupt_paths(),
+        **webhook_paths(_op, _errors),
     }
     return {
         "openapi": "3.1.0",

@@ -87,3 +87,11 @@ async def test_status_values_and_ids_filter_with_offset(served: str) -> None:
     with pytest.raises(httpx.HTTPStatusError) as refused:
         await c.threads.search(ids=[f"t-{i}" for i in range(1001)])
     assert refused.value.response.status_code == 400
+
+
+def test_timestamps_have_one_width_so_they_sort_as_text() -> None:
+    """A time on a whole second keeps its fraction: '…:46.000000Z' sorts before '…:46.002000Z', '…:46Z' did not."""
+    from adapters.langgraph_api.shapes import iso
+
+    whole, later = iso(1_795_000_000_000), iso(1_795_000_000_002)
+    assert len(whole) == len(later) and whole < later

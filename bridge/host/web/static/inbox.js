@@ -326,10 +326,27 @@ function detailFacts(view) {
     ["Requested", localTime(view.requestedAt)],
     ["Answer by", view.expiresAt ? localTime(view.expiresAt) : ""],
   ];
+  if (view.undeliverable) rows.push(["Delivery", "Undeliverable: no notice reached anyone"]);
   const list = h("dl", { class: "facts meta" });
   for (const [term, value] of rows) {
     if (value) list.append(h("div", {}, h("dt", {}, term), h("dd", {}, value)));
   }
+  const told = notificationsList(view.notifications);
+  if (told) list.append(h("div", {}, h("dt", {}, "Notified"), h("dd", {}, told)));
+  return list;
+}
+
+/** Who was told about the request, on which channel, and how far each notice got. */
+function notificationsList(summary) {
+  if (!summary || !Array.isArray(summary.recipients) || summary.recipients.length === 0) return null;
+  const list = h("ul", { class: "notifications" });
+  for (const n of summary.recipients) {
+    const attempts = `${n.attempts} attempt${n.attempts === 1 ? "" : "s"}`;
+    const last = n.lastAttemptAt ? `, last ${localTime(n.lastAttemptAt)}` : "";
+    list.append(h("li", { dataset: { state: n.state } }, `${n.recipient} by ${n.channel}: ${n.state} (${attempts}${last})`));
+  }
+  const more = summary.total - summary.recipients.length;
+  if (more > 0) list.append(h("li", { class: "muted" }, `and ${more} more`));
   return list;
 }
 

@@ -1,0 +1,153 @@
+"""``POST /notify/slack/interactions``: a click on a Slack message's Approve or Reject button.
+
+Slack posts ``application/x-www-form-urlencoded`` with one field, ``payload``, holding the
+interaction's JSON. The request is taken only when its ``X-Slack-Signature`` is the ``v0``
+HMAC-SHA256 of ``v0:{X-Slack-Request-Timestamp}:{raw body}`` under the app's signing secret
+(compared in constant time, by ``slack_sdk``'s :class:`~slack_sdk.signature.SignatureVerifier`)
+and its timestamp lies within five minutes: otherwise ``401`` and nothing is decided.
+
+The Slack user who clicked is mapped to a person of the notify file (``people.*.slack``); an
+unknown user is ``403``. The click then answers as that person, through the engine's one
+resolve path: their roles and tenant, the gate's ``approversList`` and quorum, one winner,
+and the audit (``decidedBy`` is their principal id). A gate that does not allow them is
+``403`` and decides nothing; a replayed click decides nothing twice (a second vote by the
+same person changes nothing, and a closed gate answers ``409``).
+
+Once the click is counted (and acknowledged), the message is rewritten: to who decided what when the gate
+closed, or with a line naming the vote while a quorum is still open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from slack_sdk.models.blocks import Block, ContextBlock, MarkdownTextObject
+from slack_sdk.signature import SignatureVerifier
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from bridge.core.auth import Principal
+from bridge.core.errors import ForbiddenError, UnauthenticatedError, ValidationError
+from bridge.host.http.body import read_bytes
+from bridge.host.http.openapi_ops import error_responses, operation
+from bridge.notify.config import NotifyConfig, Person
+from bridge.notify.slack import SlackChannelSender
+from bridge.runtime.engine import Engine
+
+__all__ = ["PATH", "SlackInteractions", "openapi_fragment"]
+
+log = logging.getLogger("bridge.host.slack")
+
+PATH = "/notify/slack/interactions"
+#: Slack's interaction payloads are small; anything larger is refused before it is read.
+MAX_BODY = 64 * 1024
+#: The answers a button gives, by the start of its ``action_id``.
+_ACTIONS = (("accept", "accept"), ("reject", "reject"))
+
+
+def _form_payload(body: bytes) -> dict[str, Any]:
+    try:
+        fields = parse_qs(body.decode("utf-8"), strict_parsing=True, max_num_fields=8)
+        payload = json.loads(fields["payload"][0])
+    except (UnicodeDecodeError, ValueError, KeyError, IndexError):
+        raise ValidationError("expected a form field 'payload' holding the interaction's JSON") from None
+    if not isinstance(payload, dict):
+        raise ValidationError("the interaction payload must be a JSON object")
+    return payload
+
+
+class SlackInteractions:
+    """The ASGI endpoint (see the module docstring)."""
+
+    def __init__(self, engine: Engine, config: NotifyConfig, sender: SlackChannelSender) -> None:
+        slack = config.channels.slack
+        assert slack is not None
+        self._engine = engine
+        self._verifier = SignatureVerifier(slack.signing_secret.get_secret_value())
+        self._people: dict[str, tuple[str, Person]] = {
+            p.slack: (pid, p) for pid, p in config.people.items() if p.slack is not None
+        }
+        self._sender = sender
+        self._rewriting: set[asyncio.Task[None]] = set()
+
+    def route(self) -> Route:
+        """The Starlette route."""
+        return Route(PATH, self.handle, methods=["POST"])
+
+    async def handle(self, request: Request) -> Response:
+        """Verify, map the user, resolve, rewrite the message; ``200`` with an empty body is Slack's ack."""
+        body = await read_bytes(request, limit=MAX_BODY)
+        if not self._verifier.is_valid(
+            body, request.headers.get("X-Slack-Request-Timestamp"), request.headers.get("X-Slack-Signature")
+        ):
+            raise UnauthenticatedError("the Slack signature is missing, wrong or more than five minutes old")
+        payload = _form_payload(body)
+        if payload.get("type") != "block_actions":
+            return Response(status_code=200)
+        user = payload.get("user")
+        found = self._people.get(str(user.get("id", ""))) if isinstance(user, dict) else None
+        if found is None:
+            raise ForbiddenError("this Slack user is not a person of the notify file")
+        pid, person = found
+        actions = payload.get("actions")
+        action = actions[0] if isinstance(actions, list) and actions and isinstance(actions[0], dict) else {}
+        answer = next((a for prefix, a in _ACTIONS if str(action.get("action_id", "")).startswith(prefix)), None)
+        if answer is None:  # a link button: Slack reports its click too, and wants it acknowledged
+            return Response(status_code=200)
+        interrupt_id = str(action.get("value", ""))
+        principal = Principal(
+            id=pid, tenant=person.tenant, scopes=frozenset({"approvals:respond"}), roles=frozenset(person.roles)
+        )
+        result = await self._engine.resolve(principal, {"action": answer}, interrupt_id=interrupt_id)
+        # Slack wants its answer within three seconds: the message is rewritten after it, not before.
+        task = asyncio.create_task(self._rewrite(payload, interrupt_id, pid, answer, result))
+        self._rewriting.add(task)
+        task.add_done_callback(self._rewriting.discard)
+        return Response(status_code=200)
+
+    async def _rewrite(self, payload: dict[str, Any], interrupt_id: str, pid: str, answer: str, result: Any) -> None:
+        """Show the decision on the message (every message of the gate once it closed)."""
+        try:
+            record = await self._engine.interrupt_record(interrupt_id)
+            if record is not None and not record.open:
+                await self._sender.rewrite_closed(record)
+                return
+            channel = (payload.get("container") or {}).get("channel_id") or (payload.get("channel") or {}).get("id")
+            message = payload.get("message") or {}
+            ts = (payload.get("container") or {}).get("message_ts") or message.get("ts")
+            if not channel or not ts:
+                return
+            votes = result.get("votes") if isinstance(result, dict) else None
+            tally = f" ({len(votes.get('votes', []))} of {votes.get('required')})" if isinstance(votes, dict) else ""
+            line = ContextBlock(elements=[MarkdownTextObject(text=f"{pid} voted {answer}{tally}")])
+            blocks: list[Block | dict[str, Any]] = [*message.get("blocks", [])[:45], line]
+            await self._sender.api.update(str(channel), str(ts), str(message.get("text", "")), blocks)  # type: ignore[arg-type]
+        except Exception:
+            log.warning("could not update the Slack message of interrupt %s", interrupt_id, exc_info=True)
+
+
+def openapi_fragment() -> dict[str, Any]:
+    """The route's OpenAPI document."""
+    form = {
+        "application/x-www-form-urlencoded": {
+            "schema": {"type": "object", "required": ["payload"], "properties": {"payload": {"type": "string"}}}
+        }
+    }
+    return {
+        "paths": {
+            PATH: {
+                "post": operation(
+                    "A Slack interaction (a button click), signed by Slack",
+                    {"200": {"description": "Acknowledged"}, **error_responses(400, 401, 403, 404, 409, 413)},
+                    body={"required": True, "content": form},
+                    auth=False,
+                    tag="notify",
+                )
+            }
+        }
+    }

@@ -1,0 +1,105 @@
+"""The webhook operations of the v2 ``GET /openapi.json`` (:mod:`.webhooks`): bodies, answers and errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bridge.host.http.openapi_ops import json_response, path_param, query_param
+from bridge.host.http.openapi_ops import request_body as body_of
+from bridge.host.v2.webhooks import DEAD_LETTER_PAGE, RegisterBody, RotateBody
+
+_BOUND = {"type": "string", "pattern": "^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$"}
+_STAMP = {"type": "string", "format": "date-time"}
+_REGISTERED = {
+    "type": "object",
+    "required": ["webhookId"],
+    "additionalProperties": False,
+    "properties": {
+        "webhookId": _BOUND,
+        "signatureAlgorithms": {"type": "array", "items": {"type": "string"}},
+        "secret": {"type": "string", "description": "The secret this host made, shown this once (none was sent)"},
+    },
+}
+_ROTATED = {
+    "type": "object",
+    "required": ["webhookId", "rotatedAt", "previousSecretExpiresAt"],
+    "additionalProperties": False,
+    "properties": {"webhookId": _BOUND, "rotatedAt": _STAMP, "previousSecretExpiresAt": _STAMP},
+}
+_DEAD_LETTER = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["deliveryId", "webhookId", "runId", "attempts", "lastError", "deadLetteredAt", "expiresAt"],
+    "properties": {
+        "deliveryId": _BOUND,
+        "webhookId": _BOUND,
+        "runId": _BOUND,
+        "attempts": {"type": "integer", "minimum": 0},
+        "lastError": {"type": "string", "description": "A reason code (http_503, timeout, …), never content"},
+        "deadLetteredAt": _STAMP,
+        "expiresAt": _STAMP,
+    },
+}
+_PAGE = {
+    "type": "object",
+    "required": ["items", "nextCursor"],
+    "additionalProperties": False,
+    "properties": {"items": {"type": "array", "items": _DEAD_LETTER}, "nextCursor": {"type": ["string", "null"]}},
+}
+
+
+def webhook_paths(op: Callable[..., dict[str, Any]], errors: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    """The four webhook operations, built with the document's own ``op`` and ``errors``."""
+    webhook = path_param("webhookId", "The tenant-bound subscription id, projected to one segment (acme~2Fwhk-…)")
+    webhook["schema"] = {
+        "type": "string",
+        "pattern": "^(?:[A-Za-z0-9._-]{1,128}|(?:anon~3[Aa])?[A-Za-z0-9._-]{1,128}~2[Ff][A-Za-z0-9._-]{16,128})$",
+    }
+    return {
+        "/webhooks": {
+            "post": op(
+                "registerWebhook",
+                "Subscribe a URL to run events of the caller's tenant (scope webhooks:manage)",
+                {
+                    "201": json_response(_REGISTERED),
+                    **errors(400, 401, 403, 413, 415),
+                },
+                [],
+                body_of(RegisterBody),
+            )
+        },
+        "/webhooks/{webhookId}": {
+            "delete": op(
+                "unregisterWebhook",
+                "Stop deliveries to a subscription",
+                {"204": {"description": "Unsubscribed"}, **errors(400, 401, 403, 404)},
+                [webhook],
+            )
+        },
+        "/webhooks/{webhookId}/rotate-secret": {
+            "post": op(
+                "rotateWebhookSecret",
+                "Sign with a new secret, the previous one beside it for the overlap (standard-webhooks-1)",
+                {"200": json_response(_ROTATED), **errors(400, 401, 403, 404, 413, 415)},
+                [webhook],
+                body_of(RotateBody),
+            )
+        },
+        "/webhooks/{webhookId}/dead-letters": {
+            "get": op(
+                "listWebhookDeadLetters",
+                "Deliveries given up on, content-free, oldest first",
+                {"200": json_response(_PAGE), **errors(400, 401, 403, 404)},
+                [
+                    webhook,
+                    query_param(
+                        "limit",
+                        f"Page size (default 50, at most {DEAD_LETTER_PAGE})",
+                        {"type": "integer", "minimum": 1, "maximum": DEAD_LETTER_PAGE},
+                    ),
+                    query_param("cursor", "Next page (opaque, from nextCursor)"),
+                ],
+            )
+        },
+    }

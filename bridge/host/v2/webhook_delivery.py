@@ -1,0 +1,231 @@
+"""Webhook deliveries: the outbox planner that owes them and the channel that sends them (webhooks.md §Delivery).
+
+The planner runs inside the transaction that commits a run's events: for every event a subscription of
+the run's tenant asks for (its ``events`` filter and, if it has tags, an overlapping run tag), it drafts
+one notice holding the delivery body ``{runId, event}`` (the v2 event, verbatim, ids tenant-bound),
+built then, so every attempt sends the same bytes. The notice's id is the delivery's ``webhook-id``,
+the same on every attempt.
+
+The channel signs from the subscription as it stands when it sends (a rotation counts at once; an
+unregistered subscription's notices are dead-lettered ``subscription_deleted``), checks the URL again
+under :mod:`.egress` and connects to the address it checked, naming the host in ``Host`` and SNI.
+It never follows a redirect: a ``3xx`` is a failed attempt like any non-``2xx``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+
+from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft
+from bridge.core.records import InterruptRecord, RunRecord
+from bridge.host.v2 import documents, ids
+from bridge.host.v2.egress import Egress, Target, WebhookUrlRejectedError
+from bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
+from bridge.runtime.engine import Engine
+
+log = logging.getLogger("bridge.host.v2.webhooks")
+
+#: How often the subscriptions are read again from the store (those registered on other instances).
+REFRESH_S = 2.0
+#: The most bytes of a receiver's answer read (a verification's JSON; a delivery's is not read).
+ANSWER_MAX = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    """The webhook knobs of ``serve`` (``--webhook-*``)."""
+
+    allow_loopback: bool = False
+    rotation_overlap_s: int = 86_400
+    #: Queued deliveries one subscription may hold; more are refused, visibly (a dead letter ``queue_full``).
+    per_subscription_queue: int = 1_000
+    #: Subscriptions one tenant may hold.
+    per_tenant: int = 100
+
+
+class Webhooks:
+    """The webhook surface's engine side: subscriptions, the planner, the channel, connections."""
+
+    name = "webhook"
+
+    def __init__(self, engine: Engine, settings: WebhookSettings) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.egress = Egress(settings.allow_loopback)
+        self.state = engine.adapter_state(NAMESPACE)
+        self._snapshot = Snapshot()
+        self._client: httpx.AsyncClient | None = None
+        self._refresh: asyncio.Task[None] | None = None
+        #: Connections opened to receivers (deliveries and verifications), counted before each is tried.
+        self.connections = 0
+
+    def install(self) -> None:
+        """Plan and deliver through the engine's outbox."""
+        self.engine.notify.add_planner(self.plan)
+        self.engine.notify.add_channel(self, self.engine.config.webhook_retry)
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the subscriptions, then keep them fresh."""
+        self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        await self.load()
+        self._refresh = asyncio.create_task(self._refreshing(), name="openwop-bridge-webhooks")
+
+    async def stop(self) -> None:
+        """Stop refreshing and close connections."""
+        if self._refresh is not None:
+            self._refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresh
+            self._refresh = None
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _refreshing(self) -> None:
+        while True:
+            await asyncio.sleep(REFRESH_S)
+            try:
+                await self.load()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("could not read the webhook subscriptions; keeping the last ones")
+
+    async def load(self) -> None:
+        """Read every subscription from the store."""
+        found: list[Subscription] = []
+        after: str | None = None
+        while True:
+            page = await self.state.scan("whk_", limit=500, after=after, descending=False)
+            found += [Subscription.from_json(value) for _, value in page]
+            if len(page) < 500:
+                break
+            after = page[-1][0]
+        self._snapshot = Snapshot.of(found)
+
+    # --- subscriptions ------------------------------------------------------------
+
+    def get(self, webhook_id: str) -> Subscription | None:
+        """A subscription this instance knows."""
+        return self._snapshot.by_id.get(webhook_id)
+
+    async def fetch(self, webhook_id: str) -> Subscription | None:
+        """A subscription as stored now (registered on another instance, or changed there)."""
+        doc = await self.state.get(webhook_id)
+        return None if doc is None else Subscription.from_json(doc)
+
+    def of_tenant(self, tenant: str) -> tuple[Subscription, ...]:
+        """The subscriptions of a tenant this instance knows."""
+        return self._snapshot.by_tenant.get(tenant, ())
+
+    def remember(self, sub: Subscription) -> None:
+        """Know ``sub`` here at once (registered or rotated here)."""
+        self._snapshot = Snapshot.of(
+            [*(s for s in self._snapshot.by_id.values() if s.webhook_id != sub.webhook_id), sub]
+        )
+
+    def forget(self, webhook_id: str) -> None:
+        """Stop planning deliveries to ``webhook_id`` here."""
+        self._snapshot = Snapshot.of(s for s in self._snapshot.by_id.values() if s.webhook_id != webhook_id)
+
+    # --- the planner (inside the store's transactions) ---------------------------------
+
+    def plan(
+        self, run: RunRecord, events: Sequence[dict[str, Any]], opened: Sequence[InterruptRecord], now_ms: int
+    ) -> list[NoticeDraft]:
+        """A delivery for each event a subscription of the run's tenant asks for (see the module)."""
+        subs = self._snapshot.by_tenant.get(run.tenant)
+        if not subs or not events or run.spec.get("replayOf"):
+            return []  # a replay fork re-emits fixed history: never delivered again
+        tags = frozenset(t for t in run.spec.get("tags") or () if isinstance(t, str))
+        drafts: list[NoticeDraft] = []
+        bound_run = ids.bind(run.tenant, run.run_id)
+        cap = self.settings.per_subscription_queue
+        for doc in events:
+            event_type = str(doc.get("type", ""))
+            body: dict[str, Any] | None = None
+            for sub in subs:
+                if event_type not in sub.events or (sub.tags and not sub.tags & tags):
+                    continue
+                if body is None:
+                    body = {"runId": bound_run, "event": documents.event(doc, run.tenant)}
+                payload = {"body": body, "eventType": event_type, "sequence": doc.get("sequence")}
+                drafts.append(NoticeDraft("webhook", sub.webhook_id, payload, recipient_cap=cap))
+        return drafts
+
+    # --- the channel ------------------------------------------------------------------
+
+    async def deliver(self, notice: Notice) -> DeliveryOutcome:
+        """One attempt of a delivery (see the module)."""
+        sub = self.get(notice.recipient) or await self.fetch(notice.recipient)
+        if sub is None:
+            return DeliveryOutcome.dead("subscription_deleted")
+        if sub.tenant != notice.tenant:
+            return DeliveryOutcome.dead("tenant_mismatch")  # never crosses tenants, whatever the row says
+        try:
+            target = await self.egress.resolve(sub.url)
+        except WebhookUrlRejectedError:
+            return DeliveryOutcome.dead("url_rejected")
+        raw = orjson.dumps(notice.payload["body"])
+        now_ms = self.engine.clock.now_ms()
+        headers = signed_headers(
+            sub,
+            message_id=notice.notice_id,
+            event_type=str(notice.payload.get("eventType")),
+            timestamp=now_ms // 1000,
+            raw=raw,
+            now_ms=now_ms,
+        )
+        headers["OpenWOP-Delivery-Attempt"] = str(notice.attempt)
+        timeout = self.engine.notify.policy("webhook").timeout_ms / 1000
+        try:
+            status, retry_after, _ = await self.post(target, raw, headers, timeout)
+        except httpx.TimeoutException:
+            return DeliveryOutcome.retry("timeout")
+        except httpx.HTTPError:
+            return DeliveryOutcome.retry("connect_error")
+        if 200 <= status < 300:
+            return DeliveryOutcome.delivered()
+        return DeliveryOutcome.retry(f"http_{status}", retry_after)
+
+    async def post(
+        self, target: Target, raw: bytes, headers: dict[str, str], timeout: float, *, read: bool = False
+    ) -> tuple[int, int | None, bytes]:
+        """POST ``raw`` to the checked address, never following a redirect: ``(status, Retry-After in ms, the
+        answer's first :data:`ANSWER_MAX` bytes when ``read``, else nothing)``."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+        request = self._client.build_request(
+            "POST",
+            target.url,
+            content=raw,
+            headers={**headers, "Host": target.host_header},
+            extensions=extensions,
+            timeout=httpx.Timeout(timeout),
+        )
+        self.connections += 1
+        response = await self._client.send(request, stream=True, follow_redirects=False)
+        try:
+            answer = b""
+            if read:
+                async for chunk in response.aiter_bytes():
+                    answer += chunk
+                    if len(answer) >= ANSWER_MAX:
+                        break
+            retry_after = response.headers.get("Retry-After", "")
+            wait = int(retry_after) * 1000 if retry_after.isdigit() else None
+            return response.status_code, wait, answer[:ANSWER_MAX]
+        finally:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(response.aclose(), timeout)

@@ -1,0 +1,237 @@
+"""The v2 webhook routes (webhooks.md): register, unregister, rotate a secret, read dead letters.
+
+Every route needs the ``webhooks:manage`` scope and stays inside the caller's tenant: a subscription
+id is tenant-bound (``<tenant>/whk-…``); one of another tenant is ``403``, an unknown one ``404``.
+Deliveries themselves are :mod:`.webhook_delivery`'s.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from typing import Annotated, Any
+
+import orjson
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from bridge.core.auth import Principal
+from bridge.core.clock import iso_ms
+from bridge.core.errors import BridgeError, ForbiddenError, NotFoundError, ValidationError
+from bridge.host.http.body import ClosedModel, parse, read_json
+from bridge.host.http.deps import engine, int_param, principal
+from bridge.host.http.responses import JSONResponse
+from bridge.host.v2 import ids
+from bridge.host.v2.errors import v2_route
+from bridge.host.v2.webhook_delivery import Webhooks
+from bridge.host.v2.webhook_subs import ALGORITHMS, STANDARD, V1, Subscription, signed_headers, whsec_bytes
+from bridge.spec import v2 as spec
+
+SCOPE = "webhooks:manage"
+#: How long an endpoint has to answer its verification challenge (webhooks.md §Standard Webhooks).
+VERIFY_TIMEOUT_S = 10.0
+#: The largest page of dead letters.
+DEAD_LETTER_PAGE = 100
+
+
+class WebhookEndpointUnverifiedError(BridgeError):
+    """400: the endpoint did not echo the verification challenge."""
+
+    code = "webhook_endpoint_unverified"
+    status = 400
+
+
+class RegisterBody(ClosedModel):
+    """``POST /webhooks``."""
+
+    url: str = Field(min_length=1, max_length=2048)
+    events: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(min_length=1, max_length=64)
+    secret: str | None = Field(default=None, min_length=16, max_length=256)
+    tags: list[Annotated[str, Field(min_length=1, max_length=256)]] | None = Field(default=None, max_length=32)
+    signatureAlgorithms: list[str] | None = Field(default=None, min_length=1, max_length=len(ALGORITHMS))
+
+
+class RotateBody(ClosedModel):
+    """``POST /webhooks/{webhookId}/rotate-secret``: the new secret."""
+
+    secret: str = Field(min_length=16, max_length=256)
+
+
+def _webhooks(request: Request) -> Webhooks:
+    hooks: Webhooks = request.app.state.webhooks
+    return hooks
+
+
+def _manager(request: Request) -> Principal:
+    who = principal(request)
+    who.require(SCOPE)
+    return who
+
+
+def _event_types(names: list[str]) -> frozenset[str]:
+    """The filter, each name a registered v2 event type or a vendor one (``<org>.<name>``)."""
+    bad = [n for n in names if spec.problems("run-event.schema.json", n, "/properties/type/oneOf/0")]
+    vendor = [n for n in bad if not spec.problems("run-event.schema.json", n, "/properties/type/oneOf/1")]
+    unknown = [n for n in bad if n not in vendor]
+    if unknown:
+        raise ValidationError("events must be v2 event type names", details={"unknown": unknown[:20]})
+    return frozenset(names)
+
+
+def _algorithms(body: RegisterBody) -> tuple[str, ...]:
+    asked = body.signatureAlgorithms or [V1]
+    if V1 not in asked or len(set(asked)) != len(asked) or any(a not in ALGORITHMS for a in asked):
+        raise ValidationError(
+            "signatureAlgorithms must list 'v1', once each, from those this host offers",
+            details={"offered": ALGORITHMS},
+        )
+    if STANDARD in asked and (body.secret is None or whsec_bytes(body.secret) is None):
+        raise ValidationError("standard-webhooks-1 needs a secret 'whsec_' + base64 of 24 to 64 bytes")
+    return tuple(a for a in ALGORITHMS if a in asked)
+
+
+async def _verify(hooks: Webhooks, sub: Subscription) -> None:
+    """Send the endpoint challenge; unless a 2xx echoes it in time, refuse (nothing stored, no retry)."""
+    challenge = base64.urlsafe_b64encode(secrets.token_bytes(24)).decode().rstrip("=")
+    raw = orjson.dumps({"type": "webhook.verification", "challenge": challenge})
+    now_ms = hooks.engine.clock.now_ms()
+    message_id = f"whv_{secrets.token_hex(16)}"
+    headers = signed_headers(
+        sub, message_id=message_id, event_type=None, timestamp=now_ms // 1000, raw=raw, now_ms=now_ms
+    )
+    target = await hooks.egress.resolve(sub.url)
+    try:
+        status, _, answer = await hooks.post(target, raw, headers, VERIFY_TIMEOUT_S, read=True)
+        echoed = orjson.loads(answer).get("challenge") if 200 <= status < 300 else None
+    except Exception as exc:
+        raise WebhookEndpointUnverifiedError("the endpoint did not confirm the subscription") from exc
+    if echoed != challenge:
+        raise WebhookEndpointUnverifiedError("the endpoint did not confirm the subscription")
+
+
+@v2_route
+async def register(request: Request) -> Response:
+    """``POST /webhooks``: subscribe ``url`` to run events of the caller's tenant."""
+    who = _manager(request)
+    body = parse(RegisterBody, await read_json(request))
+    hooks = _webhooks(request)
+    events = _event_types(body.events)
+    algorithms = _algorithms(body)
+    await hooks.egress.resolve(body.url)  # 400 webhook_url_rejected before anything is sent or stored
+    if len(hooks.of_tenant(who.tenant)) >= hooks.settings.per_tenant:
+        raise ValidationError(
+            "this tenant holds as many webhook subscriptions as it may", details={"max": hooks.settings.per_tenant}
+        )
+    eng = engine(request)
+    generated = body.secret is None
+    sub = Subscription(
+        webhook_id=eng.clock.new_id("whk"),
+        tenant=who.tenant,
+        url=body.url,
+        events=events,
+        secret=body.secret or secrets.token_urlsafe(32),
+        algorithms=algorithms,
+        tags=frozenset(body.tags or ()),
+        created_ms=eng.clock.now_ms(),
+    )
+    if sub.standard:
+        await _verify(hooks, sub)
+    await hooks.state.put(sub.webhook_id, sub.to_json(), only_if_absent=True)
+    hooks.remember(sub)
+    out: dict[str, Any] = {"webhookId": ids.bind(sub.tenant, sub.webhook_id)}
+    if body.signatureAlgorithms is not None:
+        out["signatureAlgorithms"] = list(algorithms)
+    if generated:
+        out["secret"] = sub.secret  # the one time it is shown: the subscriber verifies with it
+    return JSONResponse(out, status_code=201)
+
+
+async def _owned(request: Request, who: Principal) -> tuple[Webhooks, Subscription, dict[str, Any]]:
+    """The subscription the path names (its stored record too): 404 unknown, 403 another tenant's."""
+    hooks = _webhooks(request)
+    webhook_id = ids.resolve_param(request.path_params["webhook_id"], who)
+    doc = await hooks.state.get(webhook_id) if webhook_id.startswith("whk_") else None
+    if doc is None:
+        raise NotFoundError("no such webhook subscription")
+    sub = Subscription.from_json(doc)
+    if sub.tenant != who.tenant:
+        raise ForbiddenError("this webhook subscription belongs to another tenant")
+    return hooks, sub, doc
+
+
+@v2_route
+async def unregister(request: Request) -> Response:
+    """``DELETE /webhooks/{webhookId}``: nothing more is delivered; queued deliveries become dead letters."""
+    who = _manager(request)
+    hooks, sub, doc = await _owned(request, who)
+    if not await hooks.state.forget_if(sub.webhook_id, doc):
+        raise NotFoundError("no such webhook subscription")
+    hooks.forget(sub.webhook_id)
+    return Response(status_code=204)
+
+
+@v2_route
+async def rotate_secret(request: Request) -> Response:
+    """``POST /webhooks/{webhookId}/rotate-secret {secret}``: the new secret signs from now on, and the previous
+    one beside it for the overlap (``webhook-signature``; ``OpenWOP-Signature`` stays on the previous one)."""
+    who = _manager(request)
+    body = parse(RotateBody, await read_json(request))
+    hooks, sub, doc = await _owned(request, who)
+    if not sub.standard:
+        raise ValidationError("only a subscription opted into standard-webhooks-1 rotates its secret")
+    if whsec_bytes(body.secret) is None:
+        raise ValidationError("the secret must be 'whsec_' + base64 of 24 to 64 bytes")
+    now_ms = engine(request).clock.now_ms()
+    rotated = sub.rotated(body.secret, now_ms, hooks.settings.rotation_overlap_s)
+    if not await hooks.state.replace(sub.webhook_id, doc, rotated.to_json()):
+        raise ValidationError("the subscription changed meanwhile; try again")
+    hooks.remember(rotated)
+    assert rotated.previous_until_ms is not None
+    return JSONResponse(
+        {
+            "webhookId": ids.bind(sub.tenant, sub.webhook_id),
+            "rotatedAt": iso_ms(now_ms),
+            "previousSecretExpiresAt": iso_ms(rotated.previous_until_ms),
+        }
+    )
+
+
+@v2_route
+async def dead_letters(request: Request) -> Response:
+    """``GET /webhooks/{webhookId}/dead-letters?limit=&cursor=``: deliveries given up on, content-free: which
+    delivery (``<tenant>/ntc-…`` for the ``webhook-id`` ``ntc_…``), which run, how many attempts and why;
+    never the body, the headers or the secret."""
+    who = _manager(request)
+    _, sub, _ = await _owned(request, who)
+    limit = int_param(request, "limit", 50, low=1, high=DEAD_LETTER_PAGE)
+    cursor = request.query_params.get("cursor") or None
+    if cursor is not None and (len(cursor) > 64 or not cursor.startswith("ntc_")):
+        raise ValidationError("cursor is not one this host handed out")
+    eng = engine(request)
+    page = await eng.notify.dead_letters("webhook", sub.webhook_id, sub.tenant, limit=limit, after=cursor)
+    retention_ms = eng.config.outbox_limits.dead_ttl_ms
+    now_ms = eng.clock.now_ms()
+    items = [
+        {
+            "deliveryId": ids.bind(sub.tenant, d.notice_id),
+            "webhookId": ids.bind(sub.tenant, sub.webhook_id),
+            "runId": ids.bind(sub.tenant, d.run_id),
+            "attempts": d.attempts,
+            "lastError": d.reason,
+            "deadLetteredAt": iso_ms(d.dead_ms),
+            "expiresAt": iso_ms(d.dead_ms + retention_ms),
+        }
+        for d in page
+        if d.dead_ms + retention_ms > now_ms  # expired: gone, whether or not it was deleted yet
+    ]
+    return JSONResponse({"items": items, "nextCursor": page[-1].notice_id if len(page) == limit else None})
+
+
+routes = [
+    Route("/webhooks", register, methods=["POST"]),
+    Route("/webhooks/{webhook_id}", unregister, methods=["DELETE"]),
+    Route("/webhooks/{webhook_id}/rotate-secret", rotate_secret, methods=["POST"]),
+    Route("/webhooks/{webhook_id}/dead-letters", dead_letters, methods=["GET"]),
+]

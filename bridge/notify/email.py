@@ -1,0 +1,208 @@
+"""The e-mail channel: one mail per notice over SMTP (``aiosmtplib``), plain text and HTML.
+
+The mail names the workflow, the request's title and what it asks, the deadline, and the
+recipient's own link (minted as the mail goes out, :mod:`bridge.notify.links`). Its
+``Message-ID`` is fixed by the interrupt, the recipient and the notice's purpose, so a
+retry sends the same id and a mail system can drop the duplicate; a reminder threads
+under the first mail (``In-Reply-To``).
+
+A person with ``digestEveryMs`` gets no mail per interrupt but one per period listing every
+request still waiting on them, each with its own link (:class:`DigestSource`).
+
+SMTP replies decide what happens next: a ``4xx`` (greylisting, a full mailbox, a busy
+server) and a connection that fails or times out are retried; a ``5xx`` for the
+recipient is permanent and the notice is dead at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.utils import formatdate, parseaddr
+from typing import Protocol
+
+import aiosmtplib
+
+from bridge.core.records import InterruptRecord
+from bridge.notify.config import EmailChannel
+from bridge.notify.content import NoticeContent
+from bridge.notify.links import NoticeLinks
+from bridge.notify.notice import DeliveryOutcome, Notice
+
+__all__ = ["DigestSource", "EmailChannelSender", "build_digest", "build_message", "message_id"]
+
+
+def _domain(sender: str) -> str:
+    address = parseaddr(sender)[1]
+    return address.rpartition("@")[2] or "openwop-bridge.invalid"
+
+
+def message_id(interrupt_id: str, recipient: str, purpose: str, sender: str) -> str:
+    """``<interrupt.recipient-digest.purpose@sender-domain>``: the same for every attempt of one notice."""
+    digest = hashlib.sha256(recipient.encode("utf-8")).hexdigest()[:16]
+    return f"<{interrupt_id}.{digest}.{purpose}@{_domain(sender)}>"
+
+
+def _text(content: NoticeContent) -> str:
+    lines = [content.title, ""]
+    if content.asked:
+        lines += [content.asked, ""]
+    lines += [
+        f"Workflow: {content.workflow_id}",
+        f"Kind:     {content.kind_label}",
+        f"Answer by: {content.deadline}",
+        "",
+        f"{content.call_to_action}:",
+        content.link,
+        "",
+        "This link is yours: an answer given through it is recorded as yours."
+        if content.link_answers
+        else "This link shows the request; answer it with your own link or key.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _html(content: NoticeContent) -> str:
+    e = html.escape
+    asked = f"<p>{e(content.asked)}</p>" if content.asked else ""
+    return f"""<!doctype html>
+<html><body style="font-family: sans-serif">
+<h2>{e(content.title)}</h2>
+{asked}
+<table>
+<tr><th align="left">Workflow</th><td>{e(content.workflow_id)}</td></tr>
+<tr><th align="left">Kind</th><td>{e(content.kind_label)}</td></tr>
+<tr><th align="left">Answer by</th><td>{e(content.deadline)}</td></tr>
+</table>
+<p><a href="{e(content.link, quote=True)}">{e(content.call_to_action)}</a></p>
+</body></html>
+"""
+
+
+def build_message(config: EmailChannel, to: str, content: NoticeContent, recipient_key: str) -> EmailMessage:
+    """The mail for one notice: a plain-text part, an HTML part, and a stable ``Message-ID``."""
+    message = EmailMessage()
+    message["From"] = config.from_
+    message["To"] = str(Address(addr_spec=to))
+    message["Subject"] = content.subject
+    message["Date"] = formatdate(usegmt=True)
+    message["Message-ID"] = message_id(content.interrupt_id, recipient_key, content.purpose, config.from_)
+    if content.purpose != "notice":
+        first = message_id(content.interrupt_id, recipient_key, "notice", config.from_)
+        message["In-Reply-To"] = first
+        message["References"] = first
+    message["Auto-Submitted"] = "auto-generated"
+    # 8bit, not quoted-printable: the link stays whole on one line for anyone reading the raw mail.
+    message.set_content(_text(content), cte="8bit")
+    message.add_alternative(_html(content), subtype="html")
+    return message
+
+
+def _reply_outcome(code: int, where: str) -> DeliveryOutcome:
+    reason = f"smtp_{code}_{where}"
+    return DeliveryOutcome.dead(reason) if 500 <= code < 600 else DeliveryOutcome.retry(reason)
+
+
+class DigestSource(Protocol):
+    """What a digest needs of the host: what waits on a person, and the periods already sent."""
+
+    async def waiting_on(self, person: str, tenant: str) -> list[InterruptRecord]:
+        """The open interrupts ``person`` is told about by e-mail (at most a page)."""
+        ...
+
+    async def claim_period(self, person: str, slot: int, notice_id: str) -> bool:
+        """Whether this notice sends the person's digest of period ``slot`` (False: another one does)."""
+        ...
+
+    async def schedule_next(self, notice: Notice, run_id: str) -> None:
+        """Plan the person's next digest, one period on."""
+        ...
+
+
+def build_digest(config: EmailChannel, to: str, person: str, slot: int, contents: list[NoticeContent]) -> EmailMessage:
+    """One mail listing every request waiting on a person, each with its own link."""
+    n = len(contents)
+    message = EmailMessage()
+    message["From"] = config.from_
+    message["To"] = str(Address(addr_spec=to))
+    message["Subject"] = f"{n} request{'s' if n != 1 else ''} waiting for you"
+    message["Date"] = formatdate(usegmt=True)
+    message["Message-ID"] = message_id("digest", person, str(slot), config.from_)
+    message["Auto-Submitted"] = "auto-generated"
+    text = "\n".join(
+        f"{c.subject}\n  workflow {c.workflow_id} · answer by {c.deadline}\n  {c.link}\n" for c in contents
+    )
+    items = "".join(
+        f'<li><a href="{html.escape(c.link, quote=True)}">{html.escape(c.subject)}</a>'
+        f" ({html.escape(c.workflow_id)}, answer by {html.escape(c.deadline)})</li>"
+        for c in contents
+    )
+    message.set_content(text, cte="8bit")
+    message.add_alternative(f"<!doctype html><html><body><ul>{items}</ul></body></html>\n", subtype="html")
+    return message
+
+
+class EmailChannelSender:
+    """The ``email`` channel: delivers a notice's mail through the configured SMTP server."""
+
+    name = "email"
+
+    def __init__(self, config: EmailChannel, links: NoticeLinks, digests: DigestSource | None = None) -> None:
+        self._config = config
+        self._links = links
+        self._digests = digests
+
+    async def deliver(self, notice: Notice) -> DeliveryOutcome:
+        """One attempt: mint the link, build the mail, send it; the SMTP reply decides the outcome."""
+        if notice.payload.get("purpose") == "digest":
+            return await self._digest(notice)
+        record = await self._links.open_interrupt(notice)
+        if record is None:
+            return DeliveryOutcome("delivered", "interrupt_closed")  # nothing left to ask
+        address = str(notice.payload["address"])
+        content = self._links.content(record, notice.payload, self._config.link_ttl_ms)
+        return await self.send(build_message(self._config, address, content, notice.recipient))
+
+    async def _digest(self, notice: Notice) -> DeliveryOutcome:
+        if self._digests is None:
+            return DeliveryOutcome.dead("digest_unavailable")
+        person, slot = str(notice.payload["person"]), int(notice.payload["slot"])
+        if not await self._digests.claim_period(person, slot, notice.notice_id):
+            return DeliveryOutcome("delivered", "digest_sent")
+        waiting = await self._digests.waiting_on(person, str(notice.payload.get("tenant", notice.tenant)))
+        if not waiting:
+            return DeliveryOutcome("delivered", "nothing_waiting")
+        payload = {"person": person, "purpose": "digest"}
+        contents = [self._links.content(r, payload, self._config.link_ttl_ms) for r in waiting]
+        outcome = await self.send(build_digest(self._config, str(notice.payload["address"]), person, slot, contents))
+        if outcome.kind == "delivered":
+            await self._digests.schedule_next(notice, waiting[0].run_id)
+        return outcome
+
+    async def send(self, message: EmailMessage) -> DeliveryOutcome:
+        """Send one built mail and say how it went."""
+        config = self._config
+        try:
+            await aiosmtplib.send(
+                message,
+                hostname=config.host,
+                port=config.port,
+                username=config.username,
+                password=config.password.get_secret_value() if config.password else None,
+                use_tls=config.implicit_tls,
+                start_tls=config.starttls,
+                cert_bundle=config.tls_ca_file,
+                timeout=config.timeout_ms / 1000,
+            )
+        except aiosmtplib.SMTPRecipientsRefused as exc:
+            codes = [r.code for r in exc.recipients] or [550]
+            return _reply_outcome(max(codes), "recipient")
+        except aiosmtplib.SMTPResponseException as exc:
+            return _reply_outcome(exc.code, "reply")
+        except aiosmtplib.SMTPTimeoutError:
+            return DeliveryOutcome.retry("smtp_timeout")
+        except (aiosmtplib.SMTPException, OSError) as exc:
+            return DeliveryOutcome.retry(f"smtp_{type(exc).__name__}")
+        return DeliveryOutcome.delivered()

@@ -1,0 +1,97 @@
+"""The Teams channel: an Adaptive Card posted to a Teams Workflows webhook (``teams:<name>`` targets).
+
+Microsoft retired Office 365 connectors; a channel now takes messages through a Workflows
+flow ("post to a channel when a webhook request is received"), whose URL is the operator's
+(``channels.teams.<name>.url``, a secret). A card posted that way cannot submit
+(``Action.Submit`` needs a bot), so it carries one ``Action.OpenUrl`` to the link page, whose
+``GET`` shows the request and whose form answers it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from bridge.notify.config import TeamsTarget
+from bridge.notify.content import NoticeContent
+from bridge.notify.links import NoticeLinks
+from bridge.notify.notice import DeliveryOutcome, Notice
+
+__all__ = ["TeamsChannelSender", "adaptive_card", "card_message"]
+
+
+def adaptive_card(content: NoticeContent) -> dict[str, Any]:
+    """An Adaptive Card 1.4: the title, what is asked, the facts, and one button to the link."""
+    body: list[dict[str, Any]] = [
+        {"type": "TextBlock", "size": "Medium", "weight": "Bolder", "text": content.subject, "wrap": True},
+    ]
+    if content.asked:
+        body.append({"type": "TextBlock", "text": content.asked, "wrap": True})
+    body.append(
+        {
+            "type": "FactSet",
+            "facts": [
+                {"title": "Workflow", "value": content.workflow_id},
+                {"title": "Kind", "value": content.kind_label},
+                {"title": "Answer by", "value": content.deadline},
+            ],
+        }
+    )
+    return {
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "type": "AdaptiveCard",
+        "version": "1.4",
+        "body": body,
+        "actions": [{"type": "Action.OpenUrl", "title": content.call_to_action, "url": content.link}],
+    }
+
+
+def card_message(content: NoticeContent) -> dict[str, Any]:
+    """The card in the message envelope a Workflows webhook takes (once, not wrapped twice)."""
+    return {
+        "type": "message",
+        "attachments": [
+            {
+                "contentType": "application/vnd.microsoft.card.adaptive",
+                "contentUrl": None,
+                "content": adaptive_card(content),
+            }
+        ],
+    }
+
+
+class TeamsChannelSender:
+    """The ``teams`` channel: posts each notice's card to its target's Workflows URL."""
+
+    name = "teams"
+
+    def __init__(self, targets: dict[str, TeamsTarget], links: NoticeLinks) -> None:
+        self._targets = targets
+        self._links = links
+
+    async def deliver(self, notice: Notice) -> DeliveryOutcome:
+        """One POST of the card; ``2xx`` is delivered, ``429``/``5xx``/transport errors retried, the rest dead."""
+        target = self._targets.get(str(notice.payload.get("address")))
+        if target is None:
+            return DeliveryOutcome.dead("teams_target_unknown")
+        record = await self._links.open_interrupt(notice)
+        if record is None:
+            return DeliveryOutcome("delivered", "interrupt_closed")
+        content = self._links.content(record, notice.payload, target.link_ttl_ms)
+        try:
+            async with httpx.AsyncClient(timeout=target.timeout_ms / 1000, follow_redirects=False) as client:
+                response = await client.post(target.url.get_secret_value(), json=card_message(content))
+        except httpx.TimeoutException:
+            return DeliveryOutcome.retry("teams_timeout")
+        except httpx.HTTPError as exc:
+            return DeliveryOutcome.retry(f"teams_{type(exc).__name__}")
+        status = response.status_code
+        if 200 <= status < 300:
+            return DeliveryOutcome.delivered()
+        if status == 429 or status >= 500:
+            after = response.headers.get("Retry-After")
+            return DeliveryOutcome.retry(
+                f"teams_http_{status}", int(after) * 1000 if after and after.isdigit() else None
+            )
+        return DeliveryOutcome.dead(f"teams_http_{status}")

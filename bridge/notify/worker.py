@@ -1,0 +1,282 @@
+"""The outbox worker: claims due notices, delivers them through their channels, records the outcomes.
+
+It runs beside the engine, off every request path: a commit only writes rows, and
+:meth:`OutboxWorker.poke` wakes the worker at once (another instance's commit wakes it through the
+store's notifications, or its next poll). Each attempt is bounded by its channel's timeout; at most
+``per_destination`` attempts run at once for one ``(channel, recipient)`` and ``in_flight`` in all,
+so a hung receiver holds a few slots and nobody else's. A notice claimed for a destination already
+busy is given back, due again a moment later, without counting an attempt.
+
+Failures are retried with exponential backoff and jitter (:class:`~bridge.core.notices.RetryPolicy`)
+until the attempts are spent; then the notice is a dead letter. Leases make this safe across
+instances and crashes: a notice claimed by an instance that died comes due again for every instance
+when its lease runs out, with a new attempt number and the same ``notice_id``.
+
+A destination may have a few notices waiting here for one of its slots (:data:`BACKLOG` times its
+share); one claimed past that is given back at once, due again a moment later, and so is one that
+waited so long that its lease would run out during its attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from bridge.core.clock import Clock
+from bridge.core.notices import DeliveryOutcome, Notice, RetryPolicy
+from bridge.notify.notice import Channel
+from bridge.runtime import telemetry
+from bridge.store.base import Store
+from bridge.store.plan_outbox import QUEUE_FULL, REFUSED
+
+log = logging.getLogger("bridge.notify.worker")
+
+#: How long an idle worker sleeps before looking again (another instance's notices, a lost poke).
+IDLE_POLL_S = 1.0
+#: How long a notice given back for a busy destination waits before it is due again.
+BUSY_DEFER_MS = 250
+#: Notices one destination may have here, waiting or being attempted, in multiples of its concurrency; a
+#: claim takes at most that many (so one round cannot overfill one destination much).
+BACKLOG = 4
+#: The most busy recipients a claim leaves out by name.
+MAX_BUSY_LISTED = 64
+#: How often delivered notices and dead letters past their retention are deleted.
+PRUNE_EVERY_S = 10.0
+#: The most batches one pruning deletes (each a transaction of its own, a few hundred rows).
+PRUNE_BATCHES = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """One attempt's end, as the worker reports it (to events and counters)."""
+
+    notice: Notice
+    status: str  # "delivered", "retry", "dead"
+    reason: str
+
+    @property
+    def outcome(self) -> str:
+        """The attempt as metrics count it: ``delivered``, ``retry``, ``dead``, or ``refused`` (a notice written
+        past a cap on queued notices, dead without being sent)."""
+        return "refused" if self.status == "dead" and self.reason == QUEUE_FULL else self.status
+
+
+def backoff_ms(policy: RetryPolicy, attempt: int, after_ms: int | None, rand: Callable[[], float]) -> int:
+    """The wait before the attempt after ``attempt``: ``base · 2^(attempt-1)`` capped, half of it jittered;
+    a receiver's own ``after_ms`` (Retry-After) when it asks for longer, within the cap."""
+    delay = min(policy.max_ms, policy.base_ms * (2 ** min(attempt - 1, 40)))
+    jittered = int(delay / 2 + rand() * delay / 2)
+    if after_ms is not None:
+        jittered = max(jittered, min(after_ms, policy.max_ms))
+    return jittered
+
+
+class OutboxWorker:
+    """Drains the outbox for this instance (see the module)."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        owner: str,
+        channels: Mapping[str, Channel],
+        policies: Callable[[str], RetryPolicy],
+        *,
+        on_settled: Callable[[Settled], Awaitable[None]] | None = None,
+        in_flight: int = 256,
+        per_destination: int = 4,
+        transient: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._owner = owner
+        self._channels = channels
+        self._policies = policies
+        self._on_settled = on_settled
+        self._in_flight = in_flight
+        self._per_destination = per_destination
+        self._transient = transient
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._deliveries: set[asyncio.Task[None]] = set()
+        self._busy: dict[tuple[str, str], int] = {}
+        self._slots: dict[tuple[str, str], asyncio.Semaphore] = {}
+        self._rand = random.SystemRandom().random
+        self._pruned_at = 0.0
+        self._settled = 0
+
+    def poke(self) -> None:
+        """Look for due notices now (a notice was written)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start draining (idempotent)."""
+        if self._task is None:
+            self._stopping = False
+            self._task = asyncio.create_task(self._loop(), name="openwop-bridge-outbox")
+
+    async def stop(self) -> None:
+        """Stop claiming and cancel attempts in flight (their notices come due again when their leases run out)."""
+        task, self._task = self._task, None
+        if task is not None:
+            # asyncio.wait_for (Python 3.11) may swallow a cancel that lands in the turn its wait ends
+            # (a poke): the loop also ends on this flag, so it stops even then.
+            self._stopping = True
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for delivery in list(self._deliveries):
+            delivery.cancel()
+        if self._deliveries:
+            await asyncio.gather(*self._deliveries, return_exceptions=True)
+
+    @property
+    def busy(self) -> int:
+        """Attempts in flight here."""
+        return len(self._deliveries)
+
+    def _lease_ms(self) -> int:
+        longest = max((self._policies(name).timeout_ms for name in self._channels), default=10_000)
+        return 2 * longest + 5_000
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            try:
+                await self._round()
+            except asyncio.CancelledError:
+                raise
+            except self._transient:
+                log.warning("the outbox is unreachable for now; retrying")
+                await asyncio.sleep(IDLE_POLL_S)
+            except Exception:
+                log.exception("outbox round failed")
+                await asyncio.sleep(IDLE_POLL_S)
+
+    async def _round(self) -> None:
+        """Claim what is due (when something is, and a slot is free), else sleep until the next notice is due,
+        a poke, or the idle poll. An idle worker only reads: it writes only to claim and to settle."""
+        self._wake.clear()
+        if not self._channels:
+            await self._wake.wait()  # a channel registered pokes
+            return
+        now = self._clock.now_ms()
+        due = await self._store.outbox_next_due()
+        free = min(self._in_flight - len(self._deliveries), self._per_destination * BACKLOG)
+        if due is not None and due <= now and free > 0:
+            lease_ms = self._lease_ms()
+            busy = [r for (_, r), held in self._busy.items() if held >= self._per_destination * BACKLOG]
+            notices = await self._store.outbox_claim(
+                self._owner, now, lease_ms, free, list(self._channels), busy[:MAX_BUSY_LISTED]
+            )
+            deferred = [n.notice_id for n in notices if not self._dispatch(n, now + lease_ms)]
+            if deferred:
+                await self._store.outbox_release(deferred, self._owner, now + BUSY_DEFER_MS)
+            if notices and len(deferred) < len(notices):
+                return  # more may be due: claim again at once
+        await self._maybe_prune()
+        wait = IDLE_POLL_S
+        if due is not None and due > now:
+            wait = min(wait, (due - now) / 1000)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), wait)
+
+    def _dispatch(self, notice: Notice, lease_until_ms: int) -> bool:
+        """Start an attempt (once a slot of its destination is free), unless the destination has as many
+        notices here as it may (then False: give it back)."""
+        key = (notice.channel, notice.recipient)
+        held = self._busy.get(key, 0)
+        if held >= self._per_destination * BACKLOG:
+            return False
+        self._busy[key] = held + 1
+        slots = self._slots.get(key)
+        if slots is None:
+            slots = self._slots[key] = asyncio.Semaphore(self._per_destination)
+        task = asyncio.create_task(
+            self._queued(notice, slots, lease_until_ms), name=f"openwop-bridge-notice-{notice.notice_id}"
+        )
+        self._deliveries.add(task)
+
+        def done(t: asyncio.Task[None]) -> None:
+            self._deliveries.discard(t)
+            left = self._busy.get(key, 1) - 1
+            if left:
+                self._busy[key] = left
+            else:
+                self._busy.pop(key, None)
+                self._slots.pop(key, None)
+            self._wake.set()
+
+        task.add_done_callback(done)
+        return True
+
+    async def _queued(self, notice: Notice, slots: asyncio.Semaphore, lease_until_ms: int) -> None:
+        async with slots:
+            now = self._clock.now_ms()
+            if now + self._policies(notice.channel).timeout_ms >= lease_until_ms:
+                # Waited too long for its destination: its lease could run out mid-attempt. Given back unattempted.
+                with contextlib.suppress(Exception):
+                    await self._store.outbox_release([notice.notice_id], self._owner, now)
+                return
+            await self._attempt(notice)
+
+    async def _attempt(self, notice: Notice) -> None:
+        policy = self._policies(notice.channel)
+        with telemetry.notice_span(notice) as span:
+            outcome = await self._deliver(notice, policy)
+            now = self._clock.now_ms()
+            status, next_ms = "delivered", now
+            if outcome.kind == "dead" or (outcome.kind == "retry" and notice.attempt >= policy.max_attempts):
+                status = "dead"
+            elif outcome.kind == "retry":
+                status = "queued"
+                next_ms = now + backoff_ms(policy, notice.attempt, outcome.after_ms, self._rand)
+            if span is not None:
+                ended = Settled(notice, "retry" if status == "queued" else status, outcome.reason)
+                span.set_attribute("openwop.notification.outcome", ended.outcome)
+                if outcome.reason:
+                    span.set_attribute("openwop.notification.reason", outcome.reason)
+        try:
+            kept = await self._store.outbox_settle(
+                notice.notice_id, self._owner, notice.attempt, status, next_ms, outcome.reason or None, now
+            )
+        except Exception:
+            # The lease runs out and the notice is attempted again: at least once, never lost.
+            log.exception("could not record the outcome of notice %s", notice.notice_id)
+            return
+        self._settled += int(kept)
+        if kept and self._on_settled is not None:
+            try:
+                await self._on_settled(Settled(notice, "retry" if status == "queued" else status, outcome.reason))
+            except Exception:
+                log.exception("reporting the outcome of notice %s failed", notice.notice_id)
+
+    async def _deliver(self, notice: Notice, policy: RetryPolicy) -> DeliveryOutcome:
+        if notice.payload.get(REFUSED) == QUEUE_FULL:
+            return DeliveryOutcome.dead(QUEUE_FULL)  # refused by a cap when written: reported, never sent
+        channel = self._channels.get(notice.channel)
+        if channel is None:
+            return DeliveryOutcome.retry("no_channel")
+        try:
+            return await asyncio.wait_for(channel.deliver(notice), policy.timeout_ms / 1000)
+        except TimeoutError:
+            return DeliveryOutcome.retry("timeout")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("notice %s: %s channel raised %s", notice.notice_id, notice.channel, type(exc).__name__)
+            return DeliveryOutcome.retry("error")
+
+    async def _maybe_prune(self) -> None:
+        """Delete settled notices past their retention, now and then, once this worker settled some."""
+        now = self._clock.monotonic()
+        if not self._settled or now - self._pruned_at < PRUNE_EVERY_S:
+            return
+        self._pruned_at, self._settled = now, 0
+        for _ in range(PRUNE_BATCHES):
+            if await self._store.outbox_prune(self._clock.now_ms()) == 0:
+                break

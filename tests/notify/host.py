@@ -1,0 +1,156 @@
+"""A bridge with a notify file, served on loopback with the link page, beside real receivers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bridge import Engine, SqliteStore, Workflow
+from bridge.core.auth import SYSTEM, KeyRing
+from bridge.core.records import InterruptRecord
+from bridge.host import web
+from bridge.host.http import create_app
+from bridge.host.notifying import NotifySetup, install_notify
+from bridge.notify.config import NotifyConfig, parse_notify_config
+from bridge.store.base import Store
+from tests import pg
+from tests.conftest import KEYS
+from tests.helpers import settle
+from tests.notify.receivers import SlackStandIn, SmtpRecorder, WebhookReceiver, slack_api, smtp_server, webhook_receiver
+from tests.server import uvicorn_server
+
+SIGNING_SECRET = "slack-signing-secret-for-tests"
+
+PEOPLE: dict[str, Any] = {
+    "alice": {"tenant": "default", "email": "alice@example.com", "slack": "U0ALICE", "roles": ["finance"]},
+    "bob": {"tenant": "default", "email": "bob@example.com", "slack": "U0BOB", "roles": ["finance"]},
+    "carol": {"tenant": "default", "email": "carol@example.com", "roles": ["director"]},
+    "mallory": {"tenant": "other", "email": "mallory@example.com", "slack": "U0MALLORY", "roles": ["finance"]},
+    "eve": {"tenant": "default", "slack": "U0EVE"},
+}
+
+
+@dataclass
+class NotifyHost:
+    """The engine, its served URL and client, the receivers, and what the notify file installed."""
+
+    engine: Engine
+    url: str
+    client: httpx.AsyncClient
+    smtp: SmtpRecorder
+    slack: SlackStandIn
+    teams: WebhookReceiver
+    setup: NotifySetup
+    config: NotifyConfig
+
+    async def start_gate(self, workflow_id: str = "expense") -> tuple[str, InterruptRecord]:
+        """Start a run of ``workflow_id`` and return it with the interrupt it waits on."""
+        run = await self.engine.create_run(SYSTEM, workflow_id, tenant="default")
+        await settle(self.engine, run.run_id)
+        (record,) = await self.engine.run_interrupts(run.run_id, open_only=True)
+        return run.run_id, record
+
+    async def until(self, check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+        """Wait until ``check()`` holds (the outbox delivers off the request path)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not check():
+            if loop.time() > deadline:
+                raise AssertionError(f"never happened: {what}")
+            await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def _store(tmp_path: Path) -> AsyncIterator[Store]:
+    """SQLite, or a fresh PostgreSQL database with ``BRIDGE_TEST_STORE=postgres``."""
+    if os.environ.get("BRIDGE_TEST_STORE", "sqlite") != "postgres":
+        yield SqliteStore(tmp_path / "notify.db")
+        return
+    from bridge.store.postgres import PostgresStore
+
+    with pg.fresh_database() as url:
+        yield PostgresStore(url)
+
+
+def gate(workflow_id: str, **config: Any) -> Workflow:
+    """A workflow with one approval gate ``review`` (``config`` goes to the gate)."""
+    wf = Workflow(workflow_id)
+    wf.node(
+        "review",
+        type_id="core.approvalGate",
+        config={
+            "title": "Approve expense report EXP-1042",
+            "description": "Team offsite, 3 nights, 4 people.",
+            "actions": ["accept", "reject", "refine"],
+            **config,
+        },
+    )
+    return wf
+
+
+@contextlib.asynccontextmanager
+async def notify_host(
+    tmp_path: Path,
+    *,
+    routes: list[dict[str, Any]],
+    workflows: list[Workflow],
+    channels: dict[str, Any] | None = None,
+    people: dict[str, Any] | None = None,
+    with_teams: bool = True,
+    email_options: dict[str, Any] | None = None,
+) -> AsyncIterator[NotifyHost]:
+    """A served bridge whose notify file sends e-mail, Slack and Teams notices to loopback receivers."""
+    with smtp_server() as (smtp, smtp_port):
+        async with (
+            contextlib.AsyncExitStack() as stack,
+            slack_api() as (slack, api_base),
+            webhook_receiver() as (teams, teams_url),
+        ):
+            engine = Engine(await stack.enter_async_context(_store(tmp_path)))
+            for wf in workflows:
+                wf.register(engine)
+            app = create_app(
+                engine,
+                KeyRing(KEYS.values()),
+                manage_engine=False,
+                link_page=web.link_page,
+                extra_routes=web.web_routes(),
+                keepalive_s=0.2,
+            )
+            all_channels: dict[str, Any] = {
+                "email": {
+                    "smtp": f"smtp://127.0.0.1:{smtp_port}",
+                    "from": "Approvals <approvals@example.com>",
+                    **(email_options or {}),
+                },
+                "slack": {"token": "xoxb-test-token", "signingSecret": SIGNING_SECRET, "apiBase": api_base},
+            }
+            if with_teams:
+                all_channels["teams"] = {"ops": {"url": teams_url}}
+            all_channels.update(channels or {})
+            await engine.start()
+            try:
+                async with uvicorn_server(app) as url:
+                    config = parse_notify_config(
+                        {
+                            "publicBaseUrl": url,
+                            "people": PEOPLE if people is None else people,
+                            "channels": all_channels,
+                            "routes": routes,
+                        },
+                        environ={},
+                    )
+                    setup = install_notify(engine, config)
+                    for route in setup.routes:
+                        app.router.routes.append(route)
+                    async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+                        yield NotifyHost(engine, url, client, smtp, slack, teams, setup, config)
+            finally:
+                await engine.stop()
