@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -17,7 +18,7 @@ from adapters.langgraph_api.assistants import Assistants
 from adapters.langgraph_api.service import LangGraphService, Segment
 from adapters.langgraph_api.stream import run_stream, stream_modes
 from bridge import BridgeError, Engine, NotFoundError, Principal, RunRecord, ValidationError
-from bridge.host import JSONResponse, guarded, guarded_stream, read_json
+from bridge.host import JSONResponse, array_stream, guarded, guarded_stream, read_json
 
 Handler = Callable[[Request], Awaitable[Response]]
 log = logging.getLogger("adapters.langgraph_api")
@@ -99,16 +100,20 @@ class LangGraphRoutes:
 
     async def history(self, request: Request) -> Response:
         """``POST /threads/{id}/history``: the state of each of the thread's runs, newest first."""
-        _, thread = await self._thread(request)
+        principal, thread = await self._thread(request)
         limit = (await _body(request)).get("limit", 10)
         if not isinstance(limit, int) or not 0 < limit <= 1000:
             raise ValidationError("limit must be 1-1000")
-        states = []
-        for run_id in reversed(thread.runs[-limit:]):
-            run = await self.engine.run_record(run_id)
-            views, turns = await self.service.open_views(run), await self.service.turns(run)
-            states.append(shapes.state_json(thread, run, views, turns))
-        return JSONResponse(states)
+        run_ids = list(reversed(thread.runs[-limit:]))
+
+        async def states() -> AsyncIterator[list[bytes]]:
+            # One run's state at a time, sent at the client's pace: the array is never built whole.
+            for run_id in run_ids:
+                run = await self.engine.run_record(run_id)
+                views, turns = await self.service.open_views(run), await self.service.turns(run)
+                yield [orjson.dumps(shapes.state_json(thread, run, views, turns))]
+
+        return await guarded_stream(request, principal, None, lambda: array_stream(states()))
 
     async def _segment(self, request: Request) -> tuple[Segment, dict[str, Any]]:
         principal = self.service.principal(request)

@@ -16,7 +16,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bridge import BridgeError, Engine
-from bridge.host import JSONResponse, read_bytes, replaying
+from bridge.host import JSONResponse, error_headers, guarded_app, read_bytes, replaying
 
 if TYPE_CHECKING:
     from adapters.mcp.server import McpTransport
@@ -52,11 +52,19 @@ class McpMount:
                 # The host's limit, not the SDK's (4 MiB): the body is read bounded, then handed on.
                 receive = replaying(receive, await read_bytes(request))
         except BridgeError as exc:
-            await JSONResponse(exc.envelope(), status_code=exc.status)(scope, receive, send)
+            await _refused(exc, scope, receive, send)
             return
         scope["openwop_principal"] = principal
         app = await self._app()
-        await app(scope, receive, send)
+        if request.method != "GET":
+            await app(scope, receive, send)
+            return
+        # ``GET``: the session's stream from server to client, open as long as the client keeps it;
+        # it holds one of the key's stream slots meanwhile (429 beyond), like every stream of the host.
+        try:
+            await guarded_app(app, principal, None, scope, receive, send)
+        except BridgeError as exc:
+            await _refused(exc, scope, receive, send)
 
     async def _app(self) -> ASGIApp:
         """The SDK's ASGI app, importing the SDK and starting its session manager the first time."""
@@ -74,3 +82,8 @@ class McpMount:
                     task.result()  # the start failed: raise its error; the next request tries again
                 self.transport, self._task = transport, task
             return self.transport.app
+
+
+async def _refused(exc: BridgeError, scope: Scope, receive: Receive, send: Send) -> None:
+    """The error envelope of ``exc``, with its headers (``Retry-After`` on 429)."""
+    await JSONResponse(exc.envelope(), status_code=exc.status, headers=error_headers(exc))(scope, receive, send)

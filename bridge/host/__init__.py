@@ -11,8 +11,9 @@ from bridge.host.cli import build_parser, build_server
 from bridge.host.http.body import MAX_BODY, MAX_JSON_DEPTH, read_bytes, read_json, replaying, too_deep
 from bridge.host.http.deps import base_url, principal
 from bridge.host.http.openapi import error_responses
-from bridge.host.http.responses import JSONResponse
-from bridge.host.http.streams import guarded, guarded_stream
+from bridge.host.http.paged import array_stream
+from bridge.host.http.responses import JSONResponse, error_headers
+from bridge.host.http.streams import guarded, guarded_app, guarded_stream
 from bridge.host.plugins import ServerBuild
 from bridge.host.web.pages import page_headers
 from bridge.runtime.adapter_threads import ThreadRecord, Threads
@@ -25,12 +26,15 @@ __all__ = [
     "ServerBuild",
     "ThreadRecord",
     "Threads",
+    "array_stream",
     "base_url",
     "build_parser",
     "build_server",
     "configure_logging",
+    "error_headers",
     "error_responses",
     "guarded",
+    "guarded_app",
     "guarded_stream",
     "page_headers",
     "principal",

@@ -40,7 +40,7 @@ from bridge.runtime.ask import AskService, RecordingAskService
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.executor import RunExecutor
 from bridge.runtime.executors import Executors
-from bridge.runtime.follow import STREAM_PAGE, RunFollower
+from bridge.runtime.follow import STREAM_PAGE, RunFollower, read_page
 from bridge.runtime.hub import EventHub
 from bridge.runtime.idempotency import IdempotencyLedger
 from bridge.runtime.kernel import Delegate
@@ -370,7 +370,9 @@ class Engine:
 
         The caller has already checked that the run is visible to whoever follows it; ``seen``
         is the record that check read, if it read one just before (the run is not read again).
-        ``page``: how many stored events a batch holds at most (a stream holds one batch ready).
+        ``page``: how many stored events a batch holds at most (a stream holds one batch ready);
+        a batch read from the store also holds no more than :data:`~bridge.runtime.follow.STREAM_PAGE_BYTES`
+        as stored (at least one event).
         """
         return self._follower.follow(run_id, after, idle_s=idle_s, seen=seen, page=page)
 
@@ -382,9 +384,21 @@ class Engine:
         """A run's audit entries, oldest first (for surfaces that checked visibility)."""
         return await self.store.audit(run_id)
 
-    async def run_events(self, run_id: str, after: int = -1, limit: int = 1000) -> list[dict[str, Any]]:
-        """A run's committed events after ``after``, with no visibility check (for surfaces that made one)."""
-        return await self.store.read_events(run_id, after, limit)
+    async def audit_page(self, run_id: str, after_id: int = -1, limit: int = 100) -> list[tuple[int, dict[str, Any]]]:
+        """A page of a run's audit entries after the one numbered ``after_id``, oldest first, with their numbers
+        (for surfaces that checked visibility)."""
+        return await self.store.audit_page(run_id, after_id, limit)
+
+    async def run_events(
+        self, run_id: str, after: int = -1, limit: int = 1000, *, max_bytes: int | None = None
+    ) -> list[dict[str, Any]]:
+        """A run's committed events after ``after``, with no visibility check (for surfaces that made one).
+
+        ``max_bytes``: no more events than their stored documents fit in (at least one), so a page
+        of large events stays about that size.
+        """
+        docs, _ = await read_page(self.store, run_id, after, limit, max_bytes)
+        return docs
 
     @property
     def store_location(self) -> str:

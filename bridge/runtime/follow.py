@@ -32,6 +32,30 @@ from bridge.store.base import Store
 PAGE = 1000
 #: The page of a stream's backlog: what a stream holds ready for a client that stopped reading.
 STREAM_PAGE = 32
+#: The bytes (as stored) a page of a stream's backlog holds at most: fewer events when they are large
+#: (at least one, however large).
+STREAM_PAGE_BYTES = 64 * 1024
+
+
+async def read_page(
+    store: Store, run_id: str, after: int, limit: int, max_bytes: int | None
+) -> tuple[list[dict[str, Any]], bool]:
+    """Up to ``limit`` events after ``after`` whose stored documents fit in ``max_bytes`` (at least one),
+    and whether the store may hold more after them (False: these were the last, when read)."""
+    if max_bytes is None:
+        docs = await store.read_events(run_id, after, limit)
+        return docs, len(docs) == limit
+    sizes = await store.event_sizes(run_id, after, limit)
+    total = count = 0
+    for size in sizes:
+        if count and total + size > max_bytes:
+            break
+        total += size
+        count += 1
+    if not count:
+        return [], False
+    docs = await store.read_events(run_id, after, count)
+    return docs, len(sizes) == limit or count < len(sizes)
 
 
 class RunFollower:
@@ -48,9 +72,13 @@ class RunFollower:
         *,
         idle_s: float | None = None,
         page: int = PAGE,
+        page_bytes: int | None = STREAM_PAGE_BYTES,
         seen: RunRecord | None = None,
     ) -> AsyncGenerator[list[dict[str, Any]]]:
         """Batches of event documents with ``sequence > after``, in order, ending after the terminal one.
+
+        A batch read from the store holds at most ``page`` events and ``page_bytes`` bytes as
+        stored (at least one event); ``page_bytes=None``: no bound in bytes.
 
         ``seen``: the run as the caller read it just before (a visibility check). The
         run is then not read again after the backlog: had it ended before that read, the
@@ -61,7 +89,7 @@ class RunFollower:
         with self._hub.subscribe(run_id) as sub:
             reread = False
             while True:
-                async for docs in self._read(run_id, last, page):
+                async for docs in self._read(run_id, last, page, page_bytes):
                     docs, last, ended = take_after(docs, last)
                     if docs:
                         yield docs
@@ -80,7 +108,7 @@ class RunFollower:
                 # terminal one, are in the store now; read them once more.
                 reread = True
             yield []
-            async for docs in self._live(run_id, sub, last, idle_s, page):
+            async for docs in self._live(run_id, sub, last, idle_s, page, page_bytes):
                 if not docs:
                     yield docs
                     continue
@@ -91,7 +119,7 @@ class RunFollower:
                     return
 
     async def _live(
-        self, run_id: str, sub: Subscription, last: int, idle_s: float | None, page: int
+        self, run_id: str, sub: Subscription, last: int, idle_s: float | None, page: int, page_bytes: int | None
     ) -> AsyncIterator[list[dict[str, Any]]]:
         while True:
             try:
@@ -103,7 +131,7 @@ class RunFollower:
             docs = [d for d in batch if d is not None]
             if len(docs) < len(batch) or has_gap(docs, last):
                 sub.overflowed = False
-                async for reread in self._read(run_id, last, page):
+                async for reread in self._read(run_id, last, page, page_bytes):
                     last = max(last, reread[-1]["sequence"])
                     yield reread
                 continue
@@ -111,14 +139,16 @@ class RunFollower:
                 last = max(last, docs[-1]["sequence"])
                 yield docs
 
-    async def _read(self, run_id: str, after: int, page: int) -> AsyncIterator[list[dict[str, Any]]]:
-        """The store's events after ``after``, a page at a time."""
+    async def _read(
+        self, run_id: str, after: int, page: int, page_bytes: int | None
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """The store's events after ``after``, a page at a time (see :func:`read_page`)."""
         while True:
-            docs = await self._store.read_events(run_id, after, page)
+            docs, more = await read_page(self._store, run_id, after, page, page_bytes)
             if docs:
                 yield docs
                 after = docs[-1]["sequence"]
-            if len(docs) < page:
+            if not more:
                 return
 
 

@@ -329,6 +329,9 @@ class Store(Protocol):
     async def read_events(self, run_id: str, after_seq: int = -1, limit: int = 1000) -> list[dict[str, Any]]:
         """Event documents with ``sequence > after_seq``, in order."""
 
+    async def event_sizes(self, run_id: str, after_seq: int, limit: int) -> list[int]:
+        """The stored sizes (bytes) of the first ``limit`` event documents with ``sequence > after_seq``, in order."""
+
     async def activation_events(self, run_id: str, node_id: str, visit: int) -> list[dict[str, Any]]:
         """Node-issued events of one activation, in command order."""
 
@@ -425,6 +428,9 @@ class Store(Protocol):
 
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         """Audit entries of a run, oldest first."""
+
+    async def audit_page(self, run_id: str, after_id: int, limit: int) -> list[tuple[int, dict[str, Any]]]:
+        """Up to ``limit`` audit entries of a run after the one numbered ``after_id``, oldest first, numbered."""
 
     # --- Idempotency-Key records ----------------------------------------------
     async def idempotency_begin(

@@ -112,6 +112,13 @@ class PostgresReads(Reads):
         )
         return [r[0] for r in rows]
 
+    async def event_sizes(self, run_id: str, after_seq: int, limit: int) -> list[int]:
+        rows = await self._all(
+            "SELECT octet_length(doc::text) FROM events WHERE run_id=%s AND seq>%s ORDER BY seq LIMIT %s",
+            (run_id, after_seq, limit),
+        )
+        return [int(r[0]) for r in rows]
+
     async def events_of_types(self, run_id: str, types: Sequence[str]) -> list[dict[str, Any]]:
         if has_nul(types):
             types = [t for t in types if "\x00" not in t]

@@ -282,6 +282,18 @@ class Reads(ABC):
         parse = self._dialect.json_in
         return [{"at": r[0], "principal": r[1], "action": r[2], "resource": r[3], "details": parse(r[4])} for r in rows]
 
+    async def audit_page(self, run_id: str, after_id: int, limit: int) -> list[tuple[int, dict[str, Any]]]:
+        rows = await self._rows(
+            "SELECT id, at, principal, action, resource, details FROM audit WHERE run_id=%s AND id>%s "
+            "ORDER BY id LIMIT %s",
+            (run_id, after_id, limit),
+        )
+        parse = self._dialect.json_in
+        return [
+            (int(r[0]), {"at": r[1], "principal": r[2], "action": r[3], "resource": r[4], "details": parse(r[5])})
+            for r in rows
+        ]
+
 
 def prefix_end(prefix: str) -> str | None:
     """The least string past every string that starts with ``prefix`` (None: there is none, or no prefix)."""

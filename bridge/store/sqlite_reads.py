@@ -48,6 +48,13 @@ class SqliteReads(Reads):
         )
         return [r[0] for r in rows]
 
+    async def event_sizes(self, run_id: str, after_seq: int, limit: int) -> list[int]:
+        rows = await self._all(
+            "SELECT length(CAST(doc AS BLOB)) FROM events WHERE run_id=? AND seq>? ORDER BY seq LIMIT ?",
+            (run_id, after_seq, limit),
+        )
+        return [int(r[0]) for r in rows]
+
     async def events_of_types(self, run_id: str, types: Sequence[str]) -> list[dict[str, Any]]:
         marks = ",".join("%s" for _ in types)
         return await self._docs(

@@ -351,3 +351,26 @@ async def test_rfc_0051_names_and_shapes(client: httpx.AsyncClient, engine: Engi
         with pytest.raises(ValidationError) as refused:
             broken.register(engine)
         assert "'timeoutSec' must be a positive number" in str(refused.value.details)
+
+
+@pytest.mark.parametrize("page", [None, 1], ids=["one-page", "an-entry-a-page"])
+async def test_the_audit_document_is_the_stored_audit_byte_for_byte(
+    client: httpx.AsyncClient, engine: Engine, monkeypatch: pytest.MonkeyPatch, page: int | None
+) -> None:
+    """``GET /v1/runs/{runId}/audit`` is written a page of entries at a time; the bytes are the whole document's."""
+    import orjson
+
+    from bridge.host.http import paged
+
+    if page is not None:
+        monkeypatch.setattr(paged, "STREAM_PAGE", page)
+    _gate(engine, "audited", requiredApprovals=3, override={"requiredRole": "operator", "audited": True})
+    run_id = await _start(client, engine, "audited")
+    assert (await _vote(client, run_id, {"action": "accept"}, who="operator")).status_code == 200
+    for _ in range(2):
+        assert (await _vote(client, run_id, {"action": "accept"}, who="operator")).json()["duplicate"] is True
+    stored = await engine.store.audit(run_id)
+    assert len(stored) == 3
+    r = await client.get(f"/v1/runs/{run_id}/audit", headers=auth("reader"))
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    assert r.content == orjson.dumps({"entries": stored})

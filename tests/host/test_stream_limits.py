@@ -17,10 +17,12 @@ ADMIN = "admin-key-0001"
 READER = "reader-key-001"
 #: Gates opened at once, each asking with a 10 kB artifact: a run whose event log is about 1.1 MB.
 GATES = 100
+#: What each gate of ``huge`` carries: a run whose event log (about 6 MB) is more than a socket's send buffer holds.
+HUGE_BLOB = 60_000
 
 
-def _wide_workflow(folder: Path) -> None:
-    """``wide``: one step, then :data:`GATES` approval gates side by side, each carrying 10 kB."""
+def _wide_workflow(folder: Path, name: str = "wide", blob: int = 10_000) -> None:
+    """``wide``: one step, then :data:`GATES` approval gates side by side, each carrying ``blob`` bytes (10 kB)."""
     at = {"x": 0, "y": 0}
     nodes = [{"id": "start", "typeId": "core.noop", "name": "start", "config": {}, "inputs": {}, "position": at}]
     nodes += [
@@ -28,7 +30,7 @@ def _wide_workflow(folder: Path) -> None:
             "id": f"g{i}",
             "typeId": "core.approvalGate",
             "name": f"gate {i}",
-            "config": {"title": f"gate {i}", "artifactData": {"blob": "x" * 10_000}},
+            "config": {"title": f"gate {i}", "artifactData": {"blob": "x" * blob}},
             "inputs": {},
             "position": at,
         }
@@ -36,8 +38,8 @@ def _wide_workflow(folder: Path) -> None:
     ]
     edges = [{"id": f"e{i}", "sourceNodeId": "start", "targetNodeId": f"g{i}"} for i in range(GATES)]
     workflow = {
-        "id": "wide",
-        "name": "wide",
+        "id": name,
+        "name": name,
         "version": "1.0",
         "nodes": nodes,
         "edges": edges,
@@ -46,7 +48,7 @@ def _wide_workflow(folder: Path) -> None:
         "metadata": {},
         "settings": {"timeout": 0},
     }
-    (folder / "wide.json").write_text(json.dumps(workflow))
+    (folder / f"{name}.json").write_text(json.dumps(workflow))
 
 
 def _rss_mib(pid: int) -> float:
@@ -60,14 +62,15 @@ def _serve(tmp_path: Path, env: dict[str, str] | None = None) -> ServerProcess:
     folder = tmp_path / "workflows"
     folder.mkdir()
     _wide_workflow(folder)
+    _wide_workflow(folder, "huge", blob=HUGE_BLOB)
     keys = ["--api-key", f"alice={ADMIN}+admin", "--api-key", f"rita={READER}:runs:read"]
     return ServerProcess(tmp_path / "s.db", ["--no-demo", "--workflows", str(folder), *keys], env=env)
 
 
-def _wide_run(server: ServerProcess) -> str:
-    """A run waiting on every gate, its event log about 1.1 MB."""
+def _wide_run(server: ServerProcess, workflow: str = "wide") -> str:
+    """A run waiting on every gate, its event log about 1.1 MB (``huge``: 6 MB)."""
     admin = {"Authorization": f"Bearer {ADMIN}"}
-    r = httpx.post(f"{server.url}/v1/runs", headers=admin, json={"workflowId": "wide"}, timeout=30)
+    r = httpx.post(f"{server.url}/v1/runs", headers=admin, json={"workflowId": workflow}, timeout=30)
     assert r.status_code == 201, r.text
     run_id: str = r.json()["runId"]
     deadline = time.monotonic() + 30
@@ -75,7 +78,7 @@ def _wide_run(server: ServerProcess) -> str:
         got = httpx.get(
             f"{server.url}/v1/runs/{run_id}/events", headers={**admin, "accept": "application/json"}, timeout=30
         )
-        if len(got.content) > 1_000_000:
+        if len(got.content) > GATES * (HUGE_BLOB if workflow == "huge" else 10_000):
             return run_id
         time.sleep(0.1)
     raise AssertionError("the run did not open its gates")
@@ -92,6 +95,12 @@ def _request(path: str, run_id: str, port: int) -> bytes:
         ).encode()
     if path == "v1":
         return f"GET /v1/runs/{run_id}/events HTTP/1.1\r\n{head}Accept: text/event-stream\r\n\r\n".encode()
+    if path == "v1-json":
+        return f"GET /v1/runs/{run_id}/events HTTP/1.1\r\n{head}Accept: application/json\r\n\r\n".encode()
+    if path == "v1-poll":
+        return f"GET /v1/runs/{run_id}/events/poll HTTP/1.1\r\n{head}\r\n".encode()
+    if path == "v2-poll":
+        return f"GET /runs/{run_id}/events/poll HTTP/1.1\r\n{head}OpenWOP-Version: 2\r\n\r\n".encode()
     query = "?bufferMs=1000" if path == "v2-batched" else ""
     return (
         f"GET /runs/{run_id}/events{query} HTTP/1.1\r\n{head}Accept: text/event-stream\r\nOpenWOP-Version: 2\r\n\r\n"
@@ -119,14 +128,21 @@ def _status_line(s: socket.socket) -> bytes:
     return head
 
 
+#: Surfaces answering with one JSON document rather than a stream.
+WHOLE_DOCUMENTS = ("v1-json", "v1-poll", "v2-poll")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("surface", ["v1", "v2", "v2-batched", "a2a"])
+@pytest.mark.parametrize("surface", ["v1", "v2", "v2-batched", "a2a", *WHOLE_DOCUMENTS])
 def test_streams_nobody_reads_do_not_grow_server_memory(tmp_path: Path, surface: str) -> None:
-    """150 streams of a 1.1 MB event log, never read: the server's RSS grows by a few MiB, not by the log each."""
+    """150 reads of a 6 MB event log (streams, JSON documents, long polls), never read by their clients:
+    the server's RSS grows by a few MiB, not by the log each."""
     streams = 150
     with _serve(tmp_path, env={"OPENWOP_BRIDGE_MAX_STREAMS_PER_KEY": str(streams)}) as server:
         assert server.proc is not None
-        run_id = _wide_run(server)
+        # A log larger than the socket's send buffer (up to 4 MiB), of events large enough that a page
+        # of 32 of them is about 2 MB: what a stalled reader holds must be bounded in bytes, not in events.
+        run_id = _wide_run(server, "huge")
         raw = _request(surface, run_id, server.port)
         # One stream read to its first bytes first: the server's code paths are warm before measuring.
         with next(_open_unread(server.port, raw, 1)) as warm:
@@ -165,8 +181,29 @@ def test_streams_beyond_the_limit_of_a_key_are_429_with_retry_after(tmp_path: Pa
             assert over2.json()["error"] == "rate_limited"
             assert "retryAfter" not in over2.json().get("details", {})
             assert int(over2.headers["retry-after"]) >= 1
-            # Every streaming surface counts against the same limit, and refuses before it starts anything.
+            thread = httpx.post(
+                f"{server.url}/langgraph/threads", headers={"Authorization": f"Bearer {ADMIN}"}, json={}, timeout=10
+            )
+            assert thread.status_code == 200, thread.text
+            # Every streaming surface counts against the same limit, and refuses before it starts anything;
+            # so do the whole-log JSON reads (written a page at a time, as streams are).
             refused = {
+                "v1-json": httpx.get(
+                    f"{server.url}/v1/runs/{run_id}/events",
+                    headers={**reader, "accept": "application/json"},
+                    timeout=10,
+                ),
+                "v1-poll": httpx.get(f"{server.url}/v1/runs/{run_id}/events/poll", headers=reader, timeout=10),
+                "v1-audit": httpx.get(f"{server.url}/v1/runs/{run_id}/audit", headers=reader, timeout=10),
+                "langgraph-history": httpx.post(
+                    f"{server.url}/langgraph/threads/{thread.json()['thread_id']}/history",
+                    headers=reader,
+                    json={},
+                    timeout=10,
+                ),
+                "v2-poll": httpx.get(
+                    f"{server.url}/runs/{run_id}/events/poll", headers={**reader, "OpenWOP-Version": "2"}, timeout=10
+                ),
                 "a2a": httpx.post(
                     f"{server.url}/a2a",
                     headers={**reader, "A2A-Version": "1.0"},

@@ -34,3 +34,23 @@ async def test_a_run_ending_between_the_backlog_and_the_run_check_is_followed_to
     assert finished
     assert [d["sequence"] for d in followed] == [d["sequence"] for d in stored]
     assert followed[-1]["type"] == "run.completed"
+
+
+async def test_a_backlog_batch_holds_no_more_bytes_than_its_page_allows(engine: Engine) -> None:
+    """Large events come fewer to a batch (at least one): what a stalled stream holds is bounded in bytes."""
+    from bridge.runtime.follow import RunFollower
+
+    run = await engine.create_run(ADMIN, "conformance-approval")
+    await settle(engine, run.run_id)
+    [record] = await engine.open_interrupts(run.run_id)
+    await engine.resolve(ADMIN, {"action": "accept"}, interrupt_id=record.interrupt_id)
+    await settle(engine, run.run_id, statuses=("completed",))
+    stored = await engine.run_events(run.run_id)
+    sizes = await engine.store.event_sizes(run.run_id, -1, 100)
+    follower = RunFollower(engine.store, engine.hub)
+    one_each = [docs async for docs in follower.follow(run.run_id, -1, page=32, page_bytes=1)]
+    assert one_each == [[doc] for doc in stored]
+    two = [docs async for docs in follower.follow(run.run_id, -1, page=32, page_bytes=sizes[0] + sizes[1])]
+    assert two[0] == stored[:2]
+    whole = [docs async for docs in follower.follow(run.run_id, -1, page=32)]
+    assert whole == [stored]

@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from bridge.core.workflow import thaw
-from bridge.host.http import operations, sse
+from bridge.host.http import operations, paged, sse
 from bridge.host.http.body import CancelBody, ForkBody
 from bridge.host.http.deps import (
     CHANNEL_OFFSET,
@@ -22,7 +22,7 @@ from bridge.host.http.deps import (
 )
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
-from bridge.host.http.streams import guarded
+from bridge.host.http.streams import guarded, guarded_stream
 from bridge.runtime.engine import Engine
 
 
@@ -87,11 +87,14 @@ async def run_events(request: Request) -> Response:
     eng = engine(request)
     after = operations.last_event_id(request)
     accept = request.headers.get("accept", "")
-    if "application/json" in accept and "text/event-stream" not in accept:
-        events = await eng.events(run_id, who, after, int_param(request, "limit", 10_000, **EVENTS_LIMIT))
-        return JSONResponse({"events": events})
+    whole = "application/json" in accept and "text/event-stream" not in accept
+    limit = int_param(request, "limit", 10_000, **EVENTS_LIMIT) if whole else 0
     who.require("runs:read")
     run = await eng.visible_run(run_id, who)
+    if whole:
+        # ``{events}``: one document, written a page at a time (see :mod:`.paged`), holding a stream's slot.
+        document = paged.array_document({}, "events", paged.StoredEvents(eng, run_id, after, limit).pages())
+        return await guarded_stream(request, who, run_id, lambda: paged.json_stream(document))
     keepalive = float(request.app.state.keepalive_s)
     stream = operations.event_stream(sse.follow(eng, run_id, after, keepalive_s=keepalive, seen=run))
     return guarded(request, who, run_id, stream)
@@ -112,13 +115,16 @@ async def poll_events(request: Request) -> Response:
     eng, run_id = await _readable(request)
     after = int_param(request, "lastSequence", -1, **LAST_SEQUENCE)
     timeout_s = int_param(request, "timeout", 0, **POLL_TIMEOUT_S)
-    return JSONResponse(await sse.poll(eng, run_id, after, timeout_s * 1000))
+    poll = paged.Poll(eng, run_id, after, timeout_s * 1000)
+    document = paged.array_document({}, "events", poll.pages(), poll.trailer)
+    return await guarded_stream(request, principal(request), run_id, lambda: paged.json_stream(document))
 
 
 async def run_audit(request: Request) -> Response:
     """``GET /v1/runs/{runId}/audit``: votes, overrides and denials recorded for a run."""
     eng, run_id = await _readable(request)
-    return JSONResponse({"entries": await eng.audit(run_id)})
+    document = paged.array_document({}, "entries", paged.audit_entries(eng, run_id))
+    return await guarded_stream(request, principal(request), run_id, lambda: paged.json_stream(document))
 
 
 async def run_channel(request: Request) -> Response:

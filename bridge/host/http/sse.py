@@ -1,6 +1,6 @@
-"""Run event streams over HTTP: SSE frames, the streaming response, and long polling.
+"""Run event streams over HTTP: SSE frames and the streaming response.
 
-Both follow the run through :meth:`~bridge.runtime.engine.Engine.follow`, which
+They follow the run through :meth:`~bridge.runtime.engine.Engine.follow`, which
 owns the subscribe / backlog / gap / re-read rules; this module only frames and sends.
 """
 
@@ -18,7 +18,6 @@ from starlette.types import Receive, Scope, Send
 from bridge.core.events import is_terminal
 from bridge.core.records import RunRecord
 from bridge.runtime.engine import Engine
-from bridge.runtime.follow import PAGE
 
 KEEPALIVE_S = 15.0
 #: How much of a backlog is held back to go out with ``: connected`` (larger backlogs go out as read).
@@ -135,25 +134,3 @@ async def _client_left(receive: Receive) -> None:
     """Return once the client has gone (``http.disconnect``)."""
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-async def poll(engine: Engine, run_id: str, after: int, timeout_ms: int) -> dict[str, Any]:
-    """Events after ``after``; waits up to ``timeout_ms`` for the first one if there are none."""
-    events: list[dict[str, Any]] = []
-    waited = False
-    async with aclosing(engine.follow(run_id, after, idle_s=timeout_ms / 1000, page=PAGE)) as batches:
-        async for docs in batches:
-            if docs:
-                events = docs
-                break
-            if waited or timeout_ms <= 0:
-                break
-            waited = True  # live now: wait one idle period for the first event
-    run = await engine.run_record(run_id)
-    complete = run is not None and run.terminal and (not events or events[-1]["sequence"] >= run.next_seq - 1)
-    return {
-        "events": events,
-        "isComplete": complete,
-        "lastSequence": events[-1]["sequence"] if events else after,
-        "status": run.status if run else None,
-    }

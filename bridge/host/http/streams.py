@@ -1,7 +1,8 @@
 """Limits on long-lived streams: how many a key and a run may hold, and how much each may buffer.
 
 Every streaming answer of the host (a run's SSE events on v1 and v2, AG-UI, the
-LangGraph API, A2A's streaming methods, the inbox feed) takes a slot before it
+LangGraph API, A2A's streaming methods, the inbox feed, MCP's ``GET /mcp``) and every
+whole event log written as JSON (:mod:`bridge.host.http.paged`) takes a slot before it
 starts: at most :attr:`StreamLimits.per_key` streams per key (principal and
 tenant) and :attr:`StreamLimits.per_run` per run on this instance. One more is
 refused with ``429 rate_limited`` and ``Retry-After`` (what v2 ``events.md``
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bridge.core.auth import Principal
 from bridge.core.errors import RateLimitedError
@@ -111,27 +112,31 @@ class GuardedStream(Response):
         self.raw_headers = inner.raw_headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        piece = self.buffer_bytes
-
-        async def paced(message: Message) -> None:
-            if message["type"] != "http.response.body":
-                await send(message)
-                return
-            body: bytes = message.get("body", b"")
-            more: bool = message.get("more_body", False)
-            last = max(0, (len(body) - 1) // piece * piece)
-            for start in range(0, last, piece):
-                await send({"type": "http.response.body", "body": body[start : start + piece], "more_body": True})
-            await send({"type": "http.response.body", "body": body[last:], "more_body": more})
-            if more:
-                # Nothing to write: the server takes it once the client took what went before, so the
-                # stream asks its body for more only then.
-                await send({"type": "http.response.body", "body": b"", "more_body": True})
-
         try:
-            await self.inner(scope, receive, paced)
+            await self.inner(scope, receive, paced(send, self.buffer_bytes))
         finally:
             self.slot.release()
+
+
+def paced(send: Send, piece: int) -> Send:
+    """``send`` writing bodies in pieces of at most ``piece`` bytes, asking for more once the client took them."""
+
+    async def paced_send(message: Message) -> None:
+        if message["type"] != "http.response.body":
+            await send(message)
+            return
+        body: bytes = message.get("body", b"")
+        more: bool = message.get("more_body", False)
+        last = max(0, (len(body) - 1) // piece * piece)
+        for start in range(0, last, piece):
+            await send({"type": "http.response.body", "body": body[start : start + piece], "more_body": True})
+        await send({"type": "http.response.body", "body": body[last:], "more_body": more})
+        if more:
+            # Nothing to write: the server takes it once the client took what went before, so the
+            # stream asks its body for more only then.
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
+
+    return paced_send
 
 
 def guarded(request: Request, who: Principal, run_id: str | None, stream: Response) -> Response:
@@ -164,6 +169,24 @@ async def guarded_stream(
         slot.release()
         return response
     return GuardedStream(response, slot, slots.limits.buffer_bytes)
+
+
+async def guarded_app(
+    app: ASGIApp, who: Principal, run_id: str | None, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """Call the ASGI ``app`` (a stream) holding a slot of ``who`` (and ``run_id``) until it returns, paced.
+
+    ``429 rate_limited`` (raised, before ``app`` is called) when the slot is refused.
+    """
+    slots = _slots(Request(scope))
+    if slots is None:
+        await app(scope, receive, send)
+        return
+    slot = slots.take(who, run_id)
+    try:
+        await app(scope, receive, paced(send, slots.limits.buffer_bytes))
+    finally:
+        slot.release()
 
 
 def _slots(request: Request) -> StreamSlots | None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge.core.records import RunRecord
 from bridge.host.v2 import events, ids, snapshots, tokens
 from bridge.host.v2.subjects import API_KEY_ISSUER, subject
 
-__all__ = ["API_KEY_ISSUER", "event", "interrupt", "link", "poll", "snapshot", "subject"]
+__all__ = ["API_KEY_ISSUER", "event", "interrupt", "link", "poll_head", "poll_trailer", "snapshot", "subject"]
 
 
 def event(doc: dict[str, Any], tenant: str, interrupt_of: events.InterruptOf | None = None) -> dict[str, Any]:
@@ -68,19 +69,15 @@ def snapshot(snap: dict[str, Any], tenant: str, principal_id: str, base_url: str
     return snapshots.close(out)
 
 
-def poll(
-    page: dict[str, Any],
-    run_id: str,
-    tenant: str,
-    last_in_log: int,
-    terminal: bool,
-    interrupt_of: events.InterruptOf | None = None,
-) -> dict[str, Any]:
-    """The v2 poll response ``{runId, events, lastSequence, status, isTerminal}``."""
+def poll_head(run_id: str, tenant: str) -> dict[str, Any]:
+    """What the v2 poll response ``{runId, events, lastSequence, status, isTerminal}`` has before ``events``."""
+    return {"runId": ids.bind(tenant, run_id)}
+
+
+def poll_trailer(run: RunRecord | None) -> dict[str, Any]:
+    """What the v2 poll response has after ``events``: the run's last sequence, ``status`` and ``isTerminal``."""
     return {
-        "runId": ids.bind(tenant, run_id),
-        "events": [event(d, tenant, interrupt_of) for d in page["events"]],
-        "lastSequence": last_in_log,
-        "status": page["status"],
-        "isTerminal": terminal,
+        "lastSequence": run.next_seq - 1 if run is not None else -1,
+        "status": run.status if run is not None else None,
+        "isTerminal": run is not None and run.terminal,
     }

@@ -20,12 +20,12 @@ from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
 from bridge.core.errors import InterruptNotFoundError
 from bridge.core.records import RunRecord
-from bridge.host.http import operations, sse
+from bridge.host.http import operations, paged, sse
 from bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read_json
 from bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
 from bridge.host.http.idempotency import idempotent
 from bridge.host.http.responses import JSONResponse
-from bridge.host.http.streams import guarded
+from bridge.host.http.streams import guarded, guarded_stream
 from bridge.host.v2 import batching, bulk, dedup, documents, events, ids, tokens
 from bridge.host.v2.errors import v2_route
 from bridge.host.v2.idempotency import RULES
@@ -196,12 +196,18 @@ async def poll_events(request: Request) -> Response:
     after = -1 if raw_after in (None, "") else int_param(request, "afterSequence", 0, **AFTER_SEQUENCE)
     timeout_s = int_param(request, "timeout", 30, **POLL_TIMEOUT_S)
     eng = engine(request)
-    page = await sse.poll(eng, run_id, after, timeout_s * 1000)
-    run = await eng.run_record(run_id)
-    last = run.next_seq - 1 if run is not None else -1
-    terminal = run is not None and run.terminal
-    lookup = await _interrupts_of(eng, run_id)
-    return JSONResponse(documents.poll(page, run_id, tenant, last, terminal, lookup))
+
+    async def render(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        lookup = await _interrupts_of(eng, run_id) if any(d["type"] in events.RESOLVED for d in docs) else None
+        return [documents.event(doc, tenant, lookup) for doc in docs]
+
+    poll = paged.Poll(eng, run_id, after, timeout_s * 1000, render)
+
+    async def trailer() -> dict[str, Any]:
+        return documents.poll_trailer(await eng.run_record(run_id))
+
+    document = paged.array_document(documents.poll_head(run_id, tenant), "events", poll.pages(), trailer)
+    return await guarded_stream(request, principal(request), run_id, lambda: paged.json_stream(document))
 
 
 @v2_route

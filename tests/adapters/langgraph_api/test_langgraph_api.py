@@ -182,3 +182,22 @@ async def test_served_agent_tool_calls_answered_with_hitl_decisions(served: str)
     done = await c.runs.wait(thread["thread_id"], "agent", command=Command(resume={"decisions": decisions}))
     assert "__interrupt__" not in done
     assert (await c.threads.get(thread["thread_id"]))["status"] == "idle"
+
+
+async def test_history_lists_each_runs_state_newest_first_one_at_a_time(lg: str) -> None:
+    """``threads/{id}/history`` is written one run's state at a time; ``limit`` keeps the newest."""
+    c = client(lg)
+    thread = await c.threads.create()
+    for n in range(3):
+        await c.runs.wait(thread["thread_id"], "conformance-noop", input={"n": n})
+    history = await c.threads.get_history(thread["thread_id"])
+    assert len(history) == 3
+    assert len({h["checkpoint"]["checkpoint_id"] for h in history}) == 3
+    started = [(await c.runs.list(thread["thread_id"]))[i]["run_id"] for i in range(3)]
+    assert sorted(h["metadata"]["run_id"] for h in history) == sorted(started)
+    assert [h["created_at"] for h in history] == sorted((h["created_at"] for h in history), reverse=True)
+    assert await c.threads.get_history(thread["thread_id"], limit=2) == history[:2]
+    async with httpx.AsyncClient() as raw:
+        r = await raw.post(f"{lg}/threads/{thread['thread_id']}/history", headers=auth("admin"), json={"limit": 1})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    assert r.json() == history[:1]

@@ -3,8 +3,10 @@ a ``requestState`` sealed before a restart still answers after it, once."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +185,83 @@ async def test_two_instances_answer_one_elicitation_across_a_key_rotation(pg_url
         a.stop()
         if b is not None:
             b.stop()
+
+
+def _session(url: str) -> str:
+    """A session of the streamable HTTP transport (``initialize``), by its ``Mcp-Session-Id``."""
+    r = httpx.post(
+        f"{url}/mcp",
+        headers={"Authorization": f"Bearer {KEY}", "Accept": "application/json, text/event-stream"},
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+        timeout=10,
+    )
+    assert r.status_code == 200, r.text
+    return r.headers["mcp-session-id"]
+
+
+def _open_get(port: int, session: str) -> tuple[socket.socket, bytes]:
+    """``GET /mcp`` (the session's server-to-client stream), left open and never read past its head."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(
+        f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {KEY}\r\nAccept: text/event-stream\r\n"
+        f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n".encode()
+    )
+    s.settimeout(10)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        part = s.recv(4096)
+        if not part:
+            break
+        head += part
+    return s, head
+
+
+def test_get_mcp_streams_hold_a_slot_of_their_key(tmp_path: Path) -> None:
+    """Each open ``GET /mcp`` stream holds one of its key's stream slots: beyond them, 429 with ``Retry-After``."""
+    server = ServerProcess(
+        tmp_path / "mcp.db",
+        ["--workflows", str(FIXTURES), "--api-key", f"tester={KEY}+admin"],
+        env={"OPENWOP_BRIDGE_MAX_STREAMS_PER_KEY": "2"},
+    ).start()
+    held: list[socket.socket] = []
+    try:
+        sessions = [_session(server.url) for _ in range(3)]
+        for session in sessions[:2]:
+            s, head = _open_get(server.port, session)
+            held.append(s)
+            assert head.startswith(b"HTTP/1.1 200 ") and b"text/event-stream" in head, head
+        s, head = _open_get(server.port, sessions[2])
+        held.append(s)
+        assert head.startswith(b"HTTP/1.1 429 "), head
+        assert b"retry-after: " in head.lower(), head
+        body = s.recv(4096)
+        assert b'"error":"rate_limited"' in body, body
+        # Any other stream of the key is refused too, while both are open.
+        auth = {"Authorization": f"Bearer {KEY}"}
+        run = httpx.post(f"{server.url}/v1/runs", headers=auth, json={"workflowId": "conformance-approval"}, timeout=10)
+        assert run.status_code == 201, run.text
+        sse = httpx.get(f"{server.url}/v1/runs/{run.json()['runId']}/events", headers=auth, timeout=10)
+        assert sse.status_code == 429 and sse.json()["error"] == "rate_limited", sse.text
+        # A stream that ends gives its slot back.
+        held.pop(0).close()
+        deadline = time.monotonic() + 10
+        while True:
+            s, head = _open_get(server.port, sessions[2])
+            held.append(s)
+            if head.startswith(b"HTTP/1.1 200 ") or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert head.startswith(b"HTTP/1.1 200 "), head
+    finally:
+        for s in held:
+            s.close()
+        server.stop()
