@@ -23,7 +23,7 @@ ENV = "BRIDGE_TEST_PG_URL"
 HOW = (
     f"{ENV} is not set: these tests need a PostgreSQL server. Point it at a role that may CREATE DATABASE, "
     f"e.g. {ENV}=postgresql://bridge:bridge@127.0.0.1:5432/postgres "
-    "(.ci/run installs PostgreSQL from Debian packages and sets it; see the README, 'Deployment')."
+    "(.ci/run installs PostgreSQL from Debian packages and sets it; see docs/operate/postgresql.md)."
 )
 PREFIX = "owb_test_"
 _counter = itertools.count()

@@ -4,7 +4,7 @@ Pure functions. The resolution layer hands in the interrupt's ``data``, the
 votes so far and one new vote; it gets back the tally and, when the vote
 settles the gate, the final resume value the node receives.
 
-Rejection semantics (documented in the README):
+Rejection semantics (documented in docs/guides/governance.md):
 
 - ``single-veto`` (the default): one ``reject`` or ``refine`` vote settles the
   gate as rejected.

@@ -1,4 +1,4 @@
-"""The README's examples run as written."""
+"""The examples in examples/ run as written (the documentation pages run their own blocks: tests/docs)."""
 
 from __future__ import annotations
 

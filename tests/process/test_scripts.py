@@ -37,11 +37,12 @@ def test_scripts_test_names_each_missing_tool_before_anything_runs(tmp_path: Pat
     assert result.returncode == 1
     assert result.stdout == ""
     lines = result.stderr.splitlines()
-    assert len(lines) == 3, result.stderr
-    node, postgres, chromium = lines
+    assert len(lines) == 4, result.stderr
+    node, postgres, docs_tools, chromium = lines
     assert node.startswith("scripts/test: Node.js and npm are missing") and "apt-get install nodejs npm" in node
     assert postgres.startswith("scripts/test: PostgreSQL server binaries are missing")
     assert "apt-get install postgresql" in postgres and "BRIDGE_TEST_PG_URL" in postgres
+    assert docs_tools.startswith("scripts/test: curl or jq is missing") and "apt-get install curl jq" in docs_tools
     assert chromium.startswith(f"scripts/test: Chromium is missing at {tmp_path / 'no-chromium'}")
     assert "apt-get install chromium" in chromium and "BRIDGE_TEST_CHROMIUM" in chromium
 
@@ -59,7 +60,7 @@ def test_scripts_test_asks_for_no_postgres_binaries_when_a_server_is_named(tmp_p
         [str(ROOT / "scripts" / "test")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 1
-    assert "PostgreSQL" not in result.stderr and len(result.stderr.splitlines()) == 2, result.stderr
+    assert "PostgreSQL" not in result.stderr and len(result.stderr.splitlines()) == 3, result.stderr
 
 
 def _serve_copy(tmp_path: Path, pip_status: int) -> Path:
