@@ -32,7 +32,6 @@ from bridge.host.http.streams import StreamLimits
 from bridge.host.options import add_serve_arguments, conversation_limits, env
 from bridge.host.plugins import ServerBuild
 from bridge.host.v2.webhook_delivery import WebhookSettings
-from bridge.notify.config import load_notify_config
 from bridge.runtime.config import EngineConfig
 from bridge.runtime.engine import Engine
 from bridge.runtime.telemetry import configure_logging
@@ -139,7 +138,11 @@ def run_rate(per_minute: int) -> RunRate:
 def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callable[[], None]]:
     """The ASGI app, engine and key ring for ``serve`` (without starting them)."""
     # The notify file is checked before anything opens: a bad one stops ``serve`` in one line.
-    notify = load_notify_config(args.notify_config) if getattr(args, "notify_config", None) else None
+    notify = None
+    if getattr(args, "notify_config", None):
+        from bridge.notify.config import load_notify_config  # pydantic's models of it load only when used
+
+        notify = load_notify_config(args.notify_config)
     if notify is not None:
         notify.link_base(args.public_url)
     store = open_store(args.db)

@@ -14,12 +14,13 @@ app = build_server(build_parser().parse_args(["serve", "--db", tempfile.mkdtemp(
 paths = sorted(r.path for r in app.routes if isinstance(r, Route))
 sdks = sorted(m for m in ("mcp", "mcp_types", "a2a", "google.protobuf") if m in sys.modules)
 bench = sorted(m for m in sys.modules if m == "bench" or m.startswith("bench."))
+channels = sorted(m for m in ("httpx", "slack_sdk", "aiosmtplib", "bridge.notify.config") if m in sys.modules)
 from starlette.testclient import TestClient
 with TestClient(app, base_url="http://127.0.0.1:8000") as client:  # start-up hooks, then requests needing no SDK
     assert client.get("/healthz").status_code == 200
     assert client.get("/.well-known/openwop").status_code == 200
     served = sorted(m for m in ("mcp", "mcp_types", "a2a", "google.protobuf") if m in sys.modules)
-print(json.dumps({"paths": paths, "sdks": sdks, "served": served, "bench": bench}))
+print(json.dumps({"paths": paths, "sdks": sdks, "served": served, "bench": bench, "channels": channels}))
 """
 
 
@@ -45,3 +46,9 @@ def test_building_the_served_app_loads_no_benchmark_code() -> None:
     # The CLI offers ``bench``; only its options module may load with the parser, not the harness.
     seen = _probe()
     assert set(seen["bench"]) <= {"bench", "bench.options"}, f"loaded at start-up: {seen['bench']}"
+
+
+def test_serving_without_a_notify_file_loads_no_channel_library() -> None:
+    """Webhook deliveries load httpx with the first delivery, and the notify file's models and channels
+    (pydantic models, slack_sdk, aiosmtplib) load only with a notify file: each costs memory every start."""
+    assert _probe()["channels"] == []

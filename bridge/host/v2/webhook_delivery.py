@@ -19,9 +19,8 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import orjson
 
 from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft
@@ -30,6 +29,9 @@ from bridge.host.v2 import documents, ids
 from bridge.host.v2.egress import Egress, Target, WebhookUrlRejectedError
 from bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
 from bridge.runtime.engine import Engine
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("bridge.host.v2.webhooks")
 
@@ -76,7 +78,6 @@ class Webhooks:
 
     async def start(self) -> None:
         """Load the subscriptions, then keep them fresh."""
-        self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
         await self.load()
         self._refresh = asyncio.create_task(self._refreshing(), name="openwop-bridge-webhooks")
 
@@ -188,6 +189,8 @@ class Webhooks:
         )
         headers["OpenWOP-Delivery-Attempt"] = str(notice.attempt)
         timeout = self.engine.notify.policy("webhook").timeout_ms / 1000
+        import httpx  # loaded with the first delivery, not at start-up
+
         try:
             status, retry_after, _ = await self.post(target, raw, headers, timeout)
         except httpx.TimeoutException:
@@ -203,6 +206,8 @@ class Webhooks:
     ) -> tuple[int, int | None, bytes]:
         """POST ``raw`` to the checked address, never following a redirect: ``(status, Retry-After in ms, the
         answer's first :data:`ANSWER_MAX` bytes when ``read``, else nothing)``."""
+        import httpx  # loaded with the first delivery, not at start-up
+
         if self._client is None:
             self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
         extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
