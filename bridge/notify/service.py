@@ -12,7 +12,7 @@ webhook carries run events: reporting them as events would feed itself).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from bridge.core.clock import Clock
@@ -63,6 +63,7 @@ class NotifyService:
         self.counts: Counter[tuple[str, str]] = Counter()
         self._sink: EventSink | None = None
         self._seen_written = 0
+        self._seen_by_channel: dict[str, int] = {}
         self._listeners: list[Callable[[Settled], None]] = []
         self.worker = OutboxWorker(
             store,
@@ -119,12 +120,18 @@ class NotifyService:
         await self.worker.stop()
 
     def poke(self) -> None:
-        """A commit here may have written notices: look for due ones now if it did (a commit that wrote none
-        costs no look)."""
+        """A commit here may have written notices: look for due ones now if it wrote some that a channel here
+        delivers (a commit that wrote none costs no look)."""
         written = self._store.notices_written
         if written != self._seen_written:
             self._seen_written = written
-            self.worker.poke()
+            # Only notices a channel here delivers are worth a look (a look is a claim, a transaction);
+            # a channel added later looks for what is waiting when it is added.
+            by_channel: Mapping[str, int] = self._store.notices_written_by_channel or {}
+            seen = {name: by_channel.get(name, 0) for name in self.channels}
+            if seen != self._seen_by_channel:
+                self._seen_by_channel = seen
+                self.worker.poke()
 
     def poke_remote(self) -> None:
         """Another instance committed events (and perhaps notices): look for due ones now."""

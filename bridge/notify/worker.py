@@ -165,7 +165,9 @@ class OutboxWorker:
             await self._wake.wait()  # a channel registered pokes
             return
         now = self._clock.now_ms()
-        due = await self._store.outbox_next_due()
+        # Only what a channel here delivers: a notice of another channel is another instance's to claim,
+        # and looking for it would be a transaction each poll.
+        due = await self._store.outbox_next_due(list(self._channels))
         free = min(self._in_flight - len(self._deliveries), self._per_destination * BACKLOG)
         if due is not None and due <= now and free > 0:
             lease_ms = self._lease_ms()

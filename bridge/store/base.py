@@ -17,6 +17,7 @@ No correctness rests on process-local locks: the ``pending`` status guard, the
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -462,6 +463,8 @@ class Store(Protocol):
     #: How many notices the planners have written through this store (a cheap counter; may count a few of
     #: transactions that failed afterwards).
     notices_written: int
+    #: The channels of those notices, each with its count (None until the first is written).
+    notices_written_by_channel: Counter[str] | None
 
     async def outbox_add(self, tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int) -> list[str]:
         """Write notices of a run now, in a transaction of their own (reminders, escalations); their ids.
@@ -501,8 +504,8 @@ class Store(Protocol):
     async def outbox_release(self, notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> int:
         """Give back claimed notices not attempted (their attempt uncounted), due again at ``next_attempt_ms``."""
 
-    async def outbox_next_due(self) -> int | None:
-        """When the earliest queued notice is due (or its lease runs out)."""
+    async def outbox_next_due(self, channels: Sequence[str] | None = None) -> int | None:
+        """When the earliest queued notice is due (or its lease runs out); of ``channels`` only, if named."""
 
     async def outbox_of_interrupts(self, interrupt_ids: Sequence[str], per_interrupt: int = 100) -> InterruptNotices:
         """The people-channel notices of the interrupts named (at most ``per_interrupt`` times as many as there

@@ -128,10 +128,10 @@ def with_notices(
     planners: Sequence[NoticePlanner],
     limits: OutboxLimits,
     steps: Plan[T],
-    written: Callable[[int], None] | None = None,
+    written: Callable[[Sequence[NoticeDraft]], None] | None = None,
 ) -> Plan[T]:
     """``steps``, with the notices ``planners`` plan for each :class:`Planned` step written in its place
-    (``written`` is told how many, as they are written: the transaction may still fail)."""
+    (``written`` is told which, as they are written: the transaction may still fail)."""
     try:
         step = next(steps)
         while True:
@@ -140,7 +140,7 @@ def with_notices(
                 if drafts:
                     yield from write_notices(step.run.tenant, step.run.run_id, drafts, step.now_ms, limits)
                     if written is not None:
-                        written(len(drafts))
+                        written(drafts)
                 step = steps.send([])
             else:
                 rows: Rows = yield step

@@ -189,8 +189,17 @@ class Reads(ABC):
 
     # --- the outbox (its writes: :mod:`bridge.store.plan_outbox`) ---------------------
 
-    async def outbox_next_due(self) -> int | None:
-        row = await self._one("SELECT MIN(next_attempt) FROM outbox WHERE status='queued'")
+    async def outbox_next_due(self, channels: Sequence[str] | None = None) -> int | None:
+        if channels is None:
+            row = await self._one("SELECT MIN(next_attempt) FROM outbox WHERE status='queued'")
+        elif not channels:
+            return None
+        else:
+            marks = ",".join(["%s"] * len(channels))
+            rows = await self._rows(
+                f"SELECT MIN(next_attempt) FROM outbox WHERE status='queued' AND channel IN ({marks})", tuple(channels)
+            )
+            row = rows[0] if rows else None
         return int(row[0]) if row and row[0] is not None else None
 
     async def outbox_of_interrupts(self, interrupt_ids: Sequence[str], per_interrupt: int = 100) -> InterruptNotices:

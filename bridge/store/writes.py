@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -33,14 +34,19 @@ class Writes(ABC):
     outbox_limits: OutboxLimits = OutboxLimits()
     #: Notices the planners have written here (counted as written: a transaction that fails later counts too).
     notices_written: int = 0
+    #: The channels of the notices counted in :attr:`notices_written`, each with its count.
+    notices_written_by_channel: Counter[str] | None = None
 
     def _planned(self, steps: Plan[T]) -> Plan[T]:
         """``steps`` with the notices the planners plan written in (``steps`` itself when there are none)."""
         planners = self.notice_planners
         return plan_outbox.with_notices(planners, self.outbox_limits, steps, self._wrote) if planners else steps
 
-    def _wrote(self, count: int) -> None:
-        self.notices_written += count
+    def _wrote(self, drafts: Sequence[NoticeDraft]) -> None:
+        self.notices_written += len(drafts)
+        if self.notices_written_by_channel is None:
+            self.notices_written_by_channel = Counter()
+        self.notices_written_by_channel.update(draft.channel for draft in drafts)
 
     @abstractmethod
     async def _plan(self, make: Callable[[], Plan[T]]) -> T:

@@ -201,3 +201,24 @@ async def test_pruning_keeps_up_with_many_settled_notices(tmp_path) -> None:  # 
         assert await store.outbox_states(ids) == {}
     finally:
         await store.close()
+
+
+async def test_notices_no_channel_here_delivers_cost_no_claim(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """A claim is a transaction: notices of a channel this instance does not deliver (another instance's,
+    or one not added yet) are not looked for when they are written, and adding the channel finds them."""
+    engine: Engine = make_engine()
+    teams = Recorder("teams")
+    engine.notify.add_channel(teams)
+    engine.notify.add_planner(planner("email", ["alice"]))
+    waiting_workflow(engine)
+    async with engine:
+        await asyncio.sleep(0.2)  # the worker's first look at start-up is over
+        before = engine.store.commits
+        run = await engine.create_run(ADMIN, "waits")
+        await settle(engine, run.run_id)
+        await asyncio.sleep(0.3)
+        assert engine.store.notices_written == 1
+        assert engine.store.commits - before == 1, "the run's commit only: no claim for a notice nobody here sends"
+        email = Recorder("email")
+        engine.notify.add_channel(email)
+        await _until(lambda: len(email.attempts) == 1)

@@ -230,3 +230,14 @@ async def test_a_failing_planner_never_fails_the_commit(store: Store) -> None:
     assert [i.interrupt_id for i in await store.run_interrupts(run.run_id, open_only=True)] == [intr.interrupt_id]
     [notice] = await store.outbox_claim("w1", 6_000, OWNER_LEASE, 10, ALL)  # the other planner's notice is written
     assert notice.interrupt_id == intr.interrupt_id
+
+
+async def test_next_due_of_the_channels_named(store) -> None:  # type: ignore[no-untyped-def]
+    """A worker looks only for what its channels deliver: another channel's due notice is not its business."""
+    await store.outbox_add("t", "run-1", [NoticeDraft("email", "alice", {}, not_before_ms=2_000)], 1_000)
+    await store.outbox_add("t", "run-1", [NoticeDraft("teams", "ops", {}, not_before_ms=5_000)], 1_000)
+    assert await store.outbox_next_due() == 2_000
+    assert await store.outbox_next_due(["teams"]) == 5_000
+    assert await store.outbox_next_due(["email", "teams"]) == 2_000
+    assert await store.outbox_next_due(["slack"]) is None
+    assert await store.outbox_next_due([]) is None
