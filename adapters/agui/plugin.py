@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from adapters.agui import agui_routes
-from adapters.agui.openapi import agui_openapi
+from typing import Any
+
+from adapters.agui.routes import agui_routes
 from bridge.host import ServerBuild
+
+
+def _documented() -> dict[str, Any]:
+    """The routes' OpenAPI fragment, built from the AG-UI models when the document is first asked for."""
+    from adapters.agui.openapi import agui_openapi
+
+    return agui_openapi()
 
 
 def install(build: ServerBuild) -> None:
@@ -12,4 +20,4 @@ def install(build: ServerBuild) -> None:
     if build.claim("no_agui"):
         return
     build.routes.extend(agui_routes(build.engine))
-    build.openapi.append(agui_openapi())
+    build.openapi.append(_documented)

@@ -11,16 +11,20 @@ give graph authors typed kinds that also run under plain LangGraph.
 
 from __future__ import annotations
 
-from adapters.langgraph.helpers import (
-    ApprovalResult,
-    GraphConversation,
-    approval,
-    clarify,
-    conversation,
-    escalate_if_low_confidence,
-)
-from adapters.langgraph.payloads import map_interrupt, resume_for_graph
-from adapters.langgraph.workflows import GraphWorkflows
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from adapters.langgraph.helpers import (
+        ApprovalResult,
+        GraphConversation,
+        approval,
+        clarify,
+        conversation,
+        escalate_if_low_confidence,
+    )
+    from adapters.langgraph.payloads import map_interrupt, resume_for_graph
+    from adapters.langgraph.workflows import GraphWorkflows
 
 __all__ = [
     "ApprovalResult",
@@ -33,3 +37,25 @@ __all__ = [
     "map_interrupt",
     "resume_for_graph",
 ]
+
+#: Where each public name lives: imported on first use, so that a server without ``--graph`` never loads
+#: LangGraph (nor langchain_core, which it imports).
+_HOMES = {
+    "ApprovalResult": "helpers",
+    "GraphConversation": "helpers",
+    "approval": "helpers",
+    "clarify": "helpers",
+    "conversation": "helpers",
+    "escalate_if_low_confidence": "helpers",
+    "map_interrupt": "payloads",
+    "resume_for_graph": "payloads",
+    "GraphWorkflows": "workflows",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The package's public names, imported from their modules on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'adapters.langgraph' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"adapters.langgraph.{home}"), name)

@@ -7,7 +7,6 @@ import os
 import sys
 from typing import Any
 
-from adapters.langgraph.workflows import GraphWorkflows
 from bridge import ValidationError
 from bridge.host import ServerBuild
 
@@ -37,6 +36,8 @@ def install(build: ServerBuild) -> None:
     specs = build.claim("graph") or []
     if not specs:
         return
+    from adapters.langgraph.workflows import GraphWorkflows  # LangGraph loads only when a graph is served
+
     graphs = GraphWorkflows(build.engine, db=build.db)
     for spec in specs:
         workflow_id, sep, target = spec.partition("=")

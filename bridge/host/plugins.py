@@ -5,7 +5,8 @@ target is a function ``install(build: ServerBuild) -> None``. ``serve`` calls
 every installed plugin before starting; a plugin adds routes, workflows or
 start-up hooks to the build, and claims the command-line options it handles.
 A plugin that adds routes documents them with an OpenAPI fragment (``{"paths":
-…, "components": {"schemas": …}}``) in ``openapi``; the host merges it into
+…, "components": {"schemas": …}}``) in ``openapi``, or with a function building
+it (called when the document is first asked for); the host merges it into
 ``GET /v1/openapi.json``. A plugin that serves another protocol advertises it in
 ``/.well-known/openwop`` with a function in ``discovery``: given the request's
 absolute base URL, it returns the top-level members to add (a facet such as ``a2a``).
@@ -17,12 +18,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.routing import BaseRoute
 
 from bridge.core.workflow import WorkflowDefinition
 from bridge.runtime.engine import Engine
+
+if TYPE_CHECKING:
+    from bridge.host.http.openapi import Fragment
 
 log = logging.getLogger("bridge.host.plugins")
 
@@ -40,7 +44,7 @@ class ServerBuild:
     db: str
     options: dict[str, Any]
     routes: list[BaseRoute] = field(default_factory=list)
-    openapi: list[dict[str, Any]] = field(default_factory=list)
+    openapi: list[Fragment] = field(default_factory=list)
     discovery: list[DiscoveryFragment] = field(default_factory=list)
     workflows: list[WorkflowDefinition] = field(default_factory=list)
     startup: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)

@@ -15,12 +15,16 @@ paths = sorted(r.path for r in app.routes if isinstance(r, Route))
 sdks = sorted(m for m in ("mcp", "mcp_types", "a2a", "google.protobuf") if m in sys.modules)
 bench = sorted(m for m in sys.modules if m == "bench" or m.startswith("bench."))
 channels = sorted(m for m in ("httpx", "slack_sdk", "aiosmtplib", "bridge.notify.config") if m in sys.modules)
+FRAMEWORKS = ("langgraph", "langchain_core", "ag_ui")
+frameworks = sorted(m for m in FRAMEWORKS if m in sys.modules)
 from starlette.testclient import TestClient
 with TestClient(app, base_url="http://127.0.0.1:8000") as client:  # start-up hooks, then requests needing no SDK
     assert client.get("/healthz").status_code == 200
     assert client.get("/.well-known/openwop").status_code == 200
     served = sorted(m for m in ("mcp", "mcp_types", "a2a", "google.protobuf") if m in sys.modules)
-print(json.dumps({"paths": paths, "sdks": sdks, "served": served, "bench": bench, "channels": channels}))
+    frameworks_served = sorted(m for m in FRAMEWORKS if m in sys.modules)
+print(json.dumps({"paths": paths, "sdks": sdks, "served": served, "bench": bench, "channels": channels,
+                  "frameworks": frameworks, "frameworks_served": frameworks_served}))
 """
 
 
@@ -52,3 +56,11 @@ def test_serving_without_a_notify_file_loads_no_channel_library() -> None:
     """Webhook deliveries load httpx with the first delivery, and the notify file's models and channels
     (pydantic models, slack_sdk, aiosmtplib) load only with a notify file: each costs memory every start."""
     assert _probe()["channels"] == []
+
+
+def test_serving_without_a_graph_loads_no_langgraph() -> None:
+    """LangGraph (with langchain_core) loads with the first ``--graph`` or the first request that needs it, and
+    AG-UI's models with the first AG-UI request: together they cost a third of a second and megabytes every start."""
+    seen = _probe()
+    assert seen["frameworks"] == [], f"imported at start-up: {seen['frameworks']}"
+    assert seen["frameworks_served"] == [], f"imported while starting to serve: {seen['frameworks_served']}"

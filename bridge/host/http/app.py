@@ -29,7 +29,7 @@ from bridge.host.discovery import discovery_document
 from bridge.host.http import budget, interrupts, metrics, runs
 from bridge.host.http.deps import base_url, engine
 from bridge.host.http.headers import AnswerHeaders
-from bridge.host.http.openapi import openapi_document
+from bridge.host.http.openapi import Fragment, openapi_document
 from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
 from bridge.host.http.streams import StreamLimits, StreamSlots
 from bridge.host.v2 import VersionNegotiation
@@ -65,8 +65,8 @@ async def discovery(request: Request) -> Response:
 
 
 async def openapi_json(request: Request) -> Response:
-    """``GET /v1/openapi.json``: the document built once by :func:`create_app`."""
-    body: bytes = request.app.state.openapi
+    """``GET /v1/openapi.json``: the document built on the first request (see :func:`create_app`)."""
+    body: bytes = request.app.state.openapi()
     return Response(body, media_type="application/json", headers={"Cache-Control": "public, max-age=300"})
 
 
@@ -200,7 +200,7 @@ def create_app(
     link_page: Callable[[Request], Awaitable[Response]] | None = None,
     on_startup: Sequence[Callable[[], Awaitable[Any]]] = (),
     on_shutdown: Sequence[Callable[[], Awaitable[Any]]] = (),
-    openapi: Sequence[Mapping[str, Any]] = (),
+    openapi: Sequence[Fragment] = (),
     allowed_hosts: Sequence[str] | None = None,
     facets: Sequence[Callable[[str], Mapping[str, Any]]] = (),
     stream_limits: StreamLimits | None = None,
@@ -210,7 +210,9 @@ def create_app(
     """The OpenWOP host as an ASGI app.
 
     ``openapi``: OpenAPI fragments (``{"paths": …, "components": …}``) documenting
-    ``extra_routes`` in ``GET /v1/openapi.json``. With ``allowed_hosts``, requests for
+    ``extra_routes`` in ``GET /v1/openapi.json`` (a fragment may be a function, called when the
+    document is first asked for; ``app.state.openapi()`` and ``app.state.openapi_v2()`` build each
+    document's bytes once, on first use). With ``allowed_hosts``, requests for
     any other ``Host`` are refused (see :class:`TrustedHosts`); without, every host is
     served (an embedding app's choice). ``facets``: functions of the absolute base URL
     returning members to add to ``/.well-known/openwop`` (the facets of plugins).
@@ -243,8 +245,9 @@ def create_app(
     app = Starlette(
         routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
     )
-    app.state.openapi = orjson.dumps(openapi_document(openapi, link_page=link_page is not None))
-    app.state.openapi_v2 = orjson.dumps(v2_openapi.openapi_document())
+    fragments, with_page = list(openapi), link_page is not None
+    app.state.openapi = functools.cache(lambda: orjson.dumps(openapi_document(fragments, link_page=with_page)))
+    app.state.openapi_v2 = functools.cache(lambda: orjson.dumps(v2_openapi.openapi_document()))
     app.state.engine = engine
     app.state.keyring = keyring
     app.state.public_url = public_url

@@ -8,15 +8,17 @@ Routes served next to the REST surface (the web pages, adapters mounted by
 plugins) describe themselves with *fragments*: ``{"paths": …, "components":
 {"schemas": …}}`` merged into the document by :func:`openapi_document`, so the
 document lists what the host actually serves and ``bridge`` never imports an
-adapter. The v1 paths are built in :mod:`bridge.host.http.openapi_paths`, from
+adapter. A fragment may be a function returning one, called when the document is
+first asked for (an adapter whose schemas come from a protocol library it loads
+on first use). The v1 paths are built in :mod:`bridge.host.http.openapi_paths`, from
 the pieces of :mod:`bridge.host.http.openapi_ops`.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias
 
 from bridge import spec
 from bridge.core.events import ENGINE_VERSION
@@ -24,7 +26,10 @@ from bridge.host.http import openapi_paths
 from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, LinkBody, ResolveBody
 from bridge.host.http.openapi_ops import SSE, error_responses, json_response, operation, path_param
 
-__all__ = ["error_responses", "merge_fragment", "openapi_document", "web_fragment"]
+__all__ = ["Fragment", "error_responses", "merge_fragment", "openapi_document", "web_fragment"]
+
+#: An OpenAPI fragment, or a function building it when the document is first asked for.
+Fragment: TypeAlias = Mapping[str, Any] | Callable[[], Mapping[str, Any]]
 
 _EMBEDDED = {
     "ErrorEnvelope": "error-envelope.schema.json",
@@ -85,7 +90,7 @@ def _schemas() -> dict[str, Any]:
     return schemas
 
 
-def openapi_document(fragments: Sequence[Mapping[str, Any]] = (), *, link_page: bool = False) -> dict[str, Any]:
+def openapi_document(fragments: Sequence[Fragment] = (), *, link_page: bool = False) -> dict[str, Any]:
     """The OpenAPI 3.1 document, with the ``fragments`` of the extra routes merged in.
 
     ``link_page``: ``GET /v1/interrupts/{token}`` also answers ``text/html`` (the
@@ -116,7 +121,7 @@ def openapi_document(fragments: Sequence[Mapping[str, Any]] = (), *, link_page: 
         "security": [{"bearer": []}],
     }
     for fragment in fragments:
-        merge_fragment(document, fragment)
+        merge_fragment(document, fragment() if callable(fragment) else fragment)
     return document
 
 

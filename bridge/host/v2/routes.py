@@ -287,7 +287,7 @@ async def inbox(request: Request) -> Response:
 @v2_route
 async def openapi_json(request: Request) -> Response:
     """``GET /openapi.json``: the v2 operations this host serves."""
-    body: bytes = request.app.state.openapi_v2
+    body: bytes = request.app.state.openapi_v2()
     return Response(body, media_type="application/json", headers={"Cache-Control": "public, max-age=300"})
 
 

@@ -166,9 +166,9 @@ def test_serve_mounts_the_agent_when_the_extra_is_installed(tmp_path: Any) -> No
     paths = {getattr(r, "path", "") for r in app.routes}
     assert {"/.well-known/agent-card.json", "/a2a"} <= paths
     assert app.state.facets
-    documented = orjson.loads(app.state.openapi)["paths"]
+    documented = orjson.loads(app.state.openapi())["paths"]
     assert {"/.well-known/agent-card.json", "/a2a"} <= set(documented)
-    assert not validate_spec(orjson.loads(app.state.openapi))
+    assert not validate_spec(orjson.loads(app.state.openapi()))
 
 
 async def test_bodies_are_bounded_as_over_rest(agent: Agent, engine: Engine) -> None:
