@@ -316,6 +316,7 @@ def serve(args: argparse.Namespace) -> int:
         access_log=False,
         lifespan="on",
         log_config=None,
+        ws="none",  # no route speaks WebSocket: an upgrade is answered as plain HTTP, and no WebSocket library loads
         # Open event streams end at shutdown instead of holding it up.
         timeout_graceful_shutdown=5,
         http=http_protocol(HeaderLimits(args.header_timeout, int(args.max_header_bytes), int(args.max_header_fields))),
