@@ -45,17 +45,7 @@ async def read_page(
     if max_bytes is None:
         docs = await store.read_events(run_id, after, limit)
         return docs, len(docs) == limit
-    sizes = await store.event_sizes(run_id, after, limit)
-    total = count = 0
-    for size in sizes:
-        if count and total + size > max_bytes:
-            break
-        total += size
-        count += 1
-    if not count:
-        return [], False
-    docs = await store.read_events(run_id, after, count)
-    return docs, len(sizes) == limit or count < len(sizes)
+    return await store.read_event_page(run_id, after, limit, max_bytes)
 
 
 class RunFollower:

@@ -333,6 +333,13 @@ class Store(Protocol):
     async def event_sizes(self, run_id: str, after_seq: int, limit: int) -> list[int]:
         """The stored sizes (bytes) of the first ``limit`` event documents with ``sequence > after_seq``, in order."""
 
+    async def read_event_page(
+        self, run_id: str, after_seq: int, limit: int, max_bytes: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Up to ``limit`` event documents with ``sequence > after_seq`` whose stored sizes fit in ``max_bytes``
+        (at least one, however large), in order, and whether the store may hold more after them (False:
+        these were the last when read). No document beyond the page is held."""
+
     async def activation_events(self, run_id: str, node_id: str, visit: int) -> list[dict[str, Any]]:
         """Node-issued events of one activation, in command order."""
 

@@ -112,6 +112,27 @@ class Reads(ABC):
             (run_id, after_seq, limit),
         )
 
+    async def read_event_page(
+        self, run_id: str, after_seq: int, limit: int, max_bytes: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        # The sizes first, then only the documents that fit (a store whose rows can be read one at a
+        # time does it in one statement instead).
+        sizes = await self.event_sizes(run_id, after_seq, limit)
+        total = count = 0
+        for size in sizes:
+            if count and total + size > max_bytes:
+                break
+            total += size
+            count += 1
+        if not count:
+            return [], False
+        docs = await self.read_events(run_id, after_seq, count)
+        return docs, len(sizes) == limit or count < len(sizes)
+
+    @abstractmethod
+    async def event_sizes(self, run_id: str, after_seq: int, limit: int) -> list[int]:
+        """See :meth:`~bridge.store.base.Store.event_sizes`."""
+
     async def activation_events(self, run_id: str, node_id: str, visit: int) -> list[dict[str, Any]]:
         return await self._docs(
             f"SELECT {EVENT_COLS} FROM events WHERE run_id=%s AND node_id=%s AND visit=%s AND cmd IS NOT NULL "

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.core.records import InterruptRecord
-from bridge.store.codec import EVENT_COLS, INT_COLS, SQLITE, loads
+from bridge.store.codec import EVENT_COLS, INT_COLS, SQLITE, event_doc, loads
 from bridge.store.reads import Reads
 
 
@@ -54,6 +54,27 @@ class SqliteReads(Reads):
             (run_id, after_seq, limit),
         )
         return [int(r[0]) for r in rows]
+
+    async def read_event_page(
+        self, run_id: str, after_seq: int, limit: int, max_bytes: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        # One statement, stepped a row at a time: the rows after the one that passes the bound are never
+        # read, and that one is dropped at once, so no document beyond the page is held.
+        rows = self._read().execute(
+            f"SELECT length(CAST(doc AS BLOB)), {EVENT_COLS} FROM events WHERE run_id=? AND seq>? ORDER BY seq LIMIT ?",
+            (run_id, after_seq, limit),
+        )
+        try:
+            docs: list[dict[str, Any]] = []
+            total = 0
+            for row in rows:
+                total += row[0]
+                if docs and total > max_bytes:
+                    return docs, True
+                docs.append(event_doc(row[1:], loads))
+            return docs, len(docs) == limit
+        finally:
+            rows.close()
 
     async def events_of_types(self, run_id: str, types: Sequence[str]) -> list[dict[str, Any]]:
         marks = ",".join("%s" for _ in types)

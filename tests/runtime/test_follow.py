@@ -54,3 +54,30 @@ async def test_a_backlog_batch_holds_no_more_bytes_than_its_page_allows(engine: 
     assert two[0] == stored[:2]
     whole = [docs async for docs in follower.follow(run.run_id, -1, page=32)]
     assert whole == [stored]
+
+
+async def test_a_page_of_events_is_bounded_by_its_stored_bytes_in_one_read(engine: Engine) -> None:
+    """``Store.read_event_page``: up to ``limit`` events whose stored documents fit in ``max_bytes`` (at least one),
+    and whether more may follow, on either store."""
+    run = await engine.create_run(ADMIN, "conformance-approval")
+    await settle(engine, run.run_id)
+    [record] = await engine.open_interrupts(run.run_id)
+    await engine.resolve(ADMIN, {"action": "accept"}, interrupt_id=record.interrupt_id)
+    await settle(engine, run.run_id, statuses=("completed",))
+    store = engine.store
+    stored = await engine.run_events(run.run_id)
+    sizes = await store.event_sizes(run.run_id, -1, 100)
+    assert len(stored) == len(sizes) >= 4
+    # At least one, however small the bound; more follow.
+    assert await store.read_event_page(run.run_id, -1, 32, 1) == (stored[:1], True)
+    # Exactly the bytes of the first two: two, more follow; one byte short of them: one.
+    assert await store.read_event_page(run.run_id, -1, 32, sizes[0] + sizes[1]) == (stored[:2], True)
+    assert await store.read_event_page(run.run_id, -1, 32, sizes[0] + sizes[1] - 1) == (stored[:1], True)
+    # The limit ends the page first: more may follow.
+    assert await store.read_event_page(run.run_id, -1, 3, 10**9) == (stored[:3], True)
+    # Everything fits: the last events, and the store holds no more.
+    assert await store.read_event_page(run.run_id, -1, 100, 10**9) == (stored, False)
+    after = stored[1]["sequence"]
+    assert await store.read_event_page(run.run_id, after, 100, 10**9) == (stored[2:], False)
+    # Nothing after the last.
+    assert await store.read_event_page(run.run_id, stored[-1]["sequence"], 100, 10**9) == ([], False)
