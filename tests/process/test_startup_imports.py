@@ -15,7 +15,7 @@ paths = sorted(r.path for r in app.routes if isinstance(r, Route))
 sdks = sorted(m for m in ("mcp", "mcp_types", "a2a", "google.protobuf") if m in sys.modules)
 bench = sorted(m for m in sys.modules if m == "bench" or m.startswith("bench."))
 channels = sorted(m for m in ("httpx", "slack_sdk", "aiosmtplib", "bridge.notify.config") if m in sys.modules)
-FRAMEWORKS = ("langgraph", "langchain_core", "ag_ui")
+FRAMEWORKS = ("langgraph", "langchain_core", "ag_ui", "prometheus_client")
 frameworks = sorted(m for m in FRAMEWORKS if m in sys.modules)
 from starlette.testclient import TestClient
 with TestClient(app, base_url="http://127.0.0.1:8000") as client:  # start-up hooks, then requests needing no SDK
@@ -58,9 +58,10 @@ def test_serving_without_a_notify_file_loads_no_channel_library() -> None:
     assert _probe()["channels"] == []
 
 
-def test_serving_without_a_graph_loads_no_langgraph() -> None:
-    """LangGraph (with langchain_core) loads with the first ``--graph`` or the first request that needs it, and
-    AG-UI's models with the first AG-UI request: together they cost a third of a second and megabytes every start."""
+def test_serving_loads_each_library_with_its_first_use() -> None:
+    """LangGraph (with langchain_core) loads with the first ``--graph`` or the first request that needs it,
+    AG-UI's models with the first AG-UI request, prometheus_client with the first scrape of ``/metrics``:
+    together they cost a third of a second and megabytes every start."""
     seen = _probe()
     assert seen["frameworks"] == [], f"imported at start-up: {seen['frameworks']}"
     assert seen["frameworks_served"] == [], f"imported while starting to serve: {seen['frameworks_served']}"

@@ -7,14 +7,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from bridge.host.http.deps import engine, principal
-from bridge.runtime.metrics import CONTENT_TYPE
+from bridge.runtime.metrics import content_type
 
 
 async def metrics(request: Request) -> Response:
     """The Prometheus text exposition (``openwop_*`` series; see :mod:`bridge.runtime.metrics`)."""
     principal(request).require("metrics:read")
     body = await engine(request).metrics.scrape()
-    return Response(body, media_type=CONTENT_TYPE, headers={"Cache-Control": "no-store"})
+    return Response(body, media_type=content_type(), headers={"Cache-Control": "no-store"})
 
 
 routes = [Route("/metrics", metrics, methods=["GET"])]
