@@ -287,7 +287,8 @@ def counts_people(data: Mapping[str, Any]) -> bool:
 
 def distinct_approvers(data: Mapping[str, Any]) -> list[str]:
     """The principals ``approversList`` names, each once (a name listed twice is still one voter)."""
-    return list(dict.fromkeys(str(a) for a in data.get("approversList") or []))
+    listed = data.get("approversList")
+    return list(dict.fromkeys(str(a) for a in listed)) if listed else []
 
 
 @dataclass(frozen=True, slots=True)
