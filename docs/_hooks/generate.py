@@ -135,7 +135,7 @@ def _documents() -> tuple[dict[str, Any], dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp, _environment():
         args = build_parser().parse_args(["serve", "--db", str(Path(tmp) / "docs.db")])
         app, _engine, _ring, _banner = build_server(args)
-        return json.loads(app.state.openapi), json.loads(app.state.openapi_v2)
+        return json.loads(app.state.openapi()), json.loads(app.state.openapi_v2())
 
 
 def _operations(doc: dict[str, Any], title: str) -> str:
