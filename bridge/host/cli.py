@@ -207,7 +207,9 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         ),
         pending_response_bytes=int(args.max_pending_response_bytes),
         webhooks=WebhookSettings(
-            allow_loopback=args.webhook_allow_loopback, rotation_overlap_s=args.webhook_rotation_overlap_seconds
+            # The development server (no key configured: a dev key is printed) admits local receivers.
+            allow_loopback=args.webhook_allow_loopback or not keys,
+            rotation_overlap_s=args.webhook_rotation_overlap_seconds,
         ),
     )
     return app, engine, ring, banner
@@ -283,6 +285,10 @@ def _banner(
             lines.append(f"  API keys : {len(ring)} configured")
         paths = {getattr(r, "path", "") for r in routes}
         lines += [f"  {label:<9}: {url}{where}" for label, path, where in SURFACES if path in paths]
+        if args.webhook_allow_loopback:
+            lines.append("  webhooks : loopback URLs admitted (--webhook-allow-loopback)")
+        elif dev.get("key"):
+            lines.append("  webhooks : loopback URLs admitted (no API key configured: a development server)")
         if not args.no_ui:
             lines.append(f"  inbox    : {url}/ui/")
             lines.append(f"  API docs : {url}/docs/")

@@ -386,7 +386,8 @@ def _add_notify_arguments(serve: argparse.ArgumentParser) -> None:
         "--webhook-allow-loopback",
         action="store_true",
         default=env("WEBHOOK_ALLOW_LOOPBACK") == "1",
-        help="for local development and tests only: admit webhooks to http(s)://127.0.0.1 and [::1]",
+        help="for local development and tests only: admit webhooks to http(s)://127.0.0.1 and [::1] "
+        "(on without it while no API key is configured: the development server)",
     )
 
 

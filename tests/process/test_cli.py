@@ -231,3 +231,40 @@ def test_notify_and_webhook_knobs_have_flags_variables_and_bounds(
         with pytest.raises(SystemExit):
             build_parser().parse_args(["serve", flag, bad])
         assert flag in capsys.readouterr().err
+
+
+def _register_loopback_webhook(url: str, key: str) -> httpx.Response:
+    return httpx.post(
+        f"{url}/webhooks",
+        json={"url": "http://127.0.0.1:9/hook", "events": ["run.completed"], "secret": "a-long-random-secret-of-yours"},
+        headers={"Authorization": f"Bearer {key}", "OpenWOP-Version": "2.0"},
+    )
+
+
+def test_the_development_server_admits_loopback_webhooks_and_a_keyed_one_does_not(tmp_path: Path) -> None:
+    """Without an API key (the development server, its dev key printed), a webhook to a loopback address is
+    admitted, as ``--webhook-allow-loopback`` would, and the banner says so; a server with keys refuses it."""
+    dev = ServerProcess(tmp_path / "dev.db").start()
+    try:
+        out = dev.output()
+        key = re.search(r"dev API key \(every scope, tenant 'default'\): (\S+)", out)
+        assert key, out
+        assert "webhooks : loopback URLs admitted" in out, out
+        admitted = _register_loopback_webhook(dev.url, key.group(1))
+        assert admitted.status_code == 201, admitted.text
+        # Private and metadata addresses stay refused.
+        private = httpx.post(
+            f"{dev.url}/webhooks",
+            json={"url": "https://169.254.169.254/x", "events": ["run.completed"], "secret": "a-long-random-secret"},
+            headers={"Authorization": f"Bearer {key.group(1)}", "OpenWOP-Version": "2.0"},
+        )
+        assert private.status_code == 400 and private.json()["error"] == "webhook_url_rejected", private.text
+    finally:
+        dev.stop()
+    keyed = ServerProcess(tmp_path / "keyed.db", ["--api-key", "ops=ops-key-123456:*"]).start()
+    try:
+        assert "loopback URLs admitted" not in keyed.output()
+        refused = _register_loopback_webhook(keyed.url, "ops-key-123456")
+        assert refused.status_code == 400 and refused.json()["error"] == "webhook_url_rejected", refused.text
+    finally:
+        keyed.stop()
