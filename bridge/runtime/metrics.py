@@ -30,6 +30,7 @@ import time
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -54,13 +55,17 @@ def content_type() -> str:
     return str(CONTENT_TYPE_LATEST)
 
 
+#: The ``le`` label of each bucket, as the text format spells it, ``+Inf`` last.
+_BOUNDS = (*(str(float(b)) for b in RESOLUTION_BUCKETS), "+Inf")
+
+
 class _Resolutions:
     """One kind's answer times, counted into :data:`RESOLUTION_BUCKETS` (``le``: at most) and beyond."""
 
     __slots__ = ("counts", "total")
 
     def __init__(self) -> None:
-        self.counts = [0] * (len(RESOLUTION_BUCKETS) + 1)
+        self.counts = [0] * len(_BOUNDS)
         self.total = 0.0
 
     def observe(self, seconds: float) -> None:
@@ -69,12 +74,7 @@ class _Resolutions:
 
     def buckets(self) -> list[tuple[str, float]]:
         """Cumulative ``(le, count)`` pairs, ``+Inf`` last."""
-        pairs: list[tuple[str, float]] = []
-        running = 0
-        for bound, count in zip([*map(str, map(float, RESOLUTION_BUCKETS)), "+Inf"], self.counts, strict=True):
-            running += count
-            pairs.append((bound, running))
-        return pairs
+        return list(zip(_BOUNDS, accumulate(self.counts), strict=True))
 
 
 class Metrics:
