@@ -3,6 +3,7 @@ a ``requestState`` sealed before a restart still answers after it, once."""
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -225,6 +226,19 @@ def _open_get(port: int, session: str) -> tuple[socket.socket, bytes]:
     return s, head
 
 
+def _body(s: socket.socket, received: bytes) -> bytes:
+    """The body of the answer whose first bytes ``_open_get`` received (they may already hold part or all of it)."""
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    assert length, head
+    while len(body) < int(length.group(1)):
+        part = s.recv(4096)
+        if not part:
+            break
+        body += part
+    return body
+
+
 def test_get_mcp_streams_hold_a_slot_of_their_key(tmp_path: Path) -> None:
     """Each open ``GET /mcp`` stream holds one of its key's stream slots: beyond them, 429 with ``Retry-After``."""
     server = ServerProcess(
@@ -243,7 +257,7 @@ def test_get_mcp_streams_hold_a_slot_of_their_key(tmp_path: Path) -> None:
         held.append(s)
         assert head.startswith(b"HTTP/1.1 429 "), head
         assert b"retry-after: " in head.lower(), head
-        body = s.recv(4096)
+        body = _body(s, head)
         assert b'"error":"rate_limited"' in body, body
         # Any other stream of the key is refused too, while both are open.
         auth = {"Authorization": f"Bearer {KEY}"}
