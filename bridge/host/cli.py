@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import logging
 import socket
@@ -16,7 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from bridge.core.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
@@ -37,6 +38,9 @@ from bridge.runtime.engine import Engine
 from bridge.runtime.telemetry import configure_logging
 from bridge.store import open_store
 from bridge.store.base import Store
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger("bridge.host.cli")
 
@@ -327,8 +331,29 @@ def serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=5,
         http=http_protocol(HeaderLimits(args.header_timeout, int(args.max_header_bytes), int(args.max_header_fields))),
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    server = uvicorn.Server(config)
+    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
+        runner.run(_serving(engine, server, sock))
     return 0
+
+
+async def _serving(engine: Engine, server: uvicorn.Server, sock: socket.socket) -> None:
+    """Start the engine, then serve until stopped; the app's lifespan stops the engine at shutdown.
+
+    The engine starts before the server, so a database it cannot open is one line (:func:`main`'s),
+    not a traceback from the application's startup; the lifespan finds it started.
+    """
+    try:
+        await engine.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await engine.stop()  # what opened before the failure is closed
+        raise
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        if engine.started:  # the server's own startup failed: its lifespan never stopped the engine
+            await engine.stop()
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -173,8 +173,18 @@ class Engine:
 
     # --- lifecycle ------------------------------------------------------------------
 
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` completed and :meth:`stop` has not run since."""
+        return self._started
+
     async def start(self) -> None:
-        """Open the store, load signing keys, start timers and resume runs that have work."""
+        """Open the store, load signing keys, start timers and resume runs that have work.
+
+        Does nothing on an engine already started (a host may start it before its app's lifespan does).
+        """
+        if self._started:
+            return
         await self.store.open()
         await self.load_signing_keys()
         if self.store.single_instance:

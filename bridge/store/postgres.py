@@ -125,6 +125,16 @@ class PostgresStore(Writes, PostgresReads):
         conn = await self._connect()
         try:
             await self._migrate(conn)
+        except errors.InsufficientPrivilege as exc:
+            raise RuntimeError(
+                f"cannot create the bridge's tables in {self.display_url}: {exc.diag.message_primary or exc}; "
+                "the role needs CREATE on its schema the first time (PostgreSQL 15 and later give it on schema "
+                "public only to the database's owner): use a database the role owns, or GRANT CREATE ON SCHEMA "
+                "public TO the role"
+            ) from exc
+        except psycopg.Error as exc:
+            reason = exc.diag.message_primary or " ".join(str(exc).split())
+            raise RuntimeError(f"cannot create or migrate the bridge's tables in {self.display_url}: {reason}") from exc
         finally:
             await conn.close()
 

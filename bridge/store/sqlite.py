@@ -117,10 +117,13 @@ class SqliteStore(Writes, SqliteReads):
         self._writer = Writer(self.path, self._sync, loop, self._batch)
         self._writer.start()
         await asyncio.to_thread(self._writer.ready.wait)
-        if self._writer.error is not None:
-            raise self._writer.error
-        await self._write(self._migrate)
-        self._reader = connect(self.path, self._sync)
+        try:
+            if self._writer.error is not None:
+                raise self._writer.error
+            await self._write(self._migrate)
+            self._reader = connect(self.path, self._sync)
+        except sqlite3.Error as exc:
+            raise RuntimeError(f"cannot open the SQLite database {self.path}: {exc}") from exc
 
     async def close(self) -> None:
         if self._writer is not None and self._soon:

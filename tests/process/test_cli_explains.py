@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -177,3 +178,57 @@ def test_the_banner_names_every_mounted_surface_and_how_to_stop(tmp_path: Path) 
     ):
         assert line in out, out
     assert re.search(r"v1 at \S+/v1, v2 at", out)
+
+
+def _serve_once(db: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bridge", "serve", "--db", db, "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_serve_on_a_file_that_is_not_a_database_says_so_in_one_line(tmp_path: Path) -> None:
+    """A database that cannot be opened stops ``serve`` before the banner, in one line, with no traceback."""
+    other = tmp_path / "notes.db"
+    other.write_bytes(b"not a database at all" * 300)
+    done = _serve_once(str(other))
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "", "nothing is announced"
+    assert done.stderr.splitlines() == [
+        f"openwop-bridge: cannot open the SQLite database {other}: file is not a database"
+    ], done.stderr
+    assert other.read_bytes() == b"not a database at all" * 300, "the file is left as it was"
+
+
+@pytest.mark.postgres
+def test_serve_on_postgres_it_cannot_use_says_why_in_one_line() -> None:
+    """A wrong password, and a role that may not create the bridge's tables: one line each, no password,
+    no traceback, and for the second what to do about it."""
+    name, url = pg.create_database()
+    try:
+        parts = urlsplit(url)
+        assert parts.password, "the test's URL carries a password"
+        wrong = urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":not-the-password@")))
+        done = _serve_once(wrong)
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == ""
+        [line] = done.stderr.splitlines()
+        assert line.startswith(f"openwop-bridge: cannot connect to PostgreSQL at postgresql://{parts.username}:***@")
+        assert "password authentication failed" in line, line
+        assert "not-the-password" not in line
+        # No schema it may create in: here pg_catalog, as a role without CREATE on public meets it.
+        denied = url + "?options=-csearch_path%3Dpg_catalog"
+        done = _serve_once(denied)
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == ""
+        [line] = done.stderr.splitlines()
+        assert line.startswith(
+            f"openwop-bridge: cannot create the bridge's tables in postgresql://{parts.username}:***@"
+        ), line
+        assert "permission denied for schema pg_catalog" in line, line
+        assert "GRANT CREATE ON SCHEMA" in line and "a database the role owns" in line, line
+        assert f":{parts.password}@" not in line, "the password is not printed"
+    finally:
+        pg.drop_database(name)
