@@ -104,8 +104,7 @@ class PostgresStore(Writes, PostgresReads):
         try:
             return await AsyncConnection.connect(self._conninfo, autocommit=True, **kwargs)
         except psycopg.OperationalError as exc:
-            reason = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
-            raise RuntimeError(f"cannot connect to PostgreSQL at {self.display_url}: {reason}") from exc
+            raise RuntimeError(f"cannot connect to PostgreSQL at {self.display_url}: {_one_line(exc)}") from exc
 
     def reserve(self) -> None:
         """Nothing to claim: instances share the database."""
@@ -127,14 +126,15 @@ class PostgresStore(Writes, PostgresReads):
             await self._migrate(conn)
         except errors.InsufficientPrivilege as exc:
             raise RuntimeError(
-                f"cannot create the bridge's tables in {self.display_url}: {exc.diag.message_primary or exc}; "
+                f"cannot create the bridge's tables in {self.display_url}: {_one_line(exc)}; "
                 "the role needs CREATE on its schema the first time (PostgreSQL 15 and later give it on schema "
                 "public only to the database's owner): use a database the role owns, or GRANT CREATE ON SCHEMA "
                 "public TO the role"
             ) from exc
         except psycopg.Error as exc:
-            reason = exc.diag.message_primary or " ".join(str(exc).split())
-            raise RuntimeError(f"cannot create or migrate the bridge's tables in {self.display_url}: {reason}") from exc
+            raise RuntimeError(
+                f"cannot create or migrate the bridge's tables in {self.display_url}: {_one_line(exc)}"
+            ) from exc
         finally:
             await conn.close()
 
@@ -428,3 +428,8 @@ class PostgresStore(Writes, PostgresReads):
             on_deadline=on_deadline,
         )
         await self._listener.start()
+
+
+def _one_line(exc: psycopg.Error) -> str:
+    """What the server said went wrong, on one line (its primary message, else the error's text joined)."""
+    return exc.diag.message_primary or " ".join(str(exc).split()) or type(exc).__name__
