@@ -97,3 +97,22 @@ async def test_the_api_page_lists_both_documents_and_calls_the_host_with_the_key
         # The v2 document is one choice away.
         await page.locator("select#select").select_option(label="OpenWOP v2")
         await expect(page.locator(".opblock-summary-path", has_text=re.compile(r"^/runs$")).first).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [("OpenWOP v1 (and AG-UI, LangGraph, MCP, A2A)", "/v1/openapi.json"), ("OpenWOP v2", "/openapi.json")],
+)
+async def test_the_api_page_opens_each_document_without_an_error_banner(
+    served: tuple[str, str], tmp_path: Path, document: str, path: str
+) -> None:
+    """Swagger UI shows what it finds wrong with a document (a field it does not support, a broken
+    reference) in its errors box above the operations: a first look at the API shows none."""
+    url, _ = served
+    async with browser_page(tmp_path / "profile", f"api-page-errors{path}") as page:
+        await page.goto(url + "/docs/?" + str(httpx.QueryParams({"urls.primaryName": document})))
+        await expect(page.locator(".info .url")).to_have_text(re.compile(rf"^\s*{re.escape(path)}\s*$"))
+        await expect(page.locator(".opblock").first).to_be_visible()
+        await page.wait_for_load_state("networkidle")
+        errors = page.locator(".swagger-ui .errors-wrapper")
+        assert await errors.count() == 0, f"{document}: " + " | ".join(await errors.all_inner_texts())
