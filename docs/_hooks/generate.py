@@ -1,6 +1,11 @@
-"""MkDocs hook: the pages' generated parts, built from the code at every build so they cannot drift.
+"""The pages' generated parts, built from the code, committed in the pages and checked at every build.
 
-A page asks for a part with a line holding only ``<!-- generated: NAME -->``:
+A generated part sits between two marker lines, ``<!-- generated: NAME [ARGS] -->`` and
+``<!-- end generated: NAME -->``, so the reference reads the same on GitHub as on the site.
+``scripts/docs generate`` (``python -m docs._hooks.generate --write``) rewrites every part from the
+code; ``scripts/docs check`` (no ``--write``) lists the stale ones and exits 1. As an MkDocs hook this
+module builds each part again: a part that differs from the committed text is a warning (so the strict
+build fails, naming the page and the command), and the site shows the fresh text without the markers.
 
 - ``serve-options``: every ``serve`` flag, its ``OPENWOP_BRIDGE_*`` variable, default and help, read
   from the parser ``openwop-bridge`` itself uses (``bridge.host.cli.build_parser``). A flag's
@@ -10,8 +15,10 @@ A page asks for a part with a line holding only ``<!-- generated: NAME -->``:
 - ``openapi-v1`` / ``openapi-v2``: the operations of the OpenAPI documents the host serves at
   ``/v1/openapi.json`` and ``/openapi.json``, taken from an app built as ``serve`` builds it.
 - ``error-codes``: every ``BridgeError`` subclass with its code, HTTP status and docstring.
+- ``python-api PATH…``: signatures and docstrings of the objects named, by dotted path
+  (``bridge.Engine``), from :mod:`docs._hooks.python_api`.
 
-An unknown name fails the build.
+An unknown name, or a start marker without its end, is an error.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import os
 import re
 import sys
@@ -33,10 +41,17 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-MARKER = re.compile(r"^<!-- generated: ([a-z0-9-]+) -->$", re.MULTILINE)
-#: A Sphinx role in a rendered docstring (the docstrings are written for Sphinx): ``:class:`~a.b.C```.
-ROLE = re.compile(r":(?:class|func|meth|attr|mod|exc|data|obj|const):<code>(~?)([\w.]+)</code>")
+#: A part's start marker line: its name and the arguments the part takes (dotted paths).
+START = re.compile(r"^<!-- generated: (?P<name>[a-z0-9-]+)(?P<args>(?: [\w.]+)*) -->$", re.MULTILINE)
+#: A whole part: start marker, the generated text, end marker.
+BLOCK = re.compile(
+    r"^(?P<start><!-- generated: (?P<name>[a-z0-9-]+)(?P<args>(?: [\w.]+)*) -->)\n"
+    r"(?P<body>.*?)"
+    r"^(?P<end><!-- end generated: (?P=name) -->)$",
+    re.MULTILINE | re.DOTALL,
+)
 PREFIX = "OPENWOP_BRIDGE_"
+COMMAND = "scripts/docs generate"
 
 
 @contextlib.contextmanager
@@ -113,9 +128,8 @@ def serve_options() -> str:
 def cli_help() -> str:
     from bridge.host.cli import build_parser
 
-    os.environ.setdefault("COLUMNS", "100")
     parts = []
-    with _environment():
+    with _environment(COLUMNS="100"):  # argparse wraps at the terminal's width: the same on every machine
         parser = build_parser()
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         helps = [("openwop-bridge --help", parser)]
@@ -195,27 +209,102 @@ def error_codes() -> str:
     return "\n".join(rows)
 
 
-PARTS: dict[str, Callable[[], str]] = {
+def python_api(*paths: str) -> str:
+    from docs._hooks.python_api import render_all
+
+    return render_all(list(paths))
+
+
+PARTS: dict[str, Callable[..., str]] = {
     "serve-options": serve_options,
     "cli-help": cli_help,
     "openapi-v1": openapi_v1,
     "openapi-v2": openapi_v2,
     "error-codes": error_codes,
+    "python-api": python_api,
 }
 
 
-def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Replace each ``<!-- generated: NAME -->`` line with its part."""
+class GeneratedPartError(ValueError):
+    """A page asks for a part that does not exist, or leaves one without its end marker."""
+
+
+def refresh(text: str, where: str) -> tuple[str, list[str]]:
+    """``text`` with every generated part built again, and the names of the parts that changed."""
+    complete = {m.start() for m in BLOCK.finditer(text)}
+    for start in START.finditer(text):
+        if start.start() not in complete:
+            name = start["name"]
+            raise GeneratedPartError(
+                f"{where}: '<!-- generated: {name} -->' without its '<!-- end generated: {name} -->'"
+            )
+    stale: list[str] = []
 
     def part(match: re.Match[str]) -> str:
-        name = match.group(1)
+        name, args = match["name"], match["args"].split()
         if name not in PARTS:
-            raise ValueError(f"{page.file.src_uri}: no generated part named {name!r} (known: {', '.join(PARTS)})")
-        return PARTS[name]()
+            raise GeneratedPartError(f"{where}: no generated part named {name!r} (known: {', '.join(PARTS)})")
+        body = PARTS[name](*args).rstrip("\n") + "\n"
+        if body != match["body"] and name not in stale:
+            stale.append(name)
+        return f"{match['start']}\n{body}{match['end']}"
 
-    return MARKER.sub(part, markdown)
+    return BLOCK.sub(part, text), stale
 
 
-def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Show Sphinx roles in docstrings as code: ``~a.b.C`` as ``C``, anything else as written."""
-    return ROLE.sub(lambda m: f"<code>{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}</code>", html)
+def pages() -> list[Path]:
+    """Every page of the site."""
+    return sorted(p for p in (ROOT / "docs").rglob("*.md") if "_hooks" not in p.parts)
+
+
+def stale_pages() -> dict[Path, list[str]]:
+    """The pages whose committed generated parts differ from the code, with those parts' names."""
+    found = {}
+    for page in pages():
+        _, stale = refresh(page.read_text("utf-8"), str(page.relative_to(ROOT)))
+        if stale:
+            found[page] = stale
+    return found
+
+
+def without_markers(text: str) -> str:
+    """``text`` without the marker lines (the site shows the parts alone)."""
+    return BLOCK.sub(lambda m: m["body"].rstrip("\n"), text)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Build each part again; warn (failing a strict build) when the committed text is stale."""
+    fresh, stale = refresh(markdown, page.file.src_uri)
+    if stale:
+        logging.getLogger("mkdocs.hooks.generate").warning(
+            "docs/%s: generated part stale (%s): run %s and commit the page",
+            page.file.src_uri,
+            ", ".join(stale),
+            COMMAND,
+        )
+    return without_markers(fresh)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``--write``: rewrite the stale parts of every page; without it, list them and exit 1 if any."""
+    parser = argparse.ArgumentParser(prog="python -m docs._hooks.generate", description=main.__doc__)
+    parser.add_argument("--write", action="store_true", help="rewrite the pages whose generated parts are stale")
+    args = parser.parse_args(argv)
+    stale = stale_pages()
+    for page, names in stale.items():
+        where = page.relative_to(ROOT)
+        if args.write:
+            page.write_text(refresh(page.read_text("utf-8"), str(where))[0], "utf-8")
+            print(f"{where}: rewrote {', '.join(names)}")
+        else:
+            print(f"{where}: generated part stale ({', '.join(names)})")
+    if stale and not args.write:
+        print(f"run {COMMAND} and commit the pages")
+        return 1
+    if not stale:
+        print("every generated part is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,10 +1,10 @@
-"""The documentation site builds strictly, and its link checks catch what they claim to.
+"""The documentation site builds strictly with ``scripts/docs build``, and its checks catch what they claim to.
 
 ``mkdocs build --strict`` fails on any warning: with the ``validation`` settings of
 ``mkdocs.yml`` that includes a relative link to a missing page or a missing anchor,
-and a page left out of the nav. No request leaves the machine (the checks read the
-built pages only). The README is not part of the site: its relative links are
-checked here against the files of the repository.
+a page left out of the nav, and a generated part whose committed text is stale. No
+request leaves the machine (the checks read the built pages only). The README is not
+part of the site: its relative links are checked here against the files of the repository.
 """
 
 from __future__ import annotations
@@ -36,11 +36,19 @@ def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_site_builds_strictly(tmp_path: Path) -> None:
-    result = _build(ROOT / "mkdocs.yml", tmp_path / "site")
+def test_the_site_builds_strictly_with_the_docs_script(tmp_path: Path) -> None:
+    """``scripts/docs build``, as the README says to build the site (it installs the docs extra when missing)."""
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "docs"), "build", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=ENV,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     config = (tmp_path / "site" / "operate" / "configuration" / "index.html").read_text()
-    assert "<!-- generated" not in config
+    assert "generated:" not in config, "the marker lines stay in the page sources"
     serve = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["serve"]
     flags = [f for a in serve._actions for f in a.option_strings if f.startswith("--") and a.dest != "help"]
     missing = [flag for flag in flags if f"<code>{flag}" not in config]
@@ -50,6 +58,31 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     api = (tmp_path / "site" / "reference" / "http-api" / "index.html").read_text()
     assert "/v1/runs/{runId}/interrupts/{nodeId}" in api and "/runs:bulk-cancel" in api
     assert "owb_dev_" not in (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
+    python_api = (tmp_path / "site" / "reference" / "python-api" / "index.html").read_text()
+    assert "RunService.create_run" in python_api and "async def create_run(" in python_api
+    assert ":::" not in python_api
+
+
+def test_a_stale_generated_part_fails_the_build_naming_the_page_and_the_command(tmp_path: Path) -> None:
+    """The hook builds each part again: committed text that differs from the code is a warning, so the strict
+    build stops and says which page to refresh and how."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text(
+        "# Home\n\n<!-- generated: error-codes -->\n| an old table |\n<!-- end generated: error-codes -->\n"
+    )
+    config = {
+        "site_name": "check",
+        "docs_dir": str(docs),
+        "hooks": [str(ROOT / "docs" / "_hooks" / "generate.py")],
+        "markdown_extensions": ["tables"],
+        "nav": ["index.md"],
+    }
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config))
+    result = _build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert result.returncode != 0
+    message = "docs/index.md: generated part stale (error-codes): run scripts/docs generate and commit the page"
+    assert message in result.stderr
 
 
 def test_a_broken_link_or_anchor_fails_the_build(tmp_path: Path) -> None:
