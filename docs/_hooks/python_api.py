@@ -4,9 +4,9 @@ The docstrings are written for Sphinx; here they become Markdown that reads the 
 the site: ````literal```` is ```literal```, a role such as ``:class:`~bridge.store.base.Store``` is the
 name in code (```Store```, the last part when it starts with ``~``). An object is shown as
 
-- a class: its heading, ``class Name(signature)``, its docstring, the fields of a dataclass (type,
-  default and their ``#:`` comment), then each public method and property it defines itself that has
-  a docstring, in source order;
+- a class: its heading, ``class Name(signature)``, its docstring, then each public method and property
+  it defines itself that has a docstring, in source order; a dataclass shows ``@dataclass class Name``
+  and lists its fields (its parameters: name, type, default and the ``#:`` comment above each);
 - a function: its heading, ``[async] def name(signature)`` and its docstring;
 - a module: its heading and docstring;
 - a constant: its heading, ``NAME = value`` and the ``#:`` comment above its assignment.
@@ -200,8 +200,10 @@ def render(path: str, level: int = 3) -> str:
             parts.append(_code(f"class {obj.__name__}({', '.join(b.__name__ for b in obj.__bases__)})"))
         else:
             bases = [b.__name__ for b in obj.__bases__ if b is not object]
-            shown = signature(obj, obj.__name__)
-            parts.append(_code("class " + shown + (f"  # a {', '.join(bases)}" if bases else "")))
+            # A dataclass's parameters are its fields, listed below with their comments.
+            shown = obj.__name__ if dataclasses.is_dataclass(obj) else signature(obj, obj.__name__)
+            decorator = "@dataclass\n" if dataclasses.is_dataclass(obj) else ""
+            parts.append(_code(f"{decorator}class {shown}" + (f"  # a {', '.join(bases)}" if bases else "")))
         doc = _own_doc(obj)
         if doc:
             parts.append(markdown(doc))
