@@ -95,6 +95,13 @@ def _variable(action: argparse.Action, base: dict[str, Any]) -> str | None:
     return None
 
 
+def _plain(text: str) -> str:
+    """``text`` shown as written in Markdown (OpenAPI summaries hold ``__interrupt__`` and ``openwop_*``)."""
+    for char in "\\*_[]":
+        text = text.replace(char, "\\" + char)
+    return text.replace("<", "&lt;")
+
+
 def _cell(text: str) -> str:
     """``text`` as plain text in a table cell (help texts hold ``*``, ``_`` and ``[…]``, meant literally)."""
     for char in "\\*_[]<|":
@@ -162,10 +169,10 @@ def _operations(doc: dict[str, Any], title: str) -> str:
             lines.append("")
             summary = op.get("summary") or ""
             if summary:
-                lines += [summary, ""]
+                lines += [_plain(summary), ""]
             desc = op.get("description")
             if desc and desc != summary:
-                lines += [desc, ""]
+                lines += [_plain(desc), ""]
             params = [p for p in op.get("parameters", []) if "$ref" not in p]
             if params:
                 lines.append("Parameters: " + ", ".join(f"`{p['name']}` ({p['in']})" for p in params) + ".")

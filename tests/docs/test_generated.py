@@ -83,3 +83,13 @@ def test_docstrings_become_markdown_that_reads_on_github() -> None:
     config = render("bridge.EngineConfig")
     assert "- `idempotency_ttl_ms: int = 86400000`: How long an `Idempotency-Key`" in config
     assert render("bridge.TOOL_CALL_ARTIFACT").startswith("### `bridge.TOOL_CALL_ARTIFACT`\n\n```text\n")
+
+
+def test_the_operations_texts_show_as_written() -> None:
+    """Summaries and descriptions in the OpenAPI documents are plain text: ``__interrupt__`` or ``openwop_*``
+    in them must not turn into bold or emphasis on the page."""
+    import markdown as python_markdown
+
+    html = python_markdown.markdown(generate.openapi_v1())
+    assert "(__interrupt__, __error__)" in html
+    assert "(openwop_* series)" in html
