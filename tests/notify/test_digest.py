@@ -53,3 +53,20 @@ async def test_a_digest_lists_each_waiting_request_once_per_period(tmp_path: Pat
             assert (await host.client.post(link, json={"resumeValue": {"action": "accept"}})).status_code == 200
         await host.until(lambda: any(s.reason == "nothing_waiting" for s in settled), "the next period")
         assert len([m for r, m in host.smtp.mails if r == ["alice@example.com"]]) == 1
+
+
+async def test_a_digest_finds_a_persons_request_behind_a_backlog_of_others(tmp_path: Path) -> None:
+    people = {"alice": {"email": "alice@example.com", "digestEveryMs": 1000}}
+    routes = [{"match": {"workflowId": "expense"}, "notify": ["alice"]}]
+    workflows = [gate("expense"), gate("backlog", title="Someone else's request")]
+    async with notify_host(tmp_path, routes=routes, workflows=workflows, people=people, with_teams=False) as host:
+        # 500 older requests wait in the tenant, none of them on alice (the inbox's largest page).
+        for _ in range(10):
+            await asyncio.gather(*(host.start_gate("backlog") for _ in range(50)))
+        _, mine = await host.start_gate()
+        await host.until(lambda: len(host.smtp.mails) == 1, "alice's digest", timeout=30)
+        ((rcpts, digest),) = host.smtp.mails
+        assert rcpts == ["alice@example.com"] and digest["Subject"] == "1 request waiting for you"
+        (link,) = LINK.findall(mail_parts(digest)[0])
+        seen = (await host.client.get(link, headers={"Accept": "application/json"})).json()
+        assert seen["interruptId"] == mine.interrupt_id
