@@ -6,7 +6,7 @@ from __future__ import annotations
 from bridge.core.notices import Notice
 from bridge.core.records import InterruptRecord
 from bridge.notify.config import NotifyConfig
-from bridge.notify.planner import PeoplePlanner
+from bridge.notify.planner import PeoplePlanner, has_voted
 from bridge.notify.recipients import Recipient, audience_of
 from bridge.runtime.engine import Engine
 
@@ -30,8 +30,9 @@ class Digests:
         self._state = engine.adapter_state(STATE)
 
     async def waiting_on(self, person: str, tenant: str) -> list[InterruptRecord]:
-        """The open interrupts of ``tenant`` the person is told about by e-mail, oldest first: read by who the
-        person is (:func:`~bridge.notify.recipients.audience_of`), however many others wait in the tenant."""
+        """The open interrupts of ``tenant`` the person is told about by e-mail and has not voted on, oldest first:
+        read by who the person is (:func:`~bridge.notify.recipients.audience_of`), however many others wait in the
+        tenant."""
         audience = audience_of(self._config, person, tenant)
         if audience is None:
             return []
@@ -39,7 +40,7 @@ class Digests:
         after: tuple[int, str] | None = None
         while len(out) < MAX_LISTED:
             page = await self._engine.waiting_on(tenant, audience, limit=PAGE, after=after)
-            out += [r for r in page if self._planner.waits_on(person, r)]
+            out += [r for r in page if self._planner.waits_on(person, r) and not has_voted(r, person)]
             if len(page) < PAGE:
                 break
             after = (page[-1].requested_at_ms, page[-1].interrupt_id)
