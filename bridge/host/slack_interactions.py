@@ -36,7 +36,7 @@ from bridge.core.errors import ForbiddenError, UnauthenticatedError, ValidationE
 from bridge.host.http.body import read_bytes
 from bridge.host.http.openapi_ops import error_responses, operation
 from bridge.notify.config import NotifyConfig, Person
-from bridge.notify.slack import SlackChannelSender
+from bridge.notify.slack import SlackChannelSender, escape
 from bridge.runtime.engine import Engine
 
 __all__ = ["PATH", "SlackInteractions", "openapi_fragment"]
@@ -124,7 +124,7 @@ class SlackInteractions:
                 return
             votes = result.get("votes") if isinstance(result, dict) else None
             tally = f" ({len(votes.get('votes', []))} of {votes.get('required')})" if isinstance(votes, dict) else ""
-            line = ContextBlock(elements=[MarkdownTextObject(text=f"{pid} voted {answer}{tally}")])
+            line = ContextBlock(elements=[MarkdownTextObject(text=escape(f"{pid} voted {answer}{tally}"))])
             blocks: list[Block | dict[str, Any]] = [*message.get("blocks", [])[:45], line]
             await self._sender.api.update(str(channel), str(ts), str(message.get("text", "")), blocks)  # type: ignore[arg-type]
         except Exception:

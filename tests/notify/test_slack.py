@@ -182,3 +182,28 @@ async def test_a_gate_that_times_out_has_its_messages_say_so(tmp_path: Path) -> 
         await host.until(lambda: len(host.slack.of("chat.update")) == 1, "the message rewritten")
         (update,) = host.slack.of("chat.update")
         assert "nobody answered in time" in str(update["blocks"]), update["blocks"]
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string of a Web API call's body, however deep."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+async def test_control_sequences_in_a_title_are_shown_as_text_in_every_field_slack_renders(tmp_path: Path) -> None:
+    hostile = "<!channel> Pay now <https://evil.example|Approve> & <!everyone> <@U0BOB>"
+    wf = gate("expense", title=hostile, description=hostile)
+    async with notify_host(tmp_path, routes=[{"notify": ["alice"]}], workflows=[wf], with_teams=False) as host:
+        _, record = await host.start_gate()
+        (post,) = await _posted(host, 1)
+        await host.engine.resolve(SYSTEM, {"action": "reject"}, interrupt_id=record.interrupt_id)
+        await host.until(lambda: bool(host.slack.of("chat.update")), "the message rewritten")
+        for call in [post, *host.slack.of("chat.update")]:
+            assert "&lt;!channel&gt; Pay now &lt;https://evil.example|Approve&gt; &amp;" in call["text"]
+            for text in _strings({k: v for k, v in call.items() if k in ("text", "blocks")}):
+                assert "<" not in text and ">" not in text, text
