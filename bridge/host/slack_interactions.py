@@ -46,6 +46,8 @@ log = logging.getLogger("bridge.host.slack")
 PATH = "/notify/slack/interactions"
 #: Slack's interaction payloads are small; anything larger is refused before it is read.
 MAX_BODY = 64 * 1024
+#: The most digits a request's timestamp may have (seconds since 1970: ten until the year 2286).
+_TIMESTAMP_DIGITS = 12
 #: The answers a button gives, by the start of its ``action_id``.
 _ACTIONS = (("accept", "accept"), ("reject", "reject"))
 
@@ -82,7 +84,7 @@ class SlackInteractions:
     async def handle(self, request: Request) -> Response:
         """Verify, map the user, resolve, rewrite the message; ``200`` with an empty body is Slack's ack."""
         body = await read_bytes(request, limit=MAX_BODY)
-        if not self._verifier.is_valid(
+        if not self._signed(
             body, request.headers.get("X-Slack-Request-Timestamp"), request.headers.get("X-Slack-Signature")
         ):
             raise UnauthenticatedError("the Slack signature is missing, wrong or more than five minutes old")
@@ -109,6 +111,18 @@ class SlackInteractions:
         self._rewriting.add(task)
         task.add_done_callback(self._rewriting.discard)
         return Response(status_code=200)
+
+    def _signed(self, body: bytes, timestamp: str | None, signature: str | None) -> bool:
+        """Whether the request is Slack's: a timestamp of digits, an ASCII signature, a UTF-8 body, and the MAC
+        over them within five minutes. A malformed header is a missing signature, never an error."""
+        if not timestamp or not signature or not signature.isascii():
+            return False
+        if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= _TIMESTAMP_DIGITS):
+            return False
+        try:
+            return self._verifier.is_valid(body, timestamp, signature)
+        except (ValueError, TypeError):  # a body that is no UTF-8
+            return False
 
     async def _rewrite(self, payload: dict[str, Any], interrupt_id: str, pid: str, answer: str, result: Any) -> None:
         """Show the decision on the message (every message of the gate once it closed)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import time
 from pathlib import Path
 from typing import Any
@@ -207,3 +209,27 @@ async def test_control_sequences_in_a_title_are_shown_as_text_in_every_field_sla
             assert "&lt;!channel&gt; Pay now &lt;https://evil.example|Approve&gt; &amp;" in call["text"]
             for text in _strings({k: v for k, v in call.items() if k in ("text", "blocks")}):
                 assert "<" not in text and ">" not in text, text
+
+
+async def test_malformed_signature_headers_are_401_and_decide_nothing(tmp_path: Path) -> None:
+    async with notify_host(tmp_path, routes=[], workflows=[gate("expense")], with_teams=False) as host:
+        _, record = await host.start_gate()
+        body, headers = slack_signed(SIGNING_SECRET, block_action("U0ALICE", "accept", record.interrupt_id))
+        for name, value in (
+            ("X-Slack-Request-Timestamp", b"abc"),
+            ("X-Slack-Request-Timestamp", b"1" * 5000),
+            ("X-Slack-Request-Timestamp", b"-" + headers["X-Slack-Request-Timestamp"].encode()),
+            ("X-Slack-Signature", "v0=\u00e9t\u00e9".encode()),
+            ("X-Slack-Signature", headers["X-Slack-Signature"].encode() + "\u00e9".encode()),
+        ):
+            sent: dict[str, Any] = {**headers, name: value}
+            envelope(await host.client.post(INTERACTIONS, content=body, headers=sent), 401, "unauthenticated")
+        # A body that is no UTF-8, signed as it is.
+        raw = b"payload=\xff\xfe"
+        _, signed = slack_signed(SIGNING_SECRET, {})
+        ts = signed["X-Slack-Request-Timestamp"]
+        mac = hmac.new(SIGNING_SECRET.encode(), f"v0:{ts}:".encode() + raw, hashlib.sha256).hexdigest()
+        sent = {**signed, "X-Slack-Signature": f"v0={mac}"}
+        envelope(await host.client.post(INTERACTIONS, content=raw, headers=sent), 401, "unauthenticated")
+        current = await host.engine.interrupt_record(record.interrupt_id)
+        assert current is not None and current.open and not current.state.get("votes")
