@@ -136,13 +136,20 @@ class SlackInteractions:
             ts = (payload.get("container") or {}).get("message_ts") or message.get("ts")
             if not channel or not ts:
                 return
-            votes = result.get("votes") if isinstance(result, dict) else None
-            tally = f" ({len(votes.get('votes', []))} of {votes.get('required')})" if isinstance(votes, dict) else ""
-            line = ContextBlock(elements=[MarkdownTextObject(text=escape(f"{pid} voted {answer}{tally}"))])
+            line = ContextBlock(elements=[MarkdownTextObject(text=escape(f"{pid} voted {answer}{_tally(result)}"))])
             blocks: list[Block | dict[str, Any]] = [*message.get("blocks", [])[:45], line]
             await self._sender.api.update(str(channel), str(ts), str(message.get("text", "")), blocks)  # type: ignore[arg-type]
         except Exception:
             log.warning("could not update the Slack message of interrupt %s", interrupt_id, exc_info=True)
+
+
+def _tally(result: Any) -> str:
+    """`` (1 of 2)``: the approvals an open quorum has of those it needs (and its rejections, if any)."""
+    votes = result.get("votes") if isinstance(result, dict) else None
+    if not isinstance(votes, dict) or "required" not in votes:
+        return ""
+    rejects = votes.get("reject") or 0
+    return f" ({votes.get('accept', 0)} of {votes['required']}{f', {rejects} rejected' if rejects else ''})"
 
 
 def openapi_fragment() -> dict[str, Any]:

@@ -233,3 +233,15 @@ async def test_malformed_signature_headers_are_401_and_decide_nothing(tmp_path: 
         envelope(await host.client.post(INTERACTIONS, content=raw, headers=sent), 401, "unauthenticated")
         current = await host.engine.interrupt_record(record.interrupt_id)
         assert current is not None and current.open and not current.state.get("votes")
+
+
+async def test_a_vote_on_an_open_quorum_shows_the_count_so_far(tmp_path: Path) -> None:
+    wf = gate("expense", requiredApprovals=2, approversList=["alice", "bob"])
+    async with notify_host(tmp_path, routes=[{"notify": ["alice"]}], workflows=[wf], with_teams=False) as host:
+        _, record = await host.start_gate()
+        await _posted(host, 1)
+        r = await _click(host, "U0ALICE", "accept", record.interrupt_id)
+        assert r.status_code == 200, r.text
+        await host.until(lambda: bool(host.slack.of("chat.update")), "the vote shown")
+        (update,) = host.slack.of("chat.update")
+        assert update["blocks"][-1]["elements"][0]["text"] == "alice voted accept (1 of 2)"
