@@ -33,6 +33,7 @@ from bridge.core.tokens import (
 )
 from bridge.core.workflow import WorkflowDefinition
 from bridge.notify.service import NotifyService
+from bridge.notify.states import KEY_PURPOSE
 from bridge.notify.worker import Settled
 from bridge.runtime.adapter_state import AdapterState
 from bridge.runtime.answers import AnswerService
@@ -113,6 +114,7 @@ class Engine:
             webhook_retry=self.config.webhook_retry,
             in_flight=self.config.notify_in_flight,
             per_destination=self.config.notify_per_destination,
+            recipient_key=lambda: self.links.derived_keys(KEY_PURPOSE)[0],
         )
         self.notify.set_limits(self.config.outbox_limits)
         self.notify.on_event(self._notice_event)
