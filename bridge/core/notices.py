@@ -147,6 +147,20 @@ class NoticeState:
 
 
 @dataclass(frozen=True, slots=True)
+class Audience:
+    """A person as the interrupts that may be waiting on them are found (the store's ``waiting_on``).
+
+    An open interrupt may wait on ``person`` when its ``approversList`` names them, when its ``requiredRole``
+    is one of their ``roles``, or when it matches one of ``matches``: the ``(workflowId, kind)`` of each route
+    that tells them (None matches any). The caller narrows what is found to what truly waits on them.
+    """
+
+    person: str
+    roles: frozenset[str] = frozenset()
+    matches: tuple[tuple[str | None, str | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class InterruptNotices:
     """The notices of some interrupts, and those of them marked undeliverable (every first notice died)."""
 

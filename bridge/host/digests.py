@@ -1,13 +1,13 @@
-"""Digests: what waits on a person (their tenant's inbox, filtered by who is told), and the periods sent."""
+"""Digests: what waits on a person (found by who they are, narrowed to what they are told of), and the periods
+sent."""
 
 from __future__ import annotations
 
-from bridge.core.auth import Principal
 from bridge.core.notices import Notice
 from bridge.core.records import InterruptRecord
 from bridge.notify.config import NotifyConfig
-from bridge.notify.planner import PeoplePlanner
-from bridge.notify.recipients import Recipient
+from bridge.notify.planner import PeoplePlanner, has_voted
+from bridge.notify.recipients import Recipient, audience_of
 from bridge.runtime.engine import Engine
 
 __all__ = ["STATE", "Digests"]
@@ -16,6 +16,8 @@ __all__ = ["STATE", "Digests"]
 STATE = "notify.digest"
 #: The most requests one digest lists (the oldest first; the rest wait for the next one).
 MAX_LISTED = 100
+#: How many of the interrupts that may wait on a person are read at a time.
+PAGE = 200
 
 
 class Digests:
@@ -28,15 +30,20 @@ class Digests:
         self._state = engine.adapter_state(STATE)
 
     async def waiting_on(self, person: str, tenant: str) -> list[InterruptRecord]:
-        """The open interrupts of ``tenant`` the person is told about by e-mail, oldest first."""
-        reader = Principal(id=person, tenant=tenant, scopes=frozenset({"interrupts:read"}))
-        page = await self._engine.inbox(reader, limit=500)
+        """The open interrupts of ``tenant`` the person is told about by e-mail and has not voted on, oldest first:
+        read by who the person is (:func:`~bridge.notify.recipients.audience_of`), however many others wait in the
+        tenant."""
+        audience = audience_of(self._config, person, tenant)
+        if audience is None:
+            return []
         out: list[InterruptRecord] = []
-        for item in page["items"]:
-            record = await self._engine.interrupt_record(str(item["interruptId"]))
-            if record is not None and record.open and self._planner.waits_on(person, record):
-                out.append(record)
-        out.sort(key=lambda r: r.requested_at_ms)
+        after: tuple[int, str] | None = None
+        while len(out) < MAX_LISTED:
+            page = await self._engine.waiting_on(tenant, audience, limit=PAGE, after=after)
+            out += [r for r in page if self._planner.waits_on(person, r) and not has_voted(r, person)]
+            if len(page) < PAGE:
+                break
+            after = (page[-1].requested_at_ms, page[-1].interrupt_id)
         return out[:MAX_LISTED]
 
     async def claim_period(self, person: str, slot: int, notice_id: str) -> bool:

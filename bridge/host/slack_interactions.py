@@ -36,7 +36,7 @@ from bridge.core.errors import ForbiddenError, UnauthenticatedError, ValidationE
 from bridge.host.http.body import read_bytes
 from bridge.host.http.openapi_ops import error_responses, operation
 from bridge.notify.config import NotifyConfig, Person
-from bridge.notify.slack import SlackChannelSender
+from bridge.notify.slack import SlackChannelSender, escape
 from bridge.runtime.engine import Engine
 
 __all__ = ["PATH", "SlackInteractions", "openapi_fragment"]
@@ -46,6 +46,8 @@ log = logging.getLogger("bridge.host.slack")
 PATH = "/notify/slack/interactions"
 #: Slack's interaction payloads are small; anything larger is refused before it is read.
 MAX_BODY = 64 * 1024
+#: The most digits a request's timestamp may have (seconds since 1970: ten until the year 2286).
+_TIMESTAMP_DIGITS = 12
 #: The answers a button gives, by the start of its ``action_id``.
 _ACTIONS = (("accept", "accept"), ("reject", "reject"))
 
@@ -82,7 +84,7 @@ class SlackInteractions:
     async def handle(self, request: Request) -> Response:
         """Verify, map the user, resolve, rewrite the message; ``200`` with an empty body is Slack's ack."""
         body = await read_bytes(request, limit=MAX_BODY)
-        if not self._verifier.is_valid(
+        if not self._signed(
             body, request.headers.get("X-Slack-Request-Timestamp"), request.headers.get("X-Slack-Signature")
         ):
             raise UnauthenticatedError("the Slack signature is missing, wrong or more than five minutes old")
@@ -110,6 +112,18 @@ class SlackInteractions:
         task.add_done_callback(self._rewriting.discard)
         return Response(status_code=200)
 
+    def _signed(self, body: bytes, timestamp: str | None, signature: str | None) -> bool:
+        """Whether the request is Slack's: a timestamp of digits, an ASCII signature, a UTF-8 body, and the MAC
+        over them within five minutes. A malformed header is a missing signature, never an error."""
+        if not timestamp or not signature or not signature.isascii():
+            return False
+        if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= _TIMESTAMP_DIGITS):
+            return False
+        try:
+            return self._verifier.is_valid(body, timestamp, signature)
+        except (ValueError, TypeError):  # a body that is no UTF-8
+            return False
+
     async def _rewrite(self, payload: dict[str, Any], interrupt_id: str, pid: str, answer: str, result: Any) -> None:
         """Show the decision on the message (every message of the gate once it closed)."""
         try:
@@ -122,13 +136,20 @@ class SlackInteractions:
             ts = (payload.get("container") or {}).get("message_ts") or message.get("ts")
             if not channel or not ts:
                 return
-            votes = result.get("votes") if isinstance(result, dict) else None
-            tally = f" ({len(votes.get('votes', []))} of {votes.get('required')})" if isinstance(votes, dict) else ""
-            line = ContextBlock(elements=[MarkdownTextObject(text=f"{pid} voted {answer}{tally}")])
+            line = ContextBlock(elements=[MarkdownTextObject(text=escape(f"{pid} voted {answer}{_tally(result)}"))])
             blocks: list[Block | dict[str, Any]] = [*message.get("blocks", [])[:45], line]
             await self._sender.api.update(str(channel), str(ts), str(message.get("text", "")), blocks)  # type: ignore[arg-type]
         except Exception:
             log.warning("could not update the Slack message of interrupt %s", interrupt_id, exc_info=True)
+
+
+def _tally(result: Any) -> str:
+    """`` (1 of 2)``: the approvals an open quorum has of those it needs (and its rejections, if any)."""
+    votes = result.get("votes") if isinstance(result, dict) else None
+    if not isinstance(votes, dict) or "required" not in votes:
+        return ""
+    rejects = votes.get("reject") or 0
+    return f" ({votes.get('accept', 0)} of {votes['required']}{f', {rejects} rejected' if rejects else ''})"
 
 
 def openapi_fragment() -> dict[str, Any]:

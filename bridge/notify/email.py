@@ -81,6 +81,18 @@ def _html(content: NoticeContent) -> str:
 """
 
 
+#: SMTP's limit on a line, in bytes and without its CRLF (RFC 5321, 4.5.3.1.6); one byte spared for dot-stuffing.
+LINE_LIMIT = 997
+
+
+def _set_text(message: EmailMessage, text: str) -> None:
+    """The plain-text part: ``8bit`` while every line fits SMTP's line limit, so a link stays whole on one line for
+    anyone reading the raw mail; quoted-printable, whose lines are short, when a line would not (a long paragraph,
+    counted in bytes: a Japanese character is three)."""
+    fits = all(len(line) <= LINE_LIMIT for line in text.encode("utf-8").splitlines())
+    message.set_content(text, cte="8bit" if fits else "quoted-printable")
+
+
 def build_message(config: EmailChannel, to: str, content: NoticeContent, recipient_key: str) -> EmailMessage:
     """The mail for one notice: a plain-text part, an HTML part, and a stable ``Message-ID``."""
     message = EmailMessage()
@@ -94,8 +106,7 @@ def build_message(config: EmailChannel, to: str, content: NoticeContent, recipie
         message["In-Reply-To"] = first
         message["References"] = first
     message["Auto-Submitted"] = "auto-generated"
-    # 8bit, not quoted-printable: the link stays whole on one line for anyone reading the raw mail.
-    message.set_content(_text(content), cte="8bit")
+    _set_text(message, _text(content))
     message.add_alternative(_html(content), subtype="html")
     return message
 
@@ -139,7 +150,7 @@ def build_digest(config: EmailChannel, to: str, person: str, slot: int, contents
         f" ({html.escape(c.workflow_id)}, answer by {html.escape(c.deadline)})</li>"
         for c in contents
     )
-    message.set_content(text, cte="8bit")
+    _set_text(message, text)
     message.add_alternative(f"<!doctype html><html><body><ul>{items}</ul></body></html>\n", subtype="html")
     return message
 

@@ -13,9 +13,9 @@ have, per shared address), and, for the routes that match it, the delayed ones:
 A delayed notice is a notice like any other with a future ``not_before_ms``: durable, and
 delivered once across instances. Whether it is still owed is decided when it is due
 (:func:`still_owed`): not once the interrupt has closed, nor a reminder to a quorum member
-who has voted. When every first notice of an interrupt has died, its routes' ``onUndeliverable``
-applies (:mod:`bridge.host.undeliverable`). And for every interrupt a commit closes, when Slack is configured, a
-``closed`` notice has its Slack messages rewritten to say so.
+who has voted (:func:`has_voted`; a digest leaves out such a request too). When every first notice of an
+interrupt has died, its routes' ``onUndeliverable`` applies (:mod:`bridge.host.undeliverable`). And for every
+interrupt a commit closes, when Slack is configured, a ``closed`` notice has its Slack messages rewritten to say so.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from bridge.core.records import InterruptRecord, RunRecord
 from bridge.notify.config import NotifyConfig, Route
 from bridge.notify.recipients import Recipient, matching_routes, recipients_for, targets_to_recipients
 
-__all__ = ["CLOSING_EVENTS", "PeoplePlanner", "still_owed", "undeliverable_policy"]
+__all__ = ["CLOSING_EVENTS", "PeoplePlanner", "has_voted", "still_owed", "undeliverable_policy"]
 
 #: Run events that close an interrupt (their payload names it as ``interruptId``).
 CLOSING_EVENTS = frozenset(
@@ -59,16 +59,18 @@ def undeliverable_policy(routes: Sequence[Route]) -> str:
     return "fail" if "fail" in chosen else "escalate" if "escalate" in chosen else "wait"
 
 
+def has_voted(record: InterruptRecord, person: str) -> bool:
+    """Whether ``person`` already voted on ``record`` (a quorum still open: nothing more is asked of them)."""
+    votes = record.state.get("votes", [])
+    return isinstance(votes, list) and any(isinstance(v, dict) and v.get("voter") == person for v in votes)
+
+
 def still_owed(record: InterruptRecord, payload: dict[str, Any]) -> bool:
     """Whether a notice about ``record`` is still worth sending now (see the module docstring)."""
     if not record.open:
         return False
     person = payload.get("person")
-    if payload.get("purpose") == "reminder" and person:
-        votes = record.state.get("votes", [])
-        if any(isinstance(v, dict) and v.get("voter") == person for v in votes):
-            return False
-    return True
+    return not (payload.get("purpose") == "reminder" and person and has_voted(record, str(person)))
 
 
 class PeoplePlanner:

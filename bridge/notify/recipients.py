@@ -20,9 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bridge.core.notices import Audience
 from bridge.notify.config import NotifyConfig, Person, Route
 
-__all__ = ["CHANNELS", "Recipient", "matching_routes", "recipients_for", "targets_to_recipients"]
+__all__ = ["CHANNELS", "Recipient", "audience_of", "matching_routes", "recipients_for", "targets_to_recipients"]
 
 #: The channels a recipient can be reached on, in the order a person's notices are planned.
 CHANNELS = ("slack", "email", "teams")
@@ -121,3 +122,19 @@ def recipients_for(
         for target in route.notify:
             collector.target(target)
     return collector.found
+
+
+def audience_of(config: NotifyConfig, pid: str, tenant: str) -> Audience | None:
+    """Person ``pid`` as the interrupts of ``tenant`` that may be waiting on them are found (the store's
+    ``waiting_on``): by name in ``approversList``, by their roles, and by the routes whose targets reach them
+    (the person, or a role they hold). None when they are nobody of that tenant."""
+    person = config.people.get(pid)
+    if person is None or person.tenant != tenant:
+        return None
+    reaching = {pid, *(f"role:{role}" for role in person.roles)}
+    matches = [
+        (route.match.workflow_id, route.match.kind)
+        for route in config.routes
+        if route.match.tenant in (None, tenant) and reaching.intersection(route.notify)
+    ]
+    return Audience(pid, frozenset(person.roles), tuple(dict.fromkeys(matches)))

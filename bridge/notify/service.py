@@ -50,11 +50,14 @@ class NotifyService:
         *,
         notify_retry: RetryPolicy,
         webhook_retry: RetryPolicy,
+        recipient_key: Callable[[], bytes],
         in_flight: int = 256,
         per_destination: int = 4,
     ) -> None:
         self._store = store
         self._clock = clock
+        #: The key of e-mail addresses' ids in events and views (:func:`~bridge.notify.states.public_recipient`).
+        self.recipient_key = recipient_key
         self._policies: dict[str, RetryPolicy] = {"webhook": webhook_retry}
         self._default = notify_retry
         self._planners: list[NoticePlanner] = []
@@ -159,7 +162,7 @@ class NotifyService:
 
     async def delivery_state(self, interrupt_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Per-person delivery state of the interrupts named (see :mod:`bridge.notify.states`)."""
-        return delivery_fields(await self._store.outbox_of_interrupts(interrupt_ids))
+        return delivery_fields(await self._store.outbox_of_interrupts(interrupt_ids), self.recipient_key())
 
     # --- outcomes ---------------------------------------------------------------------
 
@@ -178,7 +181,7 @@ class NotifyService:
         payload: dict[str, Any] = {
             "noticeId": notice.notice_id,
             "channel": notice.channel,
-            "recipient": public_recipient(notice.recipient),
+            "recipient": public_recipient(notice.recipient, self.recipient_key()),
             "attempt": notice.attempt,
         }
         if notice.interrupt_id is not None:

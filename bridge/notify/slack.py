@@ -40,7 +40,7 @@ from bridge.notify.content import NoticeContent
 from bridge.notify.links import NoticeLinks
 from bridge.notify.notice import DeliveryOutcome, Notice
 
-__all__ = ["MessageRefs", "SlackApi", "SlackChannelSender", "closed_blocks", "request_blocks"]
+__all__ = ["MessageRefs", "SlackApi", "SlackChannelSender", "closed_blocks", "escape", "request_blocks"]
 
 log = logging.getLogger("bridge.notify.slack")
 
@@ -65,24 +65,23 @@ _PERMANENT = frozenset(
 )
 
 
-def _escape(text: str) -> str:
-    """Slack mrkdwn's three control characters, escaped."""
+def escape(text: str) -> str:
+    """Slack's three control characters escaped, for every field Slack renders (a message's ``text`` and its
+    mrkdwn blocks): what a workflow wrote is shown as written, never as a mention (``<!channel>``) or a link."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def request_blocks(content: NoticeContent) -> list[Block]:
     """The Block Kit blocks of a request (see the module docstring)."""
-    text = f"*{_escape(content.title)}*"
+    text = f"*{escape(content.title)}*"
     if content.asked:
-        text += f"\n{_escape(content.asked)}"
+        text += f"\n{escape(content.asked)}"
     blocks: list[Block] = [
         SectionBlock(text=MarkdownTextObject(text=text[:_TEXT_MAX])),
         ContextBlock(
             elements=[
                 MarkdownTextObject(
-                    text=_escape(
-                        f"{content.kind_label} · workflow {content.workflow_id} · answer by {content.deadline}"
-                    )
+                    text=escape(f"{content.kind_label} · workflow {content.workflow_id} · answer by {content.deadline}")
                 )
             ]
         ),
@@ -103,8 +102,8 @@ def request_blocks(content: NoticeContent) -> list[Block]:
 def closed_blocks(title: str, outcome: str) -> list[Block]:
     """The blocks a request's message is rewritten to once the interrupt closed: its title and what became of it."""
     return [
-        SectionBlock(text=MarkdownTextObject(text=f"*{_escape(title)}*"[:_TEXT_MAX])),
-        ContextBlock(elements=[MarkdownTextObject(text=_escape(outcome)[:_TEXT_MAX])]),
+        SectionBlock(text=MarkdownTextObject(text=f"*{escape(title)}*"[:_TEXT_MAX])),
+        ContextBlock(elements=[MarkdownTextObject(text=escape(outcome)[:_TEXT_MAX])]),
     ]
 
 
@@ -194,7 +193,8 @@ class SlackChannelSender:
             return DeliveryOutcome("delivered", "interrupt_closed")
         content = self._links.content(record, notice.payload, self._config.link_ttl_ms)
         try:
-            posted = await self.api.post(str(notice.payload["address"]), content.subject, request_blocks(content))
+            address = str(notice.payload["address"])
+            posted = await self.api.post(address, escape(content.subject), request_blocks(content))
         except Exception as exc:
             return _outcome(exc)
         if posted.get("channel") and posted.get("ts"):
@@ -211,9 +211,8 @@ class SlackChannelSender:
         summary = closed_summary(record)
         for ref in await self.messages(record.interrupt_id):
             title = str(ref.get("title", ""))
-            await self.api.update(
-                str(ref["channel"]), str(ref["ts"]), f"{title}: {summary}", closed_blocks(title, summary)
-            )
+            text = escape(f"{title}: {summary}")
+            await self.api.update(str(ref["channel"]), str(ref["ts"]), text, closed_blocks(title, summary))
 
     async def _close(self, notice: Notice) -> DeliveryOutcome:
         if notice.interrupt_id is None:

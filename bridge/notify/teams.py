@@ -5,6 +5,10 @@ flow ("post to a channel when a webhook request is received"), whose URL is the 
 (``channels.teams.<name>.url``, a secret). A card posted that way cannot submit
 (``Action.Submit`` needs a bot), so it carries one ``Action.OpenUrl`` to the link page, whose
 ``GET`` shows the request and whose form answers it.
+
+A ``TextBlock`` and a ``FactSet`` read markdown, so a request's ``[Approve](https://…)`` would become a
+live link beside the real button: everything the card shows is a ``TextRun`` of a ``RichTextBlock``,
+which shows its text as written.
 """
 
 from __future__ import annotations
@@ -21,23 +25,26 @@ from bridge.notify.notice import DeliveryOutcome, Notice
 __all__ = ["TeamsChannelSender", "adaptive_card", "card_message"]
 
 
+def _run(text: str, **style: str) -> dict[str, Any]:
+    """A ``TextRun``: text shown as written (no markdown)."""
+    return {"type": "TextRun", "text": text, **style}
+
+
+def _paragraph(*runs: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "RichTextBlock", "inlines": list(runs)}
+
+
 def adaptive_card(content: NoticeContent) -> dict[str, Any]:
-    """An Adaptive Card 1.4: the title, what is asked, the facts, and one button to the link."""
-    body: list[dict[str, Any]] = [
-        {"type": "TextBlock", "size": "Medium", "weight": "Bolder", "text": content.subject, "wrap": True},
-    ]
+    """An Adaptive Card 1.4: the title, what is asked, the facts (one line each), and one button to the link."""
+    body: list[dict[str, Any]] = [_paragraph(_run(content.subject, size="Medium", weight="Bolder"))]
     if content.asked:
-        body.append({"type": "TextBlock", "text": content.asked, "wrap": True})
-    body.append(
-        {
-            "type": "FactSet",
-            "facts": [
-                {"title": "Workflow", "value": content.workflow_id},
-                {"title": "Kind", "value": content.kind_label},
-                {"title": "Answer by", "value": content.deadline},
-            ],
-        }
-    )
+        body.append(_paragraph(_run(content.asked)))
+    for label, value in (
+        ("Workflow", content.workflow_id),
+        ("Kind", content.kind_label),
+        ("Answer by", content.deadline),
+    ):
+        body.append(_paragraph(_run(f"{label}: ", weight="Bolder"), _run(value)))
     return {
         "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
         "type": "AdaptiveCard",

@@ -23,7 +23,7 @@ from bridge.core.errors import InterruptNotFoundError, ValidationError
 from bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
 from bridge.core.tokens import TokenClaims
 from bridge.core.views import inbox_item
-from bridge.notify.states import delivery_state
+from bridge.notify.states import KEY_PURPOSE, delivery_state
 from bridge.runtime.ask import AskService, RecordingAskService
 from bridge.runtime.joint import answer_with_step
 from bridge.runtime.kernel import Kernel
@@ -307,7 +307,8 @@ class AnswerService:
             raise ValidationError("limit must be between 1 and 500")
         page = await self._k.store.inbox(principal.tenant, kind=kind, status=status, limit=limit, cursor=cursor)
         now = self._k.clock.now_ms()
-        delivery = await delivery_state(self._k.store, [r.interrupt_id for r in page.items])
+        key = self._links.derived_keys(KEY_PURPOSE)[0]
+        delivery = await delivery_state(self._k.store, [r.interrupt_id for r in page.items], key)
         items = []
         for record in page.items:
             minted = self._links.view_token(record, "inspect", principal.id) if record.open else None

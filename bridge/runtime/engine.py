@@ -26,13 +26,14 @@ from bridge.core.errors import (
     WorkflowNotFoundError,
 )
 from bridge.core.events import EventDraft
-from bridge.core.notices import POLICY_CHANNEL
+from bridge.core.notices import POLICY_CHANNEL, Audience
 from bridge.core.records import InterruptRecord, Mutation, RunRecord
 from bridge.core.tokens import (
     TokenSigner,
 )
 from bridge.core.workflow import WorkflowDefinition
 from bridge.notify.service import NotifyService
+from bridge.notify.states import KEY_PURPOSE
 from bridge.notify.worker import Settled
 from bridge.runtime.adapter_state import AdapterState
 from bridge.runtime.answers import AnswerService
@@ -113,6 +114,7 @@ class Engine:
             webhook_retry=self.config.webhook_retry,
             in_flight=self.config.notify_in_flight,
             per_destination=self.config.notify_per_destination,
+            recipient_key=lambda: self.links.derived_keys(KEY_PURPOSE)[0],
         )
         self.notify.set_limits(self.config.outbox_limits)
         self.notify.on_event(self._notice_event)
@@ -422,6 +424,13 @@ class Engine:
     async def interrupt_record(self, interrupt_id: str) -> InterruptRecord | None:
         """An interrupt's record as stored, with no visibility check (for surfaces that make their own)."""
         return await self.store.get_interrupt(interrupt_id)
+
+    async def waiting_on(
+        self, tenant: str, audience: Audience, *, limit: int, after: tuple[int, str] | None = None
+    ) -> list[InterruptRecord]:
+        """The open interrupts of ``tenant`` that may wait on a person, found by who they are
+        (:class:`~bridge.core.notices.Audience`), oldest first, with no visibility check."""
+        return await self.store.waiting_on(tenant, audience, limit=limit, after=after)
 
     def adapter_state(self, namespace: str) -> AdapterState:
         """The key-value state an adapter keeps under its own ``namespace`` (:mod:`bridge.runtime.adapter_state`)."""

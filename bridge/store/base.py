@@ -26,7 +26,7 @@ import orjson
 
 from bridge.core.errors import BridgeError
 from bridge.core.events import EventDraft
-from bridge.core.notices import DeadLetter, InterruptNotices, Notice, NoticeDraft, NoticePlanner, OutboxLimits
+from bridge.core.notices import Audience, DeadLetter, InterruptNotices, Notice, NoticeDraft, NoticePlanner, OutboxLimits
 from bridge.core.records import (
     InterruptDecision,
     InterruptRecord,
@@ -389,6 +389,13 @@ class Store(Protocol):
 
     async def inbox(self, tenant: str, *, kind: str | None, status: str, limit: int, cursor: str | None) -> InboxPage:
         """Interrupts of a tenant by status (and kind), oldest first, cursor-paginated."""
+
+    async def waiting_on(
+        self, tenant: str, audience: Audience, *, limit: int, after: tuple[int, str] | None = None
+    ) -> list[InterruptRecord]:
+        """The open interrupts of a listed kind in ``tenant`` that may wait on ``audience``'s person (see
+        :class:`~bridge.core.notices.Audience`), oldest first, after ``(requested_at, interrupt_id)``: found by
+        who the person is, however many other interrupts wait in the tenant."""
 
     async def next_deadline(self) -> int | None:
         """Earliest deadline among open interrupts."""

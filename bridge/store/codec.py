@@ -83,6 +83,11 @@ class Dialect:
     #: A ``UNION ALL`` whose merged order an index gives is written with each branch in parentheses with its
     #: own ``ORDER BY … LIMIT`` (PostgreSQL merges those in order); SQLite merges plain branches in order itself.
     limited_branches: bool = False
+    #: A string field of an interrupt's ``payload.data`` (``{field}``), NULL when absent or not a string.
+    data_string: str = ""
+    #: Whether an array field of ``payload.data`` (``{field}``) holds the string parameter (one ``%s``); false when
+    #: absent or not an array.
+    data_array_holds: str = ""
 
     def sql(self, neutral: str) -> str:
         """The dialect's text of a neutral statement."""
@@ -97,8 +102,29 @@ class Dialect:
         return interrupt_from_row(row, self.json_in)
 
 
-SQLITE = Dialect(json_in=loads, lock="", question_marks=True)
-POSTGRES = Dialect(json_in=parsed, lock=" FOR UPDATE", question_marks=False, limited_branches=True)
+SQLITE = Dialect(
+    json_in=loads,
+    lock="",
+    question_marks=True,
+    data_string=(
+        "(CASE WHEN json_type(payload, '$.data.{field}') = 'text' THEN json_extract(payload, '$.data.{field}') END)"
+    ),
+    data_array_holds=(
+        "(json_type(payload, '$.data.{field}') = 'array' AND EXISTS "
+        "(SELECT 1 FROM json_each(payload, '$.data.{field}') j WHERE j.type = 'text' AND j.value = %s))"
+    ),
+)
+POSTGRES = Dialect(
+    json_in=parsed,
+    lock=" FOR UPDATE",
+    question_marks=False,
+    limited_branches=True,
+    data_string="(CASE WHEN json_typeof(payload->'data'->'{field}') = 'string' THEN payload->'data'->>'{field}' END)",
+    data_array_holds=(
+        "EXISTS (SELECT 1 FROM json_array_elements_text(CASE WHEN json_typeof(payload->'data'->'{field}') = 'array' "
+        "THEN payload->'data'->'{field}' END) j(v) WHERE j.v = %s)"
+    ),
+)
 
 
 def run_from_row(row: Sequence[Any], json_in: Callable[[Any], Any] = parsed) -> RunRecord:

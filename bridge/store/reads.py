@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.core.kinds import REGISTRY
-from bridge.core.notices import POLICY_CHANNEL, UNDELIVERABLE_NS, DeadLetter, InterruptNotices, NoticeState
+from bridge.core.notices import POLICY_CHANNEL, UNDELIVERABLE_NS, Audience, DeadLetter, InterruptNotices, NoticeState
 from bridge.core.records import InterruptRecord, RunRecord, has_nul
 from bridge.store.base import KV_SCAN_MAX, InboxPage
 from bridge.store.codec import EVENT_COLS, INT_COLS, RUN_COLS, Dialect, event_doc
@@ -207,6 +207,31 @@ class Reads(ABC):
         items = [self._dialect.interrupt(r) for r in rows[:limit]]
         nxt = encode_cursor(items[-1].requested_at_ms, items[-1].interrupt_id) if len(rows) > limit else None
         return InboxPage(items, nxt)
+
+    async def waiting_on(
+        self, tenant: str, audience: Audience, *, limit: int, after: tuple[int, str] | None = None
+    ) -> list[InterruptRecord]:
+        d = self._dialect
+        kinds = ",".join(["%s"] * len(LISTED_KINDS))
+        where = f"tenant=%s AND status='pending' AND kind IN ({kinds})"
+        args: list[Any] = [tenant, *LISTED_KINDS]
+        if after is not None:
+            where += " AND (requested_at, interrupt_id) > (%s, %s)"
+            args += [after[0], after[1]]
+        who = [d.data_array_holds.format(field="approversList")]
+        args.append(audience.person)
+        if audience.roles:
+            who.append(f"{d.data_string.format(field='requiredRole')} IN ({','.join(['%s'] * len(audience.roles))})")
+            args += sorted(audience.roles)
+        for workflow_id, kind in audience.matches:
+            parts = [f"{column}=%s" for column, value in (("workflow_id", workflow_id), ("kind", kind)) if value]
+            who.append(f"({' AND '.join(parts)})" if parts else "1=1")
+            args += [value for value in (workflow_id, kind) if value]
+        return await self._interrupts(
+            f"SELECT {INT_COLS} FROM interrupts WHERE {where} AND ({' OR '.join(who)}) "
+            "ORDER BY requested_at, interrupt_id LIMIT %s",
+            (*args, limit),
+        )
 
     # --- the outbox (its writes: :mod:`bridge.store.plan_outbox`) ---------------------
 

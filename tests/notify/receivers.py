@@ -32,6 +32,8 @@ class SmtpRecorder:
 
     rcpt_replies: dict[str, str] = field(default_factory=dict)
     mails: list[tuple[list[str], EmailMessage]] = field(default_factory=list)
+    #: Each accepted mail's bytes as the server took them (the DATA lines, CRLF-separated).
+    raw: list[bytes] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
 
     async def handle_RCPT(
@@ -48,6 +50,7 @@ class SmtpRecorder:
         raw = envelope.original_content or b""
         message = email.message_from_bytes(raw, policy=email.policy.default)
         assert isinstance(message, EmailMessage)
+        self.raw.append(raw)
         self.mails.append((list(envelope.rcpt_tos), message))
         return "250 Message accepted for delivery"
 

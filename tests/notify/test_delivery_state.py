@@ -3,13 +3,17 @@ channel, state, attempts and the last attempt's time; ``undeliverable`` once eve
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bridge import Engine
 from bridge.notify.worker import Settled
+from bridge.store import open_store
 from tests.conftest import auth
+from tests.helpers import events
 from tests.notify.host import NotifyHost, gate, notify_host
 
 # Runs again on PostgreSQL with BRIDGE_TEST_STORE=postgres (scripts/test's second pass).
@@ -71,3 +75,42 @@ async def test_delivered_and_waiting_notices_show_their_state(tmp_path: Path) ->
             ((team_state),) = [s for (r, c), s in states.items() if r.startswith("email:")]
             assert team_state[0] in ("failed", "queued") and team_state[1] >= 1
             assert "undeliverable" not in view
+
+
+async def test_a_shared_mailbox_shows_as_a_keyed_id_no_guess_list_reverses(tmp_path: Path) -> None:
+    routes = [{**ROUTE, "onUndeliverable": "wait"}]
+    async with notify_host(tmp_path, routes=routes, workflows=[gate("expense")], with_teams=False) as host:
+        settled: list[Settled] = []
+        host.engine.notify.on_settled(settled.append)
+        run_id, record = await host.start_gate()
+        await host.until(lambda: len(settled) >= 3, "three notices delivered")
+        detail, item = await _views(host, run_id)
+        ((team,),) = [(r,) for (r, _) in _states(detail) if r.startswith("email:")]
+        assert (team, "email") in _states(item)
+        # A reader who guesses the address cannot confirm it: no unkeyed digest of any spelling of it matches.
+        guesses = ["finance-team@example.com", "email:finance-team@example.com", "FINANCE-TEAM@example.com"]
+        for guess in guesses:
+            for digest in (hashlib.sha256, hashlib.sha1, hashlib.md5):
+                assert digest(guess.encode()).hexdigest()[: len(team) - 6] != team[6:]
+        # The run's events name the same id.
+        sent = [e for e in await events(host.engine, run_id, "notification.sent") if "@" not in str(e)]
+        assert team in {e["payload"]["recipient"] for e in sent}
+        # A second instance on the same PostgreSQL database shows the same id.
+        location = host.engine.store_location
+        if location.startswith("postgresql"):
+            assert team in await _recipients_seen_anew(location, record.interrupt_id)
+    # A restart on the same SQLite file shows the same id (SQLite serves one instance at a time).
+    if not location.startswith("postgresql"):
+        assert team in await _recipients_seen_anew(location, record.interrupt_id)
+
+
+async def _recipients_seen_anew(location: str, interrupt_id: str) -> set[str]:
+    """The recipient ids an interrupt's delivery state shows through a new engine on the database at ``location``."""
+    other = Engine(open_store(location))
+    await other.store.open()
+    try:
+        await other.load_signing_keys()
+        again = await other.notify.delivery_state([interrupt_id])
+    finally:
+        await other.store.close()
+    return {n["recipient"] for n in again[interrupt_id]["notifications"]["recipients"]}

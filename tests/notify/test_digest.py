@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.core.auth import Principal
 from bridge.notify.worker import Settled
 from tests.notify.host import gate, notify_host
 from tests.notify.receivers import mail_parts
@@ -53,3 +54,42 @@ async def test_a_digest_lists_each_waiting_request_once_per_period(tmp_path: Pat
             assert (await host.client.post(link, json={"resumeValue": {"action": "accept"}})).status_code == 200
         await host.until(lambda: any(s.reason == "nothing_waiting" for s in settled), "the next period")
         assert len([m for r, m in host.smtp.mails if r == ["alice@example.com"]]) == 1
+
+
+async def test_a_digest_finds_a_persons_request_behind_a_backlog_of_others(tmp_path: Path) -> None:
+    people = {"alice": {"email": "alice@example.com", "digestEveryMs": 1000}}
+    routes = [{"match": {"workflowId": "expense"}, "notify": ["alice"]}]
+    workflows = [gate("expense"), gate("backlog", title="Someone else's request")]
+    async with notify_host(tmp_path, routes=routes, workflows=workflows, people=people, with_teams=False) as host:
+        # 500 older requests wait in the tenant, none of them on alice (the inbox's largest page).
+        for _ in range(10):
+            await asyncio.gather(*(host.start_gate("backlog") for _ in range(50)))
+        _, mine = await host.start_gate()
+        await host.until(lambda: len(host.smtp.mails) == 1, "alice's digest", timeout=30)
+        ((rcpts, digest),) = host.smtp.mails
+        assert rcpts == ["alice@example.com"] and digest["Subject"] == "1 request waiting for you"
+        (link,) = LINK.findall(mail_parts(digest)[0])
+        seen = (await host.client.get(link, headers={"Accept": "application/json"})).json()
+        assert seen["interruptId"] == mine.interrupt_id
+
+
+async def test_a_digest_leaves_out_a_request_the_person_already_voted_on(tmp_path: Path) -> None:
+    people = {
+        "alice": {"email": "alice@example.com", "digestEveryMs": 2000},
+        "bob": {"email": "bob@example.com"},
+    }
+    quorum = gate("quorum", requiredApprovals=2, approversList=["alice", "bob"])
+    workflows = [quorum, gate("plain", approversList=["alice"])]
+    async with notify_host(tmp_path, routes=[], workflows=workflows, people=people, with_teams=False) as host:
+        await asyncio.sleep((2000 - time.time() * 1000 % 2000 + 20) / 1000)
+        _, voted = await host.start_gate("quorum")
+        _, waiting = await host.start_gate("plain")
+        alice = Principal(id="alice", tenant="default", scopes=frozenset({"approvals:respond"}))
+        result = await host.engine.resolve(alice, {"action": "accept"}, interrupt_id=voted.interrupt_id)
+        assert result["status"] == "pending", "the quorum still waits on bob"
+        await host.until(lambda: any(r == ["alice@example.com"] for r, _ in host.smtp.mails), "alice's digest")
+        (digest,) = [m for r, m in host.smtp.mails if r == ["alice@example.com"]]
+        assert digest["Subject"] == "1 request waiting for you"
+        (link,) = LINK.findall(mail_parts(digest)[0])
+        seen = (await host.client.get(link, headers={"Accept": "application/json"})).json()
+        assert seen["interruptId"] == waiting.interrupt_id

@@ -177,3 +177,33 @@ async def test_a_title_with_line_breaks_cannot_inject_headers(tmp_path: Path) ->
         ((rcpts, message),) = host.smtp.mails
         assert rcpts == ["alice@example.com"] and message["Bcc"] is None
         assert message["Subject"] == "[Approval] Pay Bcc: mallory@example.com now"
+
+
+#: About 1,200 characters of one paragraph, and 440 Japanese characters (1,320 bytes in UTF-8).
+LONG_ASCII = " ".join(f"item{n:03d} costs {n * 7} EUR," for n in range(80))[:1200]
+LONG_JAPANESE = "経費精算の承認をお願いします。" * 29 + "以上です。"
+
+
+@pytest.mark.parametrize("description", [LONG_ASCII, LONG_JAPANESE[:440]], ids=["ascii", "japanese"])
+async def test_a_description_of_one_long_paragraph_is_delivered_whole(tmp_path: Path, description: str) -> None:
+    from bridge.notify.content import what_is_asked
+
+    assert len(description.encode()) > 998 and "\n" not in description
+    wf = gate("expense", description=description)
+    routes = [{"notify": ["alice"], "onUndeliverable": "fail"}]
+    async with notify_host(tmp_path, routes=routes, workflows=[wf], with_teams=False) as host:
+        _, record = await host.start_gate()
+        # The real SMTP server refuses a line over 998 bytes ("500 Line too long"): the mail must still arrive.
+        await host.until(lambda: len(host.smtp.mails) == 1, "alice's mail")
+        (raw,) = host.smtp.raw
+        longest = max(len(line) for line in raw.split(b"\r\n"))
+        assert longest <= 998, f"a line of {longest} bytes"
+        ((_, message),) = host.smtp.mails
+        text, html = mail_parts(message)
+        asked = what_is_asked({"description": description})
+        assert asked in text, "the text part decodes back to the words, unbroken"
+        import html as html_module
+
+        assert html_module.escape(asked) in html
+        current = await host.engine.interrupt_record(record.interrupt_id)
+        assert current is not None and current.open, "the gate still waits for its answer"

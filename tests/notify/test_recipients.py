@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge.core.notices import Audience
 from bridge.notify.config import NotifyConfig, parse_notify_config
-from bridge.notify.recipients import Recipient, recipients_for, targets_to_recipients
+from bridge.notify.recipients import Recipient, audience_of, recipients_for, targets_to_recipients
 
 
 def _config(routes: list[dict[str, Any]]) -> NotifyConfig:
@@ -91,3 +92,19 @@ def test_escalation_targets_follow_the_same_rules() -> None:
     assert targets_to_recipients(config, ["role:director", "role:director", "mallory"], "a") == [
         Recipient("email", "bob@example.com", "bob")
     ]
+
+
+def test_a_persons_audience_names_them_their_roles_and_the_routes_that_reach_them() -> None:
+    config = _config(
+        [
+            {"match": {"workflowId": "expense"}, "notify": ["alice"]},
+            {"match": {"kind": "clarification"}, "notify": ["role:finance"]},
+            {"match": {"workflowId": "hr", "tenant": "b"}, "notify": ["alice"]},
+            {"match": {"workflowId": "ops"}, "notify": ["bob", "role:director"]},
+        ]
+    )
+    assert audience_of(config, "alice", "a") == Audience(
+        "alice", frozenset({"finance"}), (("expense", None), (None, "clarification"))
+    )
+    assert audience_of(config, "alice", "b") is None, "nobody of another tenant"
+    assert audience_of(config, "nobody", "a") is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import time
 from pathlib import Path
 from typing import Any
@@ -182,3 +184,64 @@ async def test_a_gate_that_times_out_has_its_messages_say_so(tmp_path: Path) -> 
         await host.until(lambda: len(host.slack.of("chat.update")) == 1, "the message rewritten")
         (update,) = host.slack.of("chat.update")
         assert "nobody answered in time" in str(update["blocks"]), update["blocks"]
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string of a Web API call's body, however deep."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+async def test_control_sequences_in_a_title_are_shown_as_text_in_every_field_slack_renders(tmp_path: Path) -> None:
+    hostile = "<!channel> Pay now <https://evil.example|Approve> & <!everyone> <@U0BOB>"
+    wf = gate("expense", title=hostile, description=hostile)
+    async with notify_host(tmp_path, routes=[{"notify": ["alice"]}], workflows=[wf], with_teams=False) as host:
+        _, record = await host.start_gate()
+        (post,) = await _posted(host, 1)
+        await host.engine.resolve(SYSTEM, {"action": "reject"}, interrupt_id=record.interrupt_id)
+        await host.until(lambda: bool(host.slack.of("chat.update")), "the message rewritten")
+        for call in [post, *host.slack.of("chat.update")]:
+            assert "&lt;!channel&gt; Pay now &lt;https://evil.example|Approve&gt; &amp;" in call["text"]
+            for text in _strings({k: v for k, v in call.items() if k in ("text", "blocks")}):
+                assert "<" not in text and ">" not in text, text
+
+
+async def test_malformed_signature_headers_are_401_and_decide_nothing(tmp_path: Path) -> None:
+    async with notify_host(tmp_path, routes=[], workflows=[gate("expense")], with_teams=False) as host:
+        _, record = await host.start_gate()
+        body, headers = slack_signed(SIGNING_SECRET, block_action("U0ALICE", "accept", record.interrupt_id))
+        for name, value in (
+            ("X-Slack-Request-Timestamp", b"abc"),
+            ("X-Slack-Request-Timestamp", b"1" * 5000),
+            ("X-Slack-Request-Timestamp", b"-" + headers["X-Slack-Request-Timestamp"].encode()),
+            ("X-Slack-Signature", "v0=\u00e9t\u00e9".encode()),
+            ("X-Slack-Signature", headers["X-Slack-Signature"].encode() + "\u00e9".encode()),
+        ):
+            sent: dict[str, Any] = {**headers, name: value}
+            envelope(await host.client.post(INTERACTIONS, content=body, headers=sent), 401, "unauthenticated")
+        # A body that is no UTF-8, signed as it is.
+        raw = b"payload=\xff\xfe"
+        _, signed = slack_signed(SIGNING_SECRET, {})
+        ts = signed["X-Slack-Request-Timestamp"]
+        mac = hmac.new(SIGNING_SECRET.encode(), f"v0:{ts}:".encode() + raw, hashlib.sha256).hexdigest()
+        sent = {**signed, "X-Slack-Signature": f"v0={mac}"}
+        envelope(await host.client.post(INTERACTIONS, content=raw, headers=sent), 401, "unauthenticated")
+        current = await host.engine.interrupt_record(record.interrupt_id)
+        assert current is not None and current.open and not current.state.get("votes")
+
+
+async def test_a_vote_on_an_open_quorum_shows_the_count_so_far(tmp_path: Path) -> None:
+    wf = gate("expense", requiredApprovals=2, approversList=["alice", "bob"])
+    async with notify_host(tmp_path, routes=[{"notify": ["alice"]}], workflows=[wf], with_teams=False) as host:
+        _, record = await host.start_gate()
+        await _posted(host, 1)
+        r = await _click(host, "U0ALICE", "accept", record.interrupt_id)
+        assert r.status_code == 200, r.text
+        await host.until(lambda: bool(host.slack.of("chat.update")), "the vote shown")
+        (update,) = host.slack.of("chat.update")
+        assert update["blocks"][-1]["elements"][0]["text"] == "alice voted accept (1 of 2)"

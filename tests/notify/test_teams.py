@@ -24,10 +24,11 @@ async def test_the_card_names_the_request_and_opens_its_link(tmp_path: Path) -> 
         assert attachment["contentType"] == "application/vnd.microsoft.card.adaptive"
         card = attachment["content"]
         assert card["type"] == "AdaptiveCard" and card["version"] == "1.4"
-        texts = [b.get("text") for b in card["body"] if b["type"] == "TextBlock"]
+        assert all(b["type"] == "RichTextBlock" for b in card["body"])
+        texts = [b["inlines"][0]["text"] for b in card["body"] if len(b["inlines"]) == 1]
         assert texts == ["[Approval] Approve expense report EXP-1042", "Team offsite, 3 nights, 4 people."]
-        facts = {f["title"]: f["value"] for b in card["body"] if b["type"] == "FactSet" for f in b["facts"]}
-        assert facts["Workflow"] == "expense" and facts["Answer by"].endswith("UTC")
+        facts = {b["inlines"][0]["text"]: b["inlines"][1]["text"] for b in card["body"] if len(b["inlines"]) == 2}
+        assert facts["Workflow: "] == "expense" and facts["Answer by: "].endswith("UTC")
         (action,) = card["actions"]
         assert action["type"] == "Action.OpenUrl" and action["url"].startswith(f"{host.url}/v1/interrupts/")
         page = await host.client.get(action["url"], headers={"Accept": "application/json"})
@@ -48,3 +49,28 @@ async def test_receiver_statuses_decide_retry_or_dead(tmp_path: Path) -> None:
             host.teams.status = status
             outcome = await host.setup.teams.deliver(notice)
             assert outcome.kind == kind, (status, outcome)
+
+
+def _rendered(element: object, container: str = "") -> list[tuple[str, str]]:
+    """``(element type, string)`` for every string a card shows, with the type of the element holding it."""
+    if isinstance(element, list):
+        return [pair for e in element for pair in _rendered(e, container)]
+    if not isinstance(element, dict):
+        return []
+    kind = str(element.get("type", container))
+    out = [(kind, v) for k, v in element.items() if k in ("text", "title", "value") and isinstance(v, str)]
+    return out + [pair for k, v in element.items() if isinstance(v, (list, dict)) for pair in _rendered(v, kind)]
+
+
+async def test_markdown_in_a_request_is_shown_as_text_never_as_a_link(tmp_path: Path) -> None:
+    phish = "[Open the request and approve](https://evil.example/phish) **now**"
+    wf = gate("expense", title=f"Pay {phish}", description=phish)
+    async with notify_host(tmp_path, routes=[{"notify": ["teams:ops"]}], workflows=[wf]) as host:
+        await host.start_gate()
+        await host.until(lambda: len(host.teams.bodies) == 1, "one card")
+        card = host.teams.bodies[0]["attachments"][0]["content"]
+        shown = _rendered(card["body"])
+        hostile = [(kind, text) for kind, text in shown if "evil.example" in text]
+        assert [text for _, text in hostile] == [f"[Approval] Pay {phish}", phish], "shown whole, as written"
+        # Only a TextRun shows text without reading markdown in it (a TextBlock or a fact would make a link).
+        assert {kind for kind, _ in hostile} == {"TextRun"}
