@@ -140,3 +140,38 @@ async def test_a_post_goes_to_the_address_with_the_name_in_host_and_sni_and_foll
     assert str(request.url) == "https://93.184.216.34/in"  # httpx drops the default port
     assert request.headers["host"] == "hooks.example.com"
     assert request.extensions["sni_hostname"] == "hooks.example.com"
+
+
+#: Special-purpose ranges (the IANA registries) that ``ipaddress`` counts as global or misses, each refused.
+SPECIAL = [
+    "fec0::1",  # deprecated site-local
+    "3fff::1",  # documentation (RFC 9637)
+    "2001:db8::1",  # documentation
+    "2001:2::1",  # benchmarking
+    "2001::1",  # IETF protocol assignments (Teredo)
+    "64:ff9b:1::1",  # local-use IPv4/IPv6 translation
+    "100::1",  # discard-only
+    "5f00::1",  # SRv6 SIDs
+    "100.64.0.1",  # shared address space
+    "192.0.0.9",  # IETF protocol assignments
+    "192.0.2.1",  # documentation
+    "192.88.99.1",  # deprecated 6to4 relay anycast
+    "198.18.0.1",  # benchmarking
+    "198.51.100.1",
+    "203.0.113.1",
+    "240.0.0.1",  # reserved
+    "255.255.255.255",
+]
+
+
+@pytest.mark.parametrize("address", SPECIAL)
+def test_every_special_purpose_range_is_refused(address: str) -> None:
+    assert refused_address(ipaddress.ip_address(address)) is not None, address
+    literal = f"[{address}]" if ":" in address else address
+    with pytest.raises(WebhookUrlRejectedError):
+        Egress().check_url(f"https://{literal}/x")
+
+
+def test_public_addresses_next_to_special_ranges_are_admitted() -> None:
+    for address in ("2001:4860:4860::8888", "2606:4700::1111", "1.1.1.1", "100.128.0.1", "198.20.0.1"):
+        assert refused_address(ipaddress.ip_address(address)) is None, address

@@ -2,9 +2,11 @@
 
 A destination is refused (``400 webhook_url_rejected``) unless it is ``https://`` and every address
 its host stands for is globally reachable: RFC 1918, loopback, link-local, IPv6 ULA, shared,
-reserved, multicast and unspecified ranges are refused, as are ``localhost`` (and ``*.localhost``)
-and cloud metadata names. An address spelled otherwise is judged by the address it is: an IPv4
-literal in any spelling ``inet_aton`` reads (``2130706433``, ``0x7f.1``, ``127.1``), an IPv4-mapped
+reserved, multicast and unspecified ranges are refused, and so is every other range of IANA's
+special-purpose registries (:data:`SPECIAL_PURPOSE`: documentation, benchmarking, site-local,
+translation, …), as are ``localhost`` (and ``*.localhost``) and cloud metadata names. An
+address spelled otherwise is judged by the address it is: an IPv4 literal in any spelling ``inet_aton``
+reads (``2130706433``, ``0x7f.1``, ``127.1``), an IPv4-mapped
 IPv6 address (``::ffff:127.0.0.1``, ``::ffff:7f00:1``) and the IPv4 embedded in the IPv4-compatible,
 NAT64 and 6to4 forms. A URL with credentials in it is refused. Names are resolved, every address
 checked, and the connection made to the checked address (:class:`Target`): nothing is resolved twice.
@@ -38,6 +40,42 @@ METADATA_HOSTS = frozenset(
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")
 _COMPATIBLE = ipaddress.IPv6Network("::/96")
+#: Special-purpose ranges (IANA's IPv4 and IPv6 special-purpose address registries) refused by name, whatever
+#: ``ipaddress`` thinks of them: it counts some as global (site-local, ``3fff::/20``, ``192.88.99.0/24``, parts
+#: of ``192.0.0.0/24``), and a range added to the registries later must be named here to be refused.
+SPECIAL_PURPOSE = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "::/128",
+        "::1/128",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "100:0:0:1::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "3fff::/20",
+        "5f00::/16",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
+    )
+)
 #: The longest URL a subscription may name.
 URL_MAX = 2048
 
@@ -110,7 +148,7 @@ def refused_address(ip: Address) -> str | None:
         return "reserved address"
     if isinstance(ip, ipaddress.IPv6Address) and ip in ipaddress.IPv6Network("fc00::/7"):
         return "unique local address"
-    if not ip.is_global:
+    if not ip.is_global or any(ip in net for net in SPECIAL_PURPOSE if net.version == ip.version):
         return "private or special-purpose address"
     return None
 
