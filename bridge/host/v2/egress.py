@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -79,7 +80,12 @@ SPECIAL_PURPOSE = tuple(
 #: The longest URL a subscription may name.
 URL_MAX = 2048
 
+#: How long a name's lookup may take before it counts as failed.
+LOOKUP_TIMEOUT_S = 5.0
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+#: Resolves ``(host, port)`` to its addresses (text), raising :class:`OSError` when the lookup fails.
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 
 
 class WebhookUrlRejectedError(BridgeError):
@@ -87,6 +93,17 @@ class WebhookUrlRejectedError(BridgeError):
 
     code = "webhook_url_rejected"
     status = 400
+
+
+class LookupFailedError(WebhookUrlRejectedError):
+    """400 at registration; at delivery a transient failure, retried: the host's name found no address (an error
+    or no answer in time), which a DNS outage explains as well as a typo."""
+
+
+async def system_lookup(host: str, port: int) -> Sequence[str]:
+    """The addresses of ``host`` from the system resolver (in the event loop's default executor)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +189,13 @@ class Egress:
     """The egress rule of this host (see the module)."""
 
     allow_loopback: bool = False
+    #: Where names are resolved (:func:`system_lookup` when None).
+    resolver: Resolver | None = None
+    lookup_timeout_s: float = LOOKUP_TIMEOUT_S
+
+    def refused(self, ip: Address) -> str | None:
+        """Why a resolved address is refused (a short reason), or None: :func:`refused_address`."""
+        return refused_address(ip)
 
     def check_url(self, url: str) -> tuple[str, str, int, str, Address | None]:
         """``(scheme, host, port, target, literal address or None)`` of an admissible URL, else
@@ -206,16 +230,16 @@ class Egress:
         scheme, host, port, target, literal = self.check_url(url)
         if literal is not None:
             return Target(scheme, host, port, str(literal), target)
-        loop = asyncio.get_running_loop()
         try:
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise WebhookUrlRejectedError("the webhook URL's host does not resolve") from exc
-        addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+            async with asyncio.timeout(self.lookup_timeout_s):
+                found = await (self.resolver or system_lookup)(host, port)
+            addresses = [ipaddress.ip_address(a.split("%", 1)[0]) for a in found]
+        except (OSError, ValueError) as exc:  # TimeoutError is an OSError
+            raise LookupFailedError("the webhook URL's host does not resolve") from exc
         if not addresses:
-            raise WebhookUrlRejectedError("the webhook URL's host does not resolve")
+            raise LookupFailedError("the webhook URL's host does not resolve")
         for ip in addresses:
-            reason = refused_address(ip)
+            reason = self.refused(ip)
             if reason:
                 raise WebhookUrlRejectedError(f"the webhook URL's host resolves to a {reason}")
         return Target(scheme, host, port, str(addresses[0]), target)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ import orjson
 from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.host.v2 import documents, ids
-from bridge.host.v2.egress import Egress, Target, WebhookUrlRejectedError
+from bridge.host.v2.egress import Egress, LookupFailedError, Target, WebhookUrlRejectedError
 from bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
 from bridge.runtime.engine import Engine
 
@@ -65,6 +66,8 @@ class Webhooks:
         self.state = engine.adapter_state(NAMESPACE)
         self._snapshot = Snapshot()
         self._client: httpx.AsyncClient | None = None
+        #: The trust for receivers' certificates (None: the system's).
+        self.tls: ssl.SSLContext | None = None
         self._refresh: asyncio.Task[None] | None = None
         #: Connections opened to receivers (deliveries and verifications), counted before each is tried.
         self.connections = 0
@@ -175,6 +178,8 @@ class Webhooks:
             return DeliveryOutcome.dead("tenant_mismatch")  # never crosses tenants, whatever the row says
         try:
             target = await self.egress.resolve(sub.url)
+        except LookupFailedError:
+            return DeliveryOutcome.retry("dns_error")  # a DNS outage passes: retried like a refused connection
         except WebhookUrlRejectedError:
             return DeliveryOutcome.dead("url_rejected")
         raw = orjson.dumps(notice.payload["body"])
@@ -209,7 +214,9 @@ class Webhooks:
         import httpx  # loaded with the first delivery, not at start-up
 
         if self._client is None:
-            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+            self._client = httpx.AsyncClient(
+                follow_redirects=False, trust_env=False, verify=self.tls if self.tls is not None else True
+            )
         extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
         request = self._client.build_request(
             "POST",

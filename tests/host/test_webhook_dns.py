@@ -1,0 +1,96 @@
+"""Webhook deliveries to named hosts: a failed lookup is retried like a refused connection (only an address the
+egress rule refuses is final), and a pooled TLS connection is reused only for the name it was verified for.
+
+Names resolve through a resolver the test gives the egress rule (no real DNS), to loopback, which the rule here
+admits for names too (:class:`LoopbackNames`); the receiver is uvicorn with TLS from a ``trustme`` CA.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import ssl
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import trustme
+
+from bridge import Engine
+from bridge.host.v2.egress import Address, Egress
+from bridge.host.v2.webhook_delivery import Webhooks
+from tests.conftest import auth
+from tests.host.test_webhooks import LOOPBACK, SECRET, fast_config, register
+from tests.host.v2_scenario import V2, suspended
+from tests.host.webhook_receiver import Receiver, bridge, receiver
+
+
+class LoopbackNames(Egress):
+    """This host's egress rule, but a name that resolves to loopback is admitted (the receivers here)."""
+
+    def refused(self, ip: Address) -> str | None:
+        return None if ip.is_loopback else super().refused(ip)
+
+
+class Names:
+    """A resolver: each name to its addresses; a name in ``failing`` fails that many lookups first."""
+
+    def __init__(self, table: dict[str, Sequence[str]]) -> None:
+        self.table = table
+        self.failing: dict[str, int] = {}
+        self.lookups: list[str] = []
+
+    async def __call__(self, host: str, port: int) -> Sequence[str]:
+        self.lookups.append(host)
+        if self.failing.get(host, 0) > 0:
+            self.failing[host] -= 1
+            raise OSError("SERVFAIL")
+        if host not in self.table:
+            raise OSError("NXDOMAIN")
+        return self.table[host]
+
+
+@contextlib.asynccontextmanager
+async def tls_receiver(tmp: Path, *names: str) -> AsyncIterator[tuple[Receiver, ssl.SSLContext, int]]:
+    """A receiver on 127.0.0.1 whose certificate names ``names`` only; the context that trusts its CA; its port."""
+    ca = trustme.CA()
+    cert = ca.issue_cert(*names)
+    cert.cert_chain_pems[0].write_to_path(str(tmp / "cert.pem"))
+    cert.private_key_pem.write_to_path(str(tmp / "key.pem"))
+    trust = ssl.create_default_context()
+    ca.configure_trust(trust)
+    async with receiver(ssl_certfile=str(tmp / "cert.pem"), ssl_keyfile=str(tmp / "key.pem")) as rec:
+        yield rec, trust, int(rec.url.rsplit(":", 1)[1])
+
+
+def named(hooks: Webhooks, names: Names, trust: ssl.SSLContext) -> None:
+    """Resolve through ``names`` and trust the test CA from now on."""
+    hooks.egress = LoopbackNames(allow_loopback=True, resolver=names)
+    hooks.tls = trust
+
+
+async def test_a_failed_lookup_is_retried_and_the_delivery_arrives(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    engine: Engine = make_engine(fast_config(attempts=4))
+    names = Names({"hook.test": ["127.0.0.1"]})
+    async with tls_receiver(tmp_path, "hook.test") as (rec, trust, port), bridge(engine, LOOPBACK) as http:
+        hooks = engine.notify.channels["webhook"]
+        assert isinstance(hooks, Webhooks)
+        named(hooks, names, trust)
+        resp = await register(http, f"https://hook.test:{port}/a", ["run.started"], secret=SECRET)
+        assert resp.status_code == 201, resp.text
+        names.failing["hook.test"] = 2  # a short outage: the first two attempts find no address
+        await suspended(http)
+        await rec.wait(lambda: len(rec.at("/a")) == 1)
+        assert names.lookups.count("hook.test") == 4  # registration, two failed attempts, the one delivered
+        assert rec.at("/a")[0].headers["openwop-delivery-attempt"] == "3"
+        assert engine.notify.counts[("webhook", "dead")] == 0
+
+
+async def test_an_unresolvable_host_at_registration_is_still_refused(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine: Engine = make_engine(fast_config())
+    async with bridge(engine, LOOPBACK) as http:
+        hooks = engine.notify.channels["webhook"]
+        assert isinstance(hooks, Webhooks)
+        hooks.egress = LoopbackNames(allow_loopback=True, resolver=Names({}))
+        resp = await register(http, "https://nowhere.test/a", ["run.started"], secret=SECRET)
+        assert resp.status_code == 400 and resp.json()["error"] == "webhook_url_rejected", resp.text
