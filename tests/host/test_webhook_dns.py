@@ -7,9 +7,7 @@ admits for names too (:class:`LoopbackNames`); the receiver is uvicorn with TLS 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import ipaddress
 import ssl
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -21,6 +19,7 @@ from bridge.host.v2.egress import Address, Egress
 from bridge.host.v2.webhook_delivery import Webhooks
 from tests.conftest import auth
 from tests.host.test_webhooks import LOOPBACK, SECRET, fast_config, register
+from tests.host.test_webhooks_standard import OLD as WHSEC
 from tests.host.v2_scenario import V2, suspended
 from tests.host.webhook_receiver import Receiver, bridge, receiver
 
@@ -66,7 +65,7 @@ async def tls_receiver(tmp: Path, *names: str) -> AsyncIterator[tuple[Receiver, 
 def named(hooks: Webhooks, names: Names, trust: ssl.SSLContext) -> None:
     """Resolve through ``names`` and trust the test CA from now on."""
     hooks.egress = LoopbackNames(allow_loopback=True, resolver=names)
-    hooks.tls = trust
+    hooks.transport.tls = trust
 
 
 async def test_a_failed_lookup_is_retried_and_the_delivery_arrives(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -94,3 +93,31 @@ async def test_an_unresolvable_host_at_registration_is_still_refused(make_engine
         hooks.egress = LoopbackNames(allow_loopback=True, resolver=Names({}))
         resp = await register(http, "https://nowhere.test/a", ["run.started"], secret=SECRET)
         assert resp.status_code == 400 and resp.json()["error"] == "webhook_url_rejected", resp.text
+
+
+async def test_a_tls_connection_is_reused_only_for_the_name_it_was_verified_for(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The receiver's certificate names ``attacker.example`` only; ``victim.example`` maps to the same address.
+    Another tenant's endpoint challenge to ``attacker.example`` (its answer read whole) leaves a pooled connection:
+    a delivery to ``victim.example`` must not ride on it."""
+    engine: Engine = make_engine(fast_config(attempts=2))
+    names = Names({"attacker.example": ["127.0.0.1"], "victim.example": ["127.0.0.1"]})
+    async with tls_receiver(tmp_path, "attacker.example") as (rec, trust, port), bridge(engine, LOOPBACK) as http:
+        hooks = engine.notify.channels["webhook"]
+        assert isinstance(hooks, Webhooks)
+        named(hooks, names, trust)
+        b = await http.post(
+            "/webhooks",
+            json={
+                "url": f"https://attacker.example:{port}/echo-b",
+                "events": ["run.started"],
+                "secret": WHSEC,
+                "signatureAlgorithms": ["v1", "standard-webhooks-1"],
+            },
+            headers={**auth("other"), **V2},
+        )
+        assert b.status_code == 201, b.text
+        resp = await register(http, f"https://victim.example:{port}/a", ["run.started"], secret=SECRET)
+        assert resp.status_code == 201, resp.text
+        await suspended(http)
+        await rec.wait(lambda: engine.notify.counts[("webhook", "dead")] == 1 or rec.at("/a"))
+        assert rec.at("/a") == []  # refused by TLS every attempt: the certificate is not victim.example's

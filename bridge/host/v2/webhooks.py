@@ -103,7 +103,7 @@ async def _verify(hooks: Webhooks, sub: Subscription) -> None:
     )
     target = await hooks.egress.resolve(sub.url)
     try:
-        status, _, answer = await hooks.post(target, raw, headers, VERIFY_TIMEOUT_S, read=True)
+        status, _, answer = await hooks.transport.post(sub.tenant, target, raw, headers, VERIFY_TIMEOUT_S, read=True)
         echoed = orjson.loads(answer).get("challenge") if 200 <= status < 300 else None
     except Exception as exc:
         raise WebhookEndpointUnverifiedError("the endpoint did not confirm the subscription") from exc
