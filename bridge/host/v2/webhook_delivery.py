@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,8 @@ log = logging.getLogger("bridge.host.v2.webhooks")
 
 #: How often the subscriptions are read again from the store (those registered on other instances).
 REFRESH_S = 2.0
+#: How long a delivery waits, at least, when its tenant or endpoint holds as many as it may (jittered up to twice).
+DEFER_MS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ class Webhooks:
         self._snapshot = Snapshot()
         #: Connections to receivers (:mod:`.webhook_transport`).
         self.transport = Transport()
+        self._rand = random.SystemRandom()
         self._refresh: asyncio.Task[None] | None = None
 
     def install(self) -> None:
@@ -191,12 +195,17 @@ class Webhooks:
             now_ms=now_ms,
         )
         headers["OpenWOP-Delivery-Attempt"] = str(notice.attempt)
-        timeout = self.engine.notify.policy("webhook").timeout_ms / 1000
+        # The worker's own bound on the attempt is this timeout too: end the exchange a little before it.
+        timeout = max(self.engine.notify.policy("webhook").timeout_ms / 1000 - 0.25, 0.5)
         import httpx  # loaded with the first delivery, not at start-up
 
+        slot = self.transport.hold(sub.tenant, target)
+        if slot is None:  # the tenant, or this endpoint of it, holds as many deliveries as it may: wait a turn
+            return DeliveryOutcome.deferred(DEFER_MS + self._rand.randrange(DEFER_MS))
         try:
-            status, retry_after, _ = await self.transport.post(sub.tenant, target, raw, headers, timeout)
-        except httpx.TimeoutException:
+            with slot:
+                status, retry_after, _ = await self.transport.post(sub.tenant, target, raw, headers, timeout)
+        except (httpx.TimeoutException, TimeoutError):
             return DeliveryOutcome.retry("timeout")
         except httpx.HTTPError:
             return DeliveryOutcome.retry("connect_error")

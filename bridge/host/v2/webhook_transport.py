@@ -159,20 +159,20 @@ class Transport:
         self.connections += 1
         pool.using += 1
         try:
-            response = await pool.client.send(request, stream=True, follow_redirects=False)
-            try:
-                answer = b""
-                if read:
-                    async for chunk in response.aiter_bytes():
-                        answer += chunk
-                        if len(answer) >= ANSWER_MAX:
-                            break
-                retry_after = response.headers.get("Retry-After", "")
-                wait = int(retry_after) * 1000 if retry_after.isdigit() else None
-                return response.status_code, wait, answer[:ANSWER_MAX]
-            finally:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(response.aclose(), deadline_s)
+            async with asyncio.timeout(deadline_s):  # connect, TLS, send and read: one deadline for all
+                response = await pool.client.send(request, stream=True, follow_redirects=False)
+                try:
+                    answer = b""
+                    if read:
+                        async for chunk in response.aiter_bytes():
+                            answer += chunk
+                            if len(answer) >= ANSWER_MAX:
+                                break
+                    retry_after = response.headers.get("Retry-After", "")
+                    wait = int(retry_after) * 1000 if retry_after.isdigit() else None
+                    return response.status_code, wait, answer[:ANSWER_MAX]
+                finally:
+                    await response.aclose()
         finally:
             pool.using -= 1
 
