@@ -7,15 +7,21 @@ admits for names too (:class:`LoopbackNames`); the receiver is uvicorn with TLS 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import socket
 import ssl
+import struct
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import pytest
 import trustme
 
 from bridge import Engine
-from bridge.host.v2.egress import Address, Egress
+from bridge.host.v2.egress import Address, Egress, LookupFailedError
+from bridge.host.v2.resolver import AsyncResolver
 from bridge.host.v2.webhook_delivery import Webhooks
 from tests.conftest import auth
 from tests.host.test_webhooks import LOOPBACK, SECRET, fast_config, register
@@ -121,3 +127,60 @@ async def test_a_tls_connection_is_reused_only_for_the_name_it_was_verified_for(
         await suspended(http)
         await rec.wait(lambda: engine.notify.counts[("webhook", "dead")] == 1 or rec.at("/a"))
         assert rec.at("/a") == []  # refused by TLS every attempt: the certificate is not victim.example's
+
+
+class StubDns(asyncio.DatagramProtocol):
+    """A DNS server on 127.0.0.1 (UDP): ``A`` of a name in ``table`` answered; a name under ``stalled`` never is."""
+
+    def __init__(self, table: dict[str, str], stalled: str) -> None:
+        self.table, self.stalled = table, stalled
+        self.transport: Any = None
+        self.unanswered = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        labels, i = [], 12
+        while data[i]:
+            labels.append(data[i + 1 : i + 1 + data[i]].decode())
+            i += 1 + data[i]
+        question = data[12 : i + 5]
+        qtype = struct.unpack("!H", data[i + 1 : i + 3])[0]
+        name = ".".join(labels).lower()
+        if name.endswith(self.stalled):
+            self.unanswered += 1
+            return
+        answers = b""
+        if qtype == 1 and name in self.table:
+            answers = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(self.table[name])
+        rcode = 0 if name in self.table else 3
+        head = data[:2] + struct.pack("!HHHHH", 0x8180 | rcode, 1, 1 if answers else 0, 0, 0)
+        self.transport.sendto(head + question + answers, addr)
+
+
+async def test_a_stalled_lookup_holds_no_thread_and_nothing_queues_behind_it() -> None:
+    """tenant-b's names stop answering: 40 lookups of them hang until their deadline, and meanwhile tenant-a's name
+    resolves and the event loop's executor stays free; each stalled lookup then fails (retried at delivery)."""
+    loop = asyncio.get_running_loop()
+    stub = StubDns({"a.test": "127.0.0.1"}, stalled=".b.test")
+    transport, _ = await loop.create_datagram_endpoint(lambda: stub, local_addr=("127.0.0.1", 0))
+    try:
+        port = transport.get_extra_info("sockname")[1]
+        resolver = AsyncResolver([f"127.0.0.1:{port}"])
+        egress = LoopbackNames(allow_loopback=True, resolver=resolver, lookup_timeout_s=3.0)
+        stalled = [asyncio.create_task(egress.resolve(f"https://h{i}.b.test/x")) for i in range(40)]
+        await asyncio.sleep(0.2)
+        async with asyncio.timeout(2.5):  # before any stalled lookup's deadline
+            target = await egress.resolve("https://a.test/hook")
+            assert await loop.run_in_executor(None, lambda: "free") == "free"
+        assert (target.host, target.address) == ("a.test", "127.0.0.1")
+        assert stub.unanswered >= 40 and not any(t.done() for t in stalled)
+        async with asyncio.timeout(10):
+            failed = await asyncio.gather(*stalled, return_exceptions=True)
+        assert all(isinstance(e, LookupFailedError) for e in failed)
+        with pytest.raises(LookupFailedError):  # a name that does not exist: no address, transient too
+            await egress.resolve("https://missing.test/x")
+        await resolver.aclose()  # c-ares still waits on the stalled names: cancelled while the loop runs
+    finally:
+        transport.close()

@@ -8,8 +8,10 @@ translation, …), as are ``localhost`` (and ``*.localhost``) and cloud metadata
 address spelled otherwise is judged by the address it is: an IPv4 literal in any spelling ``inet_aton``
 reads (``2130706433``, ``0x7f.1``, ``127.1``), an IPv4-mapped
 IPv6 address (``::ffff:127.0.0.1``, ``::ffff:7f00:1``) and the IPv4 embedded in the IPv4-compatible,
-NAT64 and 6to4 forms. A URL with credentials in it is refused. Names are resolved, every address
-checked, and the connection made to the checked address (:class:`Target`): nothing is resolved twice.
+NAT64 and 6to4 forms. A URL with credentials in it is refused. Names are resolved (without threads,
+:mod:`.resolver`, within :data:`LOOKUP_TIMEOUT_S`), every address checked, and the connection made to the
+checked address (:class:`Target`): nothing is resolved twice. A name that finds no address is
+:class:`LookupFailedError`: at delivery a transient failure, retried.
 
 ``allow_loopback`` (``--webhook-allow-loopback``, for local development and tests) admits
 ``http://`` or ``https://`` to an IPv4 loopback literal (``127.x.y.z`` written as four decimals) or
@@ -22,10 +24,11 @@ import asyncio
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from bridge.core.errors import BridgeError
+from bridge.host.v2.resolver import AsyncResolver
 
 #: Names of cloud metadata services (their addresses are link-local or private, refused as such too).
 METADATA_HOSTS = frozenset(
@@ -98,12 +101,6 @@ class WebhookUrlRejectedError(BridgeError):
 class LookupFailedError(WebhookUrlRejectedError):
     """400 at registration; at delivery a transient failure, retried: the host's name found no address (an error
     or no answer in time), which a DNS outage explains as well as a typo."""
-
-
-async def system_lookup(host: str, port: int) -> Sequence[str]:
-    """The addresses of ``host`` from the system resolver (in the event loop's default executor)."""
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(info[4][0]) for info in infos]
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,8 +186,8 @@ class Egress:
     """The egress rule of this host (see the module)."""
 
     allow_loopback: bool = False
-    #: Where names are resolved (:func:`system_lookup` when None).
-    resolver: Resolver | None = None
+    #: Where names are resolved: c-ares, without threads (:class:`~bridge.host.v2.resolver.AsyncResolver`).
+    resolver: Resolver = field(default_factory=AsyncResolver)
     lookup_timeout_s: float = LOOKUP_TIMEOUT_S
 
     def refused(self, ip: Address) -> str | None:
@@ -232,7 +229,7 @@ class Egress:
             return Target(scheme, host, port, str(literal), target)
         try:
             async with asyncio.timeout(self.lookup_timeout_s):
-                found = await (self.resolver or system_lookup)(host, port)
+                found = await self.resolver(host, port)
             addresses = [ipaddress.ip_address(a.split("%", 1)[0]) for a in found]
         except (OSError, ValueError) as exc:  # TimeoutError is an OSError
             raise LookupFailedError("the webhook URL's host does not resolve") from exc

@@ -28,6 +28,7 @@ from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.host.v2 import documents, ids
 from bridge.host.v2.egress import Egress, LookupFailedError, WebhookUrlRejectedError
+from bridge.host.v2.resolver import AsyncResolver
 from bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
 from bridge.host.v2.webhook_transport import Transport
 from bridge.runtime.engine import Engine
@@ -91,6 +92,8 @@ class Webhooks:
                 await self._refresh
             self._refresh = None
         await self.transport.aclose()
+        if isinstance(self.egress.resolver, AsyncResolver):
+            await self.egress.resolver.aclose()
 
     @property
     def connections(self) -> int:
