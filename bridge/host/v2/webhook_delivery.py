@@ -41,7 +41,7 @@ log = logging.getLogger("bridge.host.v2.webhooks")
 #: How often the subscriptions are read again from the store (those registered on other instances).
 REFRESH_S = 2.0
 #: How long a delivery waits, at least, when its tenant or endpoint holds as many as it may (jittered up to twice).
-DEFER_MS = 500
+DEFER_MS = 1000
 
 
 @dataclass(frozen=True, slots=True)

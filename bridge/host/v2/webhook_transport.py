@@ -11,7 +11,7 @@ drips its answer a byte at a time holds its connection no longer than one that n
 
 One tenant holds at most :data:`TENANT_SLOTS` deliveries in flight, and :data:`ENDPOINT_SLOTS` to one endpoint
 (scheme, host and port); a delivery past either bound is not attempted now (:meth:`Transport.hold` gives None)
-and comes due again a moment later, its attempt uncounted. A tenant's endpoint challenges are bounded apart
+and comes due again a second or two later, its attempt uncounted. A tenant's endpoint challenges are bounded apart
 (:data:`VERIFY_SLOTS`). So a tenant's hung endpoints hold a few connections of their own and no one else's.
 """
 
@@ -21,9 +21,9 @@ import asyncio
 import contextlib
 import ssl
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from bridge.host.v2.egress import Target
 
@@ -40,6 +40,23 @@ VERIFY_SLOTS = 4
 MAX_POOLS = 256
 #: The most bytes of a receiver's answer read (a verification's JSON; a delivery's is not read).
 ANSWER_MAX = 16 * 1024
+
+
+_K = TypeVar("_K", bound=Hashable)
+
+
+@contextlib.contextmanager
+def _counted(table: dict[_K, int], key: _K) -> Iterator[None]:
+    """Count one more under ``key`` while the block runs (the key is dropped at zero)."""
+    table[key] = table.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        left = table[key] - 1
+        if left:
+            table[key] = left
+        else:
+            del table[key]
 
 
 @dataclass(slots=True)
@@ -77,19 +94,6 @@ class Transport:
 
     # --- bounds -----------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _held(self, counts: dict[str, int] | dict[tuple[str, str, str, int], int], key: object) -> Iterator[None]:
-        table: dict[object, int] = counts  # type: ignore[assignment]
-        table[key] = table.get(key, 0) + 1
-        try:
-            yield
-        finally:
-            left = table[key] - 1
-            if left:
-                table[key] = left
-            else:
-                del table[key]
-
     def hold(self, tenant: str, target: Target) -> contextlib.ExitStack | None:
         """A delivery slot of ``tenant`` to ``target``'s endpoint (release it by closing it), or None when the tenant
         or the endpoint holds as many as it may."""
@@ -97,8 +101,8 @@ class Transport:
         if self._tenants.get(tenant, 0) >= self.per_tenant or self._endpoints.get(endpoint, 0) >= self.per_endpoint:
             return None
         stack = contextlib.ExitStack()
-        stack.enter_context(self._held(self._tenants, tenant))
-        stack.enter_context(self._held(self._endpoints, endpoint))
+        stack.enter_context(_counted(self._tenants, tenant))
+        stack.enter_context(_counted(self._endpoints, endpoint))
         return stack
 
     def hold_verification(self, tenant: str) -> contextlib.ExitStack | None:
@@ -106,7 +110,7 @@ class Transport:
         if self._verifying.get(tenant, 0) >= self.verify_per_tenant:
             return None
         stack = contextlib.ExitStack()
-        stack.enter_context(self._held(self._verifying, tenant))
+        stack.enter_context(_counted(self._verifying, tenant))
         return stack
 
     # --- requests ---------------------------------------------------------------------
