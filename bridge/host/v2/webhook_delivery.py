@@ -20,7 +20,7 @@ import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -32,9 +32,6 @@ from bridge.host.v2.resolver import AsyncResolver
 from bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
 from bridge.host.v2.webhook_transport import Transport
 from bridge.runtime.engine import Engine
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger("bridge.host.v2.webhooks")
 
