@@ -19,6 +19,7 @@ from bridge.host.v2.webhook_transport import ENDPOINT_SLOTS, TENANT_SLOTS, VERIF
 from bridge.runtime.config import EngineConfig
 from tests.conftest import auth
 from tests.host.hostile import hostile
+from tests.host.test_v2_openapi_bodies import _document
 from tests.host.test_webhooks import LOOPBACK, SECRET, register
 from tests.host.test_webhooks_standard import OLD as WHSEC
 from tests.host.v2_scenario import V2, suspended
@@ -77,5 +78,7 @@ async def test_a_dripping_endpoint_challenge_ends_by_its_deadline_and_challenges
         limited = [r for r in answers if r.status_code == 429]
         assert len(limited) >= 100 - VERIFY_SLOTS and drip.accepted <= VERIFY_SLOTS
         assert {r.json()["error"] for r in limited} == {"rate_limited"}
+        doc = await _document(http)  # the 429 is one the v2 document promises, envelope and all
+        assert doc.problems("/webhooks", "post", limited[0].json(), "429") == []
         assert all(int(r.headers["retry-after"]) > 0 for r in limited)
         assert {r.json()["error"] for r in answers if r.status_code != 429} == {"webhook_endpoint_unverified"}
