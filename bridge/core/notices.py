@@ -82,11 +82,13 @@ class DeliveryOutcome:
 
     ``delivered``: done. ``retry``: try again later (after ``after_ms`` if the receiver said
     when, else per the channel's backoff); once the attempts are spent it becomes a dead letter.
-    ``dead``: give up now (a permanent refusal). ``reason`` is a short, content-free code such as
+    ``dead``: give up now (a permanent refusal). ``deferred``: not attempted (the channel holds as much for
+    that tenant or destination as it may): due again after ``after_ms``, the attempt not counted. ``reason``
+    is a short, content-free code such as
     ``http_503`` or ``timeout``: it is stored and shown, so it never carries an address or a body.
     """
 
-    kind: Literal["delivered", "retry", "dead"]
+    kind: Literal["delivered", "retry", "dead", "deferred"]
     reason: str = ""
     after_ms: int | None = None
 
@@ -104,6 +106,11 @@ class DeliveryOutcome:
     def dead(reason: str) -> DeliveryOutcome:
         """A failure no retry will mend."""
         return DeliveryOutcome("dead", reason[:ERROR_MAX])
+
+    @staticmethod
+    def deferred(after_ms: int) -> DeliveryOutcome:
+        """Not attempted now, and not counted as an attempt: due again after ``after_ms``."""
+        return DeliveryOutcome("deferred", "", after_ms)
 
 
 @dataclass(frozen=True, slots=True)

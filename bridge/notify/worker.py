@@ -231,6 +231,10 @@ class OutboxWorker:
         with telemetry.notice_span(notice) as span:
             outcome = await self._deliver(notice, policy)
             now = self._clock.now_ms()
+            if outcome.kind == "deferred":  # the channel did not attempt it: given back, its attempt uncounted
+                with contextlib.suppress(Exception):
+                    await self._store.outbox_release([notice.notice_id], self._owner, now + (outcome.after_ms or 0))
+                return
             status, next_ms = "delivered", now
             if outcome.kind == "dead" or (outcome.kind == "retry" and notice.attempt >= policy.max_attempts):
                 status = "dead"

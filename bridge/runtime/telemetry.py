@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -132,9 +133,42 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(body, default=str)
 
 
+#: A URL in a log message: its scheme and host are kept, credentials, path, query and fragment cut.
+_URL = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)(?:[^/\s@?#\"'<>]*@)?([^/\s?#\"'<>]+)[^\s\"'<>]*")
+#: The loggers of the HTTP client every outbound call goes through (webhooks, Slack, Teams), and Slack's own.
+HTTP_CLIENT_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "slack_sdk",
+)
+
+
+class RedactUrls(logging.Filter):
+    """Cuts every URL in a record down to its scheme and host: webhook paths and queries, Slack webhook paths
+    and Teams Workflows signatures (``sig=``) are secrets."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = _URL.sub(r"\1\2", message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+_REDACT = RedactUrls()
+for _name in HTTP_CLIENT_LOGGERS:  # whoever configures logging, these never log a path or a query
+    logging.getLogger(_name).addFilter(_REDACT)
+
+
 def configure_logging(level: str = "info", fmt: str = "text") -> None:
-    """Set up the root logger for the server."""
+    """Set up the root logger for the server: the HTTP client's loggers at ``WARNING`` whatever ``level`` is, and
+    every URL any logger writes cut to its scheme and host."""
     handler = logging.StreamHandler()
+    handler.addFilter(_REDACT)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
@@ -142,3 +176,5 @@ def configure_logging(level: str = "info", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    for name in HTTP_CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

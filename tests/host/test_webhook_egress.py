@@ -15,7 +15,8 @@ import pytest
 
 from bridge import Engine
 from bridge.host.v2.egress import Egress, Target, WebhookUrlRejectedError, refused_address
-from bridge.host.v2.webhook_delivery import Webhooks, WebhookSettings
+from bridge.host.v2.webhook_delivery import WebhookSettings
+from bridge.host.v2.webhook_transport import Transport
 from tests.host.test_webhooks import SECRET, fast_config, register
 from tests.host.v2_scenario import suspended
 from tests.host.webhook_receiver import bridge, receiver
@@ -119,7 +120,7 @@ def test_a_target_connects_to_the_checked_address_under_its_name() -> None:
     assert (v6.url, v6.host_header) == ("https://[2606:2800:220:1::1]:8443/", "hooks.example.com:8443")
 
 
-async def test_a_post_goes_to_the_address_with_the_name_in_host_and_sni_and_follows_nothing(make_engine) -> None:  # type: ignore[no-untyped-def]
+async def test_a_post_goes_to_the_address_with_the_name_in_host_and_sni_and_follows_nothing() -> None:
     """The one place a transport stands in for the network: a public address is out of reach here."""
     seen: list[httpx.Request] = []
 
@@ -127,16 +128,49 @@ async def test_a_post_goes_to_the_address_with_the_name_in_host_and_sni_and_foll
         seen.append(request)
         return httpx.Response(302, headers={"Location": "https://elsewhere.example/"})
 
-    engine: Engine = make_engine(fast_config())
-    hooks = Webhooks(engine, WebhookSettings())
-    hooks._client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    transport = Transport(network=httpx.MockTransport(answer))
     try:
         target = Target("https", "hooks.example.com", 443, "93.184.216.34", "/in")
-        status, _, _ = await hooks.post(target, b"{}", {"Content-Type": "application/json"}, 5)
+        status, _, _ = await transport.post("default", target, b"{}", {"Content-Type": "application/json"}, 5)
     finally:
-        await hooks._client.aclose()
+        await transport.aclose()
     assert status == 302 and len(seen) == 1  # the redirect is an answer, not followed
     [request] = seen
     assert str(request.url) == "https://93.184.216.34/in"  # httpx drops the default port
     assert request.headers["host"] == "hooks.example.com"
     assert request.extensions["sni_hostname"] == "hooks.example.com"
+
+
+#: Special-purpose ranges (the IANA registries) that ``ipaddress`` counts as global or misses, each refused.
+SPECIAL = [
+    "fec0::1",  # deprecated site-local
+    "3fff::1",  # documentation (RFC 9637)
+    "2001:db8::1",  # documentation
+    "2001:2::1",  # benchmarking
+    "2001::1",  # IETF protocol assignments (Teredo)
+    "64:ff9b:1::1",  # local-use IPv4/IPv6 translation
+    "100::1",  # discard-only
+    "5f00::1",  # SRv6 SIDs
+    "100.64.0.1",  # shared address space
+    "192.0.0.9",  # IETF protocol assignments
+    "192.0.2.1",  # documentation
+    "192.88.99.1",  # deprecated 6to4 relay anycast
+    "198.18.0.1",  # benchmarking
+    "198.51.100.1",
+    "203.0.113.1",
+    "240.0.0.1",  # reserved
+    "255.255.255.255",
+]
+
+
+@pytest.mark.parametrize("address", SPECIAL)
+def test_every_special_purpose_range_is_refused(address: str) -> None:
+    assert refused_address(ipaddress.ip_address(address)) is not None, address
+    literal = f"[{address}]" if ":" in address else address
+    with pytest.raises(WebhookUrlRejectedError):
+        Egress().check_url(f"https://{literal}/x")
+
+
+def test_public_addresses_next_to_special_ranges_are_admitted() -> None:
+    for address in ("2001:4860:4860::8888", "2606:4700::1111", "1.1.1.1", "100.128.0.1", "198.20.0.1"):
+        assert refused_address(ipaddress.ip_address(address)) is None, address

@@ -93,10 +93,10 @@ class Receiver:
 
 
 @contextlib.asynccontextmanager
-async def receiver() -> AsyncIterator[Receiver]:
-    """A receiver served by uvicorn on 127.0.0.1."""
+async def receiver(**options: Any) -> AsyncIterator[Receiver]:
+    """A receiver served by uvicorn on 127.0.0.1 (``options`` go to uvicorn's Config: TLS files, say)."""
     rec = Receiver()
-    async with uvicorn_server(rec.app()) as url:
+    async with uvicorn_server(rec.app(), **options) as url:
         rec.url = url
         yield rec
 

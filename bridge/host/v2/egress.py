@@ -2,12 +2,16 @@
 
 A destination is refused (``400 webhook_url_rejected``) unless it is ``https://`` and every address
 its host stands for is globally reachable: RFC 1918, loopback, link-local, IPv6 ULA, shared,
-reserved, multicast and unspecified ranges are refused, as are ``localhost`` (and ``*.localhost``)
-and cloud metadata names. An address spelled otherwise is judged by the address it is: an IPv4
-literal in any spelling ``inet_aton`` reads (``2130706433``, ``0x7f.1``, ``127.1``), an IPv4-mapped
+reserved, multicast and unspecified ranges are refused, and so is every other range of IANA's
+special-purpose registries (:data:`SPECIAL_PURPOSE`: documentation, benchmarking, site-local,
+translation, …), as are ``localhost`` (and ``*.localhost``) and cloud metadata names. An
+address spelled otherwise is judged by the address it is: an IPv4 literal in any spelling ``inet_aton``
+reads (``2130706433``, ``0x7f.1``, ``127.1``), an IPv4-mapped
 IPv6 address (``::ffff:127.0.0.1``, ``::ffff:7f00:1``) and the IPv4 embedded in the IPv4-compatible,
-NAT64 and 6to4 forms. A URL with credentials in it is refused. Names are resolved, every address
-checked, and the connection made to the checked address (:class:`Target`): nothing is resolved twice.
+NAT64 and 6to4 forms. A URL with credentials in it is refused. Names are resolved (without threads,
+:mod:`.resolver`, within :data:`LOOKUP_TIMEOUT_S`), every address checked, and the connection made to the
+checked address (:class:`Target`): nothing is resolved twice. A name that finds no address is
+:class:`LookupFailedError`: at delivery a transient failure, retried.
 
 ``allow_loopback`` (``--webhook-allow-loopback``, for local development and tests) admits
 ``http://`` or ``https://`` to an IPv4 loopback literal (``127.x.y.z`` written as four decimals) or
@@ -19,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from bridge.core.errors import BridgeError
+from bridge.host.v2.resolver import AsyncResolver
 
 #: Names of cloud metadata services (their addresses are link-local or private, refused as such too).
 METADATA_HOSTS = frozenset(
@@ -38,10 +44,51 @@ METADATA_HOSTS = frozenset(
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")
 _COMPATIBLE = ipaddress.IPv6Network("::/96")
+#: Special-purpose ranges (IANA's IPv4 and IPv6 special-purpose address registries) refused by name, whatever
+#: ``ipaddress`` thinks of them: it counts some as global (site-local, ``3fff::/20``, ``192.88.99.0/24``, parts
+#: of ``192.0.0.0/24``), and a range added to the registries later must be named here to be refused.
+SPECIAL_PURPOSE = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "::/128",
+        "::1/128",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "100:0:0:1::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "3fff::/20",
+        "5f00::/16",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
+    )
+)
 #: The longest URL a subscription may name.
 URL_MAX = 2048
 
+#: How long a name's lookup may take before it counts as failed.
+LOOKUP_TIMEOUT_S = 5.0
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+#: Resolves ``(host, port)`` to its addresses (text), raising :class:`OSError` when the lookup fails.
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 
 
 class WebhookUrlRejectedError(BridgeError):
@@ -49,6 +96,11 @@ class WebhookUrlRejectedError(BridgeError):
 
     code = "webhook_url_rejected"
     status = 400
+
+
+class LookupFailedError(WebhookUrlRejectedError):
+    """400 at registration; at delivery a transient failure, retried: the host's name found no address (an error
+    or no answer in time), which a DNS outage explains as well as a typo."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +162,7 @@ def refused_address(ip: Address) -> str | None:
         return "reserved address"
     if isinstance(ip, ipaddress.IPv6Address) and ip in ipaddress.IPv6Network("fc00::/7"):
         return "unique local address"
-    if not ip.is_global:
+    if not ip.is_global or any(ip in net for net in SPECIAL_PURPOSE if net.version == ip.version):
         return "private or special-purpose address"
     return None
 
@@ -134,6 +186,13 @@ class Egress:
     """The egress rule of this host (see the module)."""
 
     allow_loopback: bool = False
+    #: Where names are resolved: c-ares, without threads (:class:`~bridge.host.v2.resolver.AsyncResolver`).
+    resolver: Resolver = field(default_factory=AsyncResolver)
+    lookup_timeout_s: float = LOOKUP_TIMEOUT_S
+
+    def refused(self, ip: Address) -> str | None:
+        """Why a resolved address is refused (a short reason), or None: :func:`refused_address`."""
+        return refused_address(ip)
 
     def check_url(self, url: str) -> tuple[str, str, int, str, Address | None]:
         """``(scheme, host, port, target, literal address or None)`` of an admissible URL, else
@@ -168,16 +227,16 @@ class Egress:
         scheme, host, port, target, literal = self.check_url(url)
         if literal is not None:
             return Target(scheme, host, port, str(literal), target)
-        loop = asyncio.get_running_loop()
         try:
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise WebhookUrlRejectedError("the webhook URL's host does not resolve") from exc
-        addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+            async with asyncio.timeout(self.lookup_timeout_s):
+                found = await self.resolver(host, port)
+            addresses = [ipaddress.ip_address(a.split("%", 1)[0]) for a in found]
+        except (OSError, ValueError) as exc:  # TimeoutError is an OSError
+            raise LookupFailedError("the webhook URL's host does not resolve") from exc
         if not addresses:
-            raise WebhookUrlRejectedError("the webhook URL's host does not resolve")
+            raise LookupFailedError("the webhook URL's host does not resolve")
         for ip in addresses:
-            reason = refused_address(ip)
+            reason = self.refused(ip)
             if reason:
                 raise WebhookUrlRejectedError(f"the webhook URL's host resolves to a {reason}")
         return Target(scheme, host, port, str(addresses[0]), target)

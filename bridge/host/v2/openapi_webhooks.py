@@ -63,7 +63,7 @@ def webhook_paths(op: Callable[..., dict[str, Any]], errors: Callable[..., dict[
                 "Subscribe a URL to run events of the caller's tenant (scope webhooks:manage)",
                 {
                     "201": json_response(_REGISTERED),
-                    **errors(400, 401, 403, 413, 415),
+                    **errors(400, 401, 403, 413, 415, 429),
                 },
                 [],
                 body_of(RegisterBody),

@@ -8,8 +8,8 @@ the same on every attempt.
 
 The channel signs from the subscription as it stands when it sends (a rotation counts at once; an
 unregistered subscription's notices are dead-lettered ``subscription_deleted``), checks the URL again
-under :mod:`.egress` and connects to the address it checked, naming the host in ``Host`` and SNI.
-It never follows a redirect: a ``3xx`` is a failed attempt like any non-``2xx``.
+under :mod:`.egress` and connects to the address it checked, naming the host in ``Host`` and SNI, through
+:mod:`.webhook_transport`. It never follows a redirect: a ``3xx`` is a failed attempt like any non-``2xx``.
 """
 
 from __future__ import annotations
@@ -17,28 +17,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.host.v2 import documents, ids
-from bridge.host.v2.egress import Egress, Target, WebhookUrlRejectedError
+from bridge.host.v2.egress import Egress, LookupFailedError, WebhookUrlRejectedError
+from bridge.host.v2.resolver import AsyncResolver
 from bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
+from bridge.host.v2.webhook_transport import Transport
 from bridge.runtime.engine import Engine
-
-if TYPE_CHECKING:
-    import httpx
 
 log = logging.getLogger("bridge.host.v2.webhooks")
 
 #: How often the subscriptions are read again from the store (those registered on other instances).
 REFRESH_S = 2.0
-#: The most bytes of a receiver's answer read (a verification's JSON; a delivery's is not read).
-ANSWER_MAX = 16 * 1024
+#: How long a delivery waits, at least, when its tenant or endpoint holds as many as it may (jittered up to twice).
+DEFER_MS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +64,10 @@ class Webhooks:
         self.egress = Egress(settings.allow_loopback)
         self.state = engine.adapter_state(NAMESPACE)
         self._snapshot = Snapshot()
-        self._client: httpx.AsyncClient | None = None
+        #: Connections to receivers (:mod:`.webhook_transport`).
+        self.transport = Transport()
+        self._rand = random.SystemRandom()
         self._refresh: asyncio.Task[None] | None = None
-        #: Connections opened to receivers (deliveries and verifications), counted before each is tried.
-        self.connections = 0
 
     def install(self) -> None:
         """Plan and deliver through the engine's outbox."""
@@ -88,9 +88,14 @@ class Webhooks:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._refresh
             self._refresh = None
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self.transport.aclose()
+        if isinstance(self.egress.resolver, AsyncResolver):
+            await self.egress.resolver.aclose()
+
+    @property
+    def connections(self) -> int:
+        """Requests sent to receivers (deliveries and verifications), counted before each is tried."""
+        return self.transport.connections
 
     async def _refreshing(self) -> None:
         while True:
@@ -175,6 +180,8 @@ class Webhooks:
             return DeliveryOutcome.dead("tenant_mismatch")  # never crosses tenants, whatever the row says
         try:
             target = await self.egress.resolve(sub.url)
+        except LookupFailedError:
+            return DeliveryOutcome.retry("dns_error")  # a DNS outage passes: retried like a refused connection
         except WebhookUrlRejectedError:
             return DeliveryOutcome.dead("url_rejected")
         raw = orjson.dumps(notice.payload["body"])
@@ -188,49 +195,20 @@ class Webhooks:
             now_ms=now_ms,
         )
         headers["OpenWOP-Delivery-Attempt"] = str(notice.attempt)
-        timeout = self.engine.notify.policy("webhook").timeout_ms / 1000
+        # The worker's own bound on the attempt is this timeout too: end the exchange a little before it.
+        timeout = max(self.engine.notify.policy("webhook").timeout_ms / 1000 - 0.25, 0.5)
         import httpx  # loaded with the first delivery, not at start-up
 
+        slot = self.transport.hold(sub.tenant, target)
+        if slot is None:  # the tenant, or this endpoint of it, holds as many deliveries as it may: wait a turn
+            return DeliveryOutcome.deferred(DEFER_MS + self._rand.randrange(DEFER_MS))
         try:
-            status, retry_after, _ = await self.post(target, raw, headers, timeout)
-        except httpx.TimeoutException:
+            with slot:
+                status, retry_after, _ = await self.transport.post(sub.tenant, target, raw, headers, timeout)
+        except (httpx.TimeoutException, TimeoutError):
             return DeliveryOutcome.retry("timeout")
         except httpx.HTTPError:
             return DeliveryOutcome.retry("connect_error")
         if 200 <= status < 300:
             return DeliveryOutcome.delivered()
         return DeliveryOutcome.retry(f"http_{status}", retry_after)
-
-    async def post(
-        self, target: Target, raw: bytes, headers: dict[str, str], timeout: float, *, read: bool = False
-    ) -> tuple[int, int | None, bytes]:
-        """POST ``raw`` to the checked address, never following a redirect: ``(status, Retry-After in ms, the
-        answer's first :data:`ANSWER_MAX` bytes when ``read``, else nothing)``."""
-        import httpx  # loaded with the first delivery, not at start-up
-
-        if self._client is None:
-            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
-        extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
-        request = self._client.build_request(
-            "POST",
-            target.url,
-            content=raw,
-            headers={**headers, "Host": target.host_header},
-            extensions=extensions,
-            timeout=httpx.Timeout(timeout),
-        )
-        self.connections += 1
-        response = await self._client.send(request, stream=True, follow_redirects=False)
-        try:
-            answer = b""
-            if read:
-                async for chunk in response.aiter_bytes():
-                    answer += chunk
-                    if len(answer) >= ANSWER_MAX:
-                        break
-            retry_after = response.headers.get("Retry-After", "")
-            wait = int(retry_after) * 1000 if retry_after.isdigit() else None
-            return response.status_code, wait, answer[:ANSWER_MAX]
-        finally:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(response.aclose(), timeout)

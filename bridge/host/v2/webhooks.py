@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
-from bridge.core.errors import BridgeError, ForbiddenError, NotFoundError, ValidationError
+from bridge.core.errors import BridgeError, ForbiddenError, NotFoundError, RateLimitedError, ValidationError
 from bridge.host.http.body import ClosedModel, parse, read_json
 from bridge.host.http.deps import engine, int_param, principal
 from bridge.host.http.responses import JSONResponse
@@ -93,7 +93,8 @@ def _algorithms(body: RegisterBody) -> tuple[str, ...]:
 
 
 async def _verify(hooks: Webhooks, sub: Subscription) -> None:
-    """Send the endpoint challenge; unless a 2xx echoes it in time, refuse (nothing stored, no retry)."""
+    """Send the endpoint challenge; unless a 2xx echoes it within :data:`VERIFY_TIMEOUT_S` (the whole exchange),
+    refuse (nothing stored, no retry). A tenant with as many challenges in flight as it may is ``429``."""
     challenge = base64.urlsafe_b64encode(secrets.token_bytes(24)).decode().rstrip("=")
     raw = orjson.dumps({"type": "webhook.verification", "challenge": challenge})
     now_ms = hooks.engine.clock.now_ms()
@@ -102,10 +103,20 @@ async def _verify(hooks: Webhooks, sub: Subscription) -> None:
         sub, message_id=message_id, event_type=None, timestamp=now_ms // 1000, raw=raw, now_ms=now_ms
     )
     target = await hooks.egress.resolve(sub.url)
+    slot = hooks.transport.hold_verification(sub.tenant)
+    if slot is None:
+        raise RateLimitedError(
+            "this tenant has as many endpoint challenges in flight as it may; try again shortly",
+            int(VERIFY_TIMEOUT_S),
+            details={"max": hooks.transport.verify_per_tenant},
+        )
     try:
-        status, _, answer = await hooks.post(target, raw, headers, VERIFY_TIMEOUT_S, read=True)
+        with slot:
+            status, _, answer = await hooks.transport.post(
+                sub.tenant, target, raw, headers, VERIFY_TIMEOUT_S, read=True
+            )
         echoed = orjson.loads(answer).get("challenge") if 200 <= status < 300 else None
-    except Exception as exc:
+    except Exception as exc:  # a timeout of the whole exchange included
         raise WebhookEndpointUnverifiedError("the endpoint did not confirm the subscription") from exc
     if echoed != challenge:
         raise WebhookEndpointUnverifiedError("the endpoint did not confirm the subscription")
