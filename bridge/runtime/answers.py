@@ -80,7 +80,7 @@ class AnswerService:
         interrupt settled, ``pending`` when a quorum vote or an ``ask`` left it open.
         """
         principal.require("approvals:respond")
-        with self._arrivals.answering(run_id if interrupt_id is None else None) as me:
+        with self._arrivals.answering() as me:
             return await self._resolve(me, principal, value, run_id, node_id, interrupt_id, idempotency_key)
 
     async def _resolve(
@@ -93,7 +93,6 @@ class AnswerService:
         interrupt_id: str | None,
         idempotency_key: str | None,
     ) -> dict[str, Any]:
-        by_address = interrupt_id is None
         if interrupt_id is not None:
             run = None if run_id is None else await self._runs.visible_run(run_id, principal)
             current = await self._k.store.get_interrupt(interrupt_id)
@@ -110,7 +109,7 @@ class AnswerService:
             # An answer answers the turn open when it came, or the earlier turn its messageId names:
             # decided on that turn's row, a turn already taken is 409, never the next turn's answer.
             current = await self._named_turn(current, value)
-            if by_address and not names_its_turn(value):
+            if not names_its_turn(value):
                 current = await self._open_when_arrived(me, current)
             interrupt_id = current.interrupt_id
         answer = Answer(

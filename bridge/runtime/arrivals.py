@@ -1,19 +1,20 @@
 """Which turn an answer that names none is for: the one open when the answer arrived.
 
-An answer posted to a conversation's run-scoped address without naming its turn (no
-``turn.messageId``, no ``turn.turnIndex``) is for the turn open when it arrived. Reading the
-address does not always say which that was: another answer to that turn may be committing at
-the same moment, in one transaction with the step that opens the next turn, and a read made
-after that commit finds the next turn, which the answer's sender never saw.
+An answer to a conversation that does not name its turn (no ``turn.messageId``, no
+``turn.turnIndex``) is for the turn open when it arrived. Reading the run does not always say
+which that was: another answer to that turn may be committing at the same moment, in one
+transaction with the step that opens the next turn, and a read made after that commit finds the
+next turn, which the answer's sender never saw. That holds for an answer by run-scoped address
+as for one by id that a surface (AG-UI, the LangGraph API, MCP) read for its request.
 
-:class:`Arrivals` keeps, per run, the answers being applied on this instance and, while an
-answer by address is in flight, the interrupts answers settled. An answer by address that finds
-a turn at its address settled since it arrived, by another answer, earlier in the same
-conversation than the turn it read, is decided on that earlier turn: the turn open when it
-arrived, now taken (``409 interrupt_already_resolved``, nothing changes). An answer counts as
-having taken its turn once its commit returned here; an answer arriving after that finds the
-next prompt and answers it. Answers arriving at different instances sharing a database are
-ordered by the database: what one instance reads after another's commit comes after it.
+:class:`Arrivals` keeps the answers being applied on this instance and the interrupts they
+settled since the oldest of them arrived. An answer that finds a turn settled since it arrived,
+by another answer, earlier in the same conversation than the turn it read, is decided on that
+earlier turn: the turn open when it arrived, now taken (``409 interrupt_already_resolved``,
+nothing changes). An answer counts as having taken its turn once its commit returned here; an
+answer arriving after that finds the next prompt and answers it. Answers arriving at different
+instances sharing a database are ordered by the database: what one instance reads after
+another's commit comes after it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -35,22 +37,10 @@ class Answering:
 
     #: When it arrived, on the instance's count of arrivals and settles.
     arrived: int
-    #: The run whose address it was posted to (None for an answer to an interrupt by id or link).
-    address_run: str | None = None
     #: The interrupt it is decided on, once read.
     target: InterruptRecord | None = None
     #: Set when it returned (answered, refused or failed).
     done: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-@dataclass(eq=False)
-class _RunAnswers:
-    """The answers to one run in flight here, and what they settled while an answer by address waited."""
-
-    answering: set[Answering] = field(default_factory=set)
-    by_address: int = 0
-    #: ``(tick, interrupt as its answer read it)`` of each interrupt an answer settled.
-    settled: list[tuple[int, InterruptRecord]] = field(default_factory=list)
 
 
 def _earlier_turn(before: InterruptRecord, found: InterruptRecord) -> bool:
@@ -69,60 +59,61 @@ class Arrivals:
     """The answers being applied on this instance (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._runs: dict[str, _RunAnswers] = {}
         self._ticks = itertools.count()
+        #: Every answer in flight, oldest arrival first.
+        self._in_flight: dict[Answering, None] = {}
+        #: The answers in flight that read their interrupt, by run.
+        self._targeting: dict[str, set[Answering]] = {}
+        #: ``(tick, interrupt as its answer read it)`` of each interrupt settled since the oldest arrival in flight.
+        self._settled: deque[tuple[int, InterruptRecord]] = deque()
 
     @contextlib.contextmanager
-    def answering(self, address_run: str | None = None) -> Iterator[Answering]:
-        """An answer arriving now, until it returns; ``address_run`` is the run of its address, if it has one.
-
-        Enter it before the answer reads anything.
-        """
-        me = Answering(next(self._ticks), address_run)
-        if address_run is not None:
-            self._runs.setdefault(address_run, _RunAnswers()).by_address += 1
+    def answering(self) -> Iterator[Answering]:
+        """An answer arriving now, until it returns. Enter it before the answer reads anything."""
+        me = Answering(next(self._ticks))
+        self._in_flight[me] = None
         try:
             yield me
         finally:
             me.done.set()
-            runs = set()
+            del self._in_flight[me]
             if me.target is not None:
-                self._runs[me.target.run_id].answering.discard(me)
-                runs.add(me.target.run_id)
-            if address_run is not None:
-                self._runs[address_run].by_address -= 1
-                runs.add(address_run)
-            for run_id in runs:
-                self._forget(run_id)
+                self._untarget(me, me.target.run_id)
+            oldest = next(iter(self._in_flight), None)
+            while self._settled and (oldest is None or self._settled[0][0] < oldest.arrived):
+                self._settled.popleft()
 
     def targets(self, me: Answering, record: InterruptRecord) -> None:
         """``me`` is decided on ``record`` (as read): call it before the answer commits."""
         if me.target is not None:
-            self._runs[me.target.run_id].answering.discard(me)
-            self._forget(me.target.run_id)
+            self._untarget(me, me.target.run_id)
         me.target = record
-        self._runs.setdefault(record.run_id, _RunAnswers()).answering.add(me)
+        self._targeting.setdefault(record.run_id, set()).add(me)
 
     def settled(self, me: Answering) -> None:
         """``me``'s commit returned: it settled the interrupt it targets."""
         assert me.target is not None
-        self._runs[me.target.run_id].settled.append((next(self._ticks), me.target))
+        self._settled.append((next(self._ticks), me.target))
 
     async def open_when_arrived(self, me: Answering, found: InterruptRecord) -> InterruptRecord | None:
         """The turn open when ``me`` arrived, if an answer settled it since and ``found`` (the turn
-        ``me`` read at its address) came after it; None when ``found`` was already open then."""
-        run = self._runs.get(found.run_id)
-        if run is None:
-            return None
+        ``me`` read) came after it; None when ``found`` was already open then."""
         # Answers that read an earlier turn open and may still settle it: their commit may be the one
         # ``me`` read. An answer yet to read, or reading now, commits after ``me``'s read.
-        for other in [a for a in run.answering if a is not me and a.target is not None]:
-            if other.target is not None and other.target.open and _earlier_turn(other.target, found):
+        for other in list(self._targeting.get(found.run_id, ())):
+            if (
+                other is not me
+                and other.target is not None
+                and other.target.open
+                and _earlier_turn(other.target, found)
+            ):
                 await other.done.wait()
-        taken = [record for tick, record in run.settled if tick > me.arrived and _earlier_turn(record, found)]
+        taken = [record for tick, record in self._settled if tick > me.arrived and _earlier_turn(record, found)]
         return min(taken, key=exchange_index) if taken else None
 
-    def _forget(self, run_id: str) -> None:
-        run = self._runs.get(run_id)
-        if run is not None and not run.answering and run.by_address <= 0:
-            del self._runs[run_id]
+    def _untarget(self, me: Answering, run_id: str) -> None:
+        answering = self._targeting.get(run_id)
+        if answering is not None:
+            answering.discard(me)
+            if not answering:
+                del self._targeting[run_id]

@@ -145,3 +145,39 @@ async def test_a_bare_answer_arriving_beside_a_refused_one_answers_the_open_turn
     assert isinstance(refused, BridgeError) and refused.code == "validation_error", refused
     assert isinstance(answered, dict) and answered["turnIndex"] == 1
     assert await _said(engine, run.run_id) == [(1, "hello")]
+
+
+async def test_an_answer_by_id_read_after_another_committed_the_next_prompt_is_409(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a surface does (AG-UI, the LangGraph API): read the open turn, then answer it by its id.
+    _chat(engine)
+    run = await engine.create_run(ADMIN, "chat")
+    await settle(engine, run.run_id)
+    real = engine.store.answer_and_step
+    second: list[asyncio.Task[dict[str, Any] | BridgeError]] = []
+    read = asyncio.Event()
+
+    async def by_id() -> dict[str, Any] | BridgeError:
+        found = await engine.store.interrupt_at(run.run_id, "talk")
+        assert found is not None and found.payload["data"]["turnIndex"] == 2  # read after the first committed
+        read.set()  # the answer starts in this same step of the task
+        try:
+            return await engine.resolve(ADMIN, "from beta", interrupt_id=found.interrupt_id)
+        except BridgeError as exc:
+            return exc
+
+    async def then_another(*args: Any) -> Any:
+        done = await real(*args)
+        if not second:
+            second.append(asyncio.ensure_future(by_id()))
+            await read.wait()
+        return done
+
+    monkeypatch.setattr(engine.store, "answer_and_step", then_another)
+    first = await _answer(engine, run.run_id, "from alpha")
+    late = await second[0]
+    await settle(engine, run.run_id)
+    assert isinstance(first, dict) and first["turnIndex"] == 1
+    assert isinstance(late, InterruptAlreadyResolvedError) and late.details == {"turnIndex": 1}, late
+    assert await _said(engine, run.run_id) == [(1, "from alpha")]
