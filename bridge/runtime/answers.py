@@ -18,12 +18,13 @@ from bridge.core.decisions.answer import answer_decision, prepare_answer
 from bridge.core.decisions.approval import gate_denial, unnamed_link_refusal
 from bridge.core.decisions.cancel import cancel_decision
 from bridge.core.decisions.common import Answer
-from bridge.core.decisions.exchange import exchange_index, named_earlier_turn
+from bridge.core.decisions.exchange import exchange_index, named_earlier_turn, names_its_turn
 from bridge.core.errors import InterruptNotFoundError, ValidationError
 from bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
 from bridge.core.tokens import TokenClaims
 from bridge.core.views import inbox_item
 from bridge.notify.states import KEY_PURPOSE, delivery_state
+from bridge.runtime.arrivals import Answering, Arrivals
 from bridge.runtime.ask import AskService, RecordingAskService
 from bridge.runtime.joint import answer_with_step
 from bridge.runtime.kernel import Kernel
@@ -41,6 +42,7 @@ class AnswerService:
         self._k = kernel
         self._runs = runs
         self._links = links
+        self._arrivals = Arrivals()
 
     async def interrupt_at(self, run_id: str, node_id: str, principal: Principal) -> InterruptRecord:
         """The latest interrupt at a run-scoped address, visible to the principal."""
@@ -78,6 +80,19 @@ class AnswerService:
         interrupt settled, ``pending`` when a quorum vote or an ``ask`` left it open.
         """
         principal.require("approvals:respond")
+        with self._arrivals.answering() as me:
+            return await self._resolve(me, principal, value, run_id, node_id, interrupt_id, idempotency_key)
+
+    async def _resolve(
+        self,
+        me: Answering,
+        principal: Principal,
+        value: Any,
+        run_id: str | None,
+        node_id: str | None,
+        interrupt_id: str | None,
+        idempotency_key: str | None,
+    ) -> dict[str, Any]:
         if interrupt_id is not None:
             run = None if run_id is None else await self._runs.visible_run(run_id, principal)
             current = await self._k.store.get_interrupt(interrupt_id)
@@ -94,6 +109,8 @@ class AnswerService:
             # An answer answers the turn open when it came, or the earlier turn its messageId names:
             # decided on that turn's row, a turn already taken is 409, never the next turn's answer.
             current = await self._named_turn(current, value)
+            if not names_its_turn(value):
+                current = await self._open_when_arrived(me, current)
             interrupt_id = current.interrupt_id
         answer = Answer(
             principal=principal,
@@ -106,8 +123,16 @@ class AnswerService:
             conversation_limits=self._k.config.conversation_limits,
         )
         return await self._apply_answer(
-            answer, current, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id, run=run
+            answer, current, me, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id, run=run
         )
+
+    async def _open_when_arrived(self, me: Answering, found: InterruptRecord) -> InterruptRecord:
+        """The turn an answer that names none is for: ``found`` (the turn its address holds now), or
+        the turn open when it arrived, if another answer took that one since (:mod:`~bridge.runtime.arrivals`)."""
+        earlier = await self._arrivals.open_when_arrived(me, found)
+        if earlier is None:
+            return found
+        return await self._k.store.get_interrupt(earlier.interrupt_id) or found
 
     async def _named_turn(self, current: InterruptRecord, value: Any) -> InterruptRecord:
         """The exchange an answer to the turn ``current`` is for: the earlier turn of the same
@@ -193,12 +218,14 @@ class AnswerService:
         self,
         answer: Answer,
         current: InterruptRecord,
+        me: Answering,
         *,
         interrupt_id: str | None,
         run_id: str | None,
         node_id: str | None,
         run: RunRecord | None = None,
     ) -> dict[str, Any]:
+        self._arrivals.targets(me, current)
         # One answer to a run at a time while one is in flight with the step it woke; ``run`` (the
         # interrupt's run as read before) is stale once that answer committed.
         if await self._k.joint_settled(current.run_id):
@@ -233,6 +260,8 @@ class AnswerService:
         body.update(result.result or {})
         if body.get("status") == "resolved":
             if not body.get("idempotent"):
+                if record.interrupt_id == current.interrupt_id:
+                    self._arrivals.settled(me)
                 self._k.metrics.resolved(record.kind, record.requested_at_ms, now)
             if record.resolution:
                 body["resumeValue"] = record.resolution.get("resumeValue")
@@ -265,7 +294,10 @@ class AnswerService:
             ask_limits=self._k.config.ask_limits,
             conversation_limits=self._k.config.conversation_limits,
         )
-        return await self._apply_answer(answer, record, interrupt_id=record.interrupt_id, run_id=None, node_id=None)
+        with self._arrivals.answering() as me:
+            return await self._apply_answer(
+                answer, record, me, interrupt_id=record.interrupt_id, run_id=None, node_id=None
+            )
 
     async def cancel_interrupt(
         self, principal: Principal, interrupt_id: str, reason: str = "cancelled"

@@ -93,6 +93,12 @@ def _normalize_answer(value: Any) -> tuple[str, dict[str, Any] | None, Any, Any,
     return operation, dict(turn) if turn else None, content, value.get("outcome"), reason
 
 
+def names_its_turn(value: Any) -> bool:
+    """Whether an answer to an exchange names the turn it answers (``turn.messageId`` or ``turn.turnIndex``)."""
+    turn = value.get("turn") if isinstance(value, Mapping) else None
+    return isinstance(turn, Mapping) and ("messageId" in turn or "turnIndex" in turn)
+
+
 def named_earlier_turn(record: InterruptRecord, value: Any) -> int | None:
     """The earlier turn of ``record``'s conversation an answer to ``record`` names (by its
     ``turn.messageId``, else its ``turn.turnIndex``), if any.
