@@ -527,7 +527,8 @@ class Store(Protocol):
     async def outbox_dead_letters(
         self, channel: str, recipient: str, tenant: str, *, limit: int, after: str | None = None
     ) -> list[DeadLetter]:
-        """One page of a destination's dead letters within ``tenant``, oldest first, after the id ``after``."""
+        """One page of a destination's dead letters within ``tenant``, newest first, older than the id ``after``;
+        each with the ``eventId`` and ``eventType`` its payload names (nothing else of it)."""
 
     async def outbox_states(self, notice_ids: Sequence[str]) -> dict[str, tuple[str, int, str | None]]:
         """``notice_id → (status, attempts made, last error)`` for the notices named."""

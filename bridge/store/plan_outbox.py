@@ -41,6 +41,8 @@ INSERT_NOTICE = (
 )
 #: The reason a notice refused by a cap is dead-lettered with.
 QUEUE_FULL = "queue_full"
+#: The payload keys a refused notice keeps: they name what it was about (a dead-letter read shows them), not content.
+LABELS = ("eventId", "eventType")
 #: The payload key marking a notice refused by a cap: written content-free, it is reported (a dead letter, an
 #: event, a count) by the worker's next round and never sent.
 REFUSED = "$refused"
@@ -66,7 +68,8 @@ def write_notices(
     tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int, limits: OutboxLimits
 ) -> Plan[list[str]]:
     """Insert ``drafts`` as queued notices (the ids they got, in order); a draft past a cap is written without
-    its payload, marked :data:`REFUSED`, for the worker to report as a dead letter (:data:`QUEUE_FULL`)."""
+    its payload (but its :data:`LABELS`), marked :data:`REFUSED`, for the worker to report as a dead letter
+    (:data:`QUEUE_FULL`)."""
     if not drafts:
         return []
     counted = yield Sql("SELECT count(*) FROM outbox WHERE tenant=%s AND status='queued'", (tenant,))
@@ -84,7 +87,8 @@ def write_notices(
         notice_id = f"ntc_{ulid(now_ms)}"
         ids.append(notice_id)
         due = now_ms if draft.not_before_ms is None else draft.not_before_ms
-        payload = {REFUSED: QUEUE_FULL} if refused else draft.payload
+        labels = {k: draft.payload[k] for k in LABELS if k in draft.payload}
+        payload = {REFUSED: QUEUE_FULL, **labels} if refused else draft.payload
         error = QUEUE_FULL if refused else None
         rows.append(
             (

@@ -99,23 +99,29 @@ async def test_spent_attempts_make_content_free_dead_letters_in_pages(make_engin
         await rec.wait(lambda: engine.notify.counts[("webhook", "dead")] == 4)
         path = f"/webhooks/{enc(webhook_id)}/dead-letters"
         first = (await http.get(f"{path}?limit=3", headers=h())).json()
-        assert len(first["items"]) == 3 and first["nextCursor"]
+        assert spec.problems("webhook-dead-letter-page.schema.json", first) == [], first  # RFC 0188 §A.1
+        assert len(first["deliveries"]) == 3 and first["nextCursor"]
         rest = (await http.get(f"{path}?limit=3&cursor={first['nextCursor']}", headers=h())).json()
-        assert len(rest["items"]) == 1 and rest["nextCursor"] is None
-        items = first["items"] + rest["items"]
+        assert spec.problems("webhook-dead-letter-page.schema.json", rest) == [], rest
+        assert len(rest["deliveries"]) == 1 and "nextCursor" not in rest  # absent on the last page
+        items = first["deliveries"] + rest["deliveries"]
         assert {i["runId"] for i in items} == set(runs)
+        ids = [i["deliveryId"] for i in items]
+        assert ids == sorted(ids, reverse=True) and len(set(ids)) == 4  # newest first, each once
+        log = [
+            e
+            for run_id in runs
+            for e in (await http.get(f"/runs/{enc(run_id)}/events/poll?timeout=1", headers=h())).json()["events"]
+        ]
         for item in items:
-            assert set(item) == {
-                "deliveryId",
-                "webhookId",
-                "runId",
-                "attempts",
-                "lastError",
-                "deadLetteredAt",
-                "expiresAt",
-            }
-            assert item["attempts"] == 2 and item["lastError"] == "http_500" and item["webhookId"] == webhook_id
-            assert spec.problems("ids.schema.json", item["deliveryId"], "/$defs/deliveryId") == []
+            assert item["attempts"] == 2 and item["reason"] == "retries_exhausted" and item["lastStatus"] == 500
+            assert item["webhookId"] == webhook_id
+            [event] = [e for e in log if e["eventId"] == item["eventId"]]  # names the event it carried
+            assert event["type"] == item["eventType"] and event["runId"] == item["runId"]
+        # A cursor is this subscription's: another's is refused.
+        second = (await register(http, f"{rec.url}/down", ["run.started"], secret=SECRET)).json()["webhookId"]
+        resp = await http.get(f"/webhooks/{enc(second)}/dead-letters?cursor={first['nextCursor']}", headers=h())
+        assert resp.status_code == 400 and resp.json()["error"] == "validation_error"
         assert SECRET not in str(items) and "payload" not in str(items)
         # Another tenant neither reads nor deletes it; an unknown id is 404.
         other = {**auth("other"), **V2}

@@ -241,3 +241,23 @@ async def test_next_due_of_the_channels_named(store) -> None:  # type: ignore[no
     assert await store.outbox_next_due(["email", "teams"]) == 2_000
     assert await store.outbox_next_due(["slack"]) is None
     assert await store.outbox_next_due([]) is None
+
+
+async def test_dead_letters_come_newest_first_naming_their_event_and_a_refused_one_keeps_its_labels(
+    store: Store,
+) -> None:
+    store.outbox_limits = OutboxLimits(per_tenant=100, per_recipient=2)
+    run = await _claimed_run(store)
+    labels = [{"eventId": f"evt-{i:020d}", "eventType": "run.started"} for i in range(3)]
+    drafts = [NoticeDraft("webhook", "wh_d", {**label, "body": {"secret": "x"}}) for label in labels]
+    ids = [(await store.outbox_add(run.tenant, run.run_id, [d], 1_000 + i))[0] for i, d in enumerate(drafts)]
+    # the third is past the cap: refused
+    claimed = {n.notice_id: n for n in await store.outbox_claim("w1", 1_002, OWNER_LEASE, 10, ALL)}
+    assert claimed[ids[2]].payload == {REFUSED: QUEUE_FULL, **labels[2]}
+    for nid in ids:
+        assert await store.outbox_settle(nid, "w1", 1, "dead", 0, "http_500", 2_000)
+    page = await store.outbox_dead_letters("webhook", "wh_d", run.tenant, limit=2)
+    assert [d.notice_id for d in page] == [ids[2], ids[1]]
+    assert [(d.event_id, d.event_type) for d in page] == [(x["eventId"], x["eventType"]) for x in labels[:0:-1]]
+    [last] = await store.outbox_dead_letters("webhook", "wh_d", run.tenant, limit=2, after=ids[1])
+    assert last.notice_id == ids[0] and "secret" not in repr([*page, last])

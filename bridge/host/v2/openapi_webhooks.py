@@ -30,22 +30,44 @@ _ROTATED = {
 _DEAD_LETTER = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["deliveryId", "webhookId", "runId", "attempts", "lastError", "deadLetteredAt", "expiresAt"],
+    "required": [
+        "deliveryId",
+        "webhookId",
+        "runId",
+        "eventId",
+        "eventType",
+        "attempts",
+        "deadLetteredAt",
+        "expiresAt",
+        "reason",
+    ],
     "properties": {
         "deliveryId": _BOUND,
         "webhookId": _BOUND,
         "runId": _BOUND,
-        "attempts": {"type": "integer", "minimum": 0},
-        "lastError": {"type": "string", "description": "A reason code (http_503, timeout, …), never content"},
+        "eventId": {"type": "string", "pattern": "^[A-Za-z0-9._~-]{16,128}$"},
+        "eventType": {"type": "string", "minLength": 1},
+        "attempts": {"type": "integer", "minimum": 1},
         "deadLetteredAt": _STAMP,
         "expiresAt": _STAMP,
+        "reason": {"type": "string", "enum": ["retries_exhausted", "payload_unprojectable"]},
+        "lastStatus": {"type": "integer", "description": "The HTTP status of the last attempt, when it had one"},
     },
 }
 _PAGE = {
     "type": "object",
-    "required": ["items", "nextCursor"],
+    "description": "RFC 0188 §A.1 (webhook-dead-letter-page.schema.json)",
+    "required": ["deliveries"],
     "additionalProperties": False,
-    "properties": {"items": {"type": "array", "items": _DEAD_LETTER}, "nextCursor": {"type": ["string", "null"]}},
+    "properties": {
+        "deliveries": {"type": "array", "items": _DEAD_LETTER},
+        "nextCursor": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 2048,
+            "description": "Absent on the last page; good for this subscription only",
+        },
+    },
 }
 
 
@@ -89,7 +111,7 @@ def webhook_paths(op: Callable[..., dict[str, Any]], errors: Callable[..., dict[
         "/webhooks/{webhookId}/dead-letters": {
             "get": op(
                 "listWebhookDeadLetters",
-                "Deliveries given up on, content-free, oldest first",
+                "Deliveries given up on, content-free, newest first",
                 {"200": json_response(_PAGE), **errors(400, 401, 403, 404)},
                 [
                     webhook,

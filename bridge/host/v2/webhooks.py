@@ -20,6 +20,7 @@ from starlette.routing import Route
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
 from bridge.core.errors import BridgeError, ForbiddenError, NotFoundError, ValidationError
+from bridge.core.notices import DeadLetter
 from bridge.host.http.body import ClosedModel, parse, read_json
 from bridge.host.http.deps import engine, int_param, principal
 from bridge.host.http.responses import JSONResponse
@@ -34,6 +35,8 @@ SCOPE = "webhooks:manage"
 VERIFY_TIMEOUT_S = 10.0
 #: The largest page of dead letters.
 DEAD_LETTER_PAGE = 100
+#: The dead-letter reason of a delivery whose event could not be rendered (never retried).
+UNPROJECTABLE = "payload_unprojectable"
 
 
 class WebhookEndpointUnverifiedError(BridgeError):
@@ -95,7 +98,7 @@ def _algorithms(body: RegisterBody) -> tuple[str, ...]:
 async def _verify(hooks: Webhooks, sub: Subscription) -> None:
     """Send the endpoint challenge; unless a 2xx echoes it in time, refuse (nothing stored, no retry)."""
     challenge = base64.urlsafe_b64encode(secrets.token_bytes(24)).decode().rstrip("=")
-    raw = orjson.dumps({"type": "webhook.verification", "challenge": challenge})
+    raw = orjson.dumps({"type": "openwop.webhook.verification", "challenge": challenge})  # RFC 0201 §D
     now_ms = hooks.engine.clock.now_ms()
     message_id = f"whv_{secrets.token_hex(16)}"
     headers = signed_headers(
@@ -198,35 +201,70 @@ async def rotate_secret(request: Request) -> Response:
     )
 
 
+def _cursor(sub: Subscription, notice_id: str) -> str:
+    """A dead-letter page's ``nextCursor``: opaque, and good for this subscription only (RFC 0188 §A.3)."""
+    return base64.urlsafe_b64encode(f"{sub.webhook_id}.{notice_id}".encode()).decode().rstrip("=")
+
+
+def _after(sub: Subscription, cursor: str | None) -> str | None:
+    """The notice id a cursor continues after: ``400`` for one not handed out for this subscription."""
+    if cursor is None:
+        return None
+    try:
+        webhook_id, _, notice_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().partition(".")
+    except ValueError:
+        webhook_id, notice_id = "", ""
+    if webhook_id != sub.webhook_id or not notice_id.startswith("ntc_") or len(notice_id) > 64:
+        raise ValidationError("cursor is not one this host handed out for this subscription")
+    return notice_id
+
+
+def dead_letter_record(sub: Subscription, d: DeadLetter, retention_ms: int) -> dict[str, Any]:
+    """One record of RFC 0188 §A.4 (``webhook-dead-letter-page.schema.json``): which delivery, which event, how many
+    attempts and why; never the body, the headers or the secret. The bridge's own reason code (``http_503``,
+    ``timeout``, ``queue_full``, …) is not a reason of the record: every one but ``payload_unprojectable`` means the
+    delivery will not be tried again, ``retries_exhausted``; an HTTP status is ``lastStatus``."""
+    record: dict[str, Any] = {
+        "deliveryId": ids.bind(sub.tenant, d.notice_id),
+        "webhookId": ids.bind(sub.tenant, sub.webhook_id),
+        "runId": ids.bind(sub.tenant, d.run_id),
+        "eventId": d.event_id,
+        "eventType": d.event_type,
+        "attempts": max(1, d.attempts),
+        "deadLetteredAt": iso_ms(d.dead_ms),
+        "expiresAt": iso_ms(d.dead_ms + retention_ms),
+        "reason": UNPROJECTABLE if d.reason == UNPROJECTABLE else "retries_exhausted",
+    }
+    status = d.reason.removeprefix("http_")
+    if d.reason.startswith("http_") and status.isdigit():
+        record["lastStatus"] = int(status)
+    return record
+
+
 @v2_route
 async def dead_letters(request: Request) -> Response:
-    """``GET /webhooks/{webhookId}/dead-letters?limit=&cursor=``: deliveries given up on, content-free: which
-    delivery (``<tenant>/ntc-…`` for the ``webhook-id`` ``ntc_…``), which run, how many attempts and why;
-    never the body, the headers or the secret."""
+    """``GET /webhooks/{webhookId}/dead-letters?limit=&cursor=``: deliveries given up on, newest first, content-free
+    (RFC 0188): ``{"deliveries": [...], "nextCursor"?}``, each delivery ``<tenant>/ntc-…`` for the ``webhook-id``
+    ``ntc_…``; ``nextCursor`` only when there may be more."""
     who = _manager(request)
     _, sub, _ = await _owned(request, who)
     limit = int_param(request, "limit", 50, low=1, high=DEAD_LETTER_PAGE)
-    cursor = request.query_params.get("cursor") or None
-    if cursor is not None and (len(cursor) > 64 or not cursor.startswith("ntc_")):
-        raise ValidationError("cursor is not one this host handed out")
+    after = _after(sub, request.query_params.get("cursor") or None)
     eng = engine(request)
-    page = await eng.notify.dead_letters("webhook", sub.webhook_id, sub.tenant, limit=limit, after=cursor)
+    page = await eng.notify.dead_letters("webhook", sub.webhook_id, sub.tenant, limit=limit, after=after)
     retention_ms = eng.config.outbox_limits.dead_ttl_ms
     now_ms = eng.clock.now_ms()
-    items = [
-        {
-            "deliveryId": ids.bind(sub.tenant, d.notice_id),
-            "webhookId": ids.bind(sub.tenant, sub.webhook_id),
-            "runId": ids.bind(sub.tenant, d.run_id),
-            "attempts": d.attempts,
-            "lastError": d.reason,
-            "deadLetteredAt": iso_ms(d.dead_ms),
-            "expiresAt": iso_ms(d.dead_ms + retention_ms),
-        }
+    deliveries = [
+        dead_letter_record(sub, d, retention_ms)
         for d in page
-        if d.dead_ms + retention_ms > now_ms  # expired: gone, whether or not it was deleted yet
+        # expired: gone, whether or not it was deleted yet; one written before deliveries named their event is
+        # not a record this read can show
+        if d.dead_ms + retention_ms > now_ms and d.event_id and d.event_type
     ]
-    return JSONResponse({"items": items, "nextCursor": page[-1].notice_id if len(page) == limit else None})
+    out: dict[str, Any] = {"deliveries": deliveries}
+    if len(page) == limit:
+        out["nextCursor"] = _cursor(sub, page[-1].notice_id)
+    return JSONResponse(out)
 
 
 routes = [
