@@ -261,3 +261,20 @@ async def test_dead_letters_come_newest_first_naming_their_event_and_a_refused_o
     assert [(d.event_id, d.event_type) for d in page] == [(x["eventId"], x["eventType"]) for x in labels[:0:-1]]
     [last] = await store.outbox_dead_letters("webhook", "wh_d", run.tenant, limit=2, after=ids[1])
     assert last.notice_id == ids[0] and "secret" not in repr([*page, last])
+
+
+async def test_a_claim_is_fair_across_tenants_and_destinations(store: Store) -> None:
+    """One tenant's backlog of older due notices does not keep another tenant's newer one out of the next claim,
+    nor one destination's backlog another destination's of the same tenant."""
+    store.outbox_limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000)
+    backlog = [NoticeDraft("webhook", "wh_refusing", {"n": i}) for i in range(300)]
+    await store.outbox_add("tenant-b", "run-b", backlog, 1_000)
+    [other_endpoint] = await store.outbox_add("tenant-b", "run-b", [NoticeDraft("webhook", "wh_fine", {})], 1_500)
+    [tenant_a] = await store.outbox_add("tenant-a", "run-a", [NoticeDraft("webhook", "wh_a", {})], 2_000)
+    first = await store.outbox_claim("w1", 3_000, OWNER_LEASE, 16, ALL)
+    assert 3 <= len(first) <= 16
+    claimed = {n.notice_id for n in first}
+    assert tenant_a in claimed and other_endpoint in claimed
+    # Nothing is lost or claimed twice: the rest of the backlog follows.
+    rest = await store.outbox_claim("w1", 3_000, OWNER_LEASE, 1_000, ALL)
+    assert len(rest) == 302 - len(first) and not claimed & {n.notice_id for n in rest}
