@@ -42,7 +42,7 @@ T = TypeVar("T")
 
 def returns_rows(text: str) -> bool:
     """Whether a plan's statement answers with rows (the plan reads them before it goes on)."""
-    return text.startswith(("SELECT", "WITH")) or " RETURNING " in text
+    return text.startswith("SELECT") or " RETURNING " in text
 
 
 #: The statements prepared on each connection (plan text -> name). A rollback may deallocate them

@@ -164,13 +164,12 @@ NEXT_LANE = (
 )
 #: PostgreSQL: every lane holding queued notices, stepped through ``outbox_lane`` in one statement.
 PG_LANES = (
-    "WITH RECURSIVE lanes AS ((SELECT tenant, channel, recipient, next_attempt FROM outbox WHERE status='queued' "
-    "ORDER BY tenant, channel, recipient, next_attempt LIMIT 1) UNION ALL SELECT n.tenant, n.channel, n.recipient, "
-    "n.next_attempt FROM lanes l CROSS JOIN LATERAL (SELECT tenant, channel, recipient, next_attempt FROM outbox "
-    "WHERE status='queued' AND (tenant, channel, recipient) > (l.tenant, l.channel, l.recipient) "
-    "ORDER BY tenant, channel, recipient, next_attempt LIMIT 1) n) "
-    "SELECT tenant, channel, recipient FROM lanes WHERE next_attempt <= %s AND channel = ANY(%s) "
-    "AND NOT (recipient = ANY(%s)) LIMIT %s"
+    "SELECT tenant, channel, recipient FROM (WITH RECURSIVE lanes AS ((SELECT tenant, channel, recipient, "
+    "next_attempt FROM outbox WHERE status='queued' ORDER BY tenant, channel, recipient, next_attempt LIMIT 1) "
+    "UNION ALL SELECT n.tenant, n.channel, n.recipient, n.next_attempt FROM lanes l CROSS JOIN LATERAL (SELECT "
+    "tenant, channel, recipient, next_attempt FROM outbox WHERE status='queued' AND (tenant, channel, recipient) > "
+    "(l.tenant, l.channel, l.recipient) ORDER BY tenant, channel, recipient, next_attempt LIMIT 1) n) "
+    "SELECT * FROM lanes) found WHERE next_attempt <= %s AND channel = ANY(%s) AND NOT (recipient = ANY(%s)) LIMIT %s"
 )
 #: PostgreSQL: up to ``k`` due notices of each lane named, oldest first (read, not locked).
 PG_CANDIDATES = (
