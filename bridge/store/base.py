@@ -417,6 +417,13 @@ class Store(Protocol):
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         """Store a JSON value; with ``only_if_absent`` returns False when the key exists."""
 
+    async def kv_put_capped(
+        self, namespace: str, key: str, value: dict[str, Any], now_ms: int, *, field: str, cap: int
+    ) -> bool:
+        """Store a new JSON object unless ``namespace`` already holds ``cap`` objects with the same top-level
+        ``field`` value (or the key exists): False, nothing stored. The count and the insert are one transaction,
+        serialized against every other such put of that value, on every instance sharing the database."""
+
     async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
         """Compare-and-set: store ``value`` only if the key holds ``expected`` now; False (nothing stored) if not."""
 

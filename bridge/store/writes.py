@@ -109,6 +109,12 @@ class Writes(ABC):
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         return await self._plan(lambda: plan_kv.kv_put(namespace, key, value, now_ms, only_if_absent))
 
+    async def kv_put_capped(
+        self, namespace: str, key: str, value: dict[str, Any], now_ms: int, *, field: str, cap: int
+    ) -> bool:
+        lock = not self._dialect.question_marks
+        return await self._plan(lambda: plan_kv.kv_put_capped(namespace, key, value, now_ms, field, cap, lock=lock))
+
     async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
         return await self._plan(lambda: plan_kv.kv_replace(namespace, key, expected, value, now_ms))
 

@@ -4,6 +4,7 @@ paged, per tenant), unregistering, scopes and tenants, and the discovery family.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import time
@@ -211,3 +212,37 @@ async def test_tags_narrow_a_subscription_to_runs_that_share_one(make_engine) ->
         await rec.wait(lambda: len(rec.at("/tagged")) >= 1)
         assert [r.json()["runId"] for r in rec.at("/tagged")] == [tagged]
         assert {r.json()["runId"] for r in rec.at("/all")} == {tagged, untagged, other}
+
+
+async def test_the_subscription_cap_holds_under_concurrent_registrations(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine: Engine = make_engine(fast_config())
+    async with receiver() as rec, bridge(engine, WebhookSettings(allow_loopback=True, per_tenant=5)) as http:
+        answers = await asyncio.gather(
+            *(register(http, f"{rec.url}/cap{i}", ["run.started"], secret=SECRET) for i in range(40))
+        )
+        assert sorted(r.status_code for r in answers) == [201] * 5 + [400] * 35
+        refused = next(r for r in answers if r.status_code == 400)
+        assert refused.json()["error"] == "validation_error" and refused.json()["details"] == {"max": 5}
+        # One run fans out to the five subscriptions kept, no more.
+        await suspended(http)
+        await rec.wait(lambda: engine.notify.counts[("webhook", "delivered")] == 5)
+        assert len(rec.got) == 5
+        # Another tenant has a cap of its own.
+        other = await http.post(
+            "/webhooks", json={"url": f"{rec.url}/o", "events": ["run.started"]}, headers={**auth("other"), **V2}
+        )
+        assert other.status_code == 201, other.text
+
+
+@pytest.mark.postgres
+async def test_two_instances_on_one_database_share_the_subscription_cap(pg_url: str) -> None:
+    from bridge.store.postgres import PostgresStore
+    from tests.conftest import fixture_workflows
+
+    settings = WebhookSettings(allow_loopback=True, per_tenant=4)
+    engines = [Engine(PostgresStore(pg_url), workflows=fixture_workflows(), config=fast_config()) for _ in range(2)]
+    async with receiver() as rec, bridge(engines[0], settings) as one, bridge(engines[1], settings) as two:
+        answers = await asyncio.gather(
+            *(register((one, two)[i % 2], f"{rec.url}/cap{i}", ["run.started"], secret=SECRET) for i in range(30))
+        )
+        assert sorted(r.status_code for r in answers) == [201] * 4 + [400] * 26

@@ -114,6 +114,12 @@ async def _verify(hooks: Webhooks, sub: Subscription) -> None:
         raise WebhookEndpointUnverifiedError("the endpoint did not confirm the subscription")
 
 
+def _full(hooks: Webhooks) -> ValidationError:
+    return ValidationError(
+        "this tenant holds as many webhook subscriptions as it may", details={"max": hooks.settings.per_tenant}
+    )
+
+
 @v2_route
 async def register(request: Request) -> Response:
     """``POST /webhooks``: subscribe ``url`` to run events of the caller's tenant."""
@@ -124,9 +130,7 @@ async def register(request: Request) -> Response:
     algorithms = _algorithms(body)
     await hooks.egress.resolve(body.url)  # 400 webhook_url_rejected before anything is sent or stored
     if len(hooks.of_tenant(who.tenant)) >= hooks.settings.per_tenant:
-        raise ValidationError(
-            "this tenant holds as many webhook subscriptions as it may", details={"max": hooks.settings.per_tenant}
-        )
+        raise _full(hooks)  # known full here: refused before verifying the endpoint
     eng = engine(request)
     generated = body.secret is None
     sub = Subscription(
@@ -141,7 +145,10 @@ async def register(request: Request) -> Response:
     )
     if sub.standard:
         await _verify(hooks, sub)
-    await hooks.state.put(sub.webhook_id, sub.to_json(), only_if_absent=True)
+    # The cap again, authoritative: counted and stored in one transaction, so registrations at once (on any
+    # instance) cannot all pass the check above.
+    if not await hooks.state.put_capped(sub.webhook_id, sub.to_json(), field="tenant", cap=hooks.settings.per_tenant):
+        raise _full(hooks)
     hooks.remember(sub)
     out: dict[str, Any] = {"webhookId": ids.bind(sub.tenant, sub.webhook_id)}
     if body.signatureAlgorithms is not None:
