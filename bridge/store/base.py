@@ -531,6 +531,21 @@ class Store(Protocol):
     async def outbox_prune(self, now_ms: int) -> int:
         """Delete delivered notices and dead letters past their retention (a batch); returns how many."""
 
+    async def outbox_redrive(
+        self,
+        channel: str,
+        recipient: str,
+        tenant: str,
+        notice_ids: Sequence[str] | None,
+        now_ms: int,
+        *,
+        cap: int,
+        limit: int = 100,
+    ) -> list[str]:
+        """Queue a destination's dead letters within ``tenant`` again, due now, with their ids and payloads and
+        their attempts counted afresh: those named (or, with None, its oldest ``limit``) that are still kept and
+        kept their payload, as many as its queue (``cap``) and the tenant's have room for; the ids queued."""
+
     async def outbox_dead_letters(
         self, channel: str, recipient: str, tenant: str, *, limit: int, after: str | None = None
     ) -> list[DeadLetter]:

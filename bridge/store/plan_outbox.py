@@ -200,12 +200,12 @@ def take_turns(candidates: Sequence[Sequence[Any]], limit: int | None = None) ->
     for notice_id, tenant, channel, recipient, due in candidates:
         lanes.setdefault((tenant, channel, recipient), []).append((int(due), notice_id))
     tenants: dict[str, list[tuple[int, int, str]]] = {}
-    for (tenant, _, _), notices in lanes.items():
-        for lane_turn, (due, notice_id) in enumerate(sorted(notices)):
+    for (tenant, _, _), queue in lanes.items():
+        for lane_turn, (due, notice_id) in enumerate(sorted(queue)):
             tenants.setdefault(tenant, []).append((lane_turn, due, notice_id))
     ranked: list[tuple[int, int, str]] = []
-    for notices in tenants.values():
-        ranked += [(turn, due, notice_id) for turn, (_, due, notice_id) in enumerate(sorted(notices))]
+    for turns in tenants.values():
+        ranked += [(turn, due, notice_id) for turn, (_, due, notice_id) in enumerate(sorted(turns))]
     return [notice_id for _, _, notice_id in sorted(ranked)[:limit]]
 
 
@@ -366,6 +366,52 @@ def release(notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> Plan
         )
         done += len(found)
     return done
+
+
+def redrive(
+    d: Dialect,
+    channel: str,
+    recipient: str,
+    tenant: str,
+    notice_ids: Sequence[str] | None,
+    now_ms: int,
+    limits: OutboxLimits,
+    cap: int,
+    limit: int,
+) -> Plan[list[str]]:
+    """Queue a destination's dead letters within ``tenant`` again (the ones named, or its oldest ``limit``), due now,
+    their attempts counted afresh and their id and payload unchanged; the ids queued. Only letters still in the
+    sink (not past ``limits.dead_ttl_ms``) that kept their payload (one refused by a cap kept none), and as many
+    as the destination's queue (``cap``, ``limits.per_recipient``) and the tenant's (``limits.per_tenant``) have
+    room for."""
+    named = ""
+    if notice_ids is not None:
+        if not notice_ids:
+            return []
+        named = f" AND notice_id IN ({','.join(['%s'] * len(notice_ids))})"
+    rows = yield Sql(
+        "SELECT notice_id, payload FROM outbox WHERE channel=%s AND recipient=%s AND status='dead' AND tenant=%s "
+        f"AND settled_at > %s{named} ORDER BY notice_id LIMIT %s",
+        (channel, recipient, tenant, now_ms - limits.dead_ttl_ms, *(notice_ids or ()), limit),
+    )
+    kept = [r[0] for r in rows if REFUSED not in d.json_in(r[1])]
+    if not kept:
+        return []
+    queued = yield Sql(
+        "SELECT count(*) FROM outbox WHERE channel=%s AND recipient=%s AND status='queued'", (channel, recipient)
+    )
+    in_tenant = yield Sql("SELECT count(*) FROM outbox WHERE tenant=%s AND status='queued'", (tenant,))
+    room = min(min(cap, limits.per_recipient) - queued[0][0], limits.per_tenant - in_tenant[0][0])
+    kept = kept[: max(0, room)]
+    if not kept:
+        return []
+    done = yield Sql(
+        "UPDATE outbox SET status='queued', attempt=0, next_attempt=%s, lease_owner=NULL, last_error=NULL, "
+        f"settled_at=NULL, attempted_at=NULL WHERE notice_id IN ({','.join(['%s'] * len(kept))}) AND status='dead' "
+        "RETURNING notice_id",
+        (now_ms, *kept),
+    )
+    return sorted(r[0] for r in done)
 
 
 def prune(now_ms: int, limits: OutboxLimits, batch: int = 500) -> Plan[int]:

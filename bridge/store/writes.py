@@ -170,5 +170,23 @@ class Writes(ABC):
     async def outbox_release(self, notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> int:
         return await self._plan(lambda: plan_outbox.release(notice_ids, owner, next_attempt_ms))
 
+    async def outbox_redrive(
+        self,
+        channel: str,
+        recipient: str,
+        tenant: str,
+        notice_ids: Sequence[str] | None,
+        now_ms: int,
+        *,
+        cap: int,
+        limit: int = 100,
+    ) -> list[str]:
+        limits = self.outbox_limits
+        return await self._plan(
+            lambda: plan_outbox.redrive(
+                self._dialect, channel, recipient, tenant, notice_ids, now_ms, limits, cap, limit
+            )
+        )
+
     async def outbox_prune(self, now_ms: int) -> int:
         return await self._plan(lambda: plan_outbox.prune(now_ms, self.outbox_limits))

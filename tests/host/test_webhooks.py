@@ -246,3 +246,44 @@ async def test_two_instances_on_one_database_share_the_subscription_cap(pg_url: 
             *(register((one, two)[i % 2], f"{rec.url}/cap{i}", ["run.started"], secret=SECRET) for i in range(30))
         )
         assert sorted(r.status_code for r in answers) == [201] * 4 + [400] * 26
+
+
+async def test_the_owner_redrives_its_dead_letters_one_or_all(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine: Engine = make_engine(fast_config(attempts=2))
+    async with receiver() as rec, bridge(engine, LOOPBACK) as http:
+        rec.script["/down"] = [500] * 6
+        webhook_id = (await register(http, f"{rec.url}/down", ["run.started"], secret=SECRET)).json()["webhookId"]
+        runs = [await suspended(http) for _ in range(3)]
+        await rec.wait(lambda: engine.notify.counts[("webhook", "dead")] == 3)
+        path = f"/webhooks/{enc(webhook_id)}/dead-letters"
+        dead = (await http.get(path, headers=h())).json()["deliveries"]
+        assert len(dead) == 3
+        # The receiver is fixed: one delivery is sent again, with its id and body, and leaves the sink.
+        one = dead[0]
+        resp = await http.post(f"{path}/{enc(one['deliveryId'])}/redrive", headers=h())
+        assert resp.status_code == 202, resp.text
+        assert resp.json() == {"redriven": [one["deliveryId"]]}
+        await rec.wait(lambda: engine.notify.counts[("webhook", "delivered")] == 1)
+        [again] = [r for r in rec.at("/down") if r.answered == 200]
+        assert again.headers["openwop-delivery-attempt"] == "1" and again.json()["runId"] == one["runId"]
+        before = [r for r in rec.at("/down") if r.answered == 500 and r.json()["runId"] == one["runId"]]
+        assert len(before) == 2 and {r.body for r in before} == {again.body}  # the same delivery, byte for byte
+        left = (await http.get(path, headers=h())).json()["deliveries"]
+        assert [d["deliveryId"] for d in left] == [d["deliveryId"] for d in dead[1:]]
+        # Not a dead letter any more (or never one of this subscription): 404, as an unknown id.
+        resp = await http.post(f"{path}/{enc(one['deliveryId'])}/redrive", headers=h())
+        assert resp.status_code == 404 and resp.json()["error"] == "not_found"
+        unknown = enc("default/ntc-01jd0000000000000000000000")
+        resp = await http.post(f"{path}/{unknown}/redrive", headers=h())
+        assert resp.status_code == 404 and resp.json()["error"] == "not_found"
+        # Another tenant can neither redrive nor name this tenant's deliveries.
+        other = {**auth("other"), **V2}
+        assert (await http.post(f"{path}/{enc(left[0]['deliveryId'])}/redrive", headers=other)).status_code == 403
+        assert (await http.post(f"{path}/redrive", headers=other)).status_code == 403
+        # The rest, all at once.
+        resp = await http.post(f"{path}/redrive", headers=h())
+        assert resp.status_code == 202, resp.text
+        assert sorted(resp.json()["redriven"]) == sorted(d["deliveryId"] for d in left)
+        await rec.wait(lambda: engine.notify.counts[("webhook", "delivered")] == 3)
+        assert (await http.get(path, headers=h())).json() == {"deliveries": []}
+        assert {r.json()["runId"] for r in rec.at("/down") if r.answered == 200} == set(runs)

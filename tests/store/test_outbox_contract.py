@@ -278,3 +278,26 @@ async def test_a_claim_is_fair_across_tenants_and_destinations(store: Store) -> 
     # Nothing is lost or claimed twice: the rest of the backlog follows.
     rest = await store.outbox_claim("w1", 3_000, OWNER_LEASE, 1_000, ALL)
     assert len(rest) == 302 - len(first) and not claimed & {n.notice_id for n in rest}
+
+
+async def test_a_redrive_queues_kept_dead_letters_again_within_the_caps(store: Store) -> None:
+    store.outbox_limits = OutboxLimits(per_tenant=100, per_recipient=100, dead_ttl_ms=50_000)
+    run = await _claimed_run(store)
+    ids = [
+        (await store.outbox_add(run.tenant, run.run_id, [NoticeDraft("webhook", "wh_r", {"n": i})], i))[0]
+        for i in range(4)
+    ]
+    for n in await store.outbox_claim("w1", 10, OWNER_LEASE, 10, ALL):
+        assert await store.outbox_settle(n.notice_id, "w1", n.attempt, "dead", 0, "http_500", 1_000 * n.payload["n"])
+    # The oldest is past its retention: gone from the sink, not redriven. Another tenant's redrive finds nothing.
+    assert await store.outbox_redrive("webhook", "wh_r", "other", None, 50_500, cap=10) == []
+    assert await store.outbox_redrive("webhook", "wh_r", run.tenant, [ids[0]], 50_500, cap=10) == []
+    # One named, then the rest within the destination's room (two queued at most: one left).
+    assert await store.outbox_redrive("webhook", "wh_r", run.tenant, [ids[2]], 50_500, cap=2) == [ids[2]]
+    assert await store.outbox_redrive("webhook", "wh_r", run.tenant, None, 50_500, cap=2) == [ids[1]]
+    claimed = await store.outbox_claim("w2", 50_500, OWNER_LEASE, 10, ALL)
+    assert sorted((n.notice_id, n.attempt, n.payload["n"]) for n in claimed) == [(ids[1], 1, 1), (ids[2], 1, 2)]
+    assert [d.notice_id for d in await store.outbox_dead_letters("webhook", "wh_r", run.tenant, limit=10)] == [
+        ids[3],
+        ids[0],
+    ]

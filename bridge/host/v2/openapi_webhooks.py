@@ -69,15 +69,23 @@ _PAGE = {
         },
     },
 }
+_REDRIVEN = {
+    "type": "object",
+    "required": ["redriven"],
+    "additionalProperties": False,
+    "properties": {"redriven": {"type": "array", "items": _BOUND, "description": "The deliveries queued again"}},
+}
 
 
 def webhook_paths(op: Callable[..., dict[str, Any]], errors: Callable[..., dict[str, Any]]) -> dict[str, Any]:
-    """The four webhook operations, built with the document's own ``op`` and ``errors``."""
+    """The webhook operations, built with the document's own ``op`` and ``errors``."""
     webhook = path_param("webhookId", "The tenant-bound subscription id, projected to one segment (acme~2Fwhk-…)")
     webhook["schema"] = {
         "type": "string",
         "pattern": "^(?:[A-Za-z0-9._-]{1,128}|(?:anon~3[Aa])?[A-Za-z0-9._-]{1,128}~2[Ff][A-Za-z0-9._-]{16,128})$",
     }
+    delivery = path_param("deliveryId", "The tenant-bound delivery id from a dead-letter page (acme~2Fntc-…)")
+    delivery["schema"] = dict(webhook["schema"])
     return {
         "/webhooks": {
             "post": op(
@@ -122,6 +130,24 @@ def webhook_paths(op: Callable[..., dict[str, Any]], errors: Callable[..., dict[
                     ),
                     query_param("cursor", "Next page (opaque, from nextCursor)"),
                 ],
+            )
+        },
+        "/webhooks/{webhookId}/dead-letters/redrive": {
+            "post": op(
+                "redriveWebhookDeadLetters",
+                "Queue the subscription's dead letters again, the oldest hundred, each with its id and body "
+                "(this host's operation, not OpenWOP's)",
+                {"202": json_response(_REDRIVEN), **errors(400, 401, 403, 404)},
+                [webhook],
+            )
+        },
+        "/webhooks/{webhookId}/dead-letters/{deliveryId}/redrive": {
+            "post": op(
+                "redriveWebhookDeadLetter",
+                "Queue one dead letter again, with its id and body (this host's operation, not OpenWOP's); "
+                "404 when it is not a dead letter of this subscription",
+                {"202": json_response(_REDRIVEN), **errors(400, 401, 403, 404)},
+                [webhook, delivery],
             )
         },
     }

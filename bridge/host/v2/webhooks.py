@@ -1,4 +1,4 @@
-"""The v2 webhook routes (webhooks.md): register, unregister, rotate a secret, read dead letters.
+"""The v2 webhook routes (webhooks.md): register, unregister, rotate a secret, read and redrive dead letters.
 
 Every route needs the ``webhooks:manage`` scope and stays inside the caller's tenant: a subscription
 id is tenant-bound (``<tenant>/whk-…``); one of another tenant is ``403``, an unknown one ``404``.
@@ -274,9 +274,34 @@ async def dead_letters(request: Request) -> Response:
     return JSONResponse(out)
 
 
+@v2_route
+async def redrive(request: Request) -> Response:
+    """``POST /webhooks/{webhookId}/dead-letters/{deliveryId}/redrive`` and ``POST
+    /webhooks/{webhookId}/dead-letters/redrive`` (the oldest hundred): the subscription's owner queues its dead
+    letters again, each with its id and body, its attempts counted afresh, signed as the subscription stands when it
+    is sent. ``202 {"redriven": [deliveryId…]}``; a delivery that is not a dead letter of this subscription (or no
+    longer kept, or refused by a cap without its body) is ``404``."""
+    who = _manager(request)
+    hooks, sub, _ = await _owned(request, who)
+    named: list[str] | None = None
+    wire = request.path_params.get("delivery_id")
+    if wire is not None:
+        notice_id = ids.resolve_param(wire, who)
+        if not notice_id.startswith("ntc_") or len(notice_id) > 64:
+            raise NotFoundError("no such dead letter of this subscription")
+        named = [notice_id]
+    cap = hooks.settings.per_subscription_queue
+    done = await engine(request).notify.redrive("webhook", sub.webhook_id, sub.tenant, named, cap=cap)
+    if named is not None and not done:
+        raise NotFoundError("no such dead letter of this subscription")
+    return JSONResponse({"redriven": [ids.bind(sub.tenant, n) for n in done]}, status_code=202)
+
+
 routes = [
     Route("/webhooks", register, methods=["POST"]),
     Route("/webhooks/{webhook_id}", unregister, methods=["DELETE"]),
     Route("/webhooks/{webhook_id}/rotate-secret", rotate_secret, methods=["POST"]),
     Route("/webhooks/{webhook_id}/dead-letters", dead_letters, methods=["GET"]),
+    Route("/webhooks/{webhook_id}/dead-letters/redrive", redrive, methods=["POST"]),
+    Route("/webhooks/{webhook_id}/dead-letters/{delivery_id}/redrive", redrive, methods=["POST"]),
 ]
