@@ -120,6 +120,9 @@ async def main(port: int) -> None:
                 async with slots:
                     auth = {"Authorization": f"Bearer {KEY_B}"}
                     resp = await http.post("/v1/runs", json={"workflowId": WORKFLOW}, headers=auth)
+                    while resp.status_code == 429:  # the key's run rate: wait as told
+                        await asyncio.sleep(float(resp.headers.get("Retry-After", "1")))
+                        resp = await http.post("/v1/runs", json={"workflowId": WORKFLOW}, headers=auth)
                     resp.raise_for_status()
 
             await asyncio.gather(*(one() for _ in range(runs)))
