@@ -46,7 +46,13 @@ def test_the_document_is_valid_openapi() -> None:
 
 def _served() -> set[tuple[str, str]]:
     """``(method, OpenAPI path)`` of every v2 route the app registers, plus discovery."""
-    spelled = {"run_id": "runId", "node_id": "nodeId", "token": "token", "webhook_id": "webhookId"}
+    spelled = {
+        "run_id": "runId",
+        "node_id": "nodeId",
+        "token": "token",
+        "webhook_id": "webhookId",
+        "delivery_id": "deliveryId",
+    }
     served = {("get", "/.well-known/openwop")}
     for route in [*v2_routes, *webhook_routes]:
         assert isinstance(route, Route) and route.methods is not None

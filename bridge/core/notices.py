@@ -138,6 +138,9 @@ class DeadLetter:
     reason: str
     created_ms: int
     dead_ms: int
+    #: The event the notice was about, when its payload names one (``eventId``, ``eventType``): labels, not content.
+    event_id: str | None = None
+    event_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,6 +156,16 @@ class NotifyService:
         """One page of a destination's dead letters within ``tenant``."""
         return await self._store.outbox_dead_letters(channel, recipient, tenant, limit=limit, after=after)
 
+    async def redrive(
+        self, channel: str, recipient: str, tenant: str, notice_ids: Sequence[str] | None, *, cap: int
+    ) -> list[str]:
+        """Queue a destination's dead letters again (those named, or its oldest hundred), due now; the ids queued
+        (:meth:`~bridge.store.base.Store.outbox_redrive`)."""
+        ids = await self._store.outbox_redrive(channel, recipient, tenant, notice_ids, self._clock.now_ms(), cap=cap)
+        if ids:
+            self.worker.poke()
+        return ids
+
     async def states(self, notice_ids: Sequence[str]) -> dict[str, tuple[str, int, str | None]]:
         """``notice_id → (status, attempts made, last error)``."""
         return await self._store.outbox_states(notice_ids)

@@ -44,6 +44,11 @@ class AdapterState:
         """Store a JSON value; with ``only_if_absent`` it returns False (and stores nothing) when the key exists."""
         return await self._store.kv_put(self.namespace, key, value, self._clock.now_ms(), only_if_absent=only_if_absent)
 
+    async def put_capped(self, key: str, value: dict[str, Any], *, field: str, cap: int) -> bool:
+        """Store a new object unless the namespace holds ``cap`` objects whose ``field`` equals this one's already
+        (then False, nothing stored): counted and stored in one transaction, whatever runs beside it."""
+        return await self._store.kv_put_capped(self.namespace, key, value, self._clock.now_ms(), field=field, cap=cap)
+
     def write(self, key: str, value: Any, *, only_if_absent: bool = False, expected: Any = None) -> KvWrite:
         """A write of ``value`` that commits with a new run (``Engine.create_run``'s ``with_state``).
 

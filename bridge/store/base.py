@@ -424,6 +424,13 @@ class Store(Protocol):
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         """Store a JSON value; with ``only_if_absent`` returns False when the key exists."""
 
+    async def kv_put_capped(
+        self, namespace: str, key: str, value: dict[str, Any], now_ms: int, *, field: str, cap: int
+    ) -> bool:
+        """Store a new JSON object unless ``namespace`` already holds ``cap`` objects with the same top-level
+        ``field`` value (or the key exists): False, nothing stored. The count and the insert are one transaction,
+        serialized against every other such put of that value, on every instance sharing the database."""
+
     async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
         """Compare-and-set: store ``value`` only if the key holds ``expected`` now; False (nothing stored) if not."""
 
@@ -531,10 +538,26 @@ class Store(Protocol):
     async def outbox_prune(self, now_ms: int) -> int:
         """Delete delivered notices and dead letters past their retention (a batch); returns how many."""
 
+    async def outbox_redrive(
+        self,
+        channel: str,
+        recipient: str,
+        tenant: str,
+        notice_ids: Sequence[str] | None,
+        now_ms: int,
+        *,
+        cap: int,
+        limit: int = 100,
+    ) -> list[str]:
+        """Queue a destination's dead letters within ``tenant`` again, due now, with their ids and payloads and
+        their attempts counted afresh: those named (or, with None, its oldest ``limit``) that are still kept and
+        kept their payload, as many as its queue (``cap``) and the tenant's have room for; the ids queued."""
+
     async def outbox_dead_letters(
         self, channel: str, recipient: str, tenant: str, *, limit: int, after: str | None = None
     ) -> list[DeadLetter]:
-        """One page of a destination's dead letters within ``tenant``, oldest first, after the id ``after``."""
+        """One page of a destination's dead letters within ``tenant``, newest first, older than the id ``after``;
+        each with the ``eventId`` and ``eventType`` its payload names (nothing else of it)."""
 
     async def outbox_states(self, notice_ids: Sequence[str]) -> dict[str, tuple[str, int, str | None]]:
         """``notice_id → (status, attempts made, last error)`` for the notices named."""

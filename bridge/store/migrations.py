@@ -126,6 +126,9 @@ SQLITE_MIGRATIONS: list[list[str]] = [
         "ALTER TABLE outbox ADD COLUMN attempted_at INTEGER",
         "CREATE INDEX outbox_interrupt ON outbox(interrupt_id, notice_id) WHERE interrupt_id IS NOT NULL",
     ],
+    # 11: the queued notices by lane (tenant, destination), each lane's oldest due first: a claim steps from
+    # lane to lane through it (:func:`bridge.store.plan_outbox.claim`), so one lane's backlog is one seek.
+    ["CREATE INDEX outbox_lane ON outbox(tenant, channel, recipient, next_attempt) WHERE status = 'queued'"],
 ]
 
 
@@ -235,6 +238,8 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
         "ALTER TABLE outbox ADD COLUMN attempted_at BIGINT",
         "CREATE INDEX outbox_interrupt ON outbox(interrupt_id, notice_id) WHERE interrupt_id IS NOT NULL",
     ],
+    # 11: as SQLite's 11.
+    ["CREATE INDEX outbox_lane ON outbox(tenant, channel, recipient, next_attempt) WHERE status = 'queued'"],
 ]
 
 

@@ -32,6 +32,29 @@ def kv_put_text(namespace: str, key: str, text: str, now_ms: int, only_if_absent
     return bool(rows) or not only_if_absent
 
 
+def kv_put_capped(
+    namespace: str, key: str, value: dict[str, Any], now_ms: int, field: str, cap: int, *, lock: bool
+) -> Plan[bool]:
+    """Store a new value (its key absent) unless ``namespace`` holds ``cap`` values whose top-level ``field`` equals
+    this one's already; False (nothing stored) then, or when the key exists.
+
+    The count and the insert are one transaction, serialized against every other such put of the same ``field``
+    value: with ``lock`` (PostgreSQL) under a transaction-scoped advisory lock named by the namespace, the field
+    and its value, so instances on one database count one after the other; SQLite's one writer serializes them
+    anyway. The count reads the namespace's rows (its primary-key range): meant for small namespaces.
+    """
+    if not field.isidentifier():
+        raise ValueError(f"not a field name: {field!r}")
+    group = str(value.get(field))
+    if lock:
+        name = f"kv {namespace} {field} {group}"
+        yield Sql("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))
+    counted = yield Sql(f"SELECT count(*) FROM kv WHERE namespace=%s AND value->>'{field}' = %s", (namespace, group))
+    if counted and counted[0][0] >= cap:
+        return False
+    return (yield from kv_put(namespace, key, value, now_ms, True))
+
+
 def kv_replace(namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> Plan[bool]:
     """Compare-and-set an adapter's value: replace it only while it is still ``expected`` (compared as stored text)."""
     return (yield from kv_replace_text(namespace, key, codec.dumps(expected), codec.dumps(value), now_ms))

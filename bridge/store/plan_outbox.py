@@ -41,6 +41,8 @@ INSERT_NOTICE = (
 )
 #: The reason a notice refused by a cap is dead-lettered with.
 QUEUE_FULL = "queue_full"
+#: The payload keys a refused notice keeps: they name what it was about (a dead-letter read shows them), not content.
+LABELS = ("eventId", "eventType")
 #: The payload key marking a notice refused by a cap: written content-free, it is reported (a dead letter, an
 #: event, a count) by the worker's next round and never sent.
 REFUSED = "$refused"
@@ -66,7 +68,8 @@ def write_notices(
     tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int, limits: OutboxLimits
 ) -> Plan[list[str]]:
     """Insert ``drafts`` as queued notices (the ids they got, in order); a draft past a cap is written without
-    its payload, marked :data:`REFUSED`, for the worker to report as a dead letter (:data:`QUEUE_FULL`)."""
+    its payload (but its :data:`LABELS`), marked :data:`REFUSED`, for the worker to report as a dead letter
+    (:data:`QUEUE_FULL`)."""
     if not drafts:
         return []
     counted = yield Sql("SELECT count(*) FROM outbox WHERE tenant=%s AND status='queued'", (tenant,))
@@ -84,7 +87,8 @@ def write_notices(
         notice_id = f"ntc_{ulid(now_ms)}"
         ids.append(notice_id)
         due = now_ms if draft.not_before_ms is None else draft.not_before_ms
-        payload = {REFUSED: QUEUE_FULL} if refused else draft.payload
+        labels = {k: draft.payload[k] for k in LABELS if k in draft.payload}
+        payload = {REFUSED: QUEUE_FULL, **labels} if refused else draft.payload
         error = QUEUE_FULL if refused else None
         rows.append(
             (
@@ -150,6 +154,61 @@ def with_notices(
         return result
 
 
+#: The most lanes (a tenant's destination: ``(tenant, channel, recipient)``) one claim takes notices from.
+MAX_LANES = 4_096
+#: The lane after ``(tenant, channel, recipient)`` that holds queued notices, with its earliest ``next_attempt``:
+#: one seek in ``outbox_lane``.
+NEXT_LANE = (
+    "SELECT tenant, channel, recipient, next_attempt FROM outbox WHERE status='queued' AND "
+    "(tenant, channel, recipient) > (%s, %s, %s) ORDER BY tenant, channel, recipient, next_attempt LIMIT 1"
+)
+#: PostgreSQL: every lane holding queued notices, stepped through ``outbox_lane`` in one statement.
+PG_LANES = (
+    "SELECT tenant, channel, recipient FROM (WITH RECURSIVE lanes AS ((SELECT tenant, channel, recipient, "
+    "next_attempt FROM outbox WHERE status='queued' ORDER BY tenant, channel, recipient, next_attempt LIMIT 1) "
+    "UNION ALL SELECT n.tenant, n.channel, n.recipient, n.next_attempt FROM lanes l CROSS JOIN LATERAL (SELECT "
+    "tenant, channel, recipient, next_attempt FROM outbox WHERE status='queued' AND (tenant, channel, recipient) > "
+    "(l.tenant, l.channel, l.recipient) ORDER BY tenant, channel, recipient, next_attempt LIMIT 1) n) "
+    "SELECT * FROM lanes) found WHERE next_attempt <= %s AND channel = ANY(%s) AND NOT (recipient = ANY(%s)) LIMIT %s"
+)
+#: PostgreSQL: up to ``k`` due notices of each lane named, oldest first (read, not locked).
+PG_CANDIDATES = (
+    "SELECT c.notice_id, c.tenant, c.channel, c.recipient, c.next_attempt FROM unnest(%s::text[], %s::text[], "
+    "%s::text[]) AS d(tenant, channel, recipient) CROSS JOIN LATERAL (SELECT notice_id, tenant, channel, recipient, "
+    "next_attempt FROM outbox o WHERE o.status='queued' AND o.tenant=d.tenant AND o.channel=d.channel "
+    "AND o.recipient=d.recipient AND o.next_attempt<=%s ORDER BY o.next_attempt LIMIT %s) c"
+)
+#: PostgreSQL: lease the first ``limit`` of the notices named, in their order, that are still due; rows another
+#: claim holds are skipped, not waited for (so claims at once share the turns).
+PG_LEASE = (
+    "UPDATE outbox SET lease_owner=%s, next_attempt=%s, attempt=attempt+1 WHERE notice_id IN (SELECT o.notice_id "
+    "FROM unnest(%s::text[]) WITH ORDINALITY AS r(notice_id, turn) JOIN outbox o ON o.notice_id = r.notice_id "
+    "WHERE o.status='queued' AND o.next_attempt<=%s ORDER BY r.turn LIMIT %s FOR UPDATE OF o SKIP LOCKED) "
+    f"RETURNING {OUTBOX_COLS}"
+)
+LANE_CANDIDATES = (
+    "SELECT notice_id, tenant, channel, recipient, next_attempt FROM outbox WHERE status='queued' AND tenant=%s "
+    "AND channel=%s AND recipient=%s AND next_attempt<=%s ORDER BY next_attempt LIMIT %s"
+)
+
+
+def take_turns(candidates: Sequence[Sequence[Any]], limit: int | None = None) -> list[str]:
+    """``candidates`` (rows ``notice_id, tenant, channel, recipient, next_attempt``; the first ``limit``), round-robin:
+    each lane's oldest first, the lanes of a tenant taking turns, and the tenants taking turns, so every tenant
+    with a due notice has one in the first turn, whatever another's backlog."""
+    lanes: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
+    for notice_id, tenant, channel, recipient, due in candidates:
+        lanes.setdefault((tenant, channel, recipient), []).append((int(due), notice_id))
+    tenants: dict[str, list[tuple[int, int, str]]] = {}
+    for (tenant, _, _), queue in lanes.items():
+        for lane_turn, (due, notice_id) in enumerate(sorted(queue)):
+            tenants.setdefault(tenant, []).append((lane_turn, due, notice_id))
+    ranked: list[tuple[int, int, str]] = []
+    for turns in tenants.values():
+        ranked += [(turn, due, notice_id) for turn, (_, due, notice_id) in enumerate(sorted(turns))]
+    return [notice_id for _, _, notice_id in sorted(ranked)[:limit]]
+
+
 def claim(
     d: Dialect,
     owner: str,
@@ -159,20 +218,55 @@ def claim(
     channels: Sequence[str],
     busy: Sequence[str] = (),
 ) -> Plan[list[Notice]]:
-    """Lease up to ``limit`` due notices of ``channels`` to ``owner`` (their attempt counted now), oldest due
-    first, none for the recipients ``busy`` (those the owner has as many of as it may). On PostgreSQL, rows
-    another claim holds are skipped, not waited for."""
-    if not channels:
+    """Lease up to ``limit`` due notices of ``channels`` to ``owner`` (their attempt counted now), none for the
+    recipients ``busy`` (those the owner has as many of as it may), fairly: the claim steps through the lanes
+    (a tenant's destination) that hold due notices, an index seek each (``outbox_lane``, never a scan of the
+    backlog), takes up to ``limit / lanes`` of each lane's oldest, and lets tenants, and the lanes of a tenant,
+    take turns (:func:`take_turns`). One tenant's backlog, or one destination's, delays only itself. On
+    PostgreSQL, rows another claim holds are skipped, not waited for."""
+    if not channels or limit <= 0:
         return []
-    skip = "" if d.question_marks else " FOR UPDATE SKIP LOCKED"
-    not_busy = f" AND recipient NOT IN ({','.join(['%s'] * len(busy))})" if busy else ""
-    rows = yield Sql(
+    if d.question_marks:
+        lanes: list[tuple[str, str, str]] = []
+        key: Sequence[Any] = ("", "", "")
+        wanted, refused = frozenset(channels), frozenset(busy)
+        while len(lanes) < MAX_LANES:
+            found = yield Sql(NEXT_LANE, tuple(key))
+            if not found:
+                break
+            tenant, channel, recipient, due = found[0]
+            key = (tenant, channel, recipient)
+            if due <= now_ms and channel in wanted and recipient not in refused:
+                lanes.append((tenant, channel, recipient))
+        each = max(1, -(-limit // max(1, len(lanes))))
+        candidates: list[Sequence[Any]] = []
+        for lane in lanes:
+            candidates += yield Sql(LANE_CANDIDATES, (*lane, now_ms, each))
+    else:
+        rows = yield Sql(PG_LANES, (now_ms, list(channels), list(busy), MAX_LANES))
+        if not rows:
+            return []
+        each = max(1, -(-limit // len(rows)))
+        found = yield Sql(
+            PG_CANDIDATES, ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], now_ms, each)
+        )
+        turns = take_turns(found)
+        if not turns:
+            return []
+        claimed = yield Sql(PG_LEASE, (owner, now_ms + lease_ms, turns, now_ms, limit))
+        return _oldest_first(d, claimed)
+    chosen = take_turns(candidates, limit)
+    if not chosen:
+        return []
+    claimed = yield Sql(
         "UPDATE outbox SET lease_owner=%s, next_attempt=%s, attempt=attempt+1 WHERE notice_id IN "
-        f"(SELECT notice_id FROM outbox WHERE status='queued' AND next_attempt<=%s AND channel IN "
-        f"({','.join(['%s'] * len(channels))}){not_busy} ORDER BY next_attempt LIMIT %s{skip}) "
-        f"RETURNING {OUTBOX_COLS}",
-        (owner, now_ms + lease_ms, now_ms, *channels, *busy, limit),
+        f"({','.join(['%s'] * len(chosen))}) AND status='queued' RETURNING {OUTBOX_COLS}",
+        (owner, now_ms + lease_ms, *chosen),
     )
+    return _oldest_first(d, claimed)
+
+
+def _oldest_first(d: Dialect, rows: Rows) -> list[Notice]:
     return sorted((notice_from_row(d, r) for r in rows), key=lambda n: (n.not_before_ms, n.notice_id))
 
 
@@ -272,6 +366,52 @@ def release(notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> Plan
         )
         done += len(found)
     return done
+
+
+def redrive(
+    d: Dialect,
+    channel: str,
+    recipient: str,
+    tenant: str,
+    notice_ids: Sequence[str] | None,
+    now_ms: int,
+    limits: OutboxLimits,
+    cap: int,
+    limit: int,
+) -> Plan[list[str]]:
+    """Queue a destination's dead letters within ``tenant`` again (the ones named, or its oldest ``limit``), due now,
+    their attempts counted afresh and their id and payload unchanged; the ids queued. Only letters still in the
+    sink (not past ``limits.dead_ttl_ms``) that kept their payload (one refused by a cap kept none), and as many
+    as the destination's queue (``cap``, ``limits.per_recipient``) and the tenant's (``limits.per_tenant``) have
+    room for."""
+    named = ""
+    if notice_ids is not None:
+        if not notice_ids:
+            return []
+        named = f" AND notice_id IN ({','.join(['%s'] * len(notice_ids))})"
+    rows = yield Sql(
+        "SELECT notice_id, payload FROM outbox WHERE channel=%s AND recipient=%s AND status='dead' AND tenant=%s "
+        f"AND settled_at > %s{named} ORDER BY notice_id LIMIT %s",
+        (channel, recipient, tenant, now_ms - limits.dead_ttl_ms, *(notice_ids or ()), limit),
+    )
+    kept = [r[0] for r in rows if REFUSED not in d.json_in(r[1])]
+    if not kept:
+        return []
+    queued = yield Sql(
+        "SELECT count(*) FROM outbox WHERE channel=%s AND recipient=%s AND status='queued'", (channel, recipient)
+    )
+    in_tenant = yield Sql("SELECT count(*) FROM outbox WHERE tenant=%s AND status='queued'", (tenant,))
+    room = min(min(cap, limits.per_recipient) - queued[0][0], limits.per_tenant - in_tenant[0][0])
+    kept = kept[: max(0, room)]
+    if not kept:
+        return []
+    done = yield Sql(
+        "UPDATE outbox SET status='queued', attempt=0, next_attempt=%s, lease_owner=NULL, last_error=NULL, "
+        f"settled_at=NULL, attempted_at=NULL WHERE notice_id IN ({','.join(['%s'] * len(kept))}) AND status='dead' "
+        "RETURNING notice_id",
+        (now_ms, *kept),
+    )
+    return sorted(r[0] for r in done)
 
 
 def prune(now_ms: int, limits: OutboxLimits, batch: int = 500) -> Plan[int]:

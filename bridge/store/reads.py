@@ -270,13 +270,15 @@ class Reads(ABC):
     async def outbox_dead_letters(
         self, channel: str, recipient: str, tenant: str, *, limit: int, after: str | None = None
     ) -> list[DeadLetter]:
+        before = " AND notice_id < %s" if after else ""
         rows = await self._rows(
-            "SELECT notice_id, channel, recipient, run_id, interrupt_id, attempt, last_error, created_at, settled_at "
-            "FROM outbox WHERE channel=%s AND recipient=%s AND status='dead' AND notice_id > %s AND tenant=%s "
-            "ORDER BY notice_id LIMIT %s",
-            (channel, recipient, after or "", tenant, limit),
+            "SELECT notice_id, channel, recipient, run_id, interrupt_id, attempt, last_error, created_at, settled_at, "
+            "payload->>'eventId', payload->>'eventType' FROM outbox "
+            f"WHERE channel=%s AND recipient=%s AND status='dead' AND tenant=%s{before} "
+            "ORDER BY notice_id DESC LIMIT %s",
+            (channel, recipient, tenant, *((after,) if after else ()), limit),
         )
-        return [DeadLetter(r[0], r[1], r[2], r[3], r[4], r[5], r[6] or "", r[7], r[8]) for r in rows]
+        return [DeadLetter(r[0], r[1], r[2], r[3], r[4], r[5], r[6] or "", r[7], r[8], r[9], r[10]) for r in rows]
 
     async def outbox_states(self, notice_ids: Sequence[str]) -> dict[str, tuple[str, int, str | None]]:
         found: dict[str, tuple[str, int, str | None]] = {}

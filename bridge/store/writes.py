@@ -109,6 +109,12 @@ class Writes(ABC):
     async def kv_put(self, namespace: str, key: str, value: Any, now_ms: int, *, only_if_absent: bool = False) -> bool:
         return await self._plan(lambda: plan_kv.kv_put(namespace, key, value, now_ms, only_if_absent))
 
+    async def kv_put_capped(
+        self, namespace: str, key: str, value: dict[str, Any], now_ms: int, *, field: str, cap: int
+    ) -> bool:
+        lock = not self._dialect.question_marks
+        return await self._plan(lambda: plan_kv.kv_put_capped(namespace, key, value, now_ms, field, cap, lock=lock))
+
     async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
         return await self._plan(lambda: plan_kv.kv_replace(namespace, key, expected, value, now_ms))
 
@@ -163,6 +169,24 @@ class Writes(ABC):
 
     async def outbox_release(self, notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> int:
         return await self._plan(lambda: plan_outbox.release(notice_ids, owner, next_attempt_ms))
+
+    async def outbox_redrive(
+        self,
+        channel: str,
+        recipient: str,
+        tenant: str,
+        notice_ids: Sequence[str] | None,
+        now_ms: int,
+        *,
+        cap: int,
+        limit: int = 100,
+    ) -> list[str]:
+        limits = self.outbox_limits
+        return await self._plan(
+            lambda: plan_outbox.redrive(
+                self._dialect, channel, recipient, tenant, notice_ids, now_ms, limits, cap, limit
+            )
+        )
 
     async def outbox_prune(self, now_ms: int) -> int:
         return await self._plan(lambda: plan_outbox.prune(now_ms, self.outbox_limits))

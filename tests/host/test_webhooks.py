@@ -4,6 +4,7 @@ paged, per tenant), unregistering, scopes and tenants, and the discovery family.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import time
@@ -99,23 +100,29 @@ async def test_spent_attempts_make_content_free_dead_letters_in_pages(make_engin
         await rec.wait(lambda: engine.notify.counts[("webhook", "dead")] == 4)
         path = f"/webhooks/{enc(webhook_id)}/dead-letters"
         first = (await http.get(f"{path}?limit=3", headers=h())).json()
-        assert len(first["items"]) == 3 and first["nextCursor"]
+        assert spec.problems("webhook-dead-letter-page.schema.json", first) == [], first  # RFC 0188 §A.1
+        assert len(first["deliveries"]) == 3 and first["nextCursor"]
         rest = (await http.get(f"{path}?limit=3&cursor={first['nextCursor']}", headers=h())).json()
-        assert len(rest["items"]) == 1 and rest["nextCursor"] is None
-        items = first["items"] + rest["items"]
+        assert spec.problems("webhook-dead-letter-page.schema.json", rest) == [], rest
+        assert len(rest["deliveries"]) == 1 and "nextCursor" not in rest  # absent on the last page
+        items = first["deliveries"] + rest["deliveries"]
         assert {i["runId"] for i in items} == set(runs)
+        ids = [i["deliveryId"] for i in items]
+        assert ids == sorted(ids, reverse=True) and len(set(ids)) == 4  # newest first, each once
+        log = [
+            e
+            for run_id in runs
+            for e in (await http.get(f"/runs/{enc(run_id)}/events/poll?timeout=1", headers=h())).json()["events"]
+        ]
         for item in items:
-            assert set(item) == {
-                "deliveryId",
-                "webhookId",
-                "runId",
-                "attempts",
-                "lastError",
-                "deadLetteredAt",
-                "expiresAt",
-            }
-            assert item["attempts"] == 2 and item["lastError"] == "http_500" and item["webhookId"] == webhook_id
-            assert spec.problems("ids.schema.json", item["deliveryId"], "/$defs/deliveryId") == []
+            assert item["attempts"] == 2 and item["reason"] == "retries_exhausted" and item["lastStatus"] == 500
+            assert item["webhookId"] == webhook_id
+            [event] = [e for e in log if e["eventId"] == item["eventId"]]  # names the event it carried
+            assert event["type"] == item["eventType"] and event["runId"] == item["runId"]
+        # A cursor is this subscription's: another's is refused.
+        second = (await register(http, f"{rec.url}/down", ["run.started"], secret=SECRET)).json()["webhookId"]
+        resp = await http.get(f"/webhooks/{enc(second)}/dead-letters?cursor={first['nextCursor']}", headers=h())
+        assert resp.status_code == 400 and resp.json()["error"] == "validation_error"
         assert SECRET not in str(items) and "payload" not in str(items)
         # Another tenant neither reads nor deletes it; an unknown id is 404.
         other = {**auth("other"), **V2}
@@ -205,3 +212,78 @@ async def test_tags_narrow_a_subscription_to_runs_that_share_one(make_engine) ->
         await rec.wait(lambda: len(rec.at("/tagged")) >= 1)
         assert [r.json()["runId"] for r in rec.at("/tagged")] == [tagged]
         assert {r.json()["runId"] for r in rec.at("/all")} == {tagged, untagged, other}
+
+
+async def test_the_subscription_cap_holds_under_concurrent_registrations(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine: Engine = make_engine(fast_config())
+    async with receiver() as rec, bridge(engine, WebhookSettings(allow_loopback=True, per_tenant=5)) as http:
+        answers = await asyncio.gather(
+            *(register(http, f"{rec.url}/cap{i}", ["run.started"], secret=SECRET) for i in range(40))
+        )
+        assert sorted(r.status_code for r in answers) == [201] * 5 + [400] * 35
+        refused = next(r for r in answers if r.status_code == 400)
+        assert refused.json()["error"] == "validation_error" and refused.json()["details"] == {"max": 5}
+        # One run fans out to the five subscriptions kept, no more.
+        await suspended(http)
+        await rec.wait(lambda: engine.notify.counts[("webhook", "delivered")] == 5)
+        assert len(rec.got) == 5
+        # Another tenant has a cap of its own.
+        other = await http.post(
+            "/webhooks", json={"url": f"{rec.url}/o", "events": ["run.started"]}, headers={**auth("other"), **V2}
+        )
+        assert other.status_code == 201, other.text
+
+
+@pytest.mark.postgres
+async def test_two_instances_on_one_database_share_the_subscription_cap(pg_url: str) -> None:
+    from bridge.store.postgres import PostgresStore
+    from tests.conftest import fixture_workflows
+
+    settings = WebhookSettings(allow_loopback=True, per_tenant=4)
+    engines = [Engine(PostgresStore(pg_url), workflows=fixture_workflows(), config=fast_config()) for _ in range(2)]
+    async with receiver() as rec, bridge(engines[0], settings) as one, bridge(engines[1], settings) as two:
+        answers = await asyncio.gather(
+            *(register((one, two)[i % 2], f"{rec.url}/cap{i}", ["run.started"], secret=SECRET) for i in range(30))
+        )
+        assert sorted(r.status_code for r in answers) == [201] * 4 + [400] * 26
+
+
+async def test_the_owner_redrives_its_dead_letters_one_or_all(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine: Engine = make_engine(fast_config(attempts=2))
+    async with receiver() as rec, bridge(engine, LOOPBACK) as http:
+        rec.script["/down"] = [500] * 6
+        webhook_id = (await register(http, f"{rec.url}/down", ["run.started"], secret=SECRET)).json()["webhookId"]
+        runs = [await suspended(http) for _ in range(3)]
+        await rec.wait(lambda: engine.notify.counts[("webhook", "dead")] == 3)
+        path = f"/webhooks/{enc(webhook_id)}/dead-letters"
+        dead = (await http.get(path, headers=h())).json()["deliveries"]
+        assert len(dead) == 3
+        # The receiver is fixed: one delivery is sent again, with its id and body, and leaves the sink.
+        one = dead[0]
+        resp = await http.post(f"{path}/{enc(one['deliveryId'])}/redrive", headers=h())
+        assert resp.status_code == 202, resp.text
+        assert resp.json() == {"redriven": [one["deliveryId"]]}
+        await rec.wait(lambda: engine.notify.counts[("webhook", "delivered")] == 1)
+        [again] = [r for r in rec.at("/down") if r.answered == 200]
+        assert again.headers["openwop-delivery-attempt"] == "1" and again.json()["runId"] == one["runId"]
+        before = [r for r in rec.at("/down") if r.answered == 500 and r.json()["runId"] == one["runId"]]
+        assert len(before) == 2 and {r.body for r in before} == {again.body}  # the same delivery, byte for byte
+        left = (await http.get(path, headers=h())).json()["deliveries"]
+        assert [d["deliveryId"] for d in left] == [d["deliveryId"] for d in dead[1:]]
+        # Not a dead letter any more (or never one of this subscription): 404, as an unknown id.
+        resp = await http.post(f"{path}/{enc(one['deliveryId'])}/redrive", headers=h())
+        assert resp.status_code == 404 and resp.json()["error"] == "not_found"
+        unknown = enc("default/ntc-01jd0000000000000000000000")
+        resp = await http.post(f"{path}/{unknown}/redrive", headers=h())
+        assert resp.status_code == 404 and resp.json()["error"] == "not_found"
+        # Another tenant can neither redrive nor name this tenant's deliveries.
+        other = {**auth("other"), **V2}
+        assert (await http.post(f"{path}/{enc(left[0]['deliveryId'])}/redrive", headers=other)).status_code == 403
+        assert (await http.post(f"{path}/redrive", headers=other)).status_code == 403
+        # The rest, all at once.
+        resp = await http.post(f"{path}/redrive", headers=h())
+        assert resp.status_code == 202, resp.text
+        assert sorted(resp.json()["redriven"]) == sorted(d["deliveryId"] for d in left)
+        await rec.wait(lambda: engine.notify.counts[("webhook", "delivered")] == 3)
+        assert (await http.get(path, headers=h())).json() == {"deliveries": []}
+        assert {r.json()["runId"] for r in rec.at("/down") if r.answered == 200} == set(runs)

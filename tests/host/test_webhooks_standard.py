@@ -15,6 +15,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from bridge import Engine
 from bridge.host.v2.webhook_subs import STANDARD, V1, Subscription, signed_headers
+from bridge.spec import v2 as spec
 from tests.host.test_webhooks import LOOPBACK, fast_config, register, verify_v1
 from tests.host.v2_scenario import enc, h, suspended
 from tests.host.webhook_receiver import bridge, receiver
@@ -36,7 +37,9 @@ async def test_the_challenge_must_be_echoed_before_201_and_nothing_is_kept_other
         assert resp.json()["signatureAlgorithms"] == BOTH and "secret" not in resp.json()
         [challenge] = rec.at("/echo")
         assert "openwop-event-type" not in challenge.headers  # not a delivery
-        assert Webhook(OLD).verify(challenge.body, challenge.headers)["type"] == "webhook.verification"
+        sent = Webhook(OLD).verify(challenge.body, challenge.headers)
+        assert spec.problems("webhook-verification.schema.json", sent) == [], sent  # RFC 0201 §D
+        assert sent["type"] == "openwop.webhook.verification"
         # The refused subscriptions were never stored: the next run is heard at /echo only.
         await suspended(http)
         await rec.wait(lambda: len(rec.at("/echo")) == 2)
@@ -124,7 +127,7 @@ async def test_webhook_answers_validate_against_the_served_document(make_engine)
         await suspended(http)
         await rec.wait(lambda: engine.notify.counts[("webhook", "dead")] == 1)
         page = await http.get(f"/webhooks/{enc(made.json()['webhookId'])}/dead-letters", headers=h())
-        assert len(page.json()["items"]) == 1
+        assert len(page.json()["deliveries"]) == 1
         assert doc.problems("/webhooks/{webhookId}/dead-letters", "get", page.json()) == []
         opted = await register(http, f"{rec.url}/echo", ["run.started"], secret=OLD, signatureAlgorithms=BOTH)
         assert doc.problems("/webhooks", "post", opted.json(), "201") == []

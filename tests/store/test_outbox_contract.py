@@ -241,3 +241,63 @@ async def test_next_due_of_the_channels_named(store) -> None:  # type: ignore[no
     assert await store.outbox_next_due(["email", "teams"]) == 2_000
     assert await store.outbox_next_due(["slack"]) is None
     assert await store.outbox_next_due([]) is None
+
+
+async def test_dead_letters_come_newest_first_naming_their_event_and_a_refused_one_keeps_its_labels(
+    store: Store,
+) -> None:
+    store.outbox_limits = OutboxLimits(per_tenant=100, per_recipient=2)
+    run = await _claimed_run(store)
+    labels = [{"eventId": f"evt-{i:020d}", "eventType": "run.started"} for i in range(3)]
+    drafts = [NoticeDraft("webhook", "wh_d", {**label, "body": {"secret": "x"}}) for label in labels]
+    ids = [(await store.outbox_add(run.tenant, run.run_id, [d], 1_000 + i))[0] for i, d in enumerate(drafts)]
+    # the third is past the cap: refused
+    claimed = {n.notice_id: n for n in await store.outbox_claim("w1", 1_002, OWNER_LEASE, 10, ALL)}
+    assert claimed[ids[2]].payload == {REFUSED: QUEUE_FULL, **labels[2]}
+    for nid in ids:
+        assert await store.outbox_settle(nid, "w1", 1, "dead", 0, "http_500", 2_000)
+    page = await store.outbox_dead_letters("webhook", "wh_d", run.tenant, limit=2)
+    assert [d.notice_id for d in page] == [ids[2], ids[1]]
+    assert [(d.event_id, d.event_type) for d in page] == [(x["eventId"], x["eventType"]) for x in labels[:0:-1]]
+    [last] = await store.outbox_dead_letters("webhook", "wh_d", run.tenant, limit=2, after=ids[1])
+    assert last.notice_id == ids[0] and "secret" not in repr([*page, last])
+
+
+async def test_a_claim_is_fair_across_tenants_and_destinations(store: Store) -> None:
+    """One tenant's backlog of older due notices does not keep another tenant's newer one out of the next claim,
+    nor one destination's backlog another destination's of the same tenant."""
+    store.outbox_limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000)
+    backlog = [NoticeDraft("webhook", "wh_refusing", {"n": i}) for i in range(300)]
+    await store.outbox_add("tenant-b", "run-b", backlog, 1_000)
+    [other_endpoint] = await store.outbox_add("tenant-b", "run-b", [NoticeDraft("webhook", "wh_fine", {})], 1_500)
+    [tenant_a] = await store.outbox_add("tenant-a", "run-a", [NoticeDraft("webhook", "wh_a", {})], 2_000)
+    first = await store.outbox_claim("w1", 3_000, OWNER_LEASE, 16, ALL)
+    assert 3 <= len(first) <= 16
+    claimed = {n.notice_id for n in first}
+    assert tenant_a in claimed and other_endpoint in claimed
+    # Nothing is lost or claimed twice: the rest of the backlog follows.
+    rest = await store.outbox_claim("w1", 3_000, OWNER_LEASE, 1_000, ALL)
+    assert len(rest) == 302 - len(first) and not claimed & {n.notice_id for n in rest}
+
+
+async def test_a_redrive_queues_kept_dead_letters_again_within_the_caps(store: Store) -> None:
+    store.outbox_limits = OutboxLimits(per_tenant=100, per_recipient=100, dead_ttl_ms=50_000)
+    run = await _claimed_run(store)
+    ids = [
+        (await store.outbox_add(run.tenant, run.run_id, [NoticeDraft("webhook", "wh_r", {"n": i})], i))[0]
+        for i in range(4)
+    ]
+    for n in await store.outbox_claim("w1", 10, OWNER_LEASE, 10, ALL):
+        assert await store.outbox_settle(n.notice_id, "w1", n.attempt, "dead", 0, "http_500", 1_000 * n.payload["n"])
+    # The oldest is past its retention: gone from the sink, not redriven. Another tenant's redrive finds nothing.
+    assert await store.outbox_redrive("webhook", "wh_r", "other", None, 50_500, cap=10) == []
+    assert await store.outbox_redrive("webhook", "wh_r", run.tenant, [ids[0]], 50_500, cap=10) == []
+    # One named, then the rest within the destination's room (two queued at most: one left).
+    assert await store.outbox_redrive("webhook", "wh_r", run.tenant, [ids[2]], 50_500, cap=2) == [ids[2]]
+    assert await store.outbox_redrive("webhook", "wh_r", run.tenant, None, 50_500, cap=2) == [ids[1]]
+    claimed = await store.outbox_claim("w2", 50_500, OWNER_LEASE, 10, ALL)
+    assert sorted((n.notice_id, n.attempt, n.payload["n"]) for n in claimed) == [(ids[1], 1, 1), (ids[2], 1, 2)]
+    assert [d.notice_id for d in await store.outbox_dead_letters("webhook", "wh_r", run.tenant, limit=10)] == [
+        ids[3],
+        ids[0],
+    ]

@@ -30,32 +30,62 @@ _ROTATED = {
 _DEAD_LETTER = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["deliveryId", "webhookId", "runId", "attempts", "lastError", "deadLetteredAt", "expiresAt"],
+    "required": [
+        "deliveryId",
+        "webhookId",
+        "runId",
+        "eventId",
+        "eventType",
+        "attempts",
+        "deadLetteredAt",
+        "expiresAt",
+        "reason",
+    ],
     "properties": {
         "deliveryId": _BOUND,
         "webhookId": _BOUND,
         "runId": _BOUND,
-        "attempts": {"type": "integer", "minimum": 0},
-        "lastError": {"type": "string", "description": "A reason code (http_503, timeout, …), never content"},
+        "eventId": {"type": "string", "pattern": "^[A-Za-z0-9._~-]{16,128}$"},
+        "eventType": {"type": "string", "minLength": 1},
+        "attempts": {"type": "integer", "minimum": 1},
         "deadLetteredAt": _STAMP,
         "expiresAt": _STAMP,
+        "reason": {"type": "string", "enum": ["retries_exhausted", "payload_unprojectable"]},
+        "lastStatus": {"type": "integer", "description": "The HTTP status of the last attempt, when it had one"},
     },
 }
 _PAGE = {
     "type": "object",
-    "required": ["items", "nextCursor"],
+    "description": "RFC 0188 §A.1 (webhook-dead-letter-page.schema.json)",
+    "required": ["deliveries"],
     "additionalProperties": False,
-    "properties": {"items": {"type": "array", "items": _DEAD_LETTER}, "nextCursor": {"type": ["string", "null"]}},
+    "properties": {
+        "deliveries": {"type": "array", "items": _DEAD_LETTER},
+        "nextCursor": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 2048,
+            "description": "Absent on the last page; good for this subscription only",
+        },
+    },
+}
+_REDRIVEN = {
+    "type": "object",
+    "required": ["redriven"],
+    "additionalProperties": False,
+    "properties": {"redriven": {"type": "array", "items": _BOUND, "description": "The deliveries queued again"}},
 }
 
 
 def webhook_paths(op: Callable[..., dict[str, Any]], errors: Callable[..., dict[str, Any]]) -> dict[str, Any]:
-    """The four webhook operations, built with the document's own ``op`` and ``errors``."""
+    """The webhook operations, built with the document's own ``op`` and ``errors``."""
     webhook = path_param("webhookId", "The tenant-bound subscription id, projected to one segment (acme~2Fwhk-…)")
     webhook["schema"] = {
         "type": "string",
         "pattern": "^(?:[A-Za-z0-9._-]{1,128}|(?:anon~3[Aa])?[A-Za-z0-9._-]{1,128}~2[Ff][A-Za-z0-9._-]{16,128})$",
     }
+    delivery = path_param("deliveryId", "The tenant-bound delivery id from a dead-letter page (acme~2Fntc-…)")
+    delivery["schema"] = dict(webhook["schema"])
     return {
         "/webhooks": {
             "post": op(
@@ -89,7 +119,7 @@ def webhook_paths(op: Callable[..., dict[str, Any]], errors: Callable[..., dict[
         "/webhooks/{webhookId}/dead-letters": {
             "get": op(
                 "listWebhookDeadLetters",
-                "Deliveries given up on, content-free, oldest first",
+                "Deliveries given up on, content-free, newest first",
                 {"200": json_response(_PAGE), **errors(400, 401, 403, 404)},
                 [
                     webhook,
@@ -100,6 +130,24 @@ def webhook_paths(op: Callable[..., dict[str, Any]], errors: Callable[..., dict[
                     ),
                     query_param("cursor", "Next page (opaque, from nextCursor)"),
                 ],
+            )
+        },
+        "/webhooks/{webhookId}/dead-letters/redrive": {
+            "post": op(
+                "redriveWebhookDeadLetters",
+                "Queue the subscription's dead letters again, the oldest hundred, each with its id and body "
+                "(this host's operation, not OpenWOP's)",
+                {"202": json_response(_REDRIVEN), **errors(400, 401, 403, 404)},
+                [webhook],
+            )
+        },
+        "/webhooks/{webhookId}/dead-letters/{deliveryId}/redrive": {
+            "post": op(
+                "redriveWebhookDeadLetter",
+                "Queue one dead letter again, with its id and body (this host's operation, not OpenWOP's); "
+                "404 when it is not a dead letter of this subscription",
+                {"202": json_response(_REDRIVEN), **errors(400, 401, 403, 404)},
+                [webhook, delivery],
             )
         },
     }

@@ -165,7 +165,12 @@ class Webhooks:
                     continue
                 if body is None:
                     body = {"runId": bound_run, "event": documents.event(doc, run.tenant)}
-                payload = {"body": body, "eventType": event_type, "sequence": doc.get("sequence")}
+                payload = {
+                    "body": body,
+                    "eventType": event_type,
+                    "eventId": body["event"].get("eventId"),
+                    "sequence": doc.get("sequence"),
+                }
                 drafts.append(NoticeDraft("webhook", sub.webhook_id, payload, recipient_cap=cap))
         return drafts
 

@@ -1,4 +1,4 @@
-"""The v2 webhook routes (webhooks.md): register, unregister, rotate a secret, read dead letters.
+"""The v2 webhook routes (webhooks.md): register, unregister, rotate a secret, read and redrive dead letters.
 
 Every route needs the ``webhooks:manage`` scope and stays inside the caller's tenant: a subscription
 id is tenant-bound (``<tenant>/whk-…``); one of another tenant is ``403``, an unknown one ``404``.
@@ -20,6 +20,7 @@ from starlette.routing import Route
 from bridge.core.auth import Principal
 from bridge.core.clock import iso_ms
 from bridge.core.errors import BridgeError, ForbiddenError, NotFoundError, RateLimitedError, ValidationError
+from bridge.core.notices import DeadLetter
 from bridge.host.http.body import ClosedModel, parse, read_json
 from bridge.host.http.deps import engine, int_param, principal
 from bridge.host.http.responses import JSONResponse
@@ -34,6 +35,8 @@ SCOPE = "webhooks:manage"
 VERIFY_TIMEOUT_S = 10.0
 #: The largest page of dead letters.
 DEAD_LETTER_PAGE = 100
+#: The dead-letter reason of a delivery whose event could not be rendered (never retried).
+UNPROJECTABLE = "payload_unprojectable"
 
 
 class WebhookEndpointUnverifiedError(BridgeError):
@@ -96,7 +99,7 @@ async def _verify(hooks: Webhooks, sub: Subscription) -> None:
     """Send the endpoint challenge; unless a 2xx echoes it within :data:`VERIFY_TIMEOUT_S` (the whole exchange),
     refuse (nothing stored, no retry). A tenant with as many challenges in flight as it may is ``429``."""
     challenge = base64.urlsafe_b64encode(secrets.token_bytes(24)).decode().rstrip("=")
-    raw = orjson.dumps({"type": "webhook.verification", "challenge": challenge})
+    raw = orjson.dumps({"type": "openwop.webhook.verification", "challenge": challenge})  # RFC 0201 §D
     now_ms = hooks.engine.clock.now_ms()
     message_id = f"whv_{secrets.token_hex(16)}"
     headers = signed_headers(
@@ -122,6 +125,12 @@ async def _verify(hooks: Webhooks, sub: Subscription) -> None:
         raise WebhookEndpointUnverifiedError("the endpoint did not confirm the subscription")
 
 
+def _full(hooks: Webhooks) -> ValidationError:
+    return ValidationError(
+        "this tenant holds as many webhook subscriptions as it may", details={"max": hooks.settings.per_tenant}
+    )
+
+
 @v2_route
 async def register(request: Request) -> Response:
     """``POST /webhooks``: subscribe ``url`` to run events of the caller's tenant."""
@@ -132,9 +141,7 @@ async def register(request: Request) -> Response:
     algorithms = _algorithms(body)
     await hooks.egress.resolve(body.url)  # 400 webhook_url_rejected before anything is sent or stored
     if len(hooks.of_tenant(who.tenant)) >= hooks.settings.per_tenant:
-        raise ValidationError(
-            "this tenant holds as many webhook subscriptions as it may", details={"max": hooks.settings.per_tenant}
-        )
+        raise _full(hooks)  # known full here: refused before verifying the endpoint
     eng = engine(request)
     generated = body.secret is None
     sub = Subscription(
@@ -149,7 +156,10 @@ async def register(request: Request) -> Response:
     )
     if sub.standard:
         await _verify(hooks, sub)
-    await hooks.state.put(sub.webhook_id, sub.to_json(), only_if_absent=True)
+    # The cap again, authoritative: counted and stored in one transaction, so registrations at once (on any
+    # instance) cannot all pass the check above.
+    if not await hooks.state.put_capped(sub.webhook_id, sub.to_json(), field="tenant", cap=hooks.settings.per_tenant):
+        raise _full(hooks)
     hooks.remember(sub)
     out: dict[str, Any] = {"webhookId": ids.bind(sub.tenant, sub.webhook_id)}
     if body.signatureAlgorithms is not None:
@@ -209,35 +219,93 @@ async def rotate_secret(request: Request) -> Response:
     )
 
 
+def _cursor(sub: Subscription, notice_id: str) -> str:
+    """A dead-letter page's ``nextCursor``: opaque, and good for this subscription only (RFC 0188 §A.3)."""
+    return base64.urlsafe_b64encode(f"{sub.webhook_id}.{notice_id}".encode()).decode().rstrip("=")
+
+
+def _after(sub: Subscription, cursor: str | None) -> str | None:
+    """The notice id a cursor continues after: ``400`` for one not handed out for this subscription."""
+    if cursor is None:
+        return None
+    try:
+        webhook_id, _, notice_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().partition(".")
+    except ValueError:
+        webhook_id, notice_id = "", ""
+    if webhook_id != sub.webhook_id or not notice_id.startswith("ntc_") or len(notice_id) > 64:
+        raise ValidationError("cursor is not one this host handed out for this subscription")
+    return notice_id
+
+
+def dead_letter_record(sub: Subscription, d: DeadLetter, retention_ms: int) -> dict[str, Any]:
+    """One record of RFC 0188 §A.4 (``webhook-dead-letter-page.schema.json``): which delivery, which event, how many
+    attempts and why; never the body, the headers or the secret. The bridge's own reason code (``http_503``,
+    ``timeout``, ``queue_full``, …) is not a reason of the record: every one but ``payload_unprojectable`` means the
+    delivery will not be tried again, ``retries_exhausted``; an HTTP status is ``lastStatus``."""
+    record: dict[str, Any] = {
+        "deliveryId": ids.bind(sub.tenant, d.notice_id),
+        "webhookId": ids.bind(sub.tenant, sub.webhook_id),
+        "runId": ids.bind(sub.tenant, d.run_id),
+        "eventId": d.event_id,
+        "eventType": d.event_type,
+        "attempts": max(1, d.attempts),
+        "deadLetteredAt": iso_ms(d.dead_ms),
+        "expiresAt": iso_ms(d.dead_ms + retention_ms),
+        "reason": UNPROJECTABLE if d.reason == UNPROJECTABLE else "retries_exhausted",
+    }
+    status = d.reason.removeprefix("http_")
+    if d.reason.startswith("http_") and status.isdigit():
+        record["lastStatus"] = int(status)
+    return record
+
+
 @v2_route
 async def dead_letters(request: Request) -> Response:
-    """``GET /webhooks/{webhookId}/dead-letters?limit=&cursor=``: deliveries given up on, content-free: which
-    delivery (``<tenant>/ntc-…`` for the ``webhook-id`` ``ntc_…``), which run, how many attempts and why;
-    never the body, the headers or the secret."""
+    """``GET /webhooks/{webhookId}/dead-letters?limit=&cursor=``: deliveries given up on, newest first, content-free
+    (RFC 0188): ``{"deliveries": [...], "nextCursor"?}``, each delivery ``<tenant>/ntc-…`` for the ``webhook-id``
+    ``ntc_…``; ``nextCursor`` only when there may be more."""
     who = _manager(request)
     _, sub, _ = await _owned(request, who)
     limit = int_param(request, "limit", 50, low=1, high=DEAD_LETTER_PAGE)
-    cursor = request.query_params.get("cursor") or None
-    if cursor is not None and (len(cursor) > 64 or not cursor.startswith("ntc_")):
-        raise ValidationError("cursor is not one this host handed out")
+    after = _after(sub, request.query_params.get("cursor") or None)
     eng = engine(request)
-    page = await eng.notify.dead_letters("webhook", sub.webhook_id, sub.tenant, limit=limit, after=cursor)
+    page = await eng.notify.dead_letters("webhook", sub.webhook_id, sub.tenant, limit=limit, after=after)
     retention_ms = eng.config.outbox_limits.dead_ttl_ms
     now_ms = eng.clock.now_ms()
-    items = [
-        {
-            "deliveryId": ids.bind(sub.tenant, d.notice_id),
-            "webhookId": ids.bind(sub.tenant, sub.webhook_id),
-            "runId": ids.bind(sub.tenant, d.run_id),
-            "attempts": d.attempts,
-            "lastError": d.reason,
-            "deadLetteredAt": iso_ms(d.dead_ms),
-            "expiresAt": iso_ms(d.dead_ms + retention_ms),
-        }
+    deliveries = [
+        dead_letter_record(sub, d, retention_ms)
         for d in page
-        if d.dead_ms + retention_ms > now_ms  # expired: gone, whether or not it was deleted yet
+        # expired: gone, whether or not it was deleted yet; one written before deliveries named their event is
+        # not a record this read can show
+        if d.dead_ms + retention_ms > now_ms and d.event_id and d.event_type
     ]
-    return JSONResponse({"items": items, "nextCursor": page[-1].notice_id if len(page) == limit else None})
+    out: dict[str, Any] = {"deliveries": deliveries}
+    if len(page) == limit:
+        out["nextCursor"] = _cursor(sub, page[-1].notice_id)
+    return JSONResponse(out)
+
+
+@v2_route
+async def redrive(request: Request) -> Response:
+    """``POST /webhooks/{webhookId}/dead-letters/{deliveryId}/redrive`` and ``POST
+    /webhooks/{webhookId}/dead-letters/redrive`` (the oldest hundred): the subscription's owner queues its dead
+    letters again, each with its id and body, its attempts counted afresh, signed as the subscription stands when it
+    is sent. ``202 {"redriven": [deliveryId…]}``; a delivery that is not a dead letter of this subscription (or no
+    longer kept, or refused by a cap without its body) is ``404``."""
+    who = _manager(request)
+    hooks, sub, _ = await _owned(request, who)
+    named: list[str] | None = None
+    wire = request.path_params.get("delivery_id")
+    if wire is not None:
+        notice_id = ids.resolve_param(wire, who)
+        if not notice_id.startswith("ntc_") or len(notice_id) > 64:
+            raise NotFoundError("no such dead letter of this subscription")
+        named = [notice_id]
+    cap = hooks.settings.per_subscription_queue
+    done = await engine(request).notify.redrive("webhook", sub.webhook_id, sub.tenant, named, cap=cap)
+    if named is not None and not done:
+        raise NotFoundError("no such dead letter of this subscription")
+    return JSONResponse({"redriven": [ids.bind(sub.tenant, n) for n in done]}, status_code=202)
 
 
 routes = [
@@ -245,4 +313,6 @@ routes = [
     Route("/webhooks/{webhook_id}", unregister, methods=["DELETE"]),
     Route("/webhooks/{webhook_id}/rotate-secret", rotate_secret, methods=["POST"]),
     Route("/webhooks/{webhook_id}/dead-letters", dead_letters, methods=["GET"]),
+    Route("/webhooks/{webhook_id}/dead-letters/redrive", redrive, methods=["POST"]),
+    Route("/webhooks/{webhook_id}/dead-letters/{delivery_id}/redrive", redrive, methods=["POST"]),
 ]

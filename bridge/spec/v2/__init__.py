@@ -4,7 +4,8 @@
 holds their digests (checked by a test, like the v1 files). Documents the host
 serves over v2 are validated against these: events (envelope and per-type
 payload), the discovery document, error envelopes, run snapshots and run-list pages
-(``run-snapshot`` and ``run-list-response``, taken from openwop/openwop-sdks).
+(``run-snapshot`` and ``run-list-response``, taken from openwop/openwop-sdks), webhook dead-letter
+pages and the endpoint verification request.
 """
 
 from __future__ import annotations
