@@ -390,6 +390,9 @@ class Store(Protocol):
     async def inbox(self, tenant: str, *, kind: str | None, status: str, limit: int, cursor: str | None) -> InboxPage:
         """Interrupts of a tenant by status (and kind), oldest first, cursor-paginated."""
 
+    async def inbox_count(self, tenant: str, *, kind: str | None, status: str) -> int:
+        """How many interrupts :meth:`inbox` lists over all its pages (counted in the inbox's index)."""
+
     async def next_deadline(self) -> int | None:
         """Earliest deadline among open interrupts."""
 
