@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from bridge import spec
+from bridge.core import kinds
 from bridge.core.events import ENGINE_VERSION
 from bridge.host.http import openapi_paths
 from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, LinkBody, ResolveBody
@@ -184,7 +185,7 @@ def web_fragment() -> dict[str, Any]:
                         ),
                         **error_responses(400, 401, 403),
                     },
-                    params=[query_param("kind", "Count only this kind")],
+                    params=[query_param("kind", "Count only this kind", {"type": "string", "enum": list(kinds.KINDS)})],
                     tag="web",
                 )
             },
