@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bridge.host.arguments import whole
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``bench`` subcommand's options."""
@@ -26,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--instances",
-        type=int,
+        type=whole("instances", 1),
         default=1,
         metavar="N",
         help="server processes sharing the --db store in the HTTP scenarios; clients are spread round-robin",
@@ -39,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pending",
-        type=int,
+        type=whole("runs", 1),
         default=None,
         metavar="N",
         help="suspended runs in the scale scenario (default 100,000; 2,000 with --quick)",

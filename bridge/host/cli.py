@@ -28,6 +28,7 @@ from bridge.core.quota import RunRate
 from bridge.core.tokens import parse_secret_spec
 from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
 from bridge.host import plugins
+from bridge.host.arguments import OptionParser, parse
 from bridge.host.http.limits import HeaderLimits, http_protocol
 from bridge.host.http.streams import StreamLimits
 from bridge.host.options import add_serve_arguments, conversation_limits, env
@@ -56,7 +57,7 @@ def demo_workflows() -> list[WorkflowDefinition]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and tests)."""
-    parser = argparse.ArgumentParser(
+    parser = OptionParser(
         prog="openwop-bridge", description="OpenWOP interrupt host with AG-UI and LangGraph adapters."
     )
     parser.add_argument("--version", action="version", version=ENGINE_VERSION)
@@ -149,7 +150,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         notify = load_notify_config(args.notify_config)
     if notify is not None:
         notify.link_base(args.public_url)
-    store = open_store(args.db)
+    store = open_store(_database(args.db))
     secrets = [parse_secret_spec(s) for s in args.token_secret]
     engine = Engine(
         store,
@@ -374,8 +375,18 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _database(db: str) -> str:
+    """``--db`` as given, unless it names a directory: then a one-line error saying so."""
+    if "://" not in db and Path(db).is_dir():
+        raise RuntimeError(
+            f"--db {db} is a directory: name a SQLite file (such as {Path(db) / 'openwop-bridge.db'}) "
+            "or a postgresql:// URL"
+        )
+    return db
+
+
 async def _keys(args: argparse.Namespace) -> int:
-    store = open_store(args.db)
+    store = open_store(_database(args.db))
     if not await store.exists():
         where = getattr(store, "display_url", args.db)
         raise RuntimeError(f"no openwop-bridge database at {where} (check --db; `serve` creates one)")
@@ -393,7 +404,7 @@ async def _keys(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``openwop-bridge`` console script."""
-    args = build_parser().parse_args(argv)
+    args = parse(build_parser(), argv)
     try:
         if args.command == "serve":
             return serve(args)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from bridge.core.conversation_limits import ConversationLimits
 from bridge.core.quota import RunRate
+from bridge.host.arguments import ENV_VARIABLE, number, switch_default, whole
 from bridge.host.http.budget import DEFAULT_BYTES as DEFAULT_PENDING_BYTES
 from bridge.host.http.limits import HeaderLimits
 from bridge.host.http.streams import StreamLimits
@@ -45,16 +46,10 @@ def _idempotency_hours(text: str) -> int:
 
 
 def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError("must be greater than 0")
-        return value
-
-    return parse
+    """A converter of a whole number (``int``) or a finite number (``float``) greater than 0."""
+    if kind is int:
+        return whole("", 1)
+    return number("seconds", 0, above_low=True)
 
 
 def _env_list(name: str, sep: str) -> list[str]:
@@ -64,7 +59,8 @@ def _env_list(name: str, sep: str) -> list[str]:
 
 def _switch_off(serve: argparse.ArgumentParser, flag: str, help: str) -> None:
     """A ``--no-…`` flag, also set by ``OPENWOP_BRIDGE_NO_…=1``."""
-    serve.add_argument(flag, action="store_true", default=env(flag[2:].upper().replace("-", "_")) == "1", help=help)
+    default = switch_default(ENV_PREFIX + flag[2:].upper().replace("-", "_"))
+    serve.add_argument(flag, action="store_true", default=default, help=help)
 
 
 def _repeatable(serve: argparse.ArgumentParser, flag: str, name: str, sep: str, *, metavar: str, help: str) -> None:
@@ -77,7 +73,9 @@ def _repeatable(serve: argparse.ArgumentParser, flag: str, name: str, sep: str, 
 def _add_source_arguments(serve: argparse.ArgumentParser) -> None:
     """``serve``: where to listen, the database, and the workflows to load."""
     serve.add_argument("--host", default=env("HOST", "127.0.0.1"), help="interface to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=int(env("PORT", "8000") or 8000), help="port (default 8000)")
+    serve.add_argument(
+        "--port", type=whole("", 0, 65535), default=env("PORT", "8000"), help="port, 0 to 65535 (default 8000)"
+    )
     serve.add_argument(
         "--db",
         default=env("DB", "./openwop-bridge.db"),
@@ -153,8 +151,8 @@ def _add_feature_arguments(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--escalation-threshold",
-        type=float,
-        default=float(env("ESCALATION_THRESHOLD", "0.7") or 0.7),
+        type=number("confidence", 0, 1),
+        default=env("ESCALATION_THRESHOLD", "0.7"),
         metavar="CONFIDENCE",
         help="confidence (0 to 1) below which ctx.decide(...) and core.lowConfidence nodes wait for a person; "
         "a call's own threshold or the run's configurable 'escalationThreshold' wins",
@@ -266,6 +264,7 @@ def explain(parser: argparse.ArgumentParser) -> None:
         sep = getattr(action, ENV_SEPARATOR, None)
         notes.append(f"env {env_name(action)}" + (f", values separated by {sep!r}" if sep else ""))
         action.help = (text + " " if text else "") + f"({'; '.join(n for n in notes if n)})"
+        setattr(action, ENV_VARIABLE, env_name(action))
 
 
 def _default_text(action: argparse.Action) -> str:
@@ -385,7 +384,7 @@ def _add_notify_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--webhook-allow-loopback",
         action="store_true",
-        default=env("WEBHOOK_ALLOW_LOOPBACK") == "1",
+        default=switch_default(ENV_PREFIX + "WEBHOOK_ALLOW_LOOPBACK"),
         help="for local development and tests only: admit webhooks to http(s)://127.0.0.1 and [::1] "
         "(on without it while no API key is configured: the development server)",
     )

@@ -347,3 +347,10 @@ class AnswerService:
             url = f"{base_url}/v1/interrupts/{minted[0]}" if minted else None
             items.append({**inbox_item(record, now, url), **delivery.get(record.interrupt_id, {})})
         return {"items": items, "nextCursor": page.next_cursor}
+
+    async def inbox_count(self, principal: Principal, *, kind: str | None = None) -> int:
+        """How many interrupts wait in the caller's tenant's inbox (of ``kind``, if given), over all its pages."""
+        principal.require("interrupts:read")
+        if kind is not None and kind not in kinds.KINDS:
+            raise ValidationError(f"unknown kind {kind!r}", details={"kinds": list(kinds.KINDS)})
+        return await self._k.store.inbox_count(principal.tenant, kind=kind, status="pending")

@@ -366,6 +366,7 @@ class Engine:
     cancel_interrupt = Delegate("answers", AnswerService.cancel_interrupt)
     open_interrupts = Delegate("answers", AnswerService.open_interrupts)
     inbox = Delegate("answers", AnswerService.inbox)
+    inbox_count = Delegate("answers", AnswerService.inbox_count)
 
     # --- following and reading runs (surfaces that checked visibility) -----------------
 

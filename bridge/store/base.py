@@ -397,6 +397,9 @@ class Store(Protocol):
         :class:`~bridge.core.notices.Audience`), oldest first, after ``(requested_at, interrupt_id)``: found by
         who the person is, however many other interrupts wait in the tenant."""
 
+    async def inbox_count(self, tenant: str, *, kind: str | None, status: str) -> int:
+        """How many interrupts :meth:`inbox` lists over all its pages (counted in the inbox's index)."""
+
     async def next_deadline(self) -> int | None:
         """Earliest deadline among open interrupts."""
 

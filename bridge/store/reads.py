@@ -233,6 +233,15 @@ class Reads(ABC):
             (*args, limit),
         )
 
+    async def inbox_count(self, tenant: str, *, kind: str | None, status: str) -> int:
+        kinds = (kind,) if kind else LISTED_KINDS
+        marks = ",".join(["%s"] * len(kinds))
+        row = await self._one(
+            self._dialect.sql(f"SELECT COUNT(*) FROM interrupts WHERE tenant=%s AND status=%s AND kind IN ({marks})"),
+            (tenant, status, *kinds),
+        )
+        return int(row[0]) if row else 0
+
     # --- the outbox (its writes: :mod:`bridge.store.plan_outbox`) ---------------------
 
     async def outbox_next_due(self, channels: Sequence[str] | None = None) -> int | None:

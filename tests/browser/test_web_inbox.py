@@ -18,7 +18,7 @@ import pytest
 from playwright.async_api import Locator, Page, expect
 
 from bridge import Engine, NodeContext, Workflow, custom
-from bridge.host.web import pages
+from bridge.host.web import link, pages
 from bridge.host.web.feed import inbox_changes
 from tests.browser import (
     assert_keyboard_basics,
@@ -211,6 +211,38 @@ async def test_filter_by_kind_and_page_through(page: Page, site: str, api: httpx
     await page.get_by_label("Kind").select_option(label="Approval")
     await expect(rows(page)).to_have_count(5)
     await expect(page.get_by_role("button", name="Next page")).to_be_enabled()
+
+
+@pytest.mark.browser
+async def test_the_summary_counts_every_pending_request_and_times_are_utc_as_on_the_link_page(
+    page: Page, site: str, api: httpx.AsyncClient, engine: Engine
+) -> None:
+    for _ in range(7):
+        await start(api, engine, "conformance-approval")
+    await start(api, engine, "demo-clarification")
+    await sign_in(page, site)
+    summary = page.locator("#inbox-summary")
+    await expect(rows(page)).to_have_count(8)
+    await expect(summary).to_have_text("8 pending, page 1 of 1")
+    await page.get_by_label("Per page").select_option("5")
+    await expect(summary).to_have_text("8 pending, page 1 of 2")
+    await page.get_by_role("button", name="Next page").click()
+    await expect(summary).to_have_text("8 pending, page 2 of 2")
+    await start(api, engine, "conformance-approval")
+    await expect(summary).to_have_text("9 pending, page 2 of 2")
+    await page.get_by_label("Kind").select_option(label="Clarification")
+    await expect(summary).to_have_text("1 pending (Clarification), page 1 of 1")
+
+    [item] = (await api.get("/v1/interrupts?kind=clarification", headers=auth("bob"))).json()["items"]
+    detail = await open_request(page, item["title"])
+    requested = detail.locator(".facts div").filter(has=page.locator("dt", has_text="Requested")).locator("dd")
+    await expect(requested).to_have_text(link.human_time(item["requestedAt"]))
+    assert (await requested.inner_text()).endswith(" UTC")
+    # A moment given in another zone is written in UTC, whatever the browser's own zone.
+    written = await page.evaluate(
+        "import('./static/dom.js').then((dom) => dom.utcTime('2026-11-22T08:30:00.000+09:00'))"
+    )
+    assert written == link.human_time("2026-11-21T23:30:00.000Z") == "21 Nov 2026, 23:30 UTC"
 
 
 # --- answering each kind -----------------------------------------------------------------
@@ -520,7 +552,7 @@ async def test_change_feed_follows_one_tenant(engine: Engine) -> None:
     assert items[0] == b": connected\n\n" and set(items[1:]) <= {b": keep-alive\n\n"}
 
 
-async def test_ui_routes_headers_and_auth(site: str, api: httpx.AsyncClient) -> None:
+async def test_ui_routes_headers_and_auth(site: str, api: httpx.AsyncClient, engine: Engine) -> None:
     page = await api.get("/ui/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     csp = page.headers["content-security-policy"]
@@ -540,6 +572,16 @@ async def test_ui_routes_headers_and_auth(site: str, api: httpx.AsyncClient) -> 
     assert me["principal"] == "bob" and me["canAnswer"] and me["canReadInbox"] and me["tenant"] == "default"
     reader = (await api.get("/ui/api/me", headers=auth("reader"))).json()
     assert reader["scopes"] == ["runs:read"] and not reader["canAnswer"]
+
+    assert (await api.get("/ui/api/inbox/count")).status_code == 401
+    assert (await api.get("/ui/api/inbox/count", headers=auth("reader"))).status_code == 403
+    unknown = await api.get("/ui/api/inbox/count?kind=nope", headers=auth("bob"))
+    assert unknown.status_code == 400 and unknown.json()["error"] == "validation_error"
+    await start(api, engine, "demo-clarification")
+    counted = await api.get("/ui/api/inbox/count", headers=auth("bob"))
+    assert counted.json() == {"pending": 1} and counted.headers["cache-control"] == "no-store"
+    assert (await api.get("/ui/api/inbox/count?kind=approval", headers=auth("bob"))).json() == {"pending": 0}
+    assert (await api.get("/ui/api/inbox/count", headers=auth("other"))).json() == {"pending": 0}  # another tenant
 
     assert (await api.get("/ui/api/inbox/events")).status_code == 401
     denied = await api.get("/ui/api/inbox/events", headers=auth("reader"))

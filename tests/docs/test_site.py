@@ -141,3 +141,27 @@ def test_the_event_types_page_names_only_types_the_code_emits() -> None:
     code = "\n".join(p.read_text() for folder in ("bridge", "adapters") for p in (ROOT / folder).rglob("*.py"))
     unknown = sorted(t for t in listed if f'"{t}"' not in code)
     assert listed and not unknown, f"event types on the page that no code emits: {unknown}"
+
+
+def test_the_keys_page_lists_every_scope_the_host_checks() -> None:
+    from bridge.core.auth import SCOPES
+
+    text = (ROOT / "docs" / "operate" / "keys.md").read_text("utf-8")
+    section = text.split("## Scopes", 1)[1].split("\n## ", 1)[0]
+    listing = section.strip().split("`*`", 1)[0]  # the list ends with the wildcard; examples of other scopes follow
+    listed = set(re.findall(r"`([a-z]+:[a-z-]+)`", listing))
+    assert listed == set(SCOPES), f"missing {set(SCOPES) - listed}, not the host's {listed - set(SCOPES)}"
+
+
+def test_every_tracked_file_at_the_root_is_named_somewhere() -> None:
+    """A file at the repository's root that no other tracked text file names (git's own aside) is left over."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    texts = {}
+    for name in tracked:
+        try:
+            texts[name] = (ROOT / name).read_text("utf-8")
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue
+    top = [name for name in tracked if "/" not in name and name not in {".gitignore", ".gitattributes", "Makefile"}]
+    unnamed = [name for name in top if not any(name in text for other, text in texts.items() if other != name)]
+    assert not unnamed, f"tracked at the root and named nowhere: {unnamed}"

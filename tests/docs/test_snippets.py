@@ -183,3 +183,29 @@ def test_output_unlike_the_page_fails_and_a_skipped_block_does_not_run(served: t
     assert _run_page(page, served[0], work) == [
         f"{page}:14: the page shows\ngoodbye\n--- but the block printed\nhello\n"
     ]
+
+
+def test_the_readmes_first_example_with_a_wrong_key_stops_with_an_error(
+    served: tuple[str, str], tmp_path: Path
+) -> None:
+    """Pasted into a shell (no ``set -e``) with a wrong ``BRIDGE_KEY``, the first example ends with curl's
+    401 instead of polling ``/v1/runs/`` with an empty id forever."""
+    first = _runnable(ROOT / "README.md")[0]
+    assert first.kind == "sh" and "/v1/runs" in first.text, first.text
+    script = tmp_path / "first.sh"
+    script.write_text(first.text)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENWOP_BRIDGE_")}
+    env["BRIDGE_KEY"] = "owb_dev_not-the-key-the-host-printed"
+    try:
+        done = subprocess.run(
+            ["bash", str(script)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"still polling after 30 s with a wrong key; it printed:\n{exc.stderr!r}")
+    assert "401" in done.stderr, done.stderr

@@ -401,3 +401,14 @@ async def test_create_run_refuses_inputs_that_break_declared_variables(client: h
     ]
     after = (await client.get("/v1/runs", headers=auth("admin"))).json()
     assert after == before
+
+
+async def test_a_path_with_an_empty_id_is_a_404_envelope_not_a_redirect(client: httpx.AsyncClient) -> None:
+    """``/v1/runs/`` (a run id left empty, as a shell variable that is not set leaves it) is not found:
+    a redirect to ``/v1/runs`` would let ``curl -f`` read an empty body and poll on forever."""
+    for path in ("/v1/runs/", "/v1/runs//events", "/v1/workflows/", "/runs/", "/v1/interrupts/"):
+        headers = {**auth("admin"), "OpenWOP-Version": "2"} if path == "/runs/" else auth("admin")
+        r = await client.get(path, headers=headers)
+        assert r.status_code == 404, (path, r.status_code, r.headers.get("location"))
+        envelope(r, 404, "not_found")
+    assert (await client.get("/v1/runs", headers=auth("admin"))).status_code == 200

@@ -77,11 +77,19 @@ def _serve_copy(tmp_path: Path, pip_status: int) -> Path:
     return tmp_path / "scripts" / "serve"
 
 
-def test_scripts_serve_keeps_pip_output_out_of_the_terminal(tmp_path: Path) -> None:
+SERVE_INSTALLING = (
+    "scripts/serve: installing the dependencies into .venv (about two minutes the first time; "
+    "pip's output goes to .venv/serve-install.log)\n"
+)
+
+
+def test_scripts_serve_keeps_pip_output_out_of_the_terminal_and_says_it_installs(tmp_path: Path) -> None:
     serve = _serve_copy(tmp_path, pip_status=0)
     result = subprocess.run([str(serve), "--port", "8001"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert (result.stdout, result.stderr) == ("server: serve --port 8001\n", "")
+    assert (result.stdout, result.stderr) == ("server: serve --port 8001\n", SERVE_INSTALLING)
+    again = subprocess.run([str(serve)], capture_output=True, text=True, timeout=60)
+    assert (again.stdout, again.stderr) == ("server: serve\n", ""), "a start that installs nothing says nothing"
 
 
 def test_scripts_serve_shows_the_install_log_when_it_fails(tmp_path: Path) -> None:
@@ -118,3 +126,39 @@ def test_a_failed_install_is_tried_again_at_the_next_start(tmp_path: Path) -> No
     for _ in range(2):
         assert subprocess.run([str(serve)], capture_output=True, text=True, timeout=60).returncode == 1
     assert len((tmp_path / ".venv" / "pip-calls").read_text().splitlines()) == 2
+
+
+def test_scripts_test_says_what_it_installs_and_builds_before_each_long_step(tmp_path: Path) -> None:
+    """In a checkout whose tools all stand in, each long step is announced on stderr, and nothing else is said."""
+    (tmp_path / "scripts").mkdir()
+    for name in ("test", "pg-test-cluster"):
+        shutil.copy2(ROOT / "scripts" / name, tmp_path / "scripts" / name)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    for folder in ("tests/node", "examples/chat", "tests/browser/agent-chat-ui"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "package.json").write_text("{}")
+    tools = tmp_path / "tools"
+    for tool in ("node", "npm", "curl", "jq", "chromium"):
+        _fake(tools / tool, "exit 0\n")
+    for tool in ("python", "ruff", "mypy", "pytest"):
+        _fake(tmp_path / ".venv" / "bin" / tool, "exit 0\n")
+    path = _bin_with(tmp_path, "bash", "dirname", "sha256sum", "cut", "cat")
+    env = {
+        **os.environ,
+        "PATH": f"{tools}{os.pathsep}{path}",
+        "BRIDGE_TEST_CHROMIUM": str(tools / "chromium"),
+        "BRIDGE_TEST_PG_URL": "postgresql://bridge@127.0.0.1:1/postgres",
+    }
+    result = subprocess.run(
+        [str(tmp_path / "scripts" / "test")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = result.stderr.splitlines()
+    assert said == [
+        "scripts/test: installing the Python dependencies into .venv (the first time, this and the Node steps "
+        "after it take about five minutes)",
+        "scripts/test: installing the Node packages of tests/node",
+        "scripts/test: building the chat example",
+        "scripts/test: building agent-chat-ui",
+    ], result.stderr
+    assert result.stdout.splitlines()[:3] == ["== ruff", "== mypy", "== pytest"], result.stdout

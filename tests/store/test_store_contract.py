@@ -766,6 +766,13 @@ async def test_inbox_filters_orders_and_pages(store: Store) -> None:
         await store.inbox("acme", kind=None, status="pending", limit=2, cursor="%%%")
     after_all = encode_cursor(10**12, "int_zzz")
     assert (await store.inbox("acme", kind=None, status="pending", limit=2, cursor=after_all)).items == []
+    # The count matches what the pages list: the tenant's listed kinds (no conversation starts), or one kind.
+    assert await store.inbox_count("acme", kind=None, status="pending") == len(everything.items) - 1  # int_C resolved
+    assert await store.inbox_count("acme", kind="clarification", status="pending") == 1
+    assert await store.inbox_count("acme", kind="conversation.start", status="pending") == 1
+    assert await store.inbox_count("acme", kind=None, status="resolved") == 1
+    assert await store.inbox_count("other", kind=None, status="pending") == 1
+    assert await store.inbox_count("nobody", kind=None, status="pending") == 0
 
 
 async def test_deadlines(store: Store) -> None:

@@ -245,6 +245,9 @@ def create_app(
     app = Starlette(
         routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
     )
+    # A path with an empty id (``/v1/runs/``) is not found, not a redirect to the collection, which
+    # ``curl -f`` would follow into an empty body; ``/ui`` and ``/docs`` redirect on their own routes.
+    app.router.redirect_slashes = False
     fragments, with_page = list(openapi), link_page is not None
     app.state.openapi = functools.cache(lambda: orjson.dumps(openapi_document(fragments, link_page=with_page)))
     app.state.openapi_v2 = functools.cache(lambda: orjson.dumps(v2_openapi.openapi_document()))

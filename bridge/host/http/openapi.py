@@ -21,10 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from bridge import spec
+from bridge.core import kinds
 from bridge.core.events import ENGINE_VERSION
 from bridge.host.http import openapi_paths
 from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, LinkBody, ResolveBody
-from bridge.host.http.openapi_ops import SSE, error_responses, json_response, operation, path_param
+from bridge.host.http.openapi_ops import SSE, error_responses, json_response, operation, path_param, query_param
 
 __all__ = ["Fragment", "error_responses", "merge_fragment", "openapi_document", "web_fragment"]
 
@@ -170,6 +171,23 @@ def web_fragment() -> dict[str, Any]:
                     {"200": json_response({"type": "object"}), **error_responses(401)},
                     tag="web",
                     store=False,
+                )
+            },
+            "/ui/api/inbox/count": {
+                "get": operation(
+                    "How many requests wait in the caller's inbox, over all its pages",
+                    {
+                        "200": json_response(
+                            {
+                                "type": "object",
+                                "required": ["pending"],
+                                "properties": {"pending": {"type": "integer", "minimum": 0}},
+                            }
+                        ),
+                        **error_responses(400, 401, 403),
+                    },
+                    params=[query_param("kind", "Count only this kind", {"type": "string", "enum": list(kinds.KINDS)})],
+                    tag="web",
                 )
             },
             "/ui/api/inbox/events": {

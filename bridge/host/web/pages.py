@@ -4,7 +4,8 @@ The page itself is static. It signs in with an API key the person pastes (kept
 in the tab's ``sessionStorage``, sent only as ``Authorization: Bearer``, never in
 a URL) and calls the OpenWOP endpoints directly, so it can do nothing the key
 could not do with curl. ``/ui/api/me`` tells it whose key it holds;
-``/ui/api/inbox/events`` tells it when to re-read the inbox.
+``/ui/api/inbox/count`` how many requests wait over all pages; ``/ui/api/inbox/events``
+tells it when to re-read the inbox.
 """
 
 from __future__ import annotations
@@ -95,6 +96,12 @@ async def whoami(request: Request) -> Response:
     )
 
 
+async def inbox_count(request: Request) -> Response:
+    """``GET /ui/api/inbox/count?kind=``: how many requests wait in the caller's inbox, over all its pages."""
+    pending = await engine(request).inbox_count(principal(request), kind=request.query_params.get("kind") or None)
+    return JSONResponse({"pending": pending}, headers={"Cache-Control": "no-store"})
+
+
 async def inbox_events(request: Request) -> Response:
     """``GET /ui/api/inbox/events``: ``event: changed`` when the caller's inbox may have changed."""
     who = principal(request)
@@ -114,6 +121,7 @@ def web_routes() -> list[BaseRoute]:
         Route("/ui", to_inbox, methods=["GET"]),
         Route("/ui/", inbox_page, methods=["GET"]),
         Route("/ui/api/me", whoami, methods=["GET"]),
+        Route("/ui/api/inbox/count", inbox_count, methods=["GET"]),
         Route("/ui/api/inbox/events", inbox_events, methods=["GET"]),
         Mount("/ui/static", app=Assets(directory=STATIC_DIR), name="ui-static"),
     ]

@@ -34,11 +34,16 @@ export function asText(value) {
   return typeof value === "string" ? value : formatJson(value);
 }
 
-/** A timestamp in the reader's locale. */
-export function localTime(iso) {
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** A timestamp in UTC as the signed-link page writes it: "21 Nov 2026, 10:03 UTC". */
+export function utcTime(iso) {
   if (!iso) return "";
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? String(iso) : date.toLocaleString();
+  if (Number.isNaN(date.getTime())) return String(iso);
+  const two = (n) => String(n).padStart(2, "0");
+  const day = `${two(date.getUTCDate())} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()}`;
+  return `${day}, ${two(date.getUTCHours())}:${two(date.getUTCMinutes())} UTC`;
 }
 
 /** "45 s", "12 min", "3 h 5 min", "2 d 4 h". */

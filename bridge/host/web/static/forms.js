@@ -5,7 +5,7 @@
 // Everything from the server is put on the page with textContent / text nodes,
 // never parsed as HTML.
 
-import { asText, describeVotes, formatJson, h, localTime } from "./dom.js";
+import { asText, describeVotes, formatJson, h, utcTime } from "./dom.js";
 import { block, promptOf, qaList, summary, votesBlock } from "./summary.js";
 
 const ACTION_LABELS = {
@@ -521,7 +521,7 @@ function stateText(view) {
   if (view.status === "pending") return "";
   const resolution = view.resolution || {};
   const by = resolution.resolvedBy ? ` by ${resolution.resolvedBy}` : "";
-  const when = view.resolvedAt ? ` at ${localTime(view.resolvedAt)}` : "";
+  const when = view.resolvedAt ? ` at ${utcTime(view.resolvedAt)}` : "";
   return `This request is no longer pending: ${view.status}${by}${when}.`;
 }
 

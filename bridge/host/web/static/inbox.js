@@ -5,7 +5,7 @@
 // have changed (/ui/api/inbox/events), and on every reconnection of that stream.
 
 import { ApiError, callJson, followEvents } from "./api.js";
-import { duration, h, localTime } from "./dom.js";
+import { duration, h, utcTime } from "./dom.js";
 import { renderInterrupt } from "./forms.js";
 import { KIND_LABELS, conversationTurns } from "./summary.js";
 
@@ -26,6 +26,7 @@ const state = {
   page: 0,
   nextCursor: null,
   items: [],
+  total: 0,
   fetchedAt: 0,
   open: null,
   live: null,
@@ -106,9 +107,14 @@ async function load() {
   if (state.kind) params.set("kind", state.kind);
   const cursor = state.cursors[state.page];
   if (cursor) params.set("cursor", cursor);
+  const counting = new URLSearchParams(state.kind ? { kind: state.kind } : {});
   let page;
+  let counted;
   try {
-    page = await callJson(hostUrl(`v1/interrupts?${params}`), { key: state.key });
+    [page, counted] = await Promise.all([
+      callJson(hostUrl(`v1/interrupts?${params}`), { key: state.key }),
+      callJson(uiUrl(`api/inbox/count?${counting}`), { key: state.key }),
+    ]);
   } catch (err) {
     if (seq !== loadSeq) return;
     if (err instanceof ApiError && err.status === 401) {
@@ -127,6 +133,7 @@ async function load() {
     return;
   }
   state.items = page.items;
+  state.total = counted.pending;
   state.nextCursor = page.nextCursor || null;
   state.fetchedAt = Date.now();
   renderRows();
@@ -154,7 +161,7 @@ function renderRows() {
     );
     button.addEventListener("click", () => openInterrupt(item));
     const deadline = item.expiresAt
-      ? h("span", { class: "deadline", dataset: { expiresAt: item.expiresAt }, title: localTime(item.expiresAt) })
+      ? h("span", { class: "deadline", dataset: { expiresAt: item.expiresAt }, title: utcTime(item.expiresAt) })
       : "—";
     return h(
       "tr",
@@ -172,10 +179,12 @@ function renderRows() {
     rows.push(h("tr", {}, h("td", { colspan: "6", class: "empty" }, `No pending ${what}.`)));
   }
   $("inbox-rows").replaceChildren(...rows);
-  const count = state.items.length;
+  // The total is counted over every page; the pages it makes, at the current page size.
+  const total = Math.max(state.total, state.items.length);
+  const pages = Math.max(state.page + 1, Math.ceil(total / state.pageSize));
   const filter = state.kind ? ` (${KIND_LABELS[state.kind] || state.kind})` : "";
-  $("inbox-summary").textContent = count
-    ? `${count} pending on page ${state.page + 1}${filter}`
+  $("inbox-summary").textContent = state.items.length
+    ? `${total} pending${filter}, page ${state.page + 1} of ${pages}`
     : `Nothing is waiting${filter}`;
   $("page-label").textContent = `Page ${state.page + 1}`;
   $("prev-page").disabled = state.page === 0;
@@ -323,8 +332,8 @@ function detailFacts(view) {
     ["Workflow", view.workflowId],
     ["Run", view.runId],
     ["Step", view.nodeId],
-    ["Requested", localTime(view.requestedAt)],
-    ["Answer by", view.expiresAt ? localTime(view.expiresAt) : ""],
+    ["Requested", utcTime(view.requestedAt)],
+    ["Answer by", view.expiresAt ? utcTime(view.expiresAt) : ""],
   ];
   if (view.undeliverable) rows.push(["Delivery", "Undeliverable: no notice reached anyone"]);
   const list = h("dl", { class: "facts meta" });
@@ -342,7 +351,7 @@ function notificationsList(summary) {
   const list = h("ul", { class: "notifications" });
   for (const n of summary.recipients) {
     const attempts = `${n.attempts} attempt${n.attempts === 1 ? "" : "s"}`;
-    const last = n.lastAttemptAt ? `, last ${localTime(n.lastAttemptAt)}` : "";
+    const last = n.lastAttemptAt ? `, last ${utcTime(n.lastAttemptAt)}` : "";
     list.append(h("li", { dataset: { state: n.state } }, `${n.recipient} by ${n.channel}: ${n.state} (${attempts}${last})`));
   }
   const more = summary.total - summary.recipients.length;
