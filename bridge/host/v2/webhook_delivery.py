@@ -71,7 +71,7 @@ class Webhooks:
 
     def install(self) -> None:
         """Plan and deliver through the engine's outbox."""
-        self.engine.notify.add_planner(self.plan)
+        self.engine.notify.add_planner(self.plan, idle=self.idle)
         self.engine.notify.add_channel(self, self.engine.config.webhook_retry)
 
     # --- lifecycle ------------------------------------------------------------------
@@ -140,6 +140,10 @@ class Webhooks:
         self._snapshot = Snapshot.of(s for s in self._snapshot.by_id.values() if s.webhook_id != webhook_id)
 
     # --- the planner (inside the store's transactions) ---------------------------------
+
+    def idle(self) -> bool:
+        """Whether :meth:`plan` plans nothing whatever it is offered: no subscription is known here."""
+        return not self._snapshot.by_id
 
     def plan(
         self, run: RunRecord, events: Sequence[dict[str, Any]], opened: Sequence[InterruptRecord], now_ms: int
