@@ -77,9 +77,12 @@ class Webhooks:
     # --- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load the subscriptions, then keep them fresh."""
+        """Load the subscriptions, then keep them fresh: on a store other instances share, they are read again
+        every :data:`REFRESH_S`; a store one server owns changes only here, where each change is known at once,
+        so nothing is read again."""
         await self.load()
-        self._refresh = asyncio.create_task(self._refreshing(), name="openwop-bridge-webhooks")
+        if not self.engine.store.single_instance:
+            self._refresh = asyncio.create_task(self._refreshing(), name="openwop-bridge-webhooks")
 
     async def stop(self) -> None:
         """Stop refreshing and close connections."""
