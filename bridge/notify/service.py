@@ -61,6 +61,8 @@ class NotifyService:
         self._policies: dict[str, RetryPolicy] = {"webhook": webhook_retry}
         self._default = notify_retry
         self._planners: list[NoticePlanner] = []
+        self._idle: list[Callable[[], bool]] = []
+        self._always_plans = False
         self.channels: dict[str, Channel] = {}
         #: Attempts ended here, by ``(channel, outcome)`` (``delivered``, ``retry``, ``dead``).
         self.counts: Counter[tuple[str, str]] = Counter()
@@ -82,10 +84,23 @@ class NotifyService:
 
     # --- registration ---------------------------------------------------------------
 
-    def add_planner(self, planner: NoticePlanner) -> None:
-        """Plan notices in every run transaction from now on (see :class:`~bridge.core.notices.NoticePlanner`)."""
+    def add_planner(self, planner: NoticePlanner, *, idle: Callable[[], bool] | None = None) -> None:
+        """Plan notices in every run transaction from now on (see :class:`~bridge.core.notices.NoticePlanner`).
+
+        ``idle``: a cheap test, true while ``planner`` would plan nothing whatever the commit (a webhook
+        planner without subscriptions). While every planner's is true, transactions skip planning
+        altogether; a planner without one is always asked.
+        """
         self._planners.append(planner)
+        if idle is None:
+            self._always_plans = True
+        else:
+            self._idle.append(idle)
         self._store.notice_planners = tuple(self._planners)
+        self._store.notices_idle = None if self._always_plans else self._all_idle
+
+    def _all_idle(self) -> bool:
+        return all(idle() for idle in self._idle)
 
     def add_channel(self, channel: Channel, policy: RetryPolicy | None = None) -> None:
         """Deliver ``channel.name``'s notices through ``channel`` (with its own retry policy, if given)."""

@@ -489,6 +489,8 @@ class Store(Protocol):
     notices_written: int
     #: The channels of those notices, each with its count (None until the first is written).
     notices_written_by_channel: Counter[str] | None
+    #: When set and true, no planner would plan anything now: transactions skip planning altogether.
+    notices_idle: Callable[[], bool] | None
 
     async def outbox_add(self, tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int) -> list[str]:
         """Write notices of a run now, in a transaction of their own (reminders, escalations); their ids.

@@ -36,11 +36,17 @@ class Writes(ABC):
     notices_written: int = 0
     #: The channels of the notices counted in :attr:`notices_written`, each with its count.
     notices_written_by_channel: Counter[str] | None = None
+    #: When set and true, no planner would plan anything now (no webhook subscription, no notify file):
+    #: transactions skip planning altogether.
+    notices_idle: Callable[[], bool] | None = None
 
     def _planned(self, steps: Plan[T]) -> Plan[T]:
-        """``steps`` with the notices the planners plan written in (``steps`` itself when there are none)."""
+        """``steps`` with the notices the planners plan written in (``steps`` itself when there are none, or
+        none would plan)."""
         planners = self.notice_planners
-        return plan_outbox.with_notices(planners, self.outbox_limits, steps, self._wrote) if planners else steps
+        if not planners or (self.notices_idle is not None and self.notices_idle()):
+            return steps
+        return plan_outbox.with_notices(planners, self.outbox_limits, steps, self._wrote)
 
     def _wrote(self, drafts: Sequence[NoticeDraft]) -> None:
         self.notices_written += len(drafts)

@@ -137,3 +137,60 @@ def test_mcp_refuses_a_body_between_the_host_limit_and_the_sdks(server: ServerPr
         "message": f"the request body is larger than {MAX_BODY} bytes",
         "details": {"limit": MAX_BODY},
     }
+
+
+#: A body over the limit by far more than a request header may be (32 KiB): what is left of it
+#: after the 413, read as the next request's header, would pass that limit.
+OVER = MAX_BODY + 256 * 1024
+
+
+def _heads(answer: bytes) -> list[bytes]:
+    """The status lines and headers of the answers in ``answer``, in order (bodies are envelopes, not heads)."""
+    return [part.split(b"\r\n\r\n", 1)[0].lower() for part in answer.split(b"HTTP/1.1 ")[1:]]
+
+
+@pytest.mark.parametrize("declared", [False, True], ids=["chunked", "content-length"])
+def test_a_connection_after_a_413_serves_its_next_request_or_closes(server: ServerProcess, declared: bool) -> None:
+    """A client sends a body over the limit, then its next request on the same connection: the rest of
+    the refused body is never taken for that request's header (no 431); the 413 says it closes the
+    connection, and it does, or the next request is answered."""
+    head = (
+        f"POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nAuthorization: Bearer {KEY}\r\n"
+        "Content-Type: application/json\r\n"
+    )
+    body = b'{"workflowId": "' + b"a" * (OVER - 18) + b'"}'
+    if declared:
+        request = head.encode() + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    else:
+        request = head.encode() + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    following = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode()
+    answer = b""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        try:
+            s.sendall(request + following)
+        except OSError:
+            pass  # the server may close before it took everything; its answer is still to be read
+        try:
+            while part := s.recv(65536):
+                answer += part
+        except OSError:
+            pass
+    heads = _heads(answer)
+    assert heads and heads[0].startswith(b"413 "), answer[:400]
+    assert not any(h.startswith(b"431 ") for h in heads), answer[:800]
+    assert b"connection: close" in heads[0] or (len(heads) == 2 and heads[1].startswith(b"200 ")), answer[:800]
+
+
+def test_httpx_reusing_its_connection_after_a_413_is_answered(server: ServerProcess) -> None:
+    """httpx keeps connections alive: after each 413 its next request gets its own answer, never a 431."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {KEY}", "content-type": "application/json"}
+    body = b'{"workflowId": "' + b"a" * (OVER - 18) + b'"}'
+    with httpx.Client(base_url=server.url, headers=headers, timeout=10) as client:
+        for _ in range(5):
+            refused = client.post("/v1/runs", content=body)
+            assert refused.status_code == 413, refused.text
+            assert refused.json()["error"] == "payload_too_large"
+            after = client.get("/healthz")
+            assert after.status_code == 200, after.text

@@ -287,3 +287,40 @@ async def test_the_owner_redrives_its_dead_letters_one_or_all(make_engine) -> No
         await rec.wait(lambda: engine.notify.counts[("webhook", "delivered")] == 3)
         assert (await http.get(path, headers=h())).json() == {"deliveries": []}
         assert {r.json()["runId"] for r in rec.at("/down") if r.answered == 200} == set(runs)
+
+
+async def test_subscriptions_are_read_again_only_where_other_instances_may_change_them(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """A store one server owns (SQLite) changes only through this server, which knows each change at once: its
+    subscriptions are read at start and never again. A shared store (PostgreSQL) is read again every 2 s."""
+    import asyncio
+
+    from bridge.core.auth import KeyRing
+    from bridge.host.http import create_app
+    from bridge.host.v2.webhook_delivery import REFRESH_S
+    from tests.conftest import KEYS
+    from tests.server import uvicorn_server
+
+    engine: Engine = make_engine(fast_config())
+    app = create_app(engine, KeyRing(KEYS.values()), manage_engine=True, webhooks=LOOPBACK)
+    hooks = app.state.webhooks
+    reads = 0
+    scan = hooks.state.scan
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return await scan(*args, **kwargs)
+
+    hooks.state.scan = counted
+    async with receiver() as rec, uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=15) as http:
+        await asyncio.sleep(REFRESH_S * 1.6)
+        at_start = reads
+        # Known here at once, polled or not: a subscription registered now gets the next run's events.
+        assert (await register(http, f"{rec.url}/hook", ["run.started"])).status_code == 201
+        run_id = await created_settled(http)
+        await rec.wait(lambda: len(rec.at("/hook")) == 1)
+        assert rec.at("/hook")[0].json()["runId"] == run_id
+    if engine.store.single_instance:
+        assert at_start == 1
+    else:
+        assert at_start >= 2

@@ -222,3 +222,45 @@ async def test_notices_no_channel_here_delivers_cost_no_claim(make_engine) -> No
         email = Recorder("email")
         engine.notify.add_channel(email)
         await _until(lambda: len(email.attempts) == 1)
+
+
+async def test_an_idle_planner_is_not_asked_and_plans_again_once_it_is_not(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """A planner registered with an ``idle`` test is skipped while it is idle (nothing planned, not even
+    asked), and asked again in the first transaction after it stops being idle."""
+    engine: Engine = make_engine()
+    channel = Recorder("email")
+    engine.notify.add_channel(channel)
+    asked: list[str] = []
+    plan_for_alice = planner("email", ["alice"])
+
+    def counting(
+        run: RunRecord, events: Sequence[dict[str, Any]], opened: Sequence[InterruptRecord], now_ms: int
+    ) -> list[NoticeDraft]:
+        asked.append(run.run_id)
+        return plan_for_alice(run, events, opened, now_ms)
+
+    idle = True
+    engine.notify.add_planner(counting, idle=lambda: idle)
+    waiting_workflow(engine)
+    async with engine:
+        quiet = await engine.create_run(ADMIN, "waits")
+        await settle(engine, quiet.run_id)
+        assert asked == [] and engine.store.notices_written == 0
+        idle = False
+        told = await engine.create_run(ADMIN, "waits")
+        await settle(engine, told.run_id)
+        await _until(lambda: len(channel.attempts) == 1)
+        assert set(asked) == {told.run_id} and engine.store.notices_written == 1
+
+
+async def test_a_planner_without_an_idle_test_is_always_asked(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """One planner that may always plan keeps every transaction planning, whatever the idle ones say."""
+    engine: Engine = make_engine()
+    engine.notify.add_channel(Recorder("email"))
+    engine.notify.add_planner(planner("email", []), idle=lambda: True)
+    engine.notify.add_planner(planner("email", ["alice"]))
+    waiting_workflow(engine)
+    async with engine:
+        run = await engine.create_run(ADMIN, "waits")
+        await settle(engine, run.run_id)
+        assert engine.store.notices_written == 1

@@ -28,11 +28,11 @@ from bridge.core.auth import KeyRing
 from bridge.host.discovery import discovery_document
 from bridge.host.http import budget, interrupts, metrics, runs
 from bridge.host.http.deps import base_url, engine
-from bridge.host.http.headers import AnswerHeaders
+from bridge.host.http.headers import ALWAYS
+from bridge.host.http.layer import HostLayer
 from bridge.host.http.openapi import Fragment, openapi_document
 from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
 from bridge.host.http.streams import StreamLimits, StreamSlots
-from bridge.host.v2 import VersionNegotiation
 from bridge.host.v2 import discovery as v2_discovery
 from bridge.host.v2 import openapi as v2_openapi
 from bridge.host.v2 import routes as v2_routes
@@ -108,17 +108,10 @@ def _dispatching_route(group: Sequence[Route]) -> Route:
     return Route(group[0].path, dispatch, methods=sorted(handlers), name=group[0].name)
 
 
-class TrustedHosts:
-    """Refuse requests whose ``Host`` is not one of ``allowed`` (400 envelope), so links never carry a forged host.
+class HostNames:
+    """The host names requests may be for (see :class:`TrustedHosts`)."""
 
-    Names match exactly (case-insensitive, port ignored); ``*.example.com`` matches
-    its subdomains. ``/healthz`` answers to any host: it carries no links, and load
-    balancers probe it by address. Starlette's ``TrustedHostMiddleware`` does the same
-    check but answers in plain text, outside the OpenWOP error envelope.
-    """
-
-    def __init__(self, app: ASGIApp, allowed: Sequence[str]) -> None:
-        self.app = app
+    def __init__(self, allowed: Sequence[str]) -> None:
         self.exact = {h.lower() for h in allowed if not h.startswith("*.")}
         self.suffixes = tuple(h[1:].lower() for h in allowed if h.startswith("*."))
 
@@ -126,14 +119,44 @@ class TrustedHosts:
         """Whether requests for ``host`` (a bare name or address) are served."""
         return host in self.exact or (bool(self.suffixes) and host.endswith(self.suffixes))
 
+    def refusal(self, scope: Scope) -> Response | None:
+        """The 400 envelope for an HTTP request whose ``Host`` is not allowed (None: serve it)."""
+        if scope["path"] == "/healthz":
+            return None
+        host = host_name(scope)
+        if self.allows(host):
+            return None
+        refusal = envelope("validation_error", f"this server does not answer to the host name {host!r}", {"host": host})
+        return JSONResponse(refusal, status_code=400, headers=dict(ALWAYS_HEADERS))
+
+
+#: :data:`~bridge.host.http.headers.ALWAYS` as response headers.
+ALWAYS_HEADERS = {name.decode(): value.decode() for name, value in ALWAYS}
+
+
+class TrustedHosts:
+    """Refuse requests whose ``Host`` is not one of ``allowed`` (400 envelope), so links never carry a forged host.
+
+    Names match exactly (case-insensitive, port ignored); ``*.example.com`` matches
+    its subdomains. ``/healthz`` answers to any host: it carries no links, and load
+    balancers probe it by address. Starlette's ``TrustedHostMiddleware`` does the same
+    check but answers in plain text, outside the OpenWOP error envelope. (The host's own app
+    checks in its one layer, :class:`~bridge.host.http.layer.HostLayer`.)
+    """
+
+    def __init__(self, app: ASGIApp, allowed: Sequence[str]) -> None:
+        self.app = app
+        self.names = HostNames(allowed)
+
+    def allows(self, host: str) -> bool:
+        """Whether requests for ``host`` (a bare name or address) are served."""
+        return self.names.allows(host)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] != "/healthz":
-            host = host_name(scope)
-            if not self.allows(host):
-                refusal = envelope(
-                    "validation_error", f"this server does not answer to the host name {host!r}", {"host": host}
-                )
-                await JSONResponse(refusal, status_code=400)(scope, receive, send)
+        if scope["type"] == "http":
+            refusal = self.names.refusal(scope)
+            if refusal is not None:
+                await refusal(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -237,11 +260,8 @@ def create_app(
     handlers = dict(EXCEPTION_HANDLERS)
     for transient in engine.transient_errors:
         handlers[transient] = store_unavailable
-    middleware = [Middleware(AnswerHeaders)]
-    if allowed_hosts is not None:
-        middleware.append(Middleware(TrustedHosts, allowed=list(allowed_hosts)))
-    middleware.append(Middleware(VersionNegotiation))
-    middleware.append(Middleware(budget.ResponseBudget, limit_bytes=pending_response_bytes))
+    names = HostNames(list(allowed_hosts)) if allowed_hosts is not None else None
+    middleware = [Middleware(HostLayer, budget=budget.Budget(pending_response_bytes), hosts=names)]
     app = Starlette(
         routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
     )

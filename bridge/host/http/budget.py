@@ -6,7 +6,7 @@ run's snapshot with its open interrupts, a page of a list, a document — is one
 whole and handed to the connection whole; a client that never reads keeps it in the server's
 memory until it leaves, and many such clients could hold any amount.
 
-:class:`ResponseBudget` counts every answer whose declared ``Content-Length`` is at least
+:class:`Budget` counts every answer whose declared ``Content-Length`` is at least
 :data:`COUNTED_FROM` against one budget per instance (``--max-pending-response-bytes``), from
 the moment it starts until the connection has taken all but the last piece of it (the body goes
 out in pieces of :data:`PIECE` bytes, and the server waits for a slow client between pieces). An
@@ -17,7 +17,7 @@ budget, however many they are. Answers smaller than :data:`COUNTED_FROM` are not
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from bridge.core.errors import RateLimitedError
 from bridge.host.http.responses import JSONResponse, error_headers
@@ -34,56 +34,31 @@ PIECE = 64 * 1024
 RETRY_AFTER_S = 5
 
 
-class ResponseBudget:
-    """ASGI middleware holding every large answer of ``app`` under one budget of ``limit_bytes``."""
+class Budget:
+    """The bytes of the large answers counted now, against one limit of ``limit_bytes`` (per instance).
 
-    def __init__(self, app: ASGIApp, limit_bytes: int = DEFAULT_BYTES) -> None:
-        self.app = app
+    The host's layer (:class:`~bridge.host.http.layer.HostLayer`) takes an answer's size when it
+    starts and gives it back once the connection has taken it (see the module).
+    """
+
+    def __init__(self, limit_bytes: int = DEFAULT_BYTES) -> None:
         self.limit_bytes = limit_bytes
         #: Bytes of the answers counted now.
         self.in_flight = 0
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        held = 0
-        refused = False
+    def take(self, size: int) -> bool:
+        """Count an answer of ``size`` bytes, unless it would pass the limit (then False: refuse it)."""
+        if self.in_flight + size > self.limit_bytes:
+            return False
+        self.in_flight += size
+        return True
 
-        async def sending(message: Message) -> None:
-            nonlocal held, refused
-            if refused:
-                return
-            if message["type"] == "http.response.start":
-                size = _content_length(message)
-                if size >= COUNTED_FROM:
-                    if self.in_flight + size > self.limit_bytes:
-                        refused = True
-                        await _refusal(scope, receive, send)
-                        return
-                    self.in_flight += size
-                    held = size
-                await send(message)
-                return
-            if message["type"] == "http.response.body" and held:
-                await _in_pieces(message, send)
-                if not message.get("more_body", False):
-                    self._give_back(held)
-                    held = 0
-                return
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            if held:
-                self._give_back(held)
-
-    def _give_back(self, size: int) -> None:
+    def give_back(self, size: int) -> None:
+        """An answer counted with :meth:`take` was taken by its client (or ended)."""
         self.in_flight = max(0, self.in_flight - size)
 
 
-def _content_length(message: Message) -> int:
+def content_length(message: Message) -> int:
     for name, value in message.get("headers", []):
         if name.lower() == b"content-length":
             try:
@@ -93,7 +68,7 @@ def _content_length(message: Message) -> int:
     return 0
 
 
-async def _in_pieces(message: Message, send: Send) -> None:
+async def in_pieces(message: Message, send: Send) -> None:
     """Send a body message as pieces, each ``send`` waiting until the connection took the one before."""
     body: bytes = message.get("body", b"")
     more = bool(message.get("more_body", False))
@@ -107,7 +82,9 @@ async def _in_pieces(message: Message, send: Send) -> None:
         await send({"type": "http.response.body", "body": piece, "more_body": more or not last})
 
 
-async def _refusal(scope: Scope, receive: Receive, send: Send) -> None:
+async def refusal(scope: Scope, receive: Receive, send: Send) -> None:
+    """Send the ``429 rate_limited`` (with ``Retry-After``) of an answer the budget cannot take, in the
+    spelling of the request's surface (v2 at the root paths, else v1)."""
     error = RateLimitedError(
         "too many large answers are waiting for their clients on this instance; retry later", RETRY_AFTER_S
     )

@@ -13,6 +13,11 @@ limits on the header section (request line and header fields):
   counted as they arrive, so an unfinished header never holds more than that;
 - it may hold at most ``max_fields`` fields, else ``431`` and close.
 
+Only header bytes count. A request's body is not a header: an answer sent before the body has
+arrived whole (a ``413`` for a body over the limit, a refusal that reads no body) closes the
+connection (``Connection: close``), so what is left of that body is never read as the next
+request's header.
+
 Refusals are OpenWOP error envelopes, as every other error of the host.
 """
 
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import orjson
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from bridge.host.http.headers import with_always
 from bridge.host.http.responses import envelope
@@ -57,6 +62,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._header_bytes = 0
         self._header_fields = 0
         self._refusal: tuple[int, str] | None = None
+        #: The request whose body is arriving, and whether its connection may be kept alive once it has.
+        self._unread: tuple[RequestResponseCycle, bool] | None = None
 
     # --- when a header is awaited -----------------------------------------------------
 
@@ -82,7 +89,22 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._reading_header = False
         self._header_bytes = 0
         self._stop_timer()
+        previous = self.cycle
         super().on_headers_complete()
+        if self.cycle is not None and self.cycle is not previous:
+            # Until the body has arrived whole, an answer closes the connection (uvicorn sends
+            # ``Connection: close`` and closes once the answer is out); a body-less request's message
+            # completes in this same parse, before its app runs.
+            self._unread = (self.cycle, self.cycle.keep_alive)
+            self.cycle.keep_alive = False
+
+    def on_message_complete(self) -> None:
+        if self._unread is not None:
+            cycle, keep_alive = self._unread
+            self._unread = None
+            if not cycle.response_started:
+                cycle.keep_alive = keep_alive
+        super().on_message_complete()
 
     def _await_header(self) -> None:
         self._reading_header = True
@@ -111,6 +133,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     # --- how large a header may be ------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
+        if self.transport.is_closing():
+            return  # answered and closing: what still arrives is nobody's request
         while data:
             if not self._reading_header:
                 super().data_received(data)

@@ -16,8 +16,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from urllib.parse import unquote
 
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bridge.host.http.responses import JSONResponse
@@ -49,8 +51,68 @@ def _is_v2(path: str) -> bool:
     return any(path == root or path.startswith((root + "/", root + ":")) for root in V2_ROOTS)
 
 
+@dataclass(frozen=True, slots=True)
+class Negotiated:
+    """A request as :func:`negotiate` routes it, and the ``OpenWOP-Version`` its answer names."""
+
+    scope: Scope
+    #: The version the answer names (None: the answer's own headers stand).
+    version: bytes | None
+    #: Whether the answer varies by ``OpenWOP-Version`` (and says so in ``Vary``).
+    vary: bool = False
+
+
+#: The ``Vary`` an answer chosen by ``OpenWOP-Version`` carries.
+VARY = (b"vary", b"Accept, OpenWOP-Version")
+_V1, _V2 = V1.encode(), V2.encode()
+
+
+def negotiate(scope: Scope) -> Negotiated | Response:
+    """An HTTP request routed by its ``OpenWOP-Version`` (see the module), or the refusal to send instead."""
+    path: str = scope["path"]
+    major = requested_major(scope)
+    if path.startswith("/v1/"):
+        if major is not None and major != 1:
+            body = {"error": "protocol_version_mismatch", "message": "a /v1/ path serves OpenWOP-Version 1 only"}
+            return JSONResponse(body, status_code=400, headers={"OpenWOP-Version": V1})
+        return Negotiated(scope, _V1)
+    if not _is_v2(path):
+        return Negotiated(scope, _V2 if major == 2 else None)
+    if major is not None and major not in (1, 2):
+        unsupported: dict[str, object] = {
+            "error": "protocol_version_unsupported",
+            "message": "this host serves OpenWOP 1.1 and 2.0",
+            "details": {"protocolVersions": PROTOCOL_VERSIONS},
+        }
+        return JSONResponse(unsupported, status_code=406, headers={"OpenWOP-Version": V2})
+    if path == DISCOVERY:
+        served = V2 if major == 2 else V1
+        scope = {**scope, "state": {**scope.get("state", {}), "openwop_major": int(served[0])}}
+        return Negotiated(scope, served.encode(), vary=True)
+    if major == 1:
+        scope = {**scope, "path": "/v1" + path, "raw_path": b"/v1" + scope.get("raw_path", path.encode())}
+        return Negotiated(scope, _V1)
+    raw = scope.get("raw_path") or b""
+    if b"%2f" in raw.lower():
+        spelled = re.sub(rb"%2[fF]", b"~2F", raw).decode("latin-1")
+        scope = {**scope, "path": unquote(spelled)}
+    return Negotiated(scope, _V2)
+
+
+def named(headers: list[tuple[bytes, bytes]], routed: Negotiated) -> list[tuple[bytes, bytes]]:
+    """An answer's ``headers`` naming the version ``routed`` says (unchanged when it names none)."""
+    if routed.version is None:
+        return headers
+    named = [(k, v) for k, v in headers if k.lower() != b"openwop-version"]
+    named.append((b"openwop-version", routed.version))
+    if routed.vary:
+        named.append(VARY)
+    return named
+
+
 class VersionNegotiation:
-    """Route by ``OpenWOP-Version`` and name the contract used on every protocol response."""
+    """Route by ``OpenWOP-Version`` and name the contract used on every protocol response (as ASGI middleware;
+    the host's own app does the same in its one layer, :class:`bridge.host.http.layer.HostLayer`)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -59,50 +121,17 @@ class VersionNegotiation:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path: str = scope["path"]
-        major = requested_major(scope)
-        if path.startswith("/v1/"):
-            if major is not None and major != 1:
-                body = {"error": "protocol_version_mismatch", "message": "a /v1/ path serves OpenWOP-Version 1 only"}
-                await JSONResponse(body, status_code=400, headers={"OpenWOP-Version": V1})(scope, receive, send)
-                return
-            await self.app(scope, receive, _with_version(send, V1))
+        routed = negotiate(scope)
+        if isinstance(routed, Response):
+            await routed(scope, receive, send)
             return
-        if not _is_v2(path):
-            await self.app(scope, receive, _with_version(send, V2) if major == 2 else send)
+        if routed.version is None:
+            await self.app(routed.scope, receive, send)
             return
-        if major is not None and major not in (1, 2):
-            unsupported: dict[str, object] = {
-                "error": "protocol_version_unsupported",
-                "message": "this host serves OpenWOP 1.1 and 2.0",
-                "details": {"protocolVersions": PROTOCOL_VERSIONS},
-            }
-            await JSONResponse(unsupported, status_code=406, headers={"OpenWOP-Version": V2})(scope, receive, send)
-            return
-        if path == DISCOVERY:
-            served = V2 if major == 2 else V1
-            scope = {**scope, "state": {**scope.get("state", {}), "openwop_major": int(served[0])}}
-            await self.app(scope, receive, _with_version(send, served, vary=True))
-            return
-        if major == 1:
-            scope = {**scope, "path": "/v1" + path, "raw_path": b"/v1" + scope.get("raw_path", path.encode())}
-            await self.app(scope, receive, _with_version(send, V1))
-            return
-        raw = scope.get("raw_path") or b""
-        if b"%2f" in raw.lower():
-            spelled = re.sub(rb"%2[fF]", b"~2F", raw).decode("latin-1")
-            scope = {**scope, "path": unquote(spelled)}
-        await self.app(scope, receive, _with_version(send, V2))
 
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": named(list(message.get("headers", [])), routed)}
+            await send(message)
 
-def _with_version(send: Send, version: str, *, vary: bool = False) -> Send:
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"openwop-version"]
-            headers.append((b"openwop-version", version.encode()))
-            if vary:
-                headers.append((b"vary", b"Accept, OpenWOP-Version"))
-            message = {**message, "headers": headers}
-        await send(message)
-
-    return sending
+        await self.app(routed.scope, receive, sending)

@@ -71,15 +71,18 @@ class Webhooks:
 
     def install(self) -> None:
         """Plan and deliver through the engine's outbox."""
-        self.engine.notify.add_planner(self.plan)
+        self.engine.notify.add_planner(self.plan, idle=self.idle)
         self.engine.notify.add_channel(self, self.engine.config.webhook_retry)
 
     # --- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load the subscriptions, then keep them fresh."""
+        """Load the subscriptions, then keep them fresh: on a store other instances share, they are read again
+        every :data:`REFRESH_S`; a store one server owns changes only here, where each change is known at once,
+        so nothing is read again."""
         await self.load()
-        self._refresh = asyncio.create_task(self._refreshing(), name="openwop-bridge-webhooks")
+        if not self.engine.store.single_instance:
+            self._refresh = asyncio.create_task(self._refreshing(), name="openwop-bridge-webhooks")
 
     async def stop(self) -> None:
         """Stop refreshing and close connections."""
@@ -145,6 +148,10 @@ class Webhooks:
         self._snapshot = Snapshot.of(s for s in self._snapshot.by_id.values() if s.webhook_id != webhook_id)
 
     # --- the planner (inside the store's transactions) ---------------------------------
+
+    def idle(self) -> bool:
+        """Whether :meth:`plan` plans nothing whatever it is offered: no subscription is known here."""
+        return not self._snapshot.by_id
 
     def plan(
         self, run: RunRecord, events: Sequence[dict[str, Any]], opened: Sequence[InterruptRecord], now_ms: int
