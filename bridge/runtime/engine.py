@@ -414,6 +414,12 @@ class Engine:
         return docs
 
     @property
+    def store_shared(self) -> bool:
+        """Whether other instances may write to this store (PostgreSQL), so what a surface keeps of it can change
+        elsewhere; a store one server owns (SQLite) changes only through this engine."""
+        return not self.store.single_instance
+
+    @property
     def store_location(self) -> str:
         """Where the store keeps its data: a ``postgresql://`` URL, a SQLite path, or ``:memory:``."""
         return self.store.location

@@ -81,7 +81,7 @@ class Webhooks:
         every :data:`REFRESH_S`; a store one server owns changes only here, where each change is known at once,
         so nothing is read again."""
         await self.load()
-        if not self.engine.store.single_instance:
+        if self.engine.store_shared:
             self._refresh = asyncio.create_task(self._refreshing(), name="openwop-bridge-webhooks")
 
     async def stop(self) -> None:
