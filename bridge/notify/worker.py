@@ -8,7 +8,9 @@ so a hung receiver holds a few slots and nobody else's. A notice claimed for a d
 busy is given back, due again a moment later, without counting an attempt.
 
 Failures are retried with exponential backoff and jitter (:class:`~bridge.core.notices.RetryPolicy`)
-until the attempts are spent; then the notice is a dead letter. Leases make this safe across
+until the attempts are spent; then the notice is a dead letter. A failed attempt keeps its slots a moment
+(:data:`FAILED_PAUSE_MS`), so a receiver that fails at once is tried a few times a second per slot, not
+as fast as the machine can. Leases make this safe across
 instances and crashes: a notice claimed by an instance that died comes due again for every instance
 when its lease runs out, with a new attempt number and the same ``notice_id``.
 
@@ -51,6 +53,10 @@ BACKLOG = 4
 TENANT_BACKLOG = 64
 #: The most busy recipients (and tenants) a claim leaves out by name.
 MAX_BUSY_LISTED = 256
+#: How long, at most, a failed attempt keeps its slots (its destination's, its channel's bounds) after it ended, or
+#: until its retry is due if that is sooner: a failing receiver (one that refuses connections fails in a millisecond)
+#: is tried a few times a second per slot, not as fast as the machine can, so its backlog costs little.
+FAILED_PAUSE_MS = 250
 #: How often delivered notices and dead letters past their retention are deleted.
 PRUNE_EVERY_S = 10.0
 #: The most batches one pruning deletes (each a transaction of its own, a few hundred rows).
@@ -97,6 +103,7 @@ class OutboxWorker:
         in_flight: int = 256,
         per_destination: int = 4,
         transient: tuple[type[BaseException], ...] = (),
+        failed_pause_ms: int = FAILED_PAUSE_MS,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -107,6 +114,7 @@ class OutboxWorker:
         self._in_flight = in_flight
         self._per_destination = per_destination
         self._transient = transient
+        self._failed_pause_ms = failed_pause_ms
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -280,9 +288,12 @@ class OutboxWorker:
                 with contextlib.suppress(Exception):
                     await self._store.outbox_release([notice.notice_id], self._owner, now)
                 return
-            await self._attempt(notice)
+            pause_ms = await self._attempt(notice)
+            if pause_ms > 0:  # a failed attempt: its slots stay taken a moment (:data:`FAILED_PAUSE_MS`)
+                await asyncio.sleep(pause_ms / 1000)
 
-    async def _attempt(self, notice: Notice) -> None:
+    async def _attempt(self, notice: Notice) -> int:
+        """Make the attempt and record its outcome; how long its slots stay taken after it (ms)."""
         policy = self._policies(notice.channel)
         with telemetry.notice_span(notice) as span:
             outcome = await self._deliver(notice, policy)
@@ -290,7 +301,7 @@ class OutboxWorker:
             if outcome.kind == "deferred":  # the channel did not attempt it: given back, its attempt uncounted
                 with contextlib.suppress(Exception):
                     await self._store.outbox_release([notice.notice_id], self._owner, now + (outcome.after_ms or 0))
-                return
+                return 0
             status, next_ms = "delivered", now
             if outcome.kind == "dead" or (outcome.kind == "retry" and notice.attempt >= policy.max_attempts):
                 status = "dead"
@@ -309,13 +320,14 @@ class OutboxWorker:
         except Exception:
             # The lease runs out and the notice is attempted again: at least once, never lost.
             log.exception("could not record the outcome of notice %s", notice.notice_id)
-            return
+            return 0
         self._settled += int(kept)
         if kept and self._on_settled is not None:
             try:
                 await self._on_settled(Settled(notice, "retry" if status == "queued" else status, outcome.reason))
             except Exception:
                 log.exception("reporting the outcome of notice %s failed", notice.notice_id)
+        return min(self._failed_pause_ms, next_ms - now) if status == "queued" else 0
 
     async def _deliver(self, notice: Notice, policy: RetryPolicy) -> DeliveryOutcome:
         if notice.payload.get(REFUSED) == QUEUE_FULL:

@@ -115,3 +115,43 @@ async def test_a_tenants_backlog_past_its_share_stays_unclaimed(tmp_path: Path) 
     finally:
         await worker.stop()
         await store.close()
+
+
+class Refusing:
+    """A channel whose recipients in ``failing`` fail every attempt at once (a receiver refusing connections)."""
+
+    name = "slack"
+
+    def __init__(self, failing: set[str]) -> None:
+        self.failing = failing
+        self.attempts: list[str] = []
+        self.delivered: list[str] = []
+
+    async def deliver(self, notice: Notice) -> DeliveryOutcome:
+        self.attempts.append(notice.recipient)
+        if notice.recipient in self.failing:
+            return DeliveryOutcome.retry("connect_error")
+        self.delivered.append(notice.notice_id)
+        return DeliveryOutcome.delivered()
+
+
+async def test_a_failed_attempt_keeps_its_slot_a_moment_so_a_failing_receiver_is_paced(tmp_path: Path) -> None:
+    """A receiver that fails at once is not tried as fast as the machine can: a failed attempt keeps its
+    destination's slot a moment (here for as long as its retry waits), while other destinations go on."""
+    store = await _store(tmp_path / "paced.db")
+    channel = Refusing({"slack:F"})
+    policy = RetryPolicy(base_ms=600_000, max_ms=600_000)
+    worker = OutboxWorker(
+        store, SystemClock(), "w", {"slack": channel}, lambda _: policy, per_destination=1, failed_pause_ms=600_000
+    )
+    try:
+        await store.outbox_add("t1", "run_1", [NoticeDraft("slack", "slack:F", {"n": i}) for i in range(3)], 0)
+        worker.start()
+        for turn in range(3):  # rounds go on, and another destination's notices are delivered meanwhile
+            mine = await store.outbox_add("t1", f"run_{turn}", _drafts(recipients=1, each=2, prefix="G"), 0)
+            worker.poke()
+            await _until(lambda mine=mine: set(mine) <= set(channel.delivered))
+        assert channel.attempts.count("slack:F") == 1, "the failing receiver was tried again at once"
+    finally:
+        await worker.stop()
+        await store.close()
