@@ -7,6 +7,7 @@ channel (webhooks, e-mail, Slack, Teams) implements.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from typing import Protocol
 
 from bridge.core.notices import (
@@ -22,6 +23,7 @@ from bridge.core.notices import (
 
 __all__ = [
     "CHANNELS",
+    "BoundedChannel",
     "Channel",
     "DeadLetter",
     "DeliveryOutcome",
@@ -46,4 +48,18 @@ class Channel(Protocol):
 
     async def deliver(self, notice: Notice) -> DeliveryOutcome:
         """Make attempt ``notice.attempt`` to deliver ``notice``."""
+        ...
+
+
+class BoundedChannel(Channel, Protocol):
+    """A channel whose attempts count against bounds wider than one destination (a tenant's, an endpoint's).
+
+    The worker starts an attempt of a notice only once it holds a place under each bound :meth:`bounds` names
+    for it, so the channel is not handed attempts it would only defer: the notices wait in the worker, and
+    a tenant's beyond what it may hold there stay in the store, unclaimed.
+    """
+
+    def bounds(self, notice: Notice) -> Sequence[tuple[Hashable, int]]:
+        """The bounds ``notice``'s attempt counts against: ``(name, how many at once)`` each, always in one
+        order for every notice (the narrowest first), a name meaning the same bound whichever notice names it."""
         ...

@@ -8,13 +8,20 @@ so a hung receiver holds a few slots and nobody else's. A notice claimed for a d
 busy is given back, due again a moment later, without counting an attempt.
 
 Failures are retried with exponential backoff and jitter (:class:`~bridge.core.notices.RetryPolicy`)
-until the attempts are spent; then the notice is a dead letter. Leases make this safe across
+until the attempts are spent; then the notice is a dead letter. A failed attempt keeps its slots a moment
+(:data:`FAILED_PAUSE_MS`), so a receiver that fails at once is tried a few times a second per slot, not
+as fast as the machine can. Leases make this safe across
 instances and crashes: a notice claimed by an instance that died comes due again for every instance
 when its lease runs out, with a new attempt number and the same ``notice_id``.
 
 A destination may have a few notices waiting here for one of its slots (:data:`BACKLOG` times its
-share); one claimed past that is given back at once, due again a moment later, and so is one that
-waited so long that its lease would run out during its attempt.
+share), and a tenant :data:`TENANT_BACKLOG` in all; a claim leaves out the destinations and tenants that
+hold as many as they may, so their backlog stays in the store, unclaimed, until they have room. A channel
+may bound attempts more widely than by destination (:meth:`~bridge.notify.notice.Channel.bounds`: a
+webhook tenant's deliveries, those to one endpoint): an attempt then starts once it has a place under
+each bound, so a notice waits here for its turn rather than being claimed, handed back and claimed again.
+One claimed past a backlog is given back at once, due again a moment later, and so is one that waited so
+long that its lease would run out during its attempt.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bridge.core.clock import Clock
@@ -42,8 +49,14 @@ BUSY_DEFER_MS = 250
 #: Notices one destination may have here, waiting or being attempted, in multiples of its concurrency; a
 #: claim takes at most that many (so one round cannot overfill one destination much).
 BACKLOG = 4
-#: The most busy recipients a claim leaves out by name.
-MAX_BUSY_LISTED = 64
+#: Notices one tenant may have here, waiting or being attempted, every destination of it.
+TENANT_BACKLOG = 64
+#: The most busy recipients (and tenants) a claim leaves out by name.
+MAX_BUSY_LISTED = 256
+#: How long, at most, a failed attempt keeps its slots (its destination's, its channel's bounds) after it ended, or
+#: until its retry is due if that is sooner: a failing receiver (one that refuses connections fails in a millisecond)
+#: is tried a few times a second per slot, not as fast as the machine can, so its backlog costs little.
+FAILED_PAUSE_MS = 250
 #: How often delivered notices and dead letters past their retention are deleted.
 PRUNE_EVERY_S = 10.0
 #: The most batches one pruning deletes (each a transaction of its own, a few hundred rows).
@@ -90,6 +103,7 @@ class OutboxWorker:
         in_flight: int = 256,
         per_destination: int = 4,
         transient: tuple[type[BaseException], ...] = (),
+        failed_pause_ms: int = FAILED_PAUSE_MS,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -100,12 +114,16 @@ class OutboxWorker:
         self._in_flight = in_flight
         self._per_destination = per_destination
         self._transient = transient
+        self._failed_pause_ms = failed_pause_ms
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._deliveries: set[asyncio.Task[None]] = set()
         self._busy: dict[tuple[str, str], int] = {}
         self._slots: dict[tuple[str, str], asyncio.Semaphore] = {}
+        self._tenants: dict[str, int] = {}
+        #: The channels' wider bounds (:meth:`Channel.bounds`): a semaphore each, and how many notices here use it.
+        self._bounds: dict[Hashable, tuple[asyncio.Semaphore, int]] = {}
         self._rand = random.SystemRandom().random
         self._pruned_at = 0.0
         self._settled = 0
@@ -172,8 +190,16 @@ class OutboxWorker:
         if due is not None and due <= now and free > 0:
             lease_ms = self._lease_ms()
             busy = [r for (_, r), held in self._busy.items() if held >= self._per_destination * BACKLOG]
+            # A tenant is left out once this claim could take it past its share (the claim may take ``free`` of it).
+            full = [t for t, held in self._tenants.items() if held + free > TENANT_BACKLOG]
             notices = await self._store.outbox_claim(
-                self._owner, now, lease_ms, free, list(self._channels), busy[:MAX_BUSY_LISTED]
+                self._owner,
+                now,
+                lease_ms,
+                free,
+                list(self._channels),
+                busy[:MAX_BUSY_LISTED],
+                busy_tenants=full[:MAX_BUSY_LISTED],
             )
             deferred = [n.notice_id for n in notices if not self._dispatch(n, now + lease_ms)]
             if deferred:
@@ -188,18 +214,24 @@ class OutboxWorker:
             await asyncio.wait_for(self._wake.wait(), wait)
 
     def _dispatch(self, notice: Notice, lease_until_ms: int) -> bool:
-        """Start an attempt (once a slot of its destination is free), unless the destination has as many
-        notices here as it may (then False: give it back)."""
+        """Start an attempt (once a slot of its destination, and a place under each of its channel's bounds, is
+        free), unless the destination or the tenant has as many notices here as it may (then False: give it back)."""
         key = (notice.channel, notice.recipient)
         held = self._busy.get(key, 0)
-        if held >= self._per_destination * BACKLOG:
+        if held >= self._per_destination * BACKLOG or self._tenants.get(notice.tenant, 0) >= TENANT_BACKLOG:
             return False
         self._busy[key] = held + 1
+        self._tenants[notice.tenant] = self._tenants.get(notice.tenant, 0) + 1
         slots = self._slots.get(key)
         if slots is None:
             slots = self._slots[key] = asyncio.Semaphore(self._per_destination)
+        bounds = self._bounds_of(notice)
+        for bound, _ in bounds:
+            sem, users = self._bounds[bound]
+            self._bounds[bound] = (sem, users + 1)
+        held_slots = [slots, *(self._bounds[bound][0] for bound, _ in bounds)]
         task = asyncio.create_task(
-            self._queued(notice, slots, lease_until_ms), name=f"openwop-bridge-notice-{notice.notice_id}"
+            self._queued(notice, held_slots, lease_until_ms), name=f"openwop-bridge-notice-{notice.notice_id}"
         )
         self._deliveries.add(task)
 
@@ -211,22 +243,57 @@ class OutboxWorker:
             else:
                 self._busy.pop(key, None)
                 self._slots.pop(key, None)
+            left = self._tenants.get(notice.tenant, 1) - 1
+            if left:
+                self._tenants[notice.tenant] = left
+            else:
+                self._tenants.pop(notice.tenant, None)
+            for bound, _ in bounds:
+                sem, users = self._bounds[bound]
+                if users > 1:
+                    self._bounds[bound] = (sem, users - 1)
+                else:
+                    del self._bounds[bound]
             self._wake.set()
 
         task.add_done_callback(done)
         return True
 
-    async def _queued(self, notice: Notice, slots: asyncio.Semaphore, lease_until_ms: int) -> None:
-        async with slots:
+    def _bounds_of(self, notice: Notice) -> Sequence[tuple[Hashable, int]]:
+        """The channel's wider bounds on ``notice``'s attempt (each with its semaphore made here), or none."""
+        channel = self._channels.get(notice.channel)
+        of = getattr(channel, "bounds", None)
+        if of is None:
+            return ()
+        try:
+            named: Sequence[tuple[Hashable, int]] = of(notice)
+        except Exception:
+            log.exception("notice %s: the %s channel's bounds failed", notice.notice_id, notice.channel)
+            return ()
+        bounds: dict[Hashable, int] = {}
+        for name, size in named:
+            bounds.setdefault((notice.channel, name), size)  # each channel's names apart; each bound once
+        for bound, size in bounds.items():
+            if bound not in self._bounds:
+                self._bounds[bound] = (asyncio.Semaphore(max(1, size)), 0)
+        return list(bounds.items())
+
+    async def _queued(self, notice: Notice, slots: Sequence[asyncio.Semaphore], lease_until_ms: int) -> None:
+        async with contextlib.AsyncExitStack() as held:
+            for slot in slots:  # always in one order (destination, then the channel's): no two wait on each other
+                await held.enter_async_context(slot)
             now = self._clock.now_ms()
             if now + self._policies(notice.channel).timeout_ms >= lease_until_ms:
                 # Waited too long for its destination: its lease could run out mid-attempt. Given back unattempted.
                 with contextlib.suppress(Exception):
                     await self._store.outbox_release([notice.notice_id], self._owner, now)
                 return
-            await self._attempt(notice)
+            pause_ms = await self._attempt(notice)
+            if pause_ms > 0:  # a failed attempt: its slots stay taken a moment (:data:`FAILED_PAUSE_MS`)
+                await asyncio.sleep(pause_ms / 1000)
 
-    async def _attempt(self, notice: Notice) -> None:
+    async def _attempt(self, notice: Notice) -> int:
+        """Make the attempt and record its outcome; how long its slots stay taken after it (ms)."""
         policy = self._policies(notice.channel)
         with telemetry.notice_span(notice) as span:
             outcome = await self._deliver(notice, policy)
@@ -234,7 +301,7 @@ class OutboxWorker:
             if outcome.kind == "deferred":  # the channel did not attempt it: given back, its attempt uncounted
                 with contextlib.suppress(Exception):
                     await self._store.outbox_release([notice.notice_id], self._owner, now + (outcome.after_ms or 0))
-                return
+                return 0
             status, next_ms = "delivered", now
             if outcome.kind == "dead" or (outcome.kind == "retry" and notice.attempt >= policy.max_attempts):
                 status = "dead"
@@ -253,13 +320,14 @@ class OutboxWorker:
         except Exception:
             # The lease runs out and the notice is attempted again: at least once, never lost.
             log.exception("could not record the outcome of notice %s", notice.notice_id)
-            return
+            return 0
         self._settled += int(kept)
         if kept and self._on_settled is not None:
             try:
                 await self._on_settled(Settled(notice, "retry" if status == "queued" else status, outcome.reason))
             except Exception:
                 log.exception("reporting the outcome of notice %s failed", notice.notice_id)
+        return min(self._failed_pause_ms, next_ms - now) if status == "queued" else 0
 
     async def _deliver(self, notice: Notice, policy: RetryPolicy) -> DeliveryOutcome:
         if notice.payload.get(REFUSED) == QUEUE_FULL:

@@ -506,9 +506,11 @@ class Store(Protocol):
         limit: int,
         channels: Sequence[str] = ("webhook",),
         busy: Sequence[str] = (),
+        *,
+        busy_tenants: Sequence[str] = (),
     ) -> list[Notice]:
         """Lease up to ``limit`` due notices of ``channels`` to ``owner`` for ``lease_ms`` (each attempt numbered),
-        oldest first, none addressed to the recipients ``busy``.
+        oldest first, none addressed to the recipients ``busy`` nor of the tenants ``busy_tenants``.
 
         Several instances may claim at once: each notice goes to one of them; a lease that runs out
         makes the notice due again for every instance.

@@ -169,7 +169,8 @@ PG_LANES = (
     "UNION ALL SELECT n.tenant, n.channel, n.recipient, n.next_attempt FROM lanes l CROSS JOIN LATERAL (SELECT "
     "tenant, channel, recipient, next_attempt FROM outbox WHERE status='queued' AND (tenant, channel, recipient) > "
     "(l.tenant, l.channel, l.recipient) ORDER BY tenant, channel, recipient, next_attempt LIMIT 1) n) "
-    "SELECT * FROM lanes) found WHERE next_attempt <= %s AND channel = ANY(%s) AND NOT (recipient = ANY(%s)) LIMIT %s"
+    "SELECT * FROM lanes) found WHERE next_attempt <= %s AND channel = ANY(%s) AND NOT (recipient = ANY(%s)) "
+    "AND NOT (tenant = ANY(%s)) LIMIT %s"
 )
 #: PostgreSQL: up to ``k`` due notices of each lane named, oldest first (read, not locked).
 PG_CANDIDATES = (
@@ -217,33 +218,34 @@ def claim(
     limit: int,
     channels: Sequence[str],
     busy: Sequence[str] = (),
+    busy_tenants: Sequence[str] = (),
 ) -> Plan[list[Notice]]:
     """Lease up to ``limit`` due notices of ``channels`` to ``owner`` (their attempt counted now), none for the
-    recipients ``busy`` (those the owner has as many of as it may), fairly: the claim steps through the lanes
-    (a tenant's destination) that hold due notices, an index seek each (``outbox_lane``, never a scan of the
-    backlog), takes up to ``limit / lanes`` of each lane's oldest, and lets tenants, and the lanes of a tenant,
-    take turns (:func:`take_turns`). One tenant's backlog, or one destination's, delays only itself. On
-    PostgreSQL, rows another claim holds are skipped, not waited for."""
+    recipients ``busy`` nor of the tenants ``busy_tenants`` (those the owner has as many of as it may), fairly:
+    the claim steps through the lanes (a tenant's destination) that hold due notices, an index seek each
+    (``outbox_lane``, never a scan of the backlog), takes up to ``limit / lanes`` of each lane's oldest, and lets
+    tenants, and the lanes of a tenant, take turns (:func:`take_turns`). One tenant's backlog, or one
+    destination's, delays only itself. On PostgreSQL, rows another claim holds are skipped, not waited for."""
     if not channels or limit <= 0:
         return []
     if d.question_marks:
         lanes: list[tuple[str, str, str]] = []
         key: Sequence[Any] = ("", "", "")
-        wanted, refused = frozenset(channels), frozenset(busy)
+        wanted, refused, full = frozenset(channels), frozenset(busy), frozenset(busy_tenants)
         while len(lanes) < MAX_LANES:
             found = yield Sql(NEXT_LANE, tuple(key))
             if not found:
                 break
             tenant, channel, recipient, due = found[0]
             key = (tenant, channel, recipient)
-            if due <= now_ms and channel in wanted and recipient not in refused:
+            if due <= now_ms and channel in wanted and recipient not in refused and tenant not in full:
                 lanes.append((tenant, channel, recipient))
         each = max(1, -(-limit // max(1, len(lanes))))
         candidates: list[Sequence[Any]] = []
         for lane in lanes:
             candidates += yield Sql(LANE_CANDIDATES, (*lane, now_ms, each))
     else:
-        rows = yield Sql(PG_LANES, (now_ms, list(channels), list(busy), MAX_LANES))
+        rows = yield Sql(PG_LANES, (now_ms, list(channels), list(busy), list(busy_tenants), MAX_LANES))
         if not rows:
             return []
         each = max(1, -(-limit // len(rows)))

@@ -154,9 +154,11 @@ class Writes(ABC):
         limit: int,
         channels: Sequence[str] = ("webhook",),
         busy: Sequence[str] = (),
+        *,
+        busy_tenants: Sequence[str] = (),
     ) -> list[Notice]:
         return await self._plan(
-            lambda: plan_outbox.claim(self._dialect, owner, now_ms, lease_ms, limit, channels, busy)
+            lambda: plan_outbox.claim(self._dialect, owner, now_ms, lease_ms, limit, channels, busy, busy_tenants)
         )
 
     async def outbox_settle(

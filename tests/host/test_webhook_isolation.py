@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 
 import httpx
 
@@ -53,6 +54,36 @@ async def test_a_tenants_hung_endpoints_do_not_hold_up_another_tenants_deliverie
         # tenant-b holds its share, no more, and its waiting deliveries are not given up
         assert sum(h.open for h in hung) <= TENANT_SLOTS and max(h.open for h in hung) <= ENDPOINT_SLOTS
         assert engine.notify.counts[("webhook", "dead")] == 0
+
+
+async def test_deliveries_waiting_for_a_tenants_slot_are_not_claimed_and_handed_back(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """While a tenant's receivers hang, its other deliveries wait for a slot without a store write each: none is
+    claimed only to be given back (each hand-back is a write, and they came about once a second per delivery)."""
+    engine: Engine = make_engine(patient_config())
+    released: list[str] = []
+    give_back = engine.store.outbox_release
+
+    async def counted(notice_ids: Sequence[str], owner: str, next_attempt_ms: int) -> int:
+        released.extend(notice_ids)
+        return await give_back(notice_ids, owner, next_attempt_ms)
+
+    engine.store.outbox_release = counted  # type: ignore[method-assign]
+    async with contextlib.AsyncExitStack() as stack:
+        hung = [await stack.enter_async_context(hostile("hang")) for _ in range(6)]
+        rec = await stack.enter_async_context(receiver())
+        http = await stack.enter_async_context(bridge(engine, LOOPBACK))
+        for i in range(30):
+            url = f"http://127.0.0.1:{hung[i % len(hung)].port}/b{i}"
+            body = {"url": url, "events": ["run.started", "interrupt.requested"], "secret": SECRET}
+            assert (await http.post("/webhooks", json=body, headers=OTHER)).status_code == 201
+        for _ in range(2):  # 120 deliveries for tenant-b, every one to a receiver that never answers
+            assert (await http.post("/runs", json={"workflowId": "conformance-approval"}, headers=OTHER)).is_success
+        await rec.wait(lambda: sum(h.open for h in hung) >= TENANT_SLOTS)
+        assert (await register(http, f"{rec.url}/a", ["run.started"], secret=SECRET)).status_code == 201
+        await suspended(http)
+        await rec.wait(lambda: len(rec.at("/a")) == 1)
+        assert sum(h.open for h in hung) <= TENANT_SLOTS and max(h.open for h in hung) <= ENDPOINT_SLOTS
+        assert released == [], f"{len(released)} deliveries were claimed only to be handed back"
 
 
 async def test_a_dripping_endpoint_challenge_ends_by_its_deadline_and_challenges_are_bounded(make_engine) -> None:  # type: ignore[no-untyped-def]

@@ -280,6 +280,18 @@ async def test_a_claim_is_fair_across_tenants_and_destinations(store: Store) -> 
     assert len(rest) == 302 - len(first) and not claimed & {n.notice_id for n in rest}
 
 
+async def test_a_claim_leaves_out_the_busy_tenants_and_recipients_it_is_told(store: Store) -> None:
+    """A worker that holds as many of a tenant's notices (or a destination's) as it may names them busy: the
+    claim takes none of theirs, and takes the others'."""
+    store.outbox_limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000)
+    await store.outbox_add("tenant-b", "run-b", [NoticeDraft("webhook", f"wh_b{i}", {}) for i in range(40)], 1_000)
+    mine = await store.outbox_add("tenant-a", "run-a", [NoticeDraft("webhook", f"wh_a{i}", {}) for i in range(3)], 900)
+    claimed = await store.outbox_claim("w1", 2_000, OWNER_LEASE, 16, ALL, ["wh_a2"], busy_tenants=["tenant-b"])
+    assert sorted(n.notice_id for n in claimed) == sorted(mine[:2])
+    rest = await store.outbox_claim("w1", 2_000, OWNER_LEASE, 100, ALL)
+    assert len(rest) == 41 and {n.tenant for n in rest} == {"tenant-a", "tenant-b"}
+
+
 async def test_a_redrive_queues_kept_dead_letters_again_within_the_caps(store: Store) -> None:
     store.outbox_limits = OutboxLimits(per_tenant=100, per_recipient=100, dead_ttl_ms=50_000)
     run = await _claimed_run(store)

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ import orjson
 from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft
 from bridge.core.records import InterruptRecord, RunRecord
 from bridge.host.v2 import documents, ids
-from bridge.host.v2.egress import Egress, LookupFailedError, WebhookUrlRejectedError
+from bridge.host.v2.egress import Egress, LookupFailedError, Target, WebhookUrlRejectedError
 from bridge.host.v2.resolver import AsyncResolver
 from bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
 from bridge.host.v2.webhook_transport import Transport
@@ -183,6 +183,22 @@ class Webhooks:
 
     # --- the channel ------------------------------------------------------------------
 
+    def bounds(self, notice: Notice) -> list[tuple[Hashable, int]]:
+        """The bounds of :mod:`.webhook_transport` a delivery counts against (its endpoint's, then its tenant's):
+        the outbox worker starts an attempt only once it has a place under both, so a delivery waits its turn
+        there instead of being claimed and deferred again and again."""
+        sub = self.get(notice.recipient)
+        if sub is None or sub.tenant != notice.tenant:
+            return []
+        try:
+            scheme, host, port, _, _ = self.egress.check_url(sub.url)
+        except WebhookUrlRejectedError:
+            return []
+        return [
+            (("endpoint", sub.tenant, scheme, host, port), self.transport.per_endpoint),
+            (("tenant", sub.tenant), self.transport.per_tenant),
+        ]
+
     async def deliver(self, notice: Notice) -> DeliveryOutcome:
         """One attempt of a delivery (see the module)."""
         sub = self.get(notice.recipient) or await self.fetch(notice.recipient)
@@ -196,6 +212,14 @@ class Webhooks:
             return DeliveryOutcome.retry("dns_error")  # a DNS outage passes: retried like a refused connection
         except WebhookUrlRejectedError:
             return DeliveryOutcome.dead("url_rejected")
+        slot = self.transport.hold(sub.tenant, target)
+        if slot is None:  # the tenant, or this endpoint of it, holds as many deliveries as it may: wait a turn
+            return DeliveryOutcome.deferred(DEFER_MS + self._rand.randrange(DEFER_MS))
+        with slot:
+            return await self._send(notice, sub, target)
+
+    async def _send(self, notice: Notice, sub: Subscription, target: Target) -> DeliveryOutcome:
+        """Sign ``notice``'s delivery as ``sub`` stands now and post it to ``target`` (a slot of it held)."""
         raw = orjson.dumps(notice.payload["body"])
         now_ms = self.engine.clock.now_ms()
         headers = signed_headers(
@@ -211,12 +235,8 @@ class Webhooks:
         timeout = max(self.engine.notify.policy("webhook").timeout_ms / 1000 - 0.25, 0.5)
         import httpx  # loaded with the first delivery, not at start-up
 
-        slot = self.transport.hold(sub.tenant, target)
-        if slot is None:  # the tenant, or this endpoint of it, holds as many deliveries as it may: wait a turn
-            return DeliveryOutcome.deferred(DEFER_MS + self._rand.randrange(DEFER_MS))
         try:
-            with slot:
-                status, retry_after, _ = await self.transport.post(sub.tenant, target, raw, headers, timeout)
+            status, retry_after, _ = await self.transport.post(sub.tenant, target, raw, headers, timeout)
         except (httpx.TimeoutException, TimeoutError):
             return DeliveryOutcome.retry("timeout")
         except httpx.HTTPError:
