@@ -10,7 +10,7 @@ types:
 unit:             ## pytest only, skipping the slow and external-system tests
 	.venv/bin/pytest -q -m "not slow and not postgres and not browser and not node"
 bench:            ## benchmarks with peers (installs the bench extra): table on stdout, JSON in bench-results/
-	.venv/bin/python -m pip install -q -e '.[bench]'
+	.venv/bin/python -m pip install -q -e '.[bench]' --config-settings editable_mode=strict
 	mkdir -p bench-results
 	.venv/bin/openwop-bridge bench --json bench-results/bench.json $(BENCH_ARGS)
 bench-peer:       ## LangGraph's `langgraph dev` in a venv of its own (.venv-langgraph-dev) for langgraph_client_roundtrip

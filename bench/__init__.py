@@ -5,7 +5,7 @@ scenario (see :data:`~bench.harness.SCENARIOS`), printing progress on
 stderr and a table on stdout. Peers (LangGraph, ``ag-ui-langgraph``) are
 optional dependencies, imported only by the scenario that needs them. The
 harness loads on first use of a name below, so the CLI can offer ``bench``
-(its options come from :mod:`bench.options`) without loading it.
+(its options come from :mod:`openwop_bridge.bench.options`) without loading it.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from bench.options import add_arguments
+from openwop_bridge.bench.options import add_arguments
 
 if TYPE_CHECKING:
-    from bench.harness import SCENARIOS, Result, Target, main, run
+    from openwop_bridge.bench.harness import SCENARIOS, Result, Target, main, run
 
 __all__ = ["SCENARIOS", "Result", "Target", "add_arguments", "main", "run"]
 _LAZY = frozenset({"SCENARIOS", "Result", "Target", "main", "run"})
@@ -25,5 +25,5 @@ _LAZY = frozenset({"SCENARIOS", "Result", "Target", "main", "run"})
 def __getattr__(name: str) -> Any:
     """The harness's public names, imported on first use."""
     if name in _LAZY:
-        return getattr(importlib.import_module("bench.harness"), name)
+        return getattr(importlib.import_module("openwop_bridge.bench.harness"), name)
     raise AttributeError(f"module 'bench' has no attribute {name!r}")

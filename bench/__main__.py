@@ -1,7 +1,7 @@
-"""``python -m bench``: the same as ``openwop-bridge bench``."""
+"""``python -m openwop_bridge.bench``: the same as ``openwop-bridge bench``."""
 
 from __future__ import annotations
 
-from bench.harness import main
+from openwop_bridge.bench.harness import main
 
 raise SystemExit(main())

@@ -18,10 +18,10 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 from google.protobuf import json_format, struct_pb2
 
-from bench import workflows
-from bench.harness import Bench, Result, Target, alternate
-from bench.http import bridge_servers
-from bench.servers import Server
+from openwop_bridge.bench import workflows
+from openwop_bridge.bench.harness import Bench, Result, Target, alternate
+from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.servers import Server
 
 NAME = "a2a_roundtrip"
 TARGET = Target("<=", 10.0)

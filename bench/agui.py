@@ -9,7 +9,7 @@ payload}]`` and read until ``RUN_FINISHED`` with a success outcome.
 Bridge: ``openwop-bridge serve`` (its AG-UI plugin serves
 ``POST /agui/{workflowId}``) with the one-approval workflow. Peer: the
 one-interrupt LangGraph graph served by ``ag-ui-langgraph`` on uvicorn
-(:mod:`bench.agui_peer`). Both are separate processes on loopback,
+(:mod:`openwop_bridge.bench.agui_peer`). Both are separate processes on loopback,
 driven by the same client, cycles alternating.
 """
 
@@ -22,11 +22,11 @@ import time
 import uuid
 from typing import Any
 
-from bench import agui_peer, workflows
-from bench.client import Connection, HttpError
-from bench.harness import Bench, Result, Target, measure_cycles
-from bench.http import bridge_servers
-from bench.servers import Server
+from openwop_bridge.bench import agui_peer, workflows
+from openwop_bridge.bench.client import Connection, HttpError
+from openwop_bridge.bench.harness import Bench, Result, Target, measure_cycles
+from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.servers import Server
 
 NAME = "agui_roundtrip"
 TARGET = Target("<=", 0.25, on_ratio=True)
@@ -119,7 +119,7 @@ async def check_bridge_serves_agui(client: AguiClient, server: Server) -> None:
         hints = [line.strip() for line in server.output().splitlines() if "agui" in line.lower()]
         raise AguiUnavailableError(
             f"the bridge does not serve POST {client.path} ({exc.status}); is the AG-UI adapter "
-            f"(adapters.agui, plugin 'agui') installed and not switched off with --no-agui? "
+            f"(openwop_bridge.agui, plugin 'agui') installed and not switched off with --no-agui? "
             f"server log: {' | '.join(hints) or '(nothing about agui)'}"
         ) from exc
 
@@ -134,7 +134,7 @@ async def run(bench: Bench, wanted: frozenset[str]) -> list[Result]:
     if missing:
         bench.progress.say("agui", f"WARNING: {missing}; measuring the bridge alone")
     else:
-        command = [sys.executable, "-m", "bench.agui_peer", "--db", str(bench.path("agui-peer.db"))]
+        command = [sys.executable, "-m", "openwop_bridge.bench.agui_peer", "--db", str(bench.path("agui-peer.db"))]
         peer = Server("ag-ui-langgraph", command, bench.path("agui-peer.log"))
     started: list[Server] = []
     clients: list[AguiClient] = []

@@ -1,6 +1,6 @@
 """The AG-UI peer: a one-interrupt LangGraph graph served by ``ag-ui-langgraph`` on uvicorn.
 
-``python -m bench.agui_peer --db PATH --port N`` serves ``POST /agent``
+``python -m openwop_bridge.bench.agui_peer --db PATH --port N`` serves ``POST /agent``
 (``RunAgentInput`` in, AG-UI SSE out) and ``GET /agent/health``, the way the
 package's documentation sets it up: ``LangGraphAgent`` over a compiled graph,
 mounted with ``add_langgraph_fastapi_endpoint``. The agent is asked for the
@@ -9,7 +9,7 @@ the same AG-UI 1.0 contract as the bridge: ``RUN_FINISHED {outcome: interrupt}``
 then a resume run with ``resume: [{interruptId, status, payload}]``.
 
 The graph is the one of ``engine_roundtrip``
-(:mod:`bench.langgraph_peer`); an async server needs the async
+(:mod:`openwop_bridge.bench.langgraph_peer`); an async server needs the async
 checkpointer, so it is ``AsyncSqliteSaver`` on a SQLite file (WAL, SQLite's
 default ``synchronous=FULL``).
 """
@@ -31,7 +31,7 @@ async def serve(db: str, port: int) -> None:
     from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from bench.langgraph_peer import build_graph
+    from openwop_bridge.bench.langgraph_peer import build_graph
 
     # Imported by name: fastapi comes with the bench extra, not with the type-checked dependencies.
     fastapi = importlib.import_module("fastapi")
@@ -47,7 +47,7 @@ async def serve(db: str, port: int) -> None:
 
 def main() -> None:
     """Command line: ``--db PATH --port N``."""
-    parser = argparse.ArgumentParser(prog="python -m bench.agui_peer")
+    parser = argparse.ArgumentParser(prog="python -m openwop_bridge.bench.agui_peer")
     parser.add_argument("--db", required=True)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()

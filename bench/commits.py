@@ -19,14 +19,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bench import workflows
-from bench.engine import EngineCycles
-from bench.harness import Bench, Result, Target
-from bench.http import CLIENTS, ApprovalClient
-from bridge.core.auth import KeyRing, make_key
-from bridge.host.http import create_app
-from bridge.runtime.engine import Engine
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.bench import workflows
+from openwop_bridge.bench.engine import EngineCycles
+from openwop_bridge.bench.harness import Bench, Result, Target
+from openwop_bridge.bench.http import CLIENTS, ApprovalClient
+from openwop_bridge.core.auth import KeyRing, make_key
+from openwop_bridge.host.http import create_app
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.store.sqlite import SqliteStore
 
 PER_CYCLE = "commits_per_cycle"
 AT_16 = "commits_per_cycle_at_16"
@@ -48,7 +48,7 @@ async def _sequential(bench: Bench, engine: Engine, name: str = PER_CYCLE) -> Re
 
 async def _on_postgres(bench: Bench, url: str) -> Result:
     """Commits per cycle, one cycle at a time, on ``PostgresStore``."""
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
 
     engine = Engine(PostgresStore(url), workflows=workflows.definitions())
     await engine.start()

@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import time
 
-from bench import workflows
-from bench.client import Connection
-from bench.harness import Bench, Result, Target, median
-from bench.http import bridge_servers
-from bench.servers import Server
+from openwop_bridge.bench import workflows
+from openwop_bridge.bench.client import Connection
+from openwop_bridge.bench.harness import Bench, Result, Target, median
+from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.servers import Server
 
 NAME = "conversation_turn_ratio"
 TARGET = Target("<=", 1.2)

@@ -1,6 +1,6 @@
 """Scenario 1, ``engine_roundtrip``: one approval, paused and answered, in process.
 
-Bridge: :class:`~bridge.runtime.engine.Engine` on a SQLite file (``synchronous=FULL``)
+Bridge: :class:`~openwop_bridge.runtime.engine.Engine` on a SQLite file (``synchronous=FULL``)
 starts a one-approval workflow; the cycle ends when ``run.completed`` is
 committed. Suspension and completion are observed through the engine's event
 hub, which publishes only committed events, so "suspended" means the
@@ -13,7 +13,7 @@ Peer: a LangGraph graph whose one node calls ``interrupt()``, compiled with
 run / thread.
 
 With ``--db postgresql://…`` both sides use that PostgreSQL server: the engine
-runs on :class:`~bridge.store.postgres.PostgresStore` and the peer graph is
+runs on :class:`~openwop_bridge.store.postgres.PostgresStore` and the peer graph is
 compiled with LangGraph's ``PostgresSaver`` (langgraph-checkpoint-postgres) on
 the same database.
 
@@ -35,12 +35,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench import workflows
-from bench.harness import Bench, Result, Target, alternate
-from bridge.core.auth import Principal
-from bridge.runtime.engine import Engine
-from bridge.store.base import Store
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.bench import workflows
+from openwop_bridge.bench.harness import Bench, Result, Target, alternate
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.store.base import Store
+from openwop_bridge.store.sqlite import SqliteStore
 
 NAME = "engine_roundtrip"
 COMMIT = "durable_commit_ms"
@@ -141,7 +141,7 @@ def langgraph_peer(location: str) -> tuple[Callable[[], float], Callable[[], Non
     try:
         from langgraph.types import Command
 
-        from bench.langgraph_peer import build_graph
+        from openwop_bridge.bench.langgraph_peer import build_graph
 
         if _is_postgres(location):
             from langgraph.checkpoint.postgres import PostgresSaver
@@ -179,7 +179,7 @@ def langgraph_peer(location: str) -> tuple[Callable[[], float], Callable[[], Non
 def _stores(bench: Bench) -> tuple[Store, str, str | None]:
     """The engine's store, the peer's location and a note naming the database when it is not SQLite."""
     if bench.db and _is_postgres(bench.db):
-        from bridge.store.postgres import PostgresStore
+        from openwop_bridge.store.postgres import PostgresStore
 
         note = "PostgreSQL: the engine on PostgresStore, the peer on LangGraph's PostgresSaver, same server"
         return PostgresStore(bench.db), bench.db, note

@@ -28,10 +28,10 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from bench.options import add_arguments
+from openwop_bridge.bench.options import add_arguments
 
 if TYPE_CHECKING:
-    from bench.profiles import Profiler
+    from openwop_bridge.bench.profiles import Profiler
 
 Sampler = Callable[[], Awaitable[float]]
 N = TypeVar("N", int, float)
@@ -275,8 +275,8 @@ async def measure_cycles(
 
 
 def _profiler(folder: Path | None) -> Profiler:
-    # Imported here so that ``python -m bench.profiles`` does not find itself half-imported.
-    from bench.profiles import Profiler
+    # Imported here so that ``python -m openwop_bridge.bench.profiles`` does not find itself half-imported.
+    from openwop_bridge.bench.profiles import Profiler
 
     return Profiler(folder)
 
@@ -311,12 +311,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "engine",
         {"engine_roundtrip": "ms", "durable_commit_ms": "ms"},
-        "bench.engine",
+        "openwop_bridge.bench.engine",
         "engine round trip (in process)",
     ),
-    Scenario("http", {"http_roundtrip": "ms", "http_throughput": "cycles/s"}, "bench.http", "HTTP round trip"),
-    Scenario("agui", {"agui_roundtrip": "ms"}, "bench.agui", "AG-UI round trip"),
-    Scenario("a2a", {"a2a_roundtrip": "ms"}, "bench.a2a", "A2A round trip"),
+    Scenario(
+        "http", {"http_roundtrip": "ms", "http_throughput": "cycles/s"}, "openwop_bridge.bench.http", "HTTP round trip"
+    ),
+    Scenario("agui", {"agui_roundtrip": "ms"}, "openwop_bridge.bench.agui", "AG-UI round trip"),
+    Scenario("a2a", {"a2a_roundtrip": "ms"}, "openwop_bridge.bench.a2a", "A2A round trip"),
     Scenario(
         "scale",
         {
@@ -326,30 +328,35 @@ SCENARIOS: tuple[Scenario, ...] = (
             "restart_s": "s",
             "disk_bytes_per_pending_run": "B",
         },
-        "bench.scale",
+        "openwop_bridge.bench.scale",
         "suspended runs (--pending, 100,000 by default)",
     ),
-    Scenario("conversation", {"conversation_turn_ratio": "x"}, "bench.conversation", "long conversation"),
-    Scenario("mcp", {"mcp_roundtrip": "ms"}, "bench.mcp_roundtrip", "MCP round trip (2026-07-28)"),
+    Scenario(
+        "conversation", {"conversation_turn_ratio": "x"}, "openwop_bridge.bench.conversation", "long conversation"
+    ),
+    Scenario("mcp", {"mcp_roundtrip": "ms"}, "openwop_bridge.bench.mcp_roundtrip", "MCP round trip (2026-07-28)"),
     Scenario(
         "langgraph_client",
         {"langgraph_client_roundtrip": "ms"},
-        "bench.langgraph_client",
+        "openwop_bridge.bench.langgraph_client",
         "LangGraph client round trip (langgraph_sdk)",
     ),
     Scenario(
         "commits",
         {"commits_per_cycle": "commits", "commits_per_cycle_at_16": "commits", "commits_per_cycle_postgres": "commits"},
-        "bench.commits",
+        "openwop_bridge.bench.commits",
         "durable commits per cycle",
     ),
     Scenario(
-        "notify", {"notify_drain": "notices/s"}, "bench.notify_drain", "outbox drain (notices to local receivers)"
+        "notify",
+        {"notify_drain": "notices/s"},
+        "openwop_bridge.bench.notify_drain",
+        "outbox drain (notices to local receivers)",
     ),
     Scenario(
         "notify_cycle",
         {"engine_roundtrip_notify": "x", "commits_per_cycle_notify": "commits"},
-        "bench.notify_cycle",
+        "openwop_bridge.bench.notify_cycle",
         "engine round trip with a notify route (in process)",
     ),
 )
@@ -502,7 +509,7 @@ def run(args: argparse.Namespace) -> int:
     print(table(results))
     print(f"\n{mode} run; during it {machine}")
     if profiler.written:
-        from bench.profiles import summarize
+        from openwop_bridge.bench.profiles import summarize
 
         summaries = "\n\n".join(summarize(path) for path in profiler.written)
         (args.profile / "summary.txt").write_text(summaries + "\n")
@@ -515,7 +522,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bench``: the same as ``openwop-bridge bench``."""
+    """``python -m openwop_bridge.bench``: the same as ``openwop-bridge bench``."""
     parser = argparse.ArgumentParser(prog="openwop-bridge bench", description="benchmarks against peers")
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -21,10 +21,10 @@ import asyncio
 import contextlib
 import time
 
-from bench import workflows
-from bench.client import Connection
-from bench.harness import Bench, Result, Target, alternate, median
-from bench.servers import Server, bridge_command
+from openwop_bridge.bench import workflows
+from openwop_bridge.bench.client import Connection
+from openwop_bridge.bench.harness import Bench, Result, Target, alternate, median
+from openwop_bridge.bench.servers import Server, bridge_command
 
 ROUNDTRIP = "http_roundtrip"
 THROUGHPUT = "http_throughput"

@@ -6,7 +6,7 @@ with one ``__interrupt__``; ``runs.wait(command={"resume": answer})``; then
 ``threads.get_state()``, which must show the run ended (no ``next`` node, no
 task). Bridge: ``openwop-bridge serve`` with the one-approval workflow, whose
 ``langgraph_api`` plugin serves the LangGraph API at ``/langgraph``. Peer: the
-one-interrupt graph of :mod:`bench.langgraph_peer` on LangGraph's own
+one-interrupt graph of :mod:`openwop_bridge.bench.langgraph_peer` on LangGraph's own
 development server, ``langgraph dev`` (package ``langgraph-cli[inmem]``, its
 in-memory runtime). Both are separate processes on loopback, cycles alternating.
 
@@ -32,10 +32,10 @@ import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from bench import workflows
-from bench.harness import Bench, Result, Target, measure_cycles
-from bench.http import bridge_servers
-from bench.servers import Server
+from openwop_bridge.bench import workflows
+from openwop_bridge.bench.harness import Bench, Result, Target, measure_cycles
+from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.servers import Server
 
 NAME = "langgraph_client_roundtrip"
 TARGET = Target("<=", 0.25, on_ratio=True)

@@ -16,9 +16,9 @@ import contextlib
 import time
 from typing import Any
 
-from bench import workflows
-from bench.harness import Bench, Result, alternate
-from bench.http import bridge_servers
+from openwop_bridge.bench import workflows
+from openwop_bridge.bench.harness import Bench, Result, alternate
+from openwop_bridge.bench.http import bridge_servers
 
 NAME = "mcp_roundtrip"
 

@@ -3,7 +3,7 @@
 Two engines, each on its own SQLite file (``synchronous=FULL``) in the work folder, run the
 ``engine_roundtrip`` cycle (:class:`~bench.engine.EngineCycles`: one approval created, suspended,
 answered, completed), alternating as bench and peer do. One has the notify file of
-:mod:`bench.notify_file` installed, whose route matches every benchmark approval and e-mails one
+:mod:`openwop_bridge.bench.notify_file` installed, whose route matches every benchmark approval and e-mails one
 person: the step that opens each interrupt plans that notice and writes its outbox row in the same
 transaction. Its e-mail channel is plugged in only between cycles, outside the timed and counted
 window: after each cycle the worker settles its notice (the interrupt has been answered, so the
@@ -25,15 +25,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from bench import notify_file, workflows
-from bench.commits import PER_CYCLE_TARGET
-from bench.engine import EngineCycles
-from bench.harness import Bench, Result, Target, alternate, median
-from bench.receivers import MailReceiver, Tally
-from bridge.host.notifying import install_notify
-from bridge.notify.worker import Settled
-from bridge.runtime.engine import Engine
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.bench import notify_file, workflows
+from openwop_bridge.bench.commits import PER_CYCLE_TARGET
+from openwop_bridge.bench.engine import EngineCycles
+from openwop_bridge.bench.harness import Bench, Result, Target, alternate, median
+from openwop_bridge.bench.receivers import MailReceiver, Tally
+from openwop_bridge.host.notifying import install_notify
+from openwop_bridge.notify.worker import Settled
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.store.sqlite import SqliteStore
 
 NAME = "engine_roundtrip_notify"
 COMMITS = "commits_per_cycle_notify"

@@ -1,12 +1,12 @@
 """``notify_drain``: how fast the outbox delivers the notices a batch of interrupts owes.
 
 1,000 approvals (20 with ``--quick``) are opened on a SQLite engine with a notify file whose route
-e-mails one person about each (:mod:`bench.notify_file`) and a webhook subscription that asks for
+e-mails one person about each (:mod:`openwop_bridge.bench.notify_file`) and a webhook subscription that asks for
 ``interrupt.requested``: each commit that opens one writes its two notices in its own transaction.
 The channels are plugged in only once every notice is queued, and the figure is the notices
 delivered per second from then until the last one reached its local receiver: the mails a real SMTP
 server (``aiosmtpd``), the webhooks a plain HTTP/1.1 server, both on loopback in this process
-(:mod:`bench.receivers`). Every notice must arrive exactly once: a lost or doubled one, on either
+(:mod:`openwop_bridge.bench.receivers`). Every notice must arrive exactly once: a lost or doubled one, on either
 channel, fails the figure.
 """
 
@@ -16,16 +16,16 @@ import asyncio
 import time
 from typing import Any
 
-from bench import notify_file, workflows
-from bench.harness import Bench, Result, Target
-from bench.receivers import HookReceiver, MailReceiver, Tally
-from bridge.core.auth import Principal
-from bridge.host.http.app import webhook_surface
-from bridge.host.notifying import install_notify
-from bridge.host.v2.webhook_delivery import WebhookSettings
-from bridge.host.v2.webhook_subs import Subscription
-from bridge.runtime.engine import Engine
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.bench import notify_file, workflows
+from openwop_bridge.bench.harness import Bench, Result, Target
+from openwop_bridge.bench.receivers import HookReceiver, MailReceiver, Tally
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.host.http.app import webhook_surface
+from openwop_bridge.host.notifying import install_notify
+from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
+from openwop_bridge.host.v2.webhook_subs import Subscription
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.store.sqlite import SqliteStore
 
 NAME = "notify_drain"
 TARGET = Target(">=", 200)

@@ -1,6 +1,6 @@
 """The notify file the notify figures run with: one person, e-mailed about every benchmark approval.
 
-Written to the work folder and read back with :func:`~bridge.notify.config.load_notify_config`, as
+Written to the work folder and read back with :func:`~openwop_bridge.notify.config.load_notify_config`, as
 ``serve --notify-config`` reads it, so the figures run the checks and planner a deployment runs.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bench import workflows
-from bench.harness import Bench
-from bridge.notify.config import NotifyConfig, load_notify_config
+from openwop_bridge.bench import workflows
+from openwop_bridge.bench.harness import Bench
+from openwop_bridge.notify.config import NotifyConfig, load_notify_config
 
 #: The person told (also the principal the benchmark runs are created by).
 PERSON = "bench"

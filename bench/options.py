@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bridge.host.arguments import whole
+from openwop_bridge.host.arguments import whole
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,8 @@
-"""One tenant's webhook latency while another holds a backlog: ``python -m bench.outbox_fairness [PORT]``.
+"""One tenant's webhook latency while another holds a backlog: ``python -m openwop_bridge.bench.outbox_fairness
+[PORT]``.
 
 A ``serve`` is started (SQLite, in a temporary folder, loopback webhooks admitted, two API keys: tenant-a
-and tenant-b) with this interpreter, so it runs whatever ``bridge`` the interpreter imports. Tenant-a
+and tenant-b) with this interpreter, so it runs whatever ``openwop_bridge`` the interpreter imports. Tenant-a
 subscribes a local receiver to ``run.started``; it creates ten runs, one at a time, and each delivery's
 latency (from the start of its ``POST /v1/runs`` to the delivery's arrival) and each ``POST``'s are
 recorded. Then tenant-b subscribes eight times to an address that refuses connections and creates runs
@@ -94,7 +95,7 @@ async def main(port: int) -> None:
     folder = Path(tempfile.mkdtemp())
     keys = ["--api-key", f"a={KEY_A}@tenant-a", "--api-key", f"b={KEY_B}@tenant-b"]
     proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "bridge", "serve", "--port", str(port), "--db", str(folder / "fair.db")),
+        *(sys.executable, "-m", "openwop_bridge", "serve", "--port", str(port), "--db", str(folder / "fair.db")),
         *(*keys, "--webhook-allow-loopback"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -13,7 +13,7 @@ created over HTTP. Two things make a million affordable on two vCPUs:
   seeded file (same schema, same signing key) and the copies' rows are then
   appended to the database in one SQLite transaction per copy.
 
-``python -m bench.populate DB COUNT TENANT`` fills one shard (the parent runs it).
+``python -m openwop_bridge.bench.populate DB COUNT TENANT`` fills one shard (the parent runs it).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import workflows
-from bench.harness import Bench, Progress
-from bridge.core.auth import Principal
-from bridge.runtime.engine import Engine
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.bench import workflows
+from openwop_bridge.bench.harness import Bench, Progress
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.store.sqlite import SqliteStore
 
 IN_FLIGHT = 256
 CLARIFICATION_EVERY = 10
@@ -123,7 +123,7 @@ async def _populate(bench: Bench, db: str, runs: int, label: str) -> None:
     bench.progress.say("scale", f"{shards} processes fill {label} ({', '.join(f'{c:,}' for c in counts)} runs)")
     procs = [
         await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.populate", path, str(count), bench.tenant, f"{label} shard {i}"
+            sys.executable, "-m", "openwop_bridge.bench.populate", path, str(count), bench.tenant, f"{label} shard {i}"
         )
         for i, (path, count) in enumerate(zip(paths, counts, strict=True))
     ]

@@ -6,7 +6,7 @@ benchmark process for the in-process scenario) and writes
 ``DIR/<label>.speedscope.json`` (open it at https://www.speedscope.app). The
 measured figures never carry the profiler's overhead.
 
-``python -m bench.profiles FILE…`` prints, per thread, the functions
+``python -m openwop_bridge.bench.profiles FILE…`` prints, per thread, the functions
 with the largest share of busy samples (see :func:`summarize`).
 """
 
@@ -145,8 +145,8 @@ def _largest(weights: dict[str, float]) -> list[tuple[str, float]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bench.profiles FILE… [--top N]``."""
-    parser = argparse.ArgumentParser(prog="python -m bench.profiles")
+    """``python -m openwop_bridge.bench.profiles FILE… [--top N]``."""
+    parser = argparse.ArgumentParser(prog="python -m openwop_bridge.bench.profiles")
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args(argv)

@@ -90,7 +90,7 @@ class MailReceiver:
         """Listen on 127.0.0.1, on a free port (then in :attr:`port`)."""
         loop = asyncio.get_running_loop()
         # A hostname given: without one aiosmtpd asks the resolver for this machine's name.
-        server = await loop.create_server(lambda: SMTP(self, hostname="bench.invalid"), "127.0.0.1", 0)
+        server = await loop.create_server(lambda: SMTP(self, hostname="openwop_bridge.bench.invalid"), "127.0.0.1", 0)
         self.port = server.sockets[0].getsockname()[1]
         return server
 

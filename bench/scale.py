@@ -1,7 +1,7 @@
 """Scenario 4: a server holding ``--pending`` suspended runs (100,000 unless told).
 
 The runs are created in process, through the engine, against the database file
-the server then opens (:mod:`bench.populate`): real runs, each suspended on a
+the server then opens (:mod:`openwop_bridge.bench.populate`): real runs, each suspended on a
 real interrupt, committed as over HTTP but without thousands of HTTP round
 trips per second to wait for. Meanwhile a second database gets 100 of the same
 runs. Then a server is started on each and measured side by side:
@@ -21,7 +21,7 @@ runs. Then a server is started on each and measured side by side:
   two servers alternating (the small one's in the note: the fixed cost).
 
 With ``--sweep DIR`` the whole scenario runs again at 10,000 and 100,000 runs
-(fresh files each time) and :mod:`bench.sweep` writes how each figure grows.
+(fresh files each time) and :mod:`openwop_bridge.bench.sweep` writes how each figure grows.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from bench import populate, sweep, workflows
-from bench.client import Connection
-from bench.harness import Bench, Result, Target, alternate, median, median_ms
-from bench.http import bridge_servers
-from bench.servers import Server
+from openwop_bridge.bench import populate, sweep, workflows
+from openwop_bridge.bench.client import Connection
+from openwop_bridge.bench.harness import Bench, Result, Target, alternate, median, median_ms
+from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.servers import Server
 
 RSS = "pending_rss_mb"
 INBOX = "inbox_page_ms"

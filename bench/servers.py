@@ -1,6 +1,6 @@
 """Server processes for the HTTP scenarios: spawn, wait until serving, measure, stop.
 
-Servers run in their own process (``python -m bridge.host.cli serve …``, the same
+Servers run in their own process (``python -m openwop_bridge.host.cli serve …``, the same
 code as the ``openwop-bridge serve`` console script) with their output in a
 log file, so a failure can be shown and the benchmark never measures itself.
 """
@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bench.client import Connection
+from openwop_bridge.bench.client import Connection
 
 
 def free_port() -> int:
@@ -130,7 +130,7 @@ def bridge_command(db: str, workflows_dir: Path, api_key: str, extra: Sequence[s
     return [
         sys.executable,
         "-m",
-        "bridge.host.cli",
+        "openwop_bridge.host.cli",
         "serve",
         "--db",
         db,

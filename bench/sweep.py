@@ -16,10 +16,10 @@ from xml.sax.saxutils import escape
 
 import orjson
 
-from bench.harness import median, median_ms
+from openwop_bridge.bench.harness import median, median_ms
 
 if TYPE_CHECKING:
-    from bench.scale import Point
+    from openwop_bridge.bench.scale import Point
 
 #: (column, unit, how to read it from a point) in table order; the first four are plotted.
 COLUMNS: tuple[tuple[str, str, Callable[[Point], float | None]], ...] = (

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bridge.core.workflow import WorkflowDefinition, load_workflow
+from openwop_bridge.core.workflow import WorkflowDefinition, load_workflow
 
 APPROVAL = "bench-approval"
 CLARIFICATION = "bench-clarification"

@@ -2,14 +2,14 @@
 
 The engine (:class:`Engine`) runs workflows whose nodes call
 ``ctx.interrupt(payload)`` to wait for people; the HTTP host
-(:func:`bridge.host.http.create_app`) serves the OpenWOP REST surface over it.
+(:func:`openwop_bridge.host.http.create_app`) serves the OpenWOP REST surface over it.
 """
 
 from __future__ import annotations
 
-from bridge.core import kinds
-from bridge.core.auth import KeyRing, Principal
-from bridge.core.errors import (
+from openwop_bridge.core import kinds
+from openwop_bridge.core.auth import KeyRing, Principal
+from openwop_bridge.core.errors import (
     ApprovalRejectedError,
     BridgeError,
     ConflictError,
@@ -21,19 +21,19 @@ from bridge.core.errors import (
     ValidationError,
     WorkflowNotFoundError,
 )
-from bridge.core.kinds import TOOL_CALL_ARTIFACT, approval, clarification, custom, external_event
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.core.workflow import WorkflowDefinition, load_workflow, load_workflow_dir, load_workflow_file
-from bridge.runtime.activation import InterruptHandle
-from bridge.runtime.adapter_state import AdapterState
-from bridge.runtime.builder import Workflow
-from bridge.runtime.config import EngineConfig
-from bridge.runtime.context import NodeContext
-from bridge.runtime.conversation import Conversation
-from bridge.runtime.engine import Engine
-from bridge.runtime.nodes import NodeRegistry, NodeResult, NodeType, default_registry
-from bridge.runtime.tools import is_tool_call_approval
-from bridge.store import SqliteStore, open_store
+from openwop_bridge.core.kinds import TOOL_CALL_ARTIFACT, approval, clarification, custom, external_event
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.workflow import WorkflowDefinition, load_workflow, load_workflow_dir, load_workflow_file
+from openwop_bridge.runtime.activation import InterruptHandle
+from openwop_bridge.runtime.adapter_state import AdapterState
+from openwop_bridge.runtime.builder import Workflow
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.runtime.context import NodeContext
+from openwop_bridge.runtime.conversation import Conversation
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.runtime.nodes import NodeRegistry, NodeResult, NodeType, default_registry
+from openwop_bridge.runtime.tools import is_tool_call_approval
+from openwop_bridge.store import SqliteStore, open_store
 
 __all__ = [
     "TOOL_CALL_ARTIFACT",

@@ -1,7 +1,7 @@
-"""``python -m bridge``: the same command line as ``openwop-bridge``."""
+"""``python -m openwop_bridge``: the same command line as ``openwop-bridge``."""
 
 import sys
 
-from bridge.host.cli import main
+from openwop_bridge.host.cli import main
 
 sys.exit(main())

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bridge import Engine, NodeContext, Principal, SqliteStore, Workflow, approval, clarification
+from openwop_bridge import Engine, NodeContext, Principal, SqliteStore, Workflow, approval, clarification
 
 wf = Workflow("publish-post", description="Draft a post, ask who it is for, get it approved.")
 

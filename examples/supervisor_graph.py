@@ -22,8 +22,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from adapters.langgraph import escalate_if_low_confidence
-from adapters.langgraph.scripted import ScriptedChatModel
+from openwop_bridge.langgraph import escalate_if_low_confidence
+from openwop_bridge.langgraph.scripted import ScriptedChatModel
 
 
 def _classify(messages: list[BaseMessage]) -> str:

@@ -18,7 +18,7 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from adapters.langgraph.scripted import ScriptedChatModel
+from openwop_bridge.langgraph.scripted import ScriptedChatModel
 
 SENT: list[dict[str, str]] = []
 

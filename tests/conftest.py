@@ -10,13 +10,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bridge import Engine, SqliteStore
-from bridge.core.auth import KeyRing, make_key
-from bridge.core.workflow import load_workflow
-from bridge.host.http import create_app
-from bridge.runtime.config import EngineConfig
-from bridge.spec import iter_fixtures
-from bridge.store.base import Store
+from openwop_bridge import Engine, SqliteStore
+from openwop_bridge.core.auth import KeyRing, make_key
+from openwop_bridge.core.workflow import load_workflow
+from openwop_bridge.host.http import create_app
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.spec import iter_fixtures
+from openwop_bridge.store.base import Store
 from tests import pg
 
 KEYS = {
@@ -81,7 +81,7 @@ def _store(request: pytest.FixtureRequest, sqlite_path: Path) -> Store:
         return SqliteStore(sqlite_path)
     if STORE != "postgres":
         pytest.fail(f"BRIDGE_TEST_STORE must be sqlite or postgres, not {STORE!r}", pytrace=False)
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
 
     name, url = pg.create_database()
     request.addfinalizer(lambda: pg.drop_database(name))

@@ -13,8 +13,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Send, interrupt
 from pydantic import BaseModel
 
-from adapters.langgraph import approval, clarify, conversation, escalate_if_low_confidence
-from adapters.langgraph.scripted import ScriptedChatModel
+from openwop_bridge.langgraph import approval, clarify, conversation, escalate_if_low_confidence
+from openwop_bridge.langgraph.scripted import ScriptedChatModel
 
 
 class Doc(TypedDict, total=False):

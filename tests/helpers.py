@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from bridge import Engine, Workflow, spec
-from bridge.core.auth import Principal
+from openwop_bridge import Engine, Workflow, spec
+from openwop_bridge.core.auth import Principal
 
 ADMIN = Principal("alice", roles=frozenset({"admin"}))
 WAITING = ("waiting-approval", "waiting-input", "waiting-external")

@@ -59,7 +59,7 @@ class ServerProcess:
         self.log = Path(self.db + f".{self.port}.log")
 
     def start(self, timeout: float = 20.0) -> ServerProcess:
-        cmd = [sys.executable, "-m", "bridge", "serve", "--db", self.db, "--port", str(self.port), *self.args]
+        cmd = [sys.executable, "-m", "openwop_bridge", "serve", "--db", self.db, "--port", str(self.port), *self.args]
         out = self.log.open("a")
         self.proc = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, text=True, env=self.env, start_new_session=True

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
 from starlette.routing import Route
 
-from bridge.host.v2.openapi import openapi_document
-from bridge.host.v2.routes import routes as v2_routes
-from bridge.host.v2.webhooks import routes as webhook_routes
+from openwop_bridge.host.v2.openapi import openapi_document
+from openwop_bridge.host.v2.routes import routes as v2_routes
+from openwop_bridge.host.v2.webhooks import routes as webhook_routes
 from tests.fuzz import BUDGET_S, call_and_validate, fuzz_fixtures, fuzz_schema
 from tests.server import ServerProcess
 
@@ -73,7 +73,7 @@ def test_the_document_lists_exactly_the_v2_routes() -> None:
 
 
 def test_errors_are_the_vendored_v2_envelope() -> None:
-    from bridge.spec import v2 as spec_v2
+    from openwop_bridge.spec import v2 as spec_v2
 
     envelope = DOCUMENT["components"]["schemas"]["ErrorEnvelope"]
     assert envelope["properties"]["error"] == spec_v2.schema("error-envelope.schema.json")["properties"]["error"]
@@ -104,7 +104,8 @@ def test_get_on_the_fork_path_is_method_not_allowed(server: ServerProcess) -> No
 
 def test_the_document_is_the_same_bytes_in_every_process() -> None:
     # Served at /v2/openapi.json: a client caching it by its bytes (ETag) must not see it change on a restart.
-    probe = "import json; from bridge.host.v2.openapi import openapi_document; print(json.dumps(openapi_document()))"
+    probe = "import json; from openwop_bridge.host.v2.openapi import openapi_document; "
+    probe += "print(json.dumps(openapi_document()))"
     texts = {
         subprocess.run(
             [sys.executable, "-c", probe],

@@ -2,7 +2,7 @@
 ``TASK_STATE_INPUT_REQUIRED`` and the next message on the task answers it.
 
 The ``a2a-sdk`` serves the JSON-RPC binding (parsing, dispatch, error codes, SSE) and
-its types are the task model; :class:`~adapters.a2a.handler.EngineRequestHandler`
+its types are the task model; :class:`~openwop_bridge.a2a.handler.EngineRequestHandler`
 implements the SDK's request handler over the engine. The routes import the SDK on
 their first request; ``agent_card`` imports it when first named.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from adapters.a2a.routes import a2a_routes
+from openwop_bridge.a2a.routes import a2a_routes
 
 if TYPE_CHECKING:
-    from adapters.a2a.card import agent_card
+    from openwop_bridge.a2a.card import agent_card
 
 __all__ = ["a2a_routes", "agent_card"]
 
@@ -22,7 +22,7 @@ __all__ = ["a2a_routes", "agent_card"]
 def __getattr__(name: str) -> Any:
     """``agent_card``, imported (with the SDK) when first asked for."""
     if name == "agent_card":
-        from adapters.a2a.card import agent_card
+        from openwop_bridge.a2a.card import agent_card
 
         return agent_card
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,9 +13,8 @@ from a2a.types import (
     SecurityScheme,
     StringList,
 )
-
-from adapters.a2a.discovery import RPC_PATH
-from bridge import Engine, WorkflowDefinition
+from openwop_bridge import Engine, WorkflowDefinition
+from openwop_bridge.a2a.discovery import RPC_PATH
 
 #: The A2A protocol version served.
 PROTOCOL_VERSION = "1.0"

@@ -12,8 +12,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-
-from bridge import BridgeError, InterruptAlreadyResolvedError, NotFoundError
+from openwop_bridge import BridgeError, InterruptAlreadyResolvedError, NotFoundError
 
 #: One message for every task the caller cannot read, so that existence does not leak.
 NOT_FOUND = "task not found"

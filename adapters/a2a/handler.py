@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator
 from typing import Any, NoReturn
 
 import orjson
+
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
@@ -51,11 +52,10 @@ from a2a.utils.errors import (
     TaskNotCancelableError,
     UnsupportedOperationError,
 )
-
-from adapters.a2a.errors import as_a2a_errors
-from adapters.a2a.messages import answer_for, inputs_for, named_interrupt, workflow_for
-from adapters.a2a.tasks import TERMINAL, context_id, interrupt_metadata, outputs_artifact, task_of
-from bridge import Engine, InterruptAlreadyResolvedError, Principal, RunRecord, kinds
+from openwop_bridge import Engine, InterruptAlreadyResolvedError, Principal, RunRecord, kinds
+from openwop_bridge.a2a.errors import as_a2a_errors
+from openwop_bridge.a2a.messages import answer_for, inputs_for, named_interrupt, workflow_for
+from openwop_bridge.a2a.tasks import TERMINAL, context_id, interrupt_metadata, outputs_artifact, task_of
 
 #: How long SendMessage waits for the task to need input or end before answering it as it is.
 WAIT_S = 30.0

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from a2a.types import Message
-from a2a.utils.errors import InvalidParamsError
 from google.protobuf import json_format
 
-from bridge import Engine, WorkflowDefinition, kinds
+from a2a.types import Message
+from a2a.utils.errors import InvalidParamsError
+from openwop_bridge import Engine, WorkflowDefinition, kinds
 
 #: The approval actions an A2A answer may name (``metadata.openwop.interrupt.action``).
 ACTIONS = ("accept", "reject", "edit", "respond", "ask")

@@ -1,11 +1,11 @@
-"""The OpenAPI fragment documenting the A2A routes (see :func:`adapters.a2a.a2a_routes`)."""
+"""The OpenAPI fragment documenting the A2A routes (see :func:`openwop_bridge.a2a.a2a_routes`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from adapters.a2a.discovery import CARD_PATH, RPC_PATH
-from bridge.host import error_responses
+from openwop_bridge.a2a.discovery import CARD_PATH, RPC_PATH
+from openwop_bridge.host import error_responses
 
 
 def a2a_openapi() -> dict[str, Any]:

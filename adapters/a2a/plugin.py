@@ -5,10 +5,10 @@ The SDK loads on the first request to the A2A routes; discovery and the OpenAPI 
 
 from __future__ import annotations
 
-from adapters.a2a.discovery import a2a_facet
-from adapters.a2a.openapi import a2a_openapi
-from adapters.a2a.routes import a2a_routes
-from bridge.host import ServerBuild
+from openwop_bridge.a2a.discovery import a2a_facet
+from openwop_bridge.a2a.openapi import a2a_openapi
+from openwop_bridge.a2a.routes import a2a_routes
+from openwop_bridge.host import ServerBuild
 
 
 def install(build: ServerBuild) -> None:

@@ -1,7 +1,7 @@
 """The A2A routes: the public agent card and the JSON-RPC endpoint behind the bridge's API keys.
 
 The ``a2a`` SDK (and ``protobuf``) is imported on the first request that needs it
-(:mod:`adapters.a2a.rpc`), so a server that never answers A2A never loads it.
+(:mod:`openwop_bridge.a2a.rpc`), so a server that never answers A2A never loads it.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from adapters.a2a.discovery import CARD_PATH, RPC_PATH
-from bridge import Engine, ValidationError
-from bridge.host import MAX_JSON_DEPTH, JSONResponse, base_url, guarded_stream, principal, read_bytes, too_deep
+from openwop_bridge import Engine, ValidationError
+from openwop_bridge.a2a.discovery import CARD_PATH, RPC_PATH
+from openwop_bridge.host import MAX_JSON_DEPTH, JSONResponse, base_url, guarded_stream, principal, read_bytes, too_deep
 
 if TYPE_CHECKING:
-    from adapters.a2a.rpc import A2AServer
+    from openwop_bridge.a2a.rpc import A2AServer
 
 
 def a2a_routes(engine: Engine) -> list[BaseRoute]:
@@ -28,7 +28,7 @@ def a2a_routes(engine: Engine) -> list[BaseRoute]:
 
     def server() -> A2AServer:
         if not built:
-            from adapters.a2a.rpc import A2AServer
+            from openwop_bridge.a2a.rpc import A2AServer
 
             built.append(A2AServer(engine))
         return built[0]

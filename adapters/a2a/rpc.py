@@ -1,6 +1,6 @@
 """The SDK's side of the A2A routes: its JSON-RPC dispatch over the engine, and the card as JSON.
 
-Imported by :mod:`adapters.a2a.routes` on the first request that needs it, so
+Imported by :mod:`openwop_bridge.a2a.routes` on the first request that needs it, so
 that serving starts without the ``a2a`` SDK and ``protobuf``.
 """
 
@@ -9,19 +9,19 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers.response_helpers import agent_card_to_dict
-from a2a.server.routes import create_jsonrpc_routes
-from a2a.server.routes.common import DefaultServerCallContextBuilder
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Message
 
-from adapters.a2a.card import agent_card
-from adapters.a2a.discovery import RPC_PATH
-from adapters.a2a.handler import EngineRequestHandler
-from bridge import Engine
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import create_jsonrpc_routes
+from a2a.server.routes.common import DefaultServerCallContextBuilder
+from openwop_bridge import Engine
+from openwop_bridge.a2a.card import agent_card
+from openwop_bridge.a2a.discovery import RPC_PATH
+from openwop_bridge.a2a.handler import EngineRequestHandler
 
 
 def _version() -> str:

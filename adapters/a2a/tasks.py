@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf import json_format, struct_pb2
 
-from bridge import kinds
+from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
+from openwop_bridge import kinds
 
 WIRE_STATE = {
     "pending": TaskState.TASK_STATE_SUBMITTED,

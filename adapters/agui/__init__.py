@@ -14,12 +14,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from adapters.agui.routes import agui_routes, mount_agui
+from openwop_bridge.agui.routes import agui_routes, mount_agui
 
 if TYPE_CHECKING:
-    from adapters.agui.capabilities import agent_capabilities
-    from adapters.agui.endpoint import AguiService
-    from adapters.agui.mapping import interrupt_to_agui, normalize_request, resume_payload_to_value
+    from openwop_bridge.agui.capabilities import agent_capabilities
+    from openwop_bridge.agui.endpoint import AguiService
+    from openwop_bridge.agui.mapping import interrupt_to_agui, normalize_request, resume_payload_to_value
 
 __all__ = [
     "AguiService",
@@ -45,5 +45,5 @@ def __getattr__(name: str) -> Any:
     """The names that need the AG-UI models, imported from their modules on first use."""
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'adapters.agui' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"adapters.agui.{home}"), name)
+        raise AttributeError(f"module 'openwop_bridge.agui' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"openwop_bridge.agui.{home}"), name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ag_ui.core import AgentCapabilities, HumanInTheLoopCapabilities, IdentityCapabilities
 from ag_ui.core.capabilities import TransportCapabilities
 
-from bridge import Engine, WorkflowDefinition, WorkflowNotFoundError, kinds
+from openwop_bridge import Engine, WorkflowDefinition, WorkflowNotFoundError, kinds
 
 _APPROVAL_TYPES = {"core.approvalGate", "core.openwop.governance.approvalGate"}
 _CORE_WITHOUT_APPROVALS = {

@@ -12,11 +12,11 @@ One request is one AG-UI run, a stretch of the thread's OpenWOP run:
    interrupts (a reconnect after a reload). On a finished thread only a user
    message the thread has not seen starts the next run; a request bringing
    nothing new re-emits how the last run ended, so a reconnecting client never
-   starts a workflow again by accident (:mod:`adapters.agui.planning`).
-3. The stream follows the run's committed events (:meth:`bridge.Engine.follow`)
+   starts a workflow again by accident (:mod:`openwop_bridge.agui.planning`).
+3. The stream follows the run's committed events (:meth:`openwop_bridge.Engine.follow`)
    from where this AG-UI run began until the run is idle again: it then finishes with the ``interrupt``
    outcome (every open interrupt), ``success`` (with the run's outputs) or
-   ``cancelled``; a failed run ends with ``RUN_ERROR`` and its OpenWOP code (:mod:`adapters.agui.stream`).
+   ``cancelled``; a failed run ends with ``RUN_ERROR`` and its OpenWOP code (:mod:`openwop_bridge.agui.stream`).
 
 The protocol is negotiated on the request's ``protocolVersion``: a client that
 declares 1.0 or later gets the full 1.0 protocol; one that declares nothing or
@@ -38,13 +38,13 @@ from pydantic import ValidationError as PydanticValidationError
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from adapters.agui import threads
-from adapters.agui.mapping import names_no_interrupt, normalize_request
-from adapters.agui.planning import Planner
-from adapters.agui.stream import AguiStream
-from adapters.agui.threads import ThreadBinding
-from bridge import ConflictError, Engine, KeyRing, Principal, RunRecord, ValidationError, WorkflowDefinition
-from bridge.host import guarded_stream, read_json
+from openwop_bridge import ConflictError, Engine, KeyRing, Principal, RunRecord, ValidationError, WorkflowDefinition
+from openwop_bridge.agui import threads
+from openwop_bridge.agui.mapping import names_no_interrupt, normalize_request
+from openwop_bridge.agui.planning import Planner
+from openwop_bridge.agui.stream import AguiStream
+from openwop_bridge.agui.threads import ThreadBinding
+from openwop_bridge.host import guarded_stream, read_json
 
 Authenticate = Callable[[Request], Principal]
 
@@ -62,7 +62,7 @@ def speaks_1_0(declared: str | None) -> bool:
 
 
 class AguiService:
-    """The AG-UI surface over an :class:`~bridge.runtime.engine.Engine` (see the module docstring)."""
+    """The AG-UI surface over an :class:`~openwop_bridge.runtime.engine.Engine` (see the module docstring)."""
 
     def __init__(self, engine: Engine, *, authenticate: Authenticate | None = None, poll_s: float = 0.25) -> None:
         self.engine = engine

@@ -14,7 +14,7 @@ from typing import Any
 
 from ag_ui.core import Interrupt
 
-from bridge import TOOL_CALL_ARTIFACT, ValidationError, is_tool_call_approval, kinds
+from openwop_bridge import TOOL_CALL_ARTIFACT, ValidationError, is_tool_call_approval, kinds
 
 _REASONS = {
     kinds.APPROVAL.name: "confirmation",

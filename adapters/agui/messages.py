@@ -20,8 +20,8 @@ from typing import Any
 
 from ag_ui.core import Message
 
-from adapters.agui.translate import MessageFold
-from bridge import Engine
+from openwop_bridge import Engine
+from openwop_bridge.agui.translate import MessageFold
 
 NAMESPACE = "agui.messages"
 #: Events read per page when catching up.

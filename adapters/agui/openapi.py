@@ -1,4 +1,4 @@
-"""The OpenAPI fragment documenting the AG-UI routes (see :func:`adapters.agui.agui_routes`)."""
+"""The OpenAPI fragment documenting the AG-UI routes (see :func:`openwop_bridge.agui.agui_routes`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from ag_ui.core import RunAgentInput
 
-from bridge.host import error_responses
+from openwop_bridge.host import error_responses
 
 _PREFIX = "AgUi"
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from ag_ui.core import ResumeEntry, RunAgentInput, ToolMessage, UserMessage
 
-from adapters.agui import threads
-from adapters.agui.mapping import interrupt_to_agui, resume_payload_to_value
-from bridge import BridgeError, ConflictError, Engine, Principal, RunRecord, WorkflowDefinition, kinds
+from openwop_bridge import BridgeError, ConflictError, Engine, Principal, RunRecord, WorkflowDefinition, kinds
+from openwop_bridge.agui import threads
+from openwop_bridge.agui.mapping import interrupt_to_agui, resume_payload_to_value
 
 
 @dataclass

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.agui.routes import agui_routes
-from bridge.host import ServerBuild
+from openwop_bridge.agui.routes import agui_routes
+from openwop_bridge.host import ServerBuild
 
 
 def _documented() -> dict[str, Any]:
     """The routes' OpenAPI fragment, built from the AG-UI models when the document is first asked for."""
-    from adapters.agui.openapi import agui_openapi
+    from openwop_bridge.agui.openapi import agui_openapi
 
     return agui_openapi()
 

@@ -13,15 +13,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bridge import Engine, WorkflowDefinition
-from bridge.host import JSONResponse
+from openwop_bridge import Engine, WorkflowDefinition
+from openwop_bridge.host import JSONResponse
 
 if TYPE_CHECKING:
-    from adapters.agui.endpoint import AguiService, Authenticate
+    from openwop_bridge.agui.endpoint import AguiService, Authenticate
 
 
 class _Service:
-    """The :class:`~adapters.agui.endpoint.AguiService` of a set of routes, built on first use."""
+    """The :class:`~openwop_bridge.agui.endpoint.AguiService` of a set of routes, built on first use."""
 
     def __init__(self, engine: Engine, authenticate: Authenticate | None) -> None:
         self.engine = engine
@@ -30,14 +30,14 @@ class _Service:
 
     def __call__(self) -> AguiService:
         if self._built is None:
-            from adapters.agui.endpoint import AguiService
+            from openwop_bridge.agui.endpoint import AguiService
 
             self._built = AguiService(self.engine, authenticate=self.authenticate)
         return self._built
 
     def capabilities(self, workflow: WorkflowDefinition) -> Response:
         """``GET …/capabilities``: the workflow's AG-UI ``AgentCapabilities``."""
-        from adapters.agui.capabilities import agent_capabilities
+        from openwop_bridge.agui.capabilities import agent_capabilities
 
         return JSONResponse(agent_capabilities(self.engine, workflow).model_dump(by_alias=True, mode="json"))
 

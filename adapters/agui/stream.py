@@ -1,6 +1,6 @@
 """The stream of one AG-UI request: the run's committed events as AG-UI frames, then how the run stands.
 
-The stream follows the run's committed events (:meth:`bridge.Engine.follow`)
+The stream follows the run's committed events (:meth:`openwop_bridge.Engine.follow`)
 from where this AG-UI run began until the run is idle again: it then finishes
 with the ``interrupt`` outcome (every open interrupt), ``success`` (with the
 run's outputs) or ``cancelled``; a failed run ends with ``RUN_ERROR`` and its
@@ -32,13 +32,13 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from adapters.agui.mapping import interrupt_to_agui
-from adapters.agui.messages import MessagesProjection
-from adapters.agui.planning import Plan
-from adapters.agui.translate import Translator, results_after_calls
-from bridge import BridgeError, Engine, InterruptRecord, RunRecord
+from openwop_bridge import BridgeError, Engine, InterruptRecord, RunRecord
+from openwop_bridge.agui.mapping import interrupt_to_agui
+from openwop_bridge.agui.messages import MessagesProjection
+from openwop_bridge.agui.planning import Plan
+from openwop_bridge.agui.translate import Translator, results_after_calls
 
-log = logging.getLogger("adapters.agui")
+log = logging.getLogger("openwop_bridge.agui")
 
 
 @dataclass
@@ -101,7 +101,7 @@ class AguiStream:
     ) -> AsyncGenerator[str]:
         """The run's events from the plan's cursor as AG-UI frames, until the run ends or waits.
 
-        The run is followed the engine's one way (:meth:`bridge.Engine.follow`); the
+        The run is followed the engine's one way (:meth:`openwop_bridge.Engine.follow`); the
         events of one batch go out as one write. The stream stops once every
         committed event is out and the run is terminal or idle with open interrupts;
         ``settled`` then holds the run and its open interrupts as that check read them.

@@ -1,6 +1,6 @@
 """AG-UI threads, bound durably to the OpenWOP runs they started.
 
-A binding is a thread of the host's shared face (:class:`bridge.host.Threads`),
+A binding is a thread of the host's shared face (:class:`openwop_bridge.host.Threads`),
 stored under ``agui.thread``: only ever returned to the tenant it records, so two
 tenants never share a thread, and written with the run that starts on it, in one
 transaction. It names the thread's current run and remembers which user
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge import Engine
-from bridge.host import ThreadRecord, Threads
+from openwop_bridge import Engine
+from openwop_bridge.host import ThreadRecord, Threads
 
 NAMESPACE = "agui.thread"
 _MAX_REMEMBERED = 200
@@ -70,7 +70,7 @@ class ThreadBinding(ThreadRecord):
 
 
 def bindings(engine: Engine) -> Threads[ThreadBinding]:
-    """The engine's AG-UI thread bindings (:meth:`~bridge.host.Threads.start_run` starts a run on one)."""
+    """The engine's AG-UI thread bindings (:meth:`~openwop_bridge.host.Threads.start_run` starts a run on one)."""
     return Threads(engine, NAMESPACE, ThreadBinding.from_json)
 
 

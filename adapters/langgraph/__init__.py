@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from adapters.langgraph.helpers import (
+    from openwop_bridge.langgraph.helpers import (
         ApprovalResult,
         GraphConversation,
         approval,
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
         conversation,
         escalate_if_low_confidence,
     )
-    from adapters.langgraph.payloads import map_interrupt, resume_for_graph
-    from adapters.langgraph.workflows import GraphWorkflows
+    from openwop_bridge.langgraph.payloads import map_interrupt, resume_for_graph
+    from openwop_bridge.langgraph.workflows import GraphWorkflows
 
 __all__ = [
     "ApprovalResult",
@@ -57,5 +57,5 @@ def __getattr__(name: str) -> Any:
     """The package's public names, imported from their modules on first use."""
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'adapters.langgraph' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"adapters.langgraph.{home}"), name)
+        raise AttributeError(f"module 'openwop_bridge.langgraph' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"openwop_bridge.langgraph.{home}"), name)

@@ -18,10 +18,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from adapters.langgraph.checkpoints import Checkpoints
-from adapters.langgraph.messages import message_text, to_json
-from adapters.langgraph.runner import GraphNode, thread_config
-from bridge import NodeContext
+from openwop_bridge import NodeContext
+from openwop_bridge.langgraph.checkpoints import Checkpoints
+from openwop_bridge.langgraph.messages import message_text, to_json
+from openwop_bridge.langgraph.runner import GraphNode, thread_config
 
 END_TOOL = "end_conversation"
 

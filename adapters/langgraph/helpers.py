@@ -16,9 +16,8 @@ from typing import Any
 
 from langgraph.config import get_config
 from langgraph.types import interrupt
-
-from adapters.langgraph.payloads import MARKER
-from bridge import kinds
+from openwop_bridge import kinds
+from openwop_bridge.langgraph.payloads import MARKER
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,8 +37,8 @@ from typing import Any
 
 from pydantic import PydanticUserError, TypeAdapter
 
-from adapters.langgraph.messages import to_json
-from bridge import TOOL_CALL_ARTIFACT, ValidationError, kinds
+from openwop_bridge import TOOL_CALL_ARTIFACT, ValidationError, kinds
+from openwop_bridge.langgraph.messages import to_json
 
 MARKER = "openwop"
 CUSTOM_KIND = "langgraph.interrupt"

@@ -7,8 +7,8 @@ import os
 import sys
 from typing import Any
 
-from bridge import ValidationError
-from bridge.host import ServerBuild
+from openwop_bridge import ValidationError
+from openwop_bridge.host import ServerBuild
 
 
 def load_object(target: str) -> Any:
@@ -36,7 +36,7 @@ def install(build: ServerBuild) -> None:
     specs = build.claim("graph") or []
     if not specs:
         return
-    from adapters.langgraph.workflows import GraphWorkflows  # LangGraph loads only when a graph is served
+    from openwop_bridge.langgraph.workflows import GraphWorkflows  # LangGraph loads only when a graph is served
 
     graphs = GraphWorkflows(build.engine, db=build.db)
     for spec in specs:

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+
 from langgraph.errors import UnknownInterruptError
 from langgraph.types import Command
-
-from adapters.langgraph import payloads
-from adapters.langgraph.checkpoints import Checkpoints
-from adapters.langgraph.helpers import CLOSED
-from adapters.langgraph.messages import chat_input, message_text, to_json
-from bridge import InterruptHandle, InterruptTimeoutError, NodeContext, NodeError, kinds
+from openwop_bridge import InterruptHandle, InterruptTimeoutError, NodeContext, NodeError, kinds
+from openwop_bridge.langgraph import payloads
+from openwop_bridge.langgraph.checkpoints import Checkpoints
+from openwop_bridge.langgraph.helpers import CLOSED
+from openwop_bridge.langgraph.messages import chat_input, message_text, to_json
 
 STRICT_RESUME = "__pregel_strict_resume"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.langgraph import payloads
-from adapters.langgraph.chat import ChatNode
-from adapters.langgraph.checkpoints import Checkpoints, saver_location
-from adapters.langgraph.runner import GraphNode, InputMapper, default_input
-from bridge import Engine, NodeType, WorkflowDefinition, load_workflow
+from openwop_bridge import Engine, NodeType, WorkflowDefinition, load_workflow
+from openwop_bridge.langgraph import payloads
+from openwop_bridge.langgraph.chat import ChatNode
+from openwop_bridge.langgraph.checkpoints import Checkpoints, saver_location
+from openwop_bridge.langgraph.runner import GraphNode, InputMapper, default_input
 
 
 def _store_location(engine: Engine) -> str:
@@ -94,7 +94,7 @@ class GraphWorkflows:
         name: str | None = None,
         description: str = "",
     ) -> WorkflowDefinition:
-        """Serve a chat agent graph as a conversation with a person (see :mod:`adapters.langgraph.chat`)."""
+        """Serve a chat agent graph as a conversation with a person (see :mod:`openwop_bridge.langgraph.chat`)."""
         node = ChatNode(agent, self.checkpoints, greeting, title, close_marker, max_turns)
         return self._register(
             workflow_id,

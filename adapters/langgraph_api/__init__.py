@@ -9,7 +9,7 @@ interrupts with ``Command(resume=...)``. Keys, scopes and tenants are the host's
 
 from __future__ import annotations
 
-from adapters.langgraph_api.interrupts import answer_for, present, resume_entries
-from adapters.langgraph_api.routes import langgraph_routes
+from openwop_bridge.langgraph_api.interrupts import answer_for, present, resume_entries
+from openwop_bridge.langgraph_api.routes import langgraph_routes
 
 __all__ = ["answer_for", "langgraph_routes", "present", "resume_entries"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from bridge import Engine, WorkflowDefinition
+from openwop_bridge import Engine, WorkflowDefinition
 
 NAMESPACE = "langgraph.assistant"
 

@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge import TOOL_CALL_ARTIFACT, ValidationError, kinds
+from openwop_bridge import TOOL_CALL_ARTIFACT, ValidationError, kinds
 
 _INBOX = {"accept", "edit", "response", "ignore"}
 _HITL = {"approve", "edit", "reject", "respond"}

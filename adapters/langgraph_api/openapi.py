@@ -1,4 +1,4 @@
-"""The OpenAPI fragment documenting the LangGraph API (see :func:`adapters.langgraph_api.langgraph_routes`).
+"""The OpenAPI fragment documenting the LangGraph API (see :func:`openwop_bridge.langgraph_api.langgraph_routes`).
 
 Bodies and answers are LangGraph's own shapes (``Thread``, ``ThreadState``,
 ``Run``, ``Assistant``); they are documented as JSON objects and arrays, with
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.host import error_responses
+from openwop_bridge.host import error_responses
 
 _OBJECT = {"type": "object"}
 _ARRAY = {"type": "array", "items": _OBJECT}

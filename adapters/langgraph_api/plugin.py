@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from adapters.langgraph_api import langgraph_routes
-from adapters.langgraph_api.openapi import langgraph_openapi
-from bridge.host import ServerBuild
+from openwop_bridge.host import ServerBuild
+from openwop_bridge.langgraph_api import langgraph_routes
+from openwop_bridge.langgraph_api.openapi import langgraph_openapi
 
 
 def install(build: ServerBuild) -> None:

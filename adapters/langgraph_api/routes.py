@@ -13,15 +13,15 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from adapters.langgraph_api import shapes, threads
-from adapters.langgraph_api.assistants import Assistants
-from adapters.langgraph_api.service import LangGraphService, Segment
-from adapters.langgraph_api.stream import run_stream, stream_modes
-from bridge import BridgeError, Engine, NotFoundError, Principal, RunRecord, ValidationError
-from bridge.host import JSONResponse, array_stream, guarded, guarded_stream, read_json
+from openwop_bridge import BridgeError, Engine, NotFoundError, Principal, RunRecord, ValidationError
+from openwop_bridge.host import JSONResponse, array_stream, guarded, guarded_stream, read_json
+from openwop_bridge.langgraph_api import shapes, threads
+from openwop_bridge.langgraph_api.assistants import Assistants
+from openwop_bridge.langgraph_api.service import LangGraphService, Segment
+from openwop_bridge.langgraph_api.stream import run_stream, stream_modes
 
 Handler = Callable[[Request], Awaitable[Response]]
-log = logging.getLogger("adapters.langgraph_api")
+log = logging.getLogger("openwop_bridge.langgraph_api")
 _TRUE = ("1", "true", "True")
 
 

@@ -1,4 +1,4 @@
-"""The LangGraph API over an :class:`~bridge.Engine`: assistants, threads, state and runs.
+"""The LangGraph API over an :class:`~openwop_bridge.Engine`: assistants, threads, state and runs.
 
 A thread spans the OpenWOP runs started on it (the last is current). A
 LangGraph run is an OpenWOP run: ``input`` starts the thread's next run,
@@ -14,9 +14,18 @@ from typing import Any
 
 from starlette.requests import Request
 
-from adapters.langgraph_api import shapes, threads
-from adapters.langgraph_api.interrupts import answer_for, resume_entries
-from bridge import BridgeError, ConflictError, Engine, KeyRing, NotFoundError, Principal, RunRecord, ValidationError
+from openwop_bridge import (
+    BridgeError,
+    ConflictError,
+    Engine,
+    KeyRing,
+    NotFoundError,
+    Principal,
+    RunRecord,
+    ValidationError,
+)
+from openwop_bridge.langgraph_api import shapes, threads
+from openwop_bridge.langgraph_api.interrupts import answer_for, resume_entries
 
 MAX_METADATA_KEYS = 64
 MAX_SEARCH_IDS = 1000

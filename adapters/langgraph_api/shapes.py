@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.langgraph_api.interrupts import as_interrupt
-from adapters.langgraph_api.messages import with_messages
-from adapters.langgraph_api.threads import Thread
-from bridge import RunRecord, WorkflowDefinition
+from openwop_bridge import RunRecord, WorkflowDefinition
+from openwop_bridge.langgraph_api.interrupts import as_interrupt
+from openwop_bridge.langgraph_api.messages import with_messages
+from openwop_bridge.langgraph_api.threads import Thread
 
 _RUN_STATUS = {"completed": "success", "failed": "error", "cancelled": "interrupted"}
 
@@ -148,7 +148,7 @@ def run_json(thread: Thread, run: RunRecord, views: list[dict[str, Any]]) -> dic
 
 def assistant_json(workflow: WorkflowDefinition, record: Mapping[str, Any]) -> dict[str, Any]:
     """A LangGraph ``Assistant``: one per workflow, named by the workflow's id; ``record`` holds its
-    times and version (:class:`~adapters.langgraph_api.assistants.Assistants`)."""
+    times and version (:class:`~openwop_bridge.langgraph_api.assistants.Assistants`)."""
     return {
         "assistant_id": workflow.id,
         "graph_id": workflow.id,

@@ -5,7 +5,7 @@ The stream follows the run's committed events from where the request began
 waits on a person. ``values`` parts carry the thread's values whenever they
 change, with ``messages`` as LangChain message dicts; ``updates`` parts carry
 each completed node's outputs as ``{nodeId: outputs}``. The message modes send
-each message the run adds (see :mod:`adapters.langgraph_api.messages`) once:
+each message the run adds (see :mod:`openwop_bridge.langgraph_api.messages`) once:
 ``messages-tuple`` as a ``messages`` part ``[message, metadata]``, ``messages``
 as ``messages/metadata`` then ``messages/complete``. A run that waits ends
 its stream with the open interrupts under ``__interrupt__`` (in ``values`` and
@@ -24,12 +24,12 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from adapters.langgraph_api import shapes
-from adapters.langgraph_api.messages import MessageFold, messages_of
-from adapters.langgraph_api.service import LangGraphService, Segment
-from bridge import Engine, RunRecord, ValidationError
+from openwop_bridge import Engine, RunRecord, ValidationError
+from openwop_bridge.langgraph_api import shapes
+from openwop_bridge.langgraph_api.messages import MessageFold, messages_of
+from openwop_bridge.langgraph_api.service import LangGraphService, Segment
 
-log = logging.getLogger("adapters.langgraph_api")
+log = logging.getLogger("openwop_bridge.langgraph_api")
 
 MODES = frozenset(
     {"values", "updates", "messages", "messages-tuple", "custom", "events", "debug", "tasks", "checkpoints"}

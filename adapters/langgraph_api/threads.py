@@ -1,6 +1,6 @@
 """LangGraph threads, kept durably beside the OpenWOP runs started on them.
 
-A thread is a thread of the host's shared face (:class:`bridge.host.Threads`),
+A thread is a thread of the host's shared face (:class:`openwop_bridge.host.Threads`),
 stored under ``langgraph.thread``: only ever returned to the tenant it records
 (another tenant's thread does not exist for the caller), and written with the
 run that starts on it, in one transaction. It names the OpenWOP runs started on
@@ -21,8 +21,8 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge import Engine
-from bridge.host import ThreadRecord, Threads
+from openwop_bridge import Engine
+from openwop_bridge.host import ThreadRecord, Threads
 
 NAMESPACE = "langgraph.thread"
 RUNS_LIMIT = 500
@@ -69,7 +69,7 @@ class Thread(ThreadRecord):
 
 
 def stored(engine: Engine) -> Threads[Thread]:
-    """The engine's LangGraph threads (:meth:`~bridge.host.Threads.start_run` starts a run on one)."""
+    """The engine's LangGraph threads (:meth:`~openwop_bridge.host.Threads.start_run` starts a run on one)."""
     return Threads(engine, NAMESPACE, Thread.from_json)
 
 

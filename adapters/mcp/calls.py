@@ -2,7 +2,7 @@
 
 The calls go through the engine's public API only, so an answer given through MCP
 is checked and applied exactly as the REST answer is (validation, roles, quorum,
-one winner). Both MCP eras share this module; :mod:`adapters.mcp.server` decides
+one winner). Both MCP eras share this module; :mod:`openwop_bridge.mcp.server` decides
 whether a wait becomes an ``elicitation/create`` request or an ``InputRequiredResult``.
 """
 
@@ -14,14 +14,14 @@ from typing import Any
 
 import mcp_types as types
 
-from adapters.mcp.forms import Form, approval_variant, flatten
-from bridge import Engine, InterruptRecord, Principal, RunRecord, kinds
+from openwop_bridge import Engine, InterruptRecord, Principal, RunRecord, kinds
+from openwop_bridge.mcp.forms import Form, approval_variant, flatten
 
 Progress = Callable[[int, str], Awaitable[None]]
 
 
 def form_for(record: InterruptRecord) -> tuple[str, Form]:
-    """The elicitation message and form for an open interrupt (see :mod:`adapters.mcp.forms`)."""
+    """The elicitation message and form for an open interrupt (see :mod:`openwop_bridge.mcp.forms`)."""
     kind = kinds.kind_of(record.kind)
     data = record.payload.get("data") or {}
     schema: Mapping[str, Any] = kind.response_schema(record.payload)

@@ -2,7 +2,7 @@
 
 Nothing here imports the ``mcp`` SDK: a server that never receives an MCP call
 never loads it (tens of MiB and most of a second at start-up). The first
-authenticated request imports :mod:`adapters.mcp.server` and starts the SDK's
+authenticated request imports :mod:`openwop_bridge.mcp.server` and starts the SDK's
 session manager in a task of its own, which lives until :meth:`McpMount.stop`.
 """
 
@@ -15,11 +15,11 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bridge import BridgeError, Engine
-from bridge.host import JSONResponse, error_headers, guarded_app, read_bytes, replaying
+from openwop_bridge import BridgeError, Engine
+from openwop_bridge.host import JSONResponse, error_headers, guarded_app, read_bytes, replaying
 
 if TYPE_CHECKING:
-    from adapters.mcp.server import McpTransport
+    from openwop_bridge.mcp.server import McpTransport
 
 
 class McpMount:
@@ -70,7 +70,7 @@ class McpMount:
         """The SDK's ASGI app, importing the SDK and starting its session manager the first time."""
         async with self._lock:
             if self.transport is None:
-                from adapters.mcp.server import McpTransport
+                from openwop_bridge.mcp.server import McpTransport
 
                 transport = McpTransport(self.engine)
                 ready = asyncio.Event()

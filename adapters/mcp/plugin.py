@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from adapters.mcp.mount import McpMount
-from bridge.host import ServerBuild
+from openwop_bridge.host import ServerBuild
+from openwop_bridge.mcp.mount import McpMount
 
 
 def install(build: ServerBuild) -> None:

@@ -1,7 +1,7 @@
 """The MCP server: the official SDK's low-level ``Server`` on its streamable HTTP transport.
 
 Every request carries the bridge's API key (``Authorization: Bearer``); the gate
-(:mod:`adapters.mcp.mount`) refuses a missing or wrong key with the 401 envelope
+(:mod:`openwop_bridge.mcp.mount`) refuses a missing or wrong key with the 401 envelope
 before the SDK sees the request, and imports this module, with the SDK, on the
 first request it lets through. Tools are the workflows ``GET /v1/workflows`` lists for the same key.
 
@@ -10,7 +10,7 @@ whose ``inputRequests`` hold one form ``elicitation/create`` per open interrupt,
 keyed by the interrupt id; ``requestState`` names the run and the interrupts, and
 the SDK's :class:`RequestStateBoundary` seals it (AES-GCM, under keys derived from
 the link-signing keys, so they are shared through the store and rotate with them:
-:mod:`adapters.mcp.state`) and refuses a forged or expired one. The bridge binds
+:mod:`openwop_bridge.mcp.state`) and refuses a forged or expired one. The bridge binds
 it to the caller's tenant and principal, and each state answers once: a replay is
 refused before anything runs; a retry whose answers are refused (a key that may not
 answer) changes nothing and leaves the state unused. On the handshake era
@@ -26,6 +26,10 @@ from typing import Any
 
 import mcp_types as types
 import orjson
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.requests import Request
+from starlette.types import ASGIApp
+
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -33,15 +37,11 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.requests import Request
-from starlette.types import ASGIApp
-
-from adapters.mcp.calls import answerable, apply, elicitation, finished, preview, settle, waiting
-from adapters.mcp.state import STATE_TTL_S, DerivedKeyCodec, ReloadUnknownKeys, claim, new_nonce
-from adapters.mcp.tools import tools_of
-from bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
-from bridge.host import MAX_JSON_DEPTH, too_deep
+from openwop_bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
+from openwop_bridge.host import MAX_JSON_DEPTH, too_deep
+from openwop_bridge.mcp.calls import answerable, apply, elicitation, finished, preview, settle, waiting
+from openwop_bridge.mcp.state import STATE_TTL_S, DerivedKeyCodec, ReloadUnknownKeys, claim, new_nonce
+from openwop_bridge.mcp.tools import tools_of
 
 NAME = "openwop-bridge"
 #: Why a call ends waiting when the run waits only on interrupts the caller's key may not answer.

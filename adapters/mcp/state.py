@@ -23,8 +23,7 @@ from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.request_state import AESGCMRequestStateCodec, InvalidRequestState
-
-from bridge import Engine
+from openwop_bridge import Engine
 
 #: The purpose the sealing keys are derived for (see :meth:`Engine.derived_keys`).
 PURPOSE = "mcp request state"

@@ -6,7 +6,7 @@ from typing import Any
 
 import mcp_types as types
 
-from bridge import WorkflowDefinition
+from openwop_bridge import WorkflowDefinition
 
 #: Variables of these OpenWOP types take the JSON Schema type of the same name.
 JSON_SCHEMA_TYPES = {"string": "string", "number": "number", "boolean": "boolean", "object": "object", "array": "array"}

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.core.errors import ConflictError, PayloadTooLargeError, ValidationError
+from openwop_bridge.core.errors import ConflictError, PayloadTooLargeError, ValidationError
 
 EXIT_ACTIONS = frozenset({"accept", "reject", "refine", "edit-accept"})
 ACCEPTING = frozenset({"accept", "edit-accept"})

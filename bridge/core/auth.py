@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.core.errors import ForbiddenError, UnauthenticatedError, ValidationError
+from openwop_bridge.core.errors import ForbiddenError, UnauthenticatedError, ValidationError
 
 #: Every scope the host checks. ``*`` grants all of them; ``runs:*`` all ``runs:`` scopes.
 SCOPES: tuple[str, ...] = (

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from bridge.core.errors import PayloadTooLargeError
+from openwop_bridge.core.errors import PayloadTooLargeError
 
 
 def json_bytes(value: Any) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.core.clock import iso_ms
+from openwop_bridge.core.clock import iso_ms
 
 ENGINE_VERSION = "openwop-bridge/0.1.0"
 SCHEMA_VERSION = 1

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any
 
-from bridge.core.workflow import EdgeSpec, WorkflowDefinition
+from openwop_bridge.core.workflow import EdgeSpec, WorkflowDefinition
 
 COMPLETED = "completed"
 FAILED = "failed"

@@ -4,7 +4,7 @@ A notice is a message owed to someone outside the bridge (a webhook subscription
 mailbox, a Slack channel, a Teams channel) about a run. It is planned by a pure
 :class:`NoticePlanner` inside the very transaction that commits what it announces (an interrupt
 opened, a run event), so it is durable exactly when that is. The outbox worker
-(:mod:`bridge.notify.worker`) delivers it later, off the request path.
+(:mod:`openwop_bridge.notify.worker`) delivers it later, off the request path.
 
 Nothing here does I/O: the records are plain data, the planner a pure function.
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.records import InterruptRecord, RunRecord
 
 #: The bridge's own channel: a notice to itself to apply an interrupt's ``onUndeliverable`` policy, written in
 #: the transaction that dead-letters the interrupt's last notice (so no crash can lose it), never sent anywhere.

@@ -1,6 +1,6 @@
 """The records the core decides on: a run row, an interrupt row, and a mutation.
 
-A decision function (:mod:`bridge.core.decisions`)
+A decision function (:mod:`openwop_bridge.core.decisions`)
 takes records and returns a :class:`Mutation`; a store applies it atomically. These
 types belong to the core so that decisions can be written and tested with no store.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from bridge.core.errors import BridgeError
-from bridge.core.events import EventDraft
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.core.events import EventDraft
 
 TERMINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
 OPEN_INTERRUPT = "pending"

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.core import graph
-from bridge.core.kinds import CUSTOM, waiting_status
-from bridge.core.records import InterruptRecord
-from bridge.core.workflow import WorkflowDefinition, initial_variables
+from openwop_bridge.core import graph
+from openwop_bridge.core.kinds import CUSTOM, waiting_status
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.core.workflow import WorkflowDefinition, initial_variables
 
 LIVE = ("running", "suspended")
 SETTLED = ("completed", "failed", "skipped", "cancelled")

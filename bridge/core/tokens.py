@@ -17,8 +17,8 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bridge.core.clock import iso_ms, parse_iso_ms
-from bridge.core.errors import InterruptExpiredError, InterruptNotFoundError, ValidationError
+from openwop_bridge.core.clock import iso_ms, parse_iso_ms
+from openwop_bridge.core.errors import InterruptExpiredError, InterruptNotFoundError, ValidationError
 
 DEFAULT_TTL_MS = 30 * 60 * 1000
 INTENTS = ("resolve", "inspect")

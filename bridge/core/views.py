@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge.core import approvals, kinds
-from bridge.core.clock import iso_ms
-from bridge.core.events import ENGINE_VERSION
-from bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core import approvals, kinds
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.events import ENGINE_VERSION
+from openwop_bridge.core.records import InterruptRecord, RunRecord
 
 
 def interrupt_title(record: InterruptRecord) -> str:

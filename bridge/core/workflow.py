@@ -14,8 +14,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from bridge import spec
-from bridge.core.errors import ValidationError
+from openwop_bridge import spec
+from openwop_bridge.core.errors import ValidationError
 
 TRIGGER_RULES = ("all_success", "any_success", "all_complete", "none_failed", "any_failed")
 
@@ -215,7 +215,7 @@ def _adjacency(
 def load_workflow(document: Mapping[str, Any]) -> WorkflowDefinition:
     """Validate an OpenWOP workflow document and index it.
 
-    Raises :class:`~bridge.core.errors.ValidationError` listing every problem found.
+    Raises :class:`~openwop_bridge.core.errors.ValidationError` listing every problem found.
     """
     raw = dict(document)
     _check_schema(raw)

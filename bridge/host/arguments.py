@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-#: The attribute of an argparse action naming its ``OPENWOP_BRIDGE_*`` variable (set by :mod:`bridge.host.options`).
+#: The attribute of an argparse action naming its ``OPENWOP_BRIDGE_*`` variable (set by
+#: :mod:`openwop_bridge.host.options`).
 ENV_VARIABLE = "openwop_env_variable"
 #: The namespace member naming the (sub)command parser that read the arguments.
 OWNER = "_parser"

@@ -2,7 +2,7 @@
 
 ``serve`` starts the host (SQLite file, demo workflows and a printed dev key by
 default). Every flag has an ``OPENWOP_BRIDGE_*`` environment variable
-(:mod:`bridge.host.options`).
+(:mod:`openwop_bridge.host.options`).
 """
 
 from __future__ import annotations
@@ -20,37 +20,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from bridge.core.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
-from bridge.core.errors import BridgeError
-from bridge.core.events import ENGINE_VERSION
-from bridge.core.notices import RetryPolicy
-from bridge.core.quota import RunRate
-from bridge.core.tokens import parse_secret_spec
-from bridge.core.workflow import WorkflowDefinition, load_workflow_dir
-from bridge.host import plugins
-from bridge.host.arguments import OptionParser, parse
-from bridge.host.http.limits import HeaderLimits, http_protocol
-from bridge.host.http.streams import StreamLimits
-from bridge.host.options import add_serve_arguments, conversation_limits, env
-from bridge.host.plugins import ServerBuild
-from bridge.host.v2.webhook_delivery import WebhookSettings
-from bridge.runtime.config import EngineConfig
-from bridge.runtime.engine import Engine
-from bridge.runtime.telemetry import configure_logging
-from bridge.store import open_store
-from bridge.store.base import Store
+from openwop_bridge.core.auth import ApiKey, KeyRing, generate_dev_key, load_keys_file, make_key, parse_key_spec
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.core.events import ENGINE_VERSION
+from openwop_bridge.core.notices import RetryPolicy
+from openwop_bridge.core.quota import RunRate
+from openwop_bridge.core.tokens import parse_secret_spec
+from openwop_bridge.core.workflow import WorkflowDefinition, load_workflow_dir
+from openwop_bridge.host import plugins
+from openwop_bridge.host.arguments import OptionParser, parse
+from openwop_bridge.host.http.limits import HeaderLimits, http_protocol
+from openwop_bridge.host.http.streams import StreamLimits
+from openwop_bridge.host.options import add_serve_arguments, conversation_limits, env
+from openwop_bridge.host.plugins import ServerBuild
+from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.runtime.telemetry import configure_logging
+from openwop_bridge.store import open_store
+from openwop_bridge.store.base import Store
 
 if TYPE_CHECKING:
     import uvicorn
 
-log = logging.getLogger("bridge.host.cli")
+log = logging.getLogger("openwop_bridge.host.cli")
 
 DEV_KEY_NAMESPACE = "bridge.dev-key"
 
 
 def demo_workflows() -> list[WorkflowDefinition]:
     """The demo workflows bundled with the package."""
-    folder = resources.files("bridge").joinpath("demo")
+    folder = resources.files("openwop_bridge").joinpath("demo")
     with resources.as_file(folder) as path:
         return load_workflow_dir(Path(path))
 
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(serve)
     _add_keys_parser(sub)
 
-    from bench.options import add_arguments as add_bench_arguments
+    from openwop_bridge.bench.options import add_arguments as add_bench_arguments
 
     add_bench_arguments(sub.add_parser("bench", help="benchmarks side by side with peers, printed as a table"))
     return parser
@@ -145,7 +145,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     # The notify file is checked before anything opens: a bad one stops ``serve`` in one line.
     notify = None
     if getattr(args, "notify_config", None):
-        from bridge.notify.config import load_notify_config  # pydantic's models of it load only when used
+        from openwop_bridge.notify.config import load_notify_config  # pydantic's models of it load only when used
 
         notify = load_notify_config(args.notify_config)
     if notify is not None:
@@ -179,16 +179,16 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     routes = list(build.routes)
     fragments = list(build.openapi)
     if notify is not None:
-        from bridge.host.notifying import install_notify  # its channels' libraries load only when used
+        from openwop_bridge.host.notifying import install_notify  # its channels' libraries load only when used
 
         notifying = install_notify(engine, notify, args.public_url)
         routes += notifying.routes
         fragments += notifying.openapi
     banner = _banner(args, store, engine, ring, dev, routes)
 
-    from bridge.host import web
-    from bridge.host.http import create_app
-    from bridge.host.http.openapi import web_fragment
+    from openwop_bridge.host import web
+    from openwop_bridge.host.http import create_app
+    from openwop_bridge.host.http.openapi import web_fragment
 
     if not args.no_ui:
         routes += web.web_routes()
@@ -411,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "keys":
             return asyncio.run(_keys(args))
         if args.command == "bench":
-            from bench import run as run_bench
+            from openwop_bridge.bench import run as run_bench
 
             return run_bench(args)
     except BridgeError as exc:

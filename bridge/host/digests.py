@@ -3,12 +3,12 @@ sent."""
 
 from __future__ import annotations
 
-from bridge.core.notices import Notice
-from bridge.core.records import InterruptRecord
-from bridge.notify.config import NotifyConfig
-from bridge.notify.planner import PeoplePlanner, has_voted
-from bridge.notify.recipients import Recipient, audience_of
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.notices import Notice
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.notify.config import NotifyConfig
+from openwop_bridge.notify.planner import PeoplePlanner, has_voted
+from openwop_bridge.notify.recipients import Recipient, audience_of
+from openwop_bridge.runtime.engine import Engine
 
 __all__ = ["STATE", "Digests"]
 
@@ -21,7 +21,7 @@ PAGE = 200
 
 
 class Digests:
-    """The :class:`~bridge.notify.email.DigestSource` of a served engine."""
+    """The :class:`~openwop_bridge.notify.email.DigestSource` of a served engine."""
 
     def __init__(self, engine: Engine, config: NotifyConfig, planner: PeoplePlanner) -> None:
         self._engine = engine
@@ -31,7 +31,8 @@ class Digests:
 
     async def waiting_on(self, person: str, tenant: str) -> list[InterruptRecord]:
         """The open interrupts of ``tenant`` the person is told about by e-mail and has not voted on, oldest first:
-        read by who the person is (:func:`~bridge.notify.recipients.audience_of`), however many others wait in the
+        read by who the person is (:func:`~openwop_bridge.notify.recipients.audience_of`), however many others
+        wait in the
         tenant."""
         audience = audience_of(self._config, person, tenant)
         if audience is None:

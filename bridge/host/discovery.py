@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bridge import spec
-from bridge.core import kinds
-from bridge.core.clock import iso_ms
-from bridge.core.events import ENGINE_VERSION
-from bridge.host.v2.negotiation import PREFERRED, PROTOCOL_VERSIONS
+from openwop_bridge import spec
+from openwop_bridge.core import kinds
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.events import ENGINE_VERSION
+from openwop_bridge.host.v2.negotiation import PREFERRED, PROTOCOL_VERSIONS
 
 if TYPE_CHECKING:
-    from bridge.runtime.engine import Engine
+    from openwop_bridge.runtime.engine import Engine
 
 
 def discovery_document(engine: Engine) -> dict[str, Any]:

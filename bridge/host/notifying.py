@@ -7,16 +7,16 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from bridge.core.notices import RetryPolicy
-from bridge.host.digests import Digests
-from bridge.host.undeliverable import UndeliverablePolicy
-from bridge.notify.config import NotifyConfig
-from bridge.notify.email import EmailChannelSender
-from bridge.notify.links import NoticeLinks
-from bridge.notify.planner import PeoplePlanner
-from bridge.notify.slack import SlackChannelSender
-from bridge.notify.teams import TeamsChannelSender
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.notices import RetryPolicy
+from openwop_bridge.host.digests import Digests
+from openwop_bridge.host.undeliverable import UndeliverablePolicy
+from openwop_bridge.notify.config import NotifyConfig
+from openwop_bridge.notify.email import EmailChannelSender
+from openwop_bridge.notify.links import NoticeLinks
+from openwop_bridge.notify.planner import PeoplePlanner
+from openwop_bridge.notify.slack import SlackChannelSender
+from openwop_bridge.notify.teams import TeamsChannelSender
+from openwop_bridge.runtime.engine import Engine
 
 __all__ = ["SLACK_STATE", "NotifySetup", "install_notify"]
 
@@ -38,7 +38,7 @@ class NotifySetup:
 
 def install_notify(engine: Engine, config: NotifyConfig, public_url: str | None = None) -> NotifySetup:
     """Register the notify file's planner and channels on ``engine``; the routes to serve come back."""
-    from bridge.host import slack_interactions
+    from openwop_bridge.host import slack_interactions
 
     links = NoticeLinks(engine, config.link_base(public_url))
     planner = PeoplePlanner(config)

@@ -6,12 +6,12 @@ import argparse
 import os
 from collections.abc import Callable
 
-from bridge.core.conversation_limits import ConversationLimits
-from bridge.core.quota import RunRate
-from bridge.host.arguments import ENV_VARIABLE, number, switch_default, whole
-from bridge.host.http.budget import DEFAULT_BYTES as DEFAULT_PENDING_BYTES
-from bridge.host.http.limits import HeaderLimits
-from bridge.host.http.streams import StreamLimits
+from openwop_bridge.core.conversation_limits import ConversationLimits
+from openwop_bridge.core.quota import RunRate
+from openwop_bridge.host.arguments import ENV_VARIABLE, number, switch_default, whole
+from openwop_bridge.host.http.budget import DEFAULT_BYTES as DEFAULT_PENDING_BYTES
+from openwop_bridge.host.http.limits import HeaderLimits
+from openwop_bridge.host.http.streams import StreamLimits
 
 #: The attribute of an argparse action naming its variable when the flag does not spell it
 #: (``--api-key`` is ``OPENWOP_BRIDGE_API_KEYS``), and the separator of a repeatable flag's values.

@@ -1,4 +1,4 @@
-"""Server plugins: how adapters join ``openwop-bridge serve`` without ``bridge`` importing them.
+"""Server plugins: how adapters join ``openwop-bridge serve`` without the engine importing them.
 
 A package declares an entry point in the ``openwop_bridge.plugins`` group whose
 target is a function ``install(build: ServerBuild) -> None``. ``serve`` calls
@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.routing import BaseRoute
 
-from bridge.core.workflow import WorkflowDefinition
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.workflow import WorkflowDefinition
+from openwop_bridge.runtime.engine import Engine
 
 if TYPE_CHECKING:
-    from bridge.host.http.openapi import Fragment
+    from openwop_bridge.host.http.openapi import Fragment
 
-log = logging.getLogger("bridge.host.plugins")
+log = logging.getLogger("openwop_bridge.host.plugins")
 
 GROUP = "openwop_bridge.plugins"
 

@@ -31,17 +31,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bridge.core.auth import Principal
-from bridge.core.errors import ForbiddenError, UnauthenticatedError, ValidationError
-from bridge.host.http.body import read_bytes
-from bridge.host.http.openapi_ops import error_responses, operation
-from bridge.notify.config import NotifyConfig, Person
-from bridge.notify.slack import SlackChannelSender, escape
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import ForbiddenError, UnauthenticatedError, ValidationError
+from openwop_bridge.host.http.body import read_bytes
+from openwop_bridge.host.http.openapi_ops import error_responses, operation
+from openwop_bridge.notify.config import NotifyConfig, Person
+from openwop_bridge.notify.slack import SlackChannelSender, escape
+from openwop_bridge.runtime.engine import Engine
 
 __all__ = ["PATH", "SlackInteractions", "openapi_fragment"]
 
-log = logging.getLogger("bridge.host.slack")
+log = logging.getLogger("openwop_bridge.host.slack")
 
 PATH = "/notify/slack/interactions"
 #: Slack's interaction payloads are small; anything larger is refused before it is read.

@@ -3,7 +3,8 @@
 The planner writes, into each first notice of an interrupt whose routes ask for it, how many
 first notices there are (``of``) and the policy. The store counts them as they die: the
 transaction that dead-letters the last one also writes a notice on the bridge's own channel
-(:data:`~bridge.core.notices.POLICY_CHANNEL`, see :func:`bridge.store.plan_outbox.undeliverable_policy`),
+(:data:`~openwop_bridge.core.notices.POLICY_CHANNEL`, see
+:func:`openwop_bridge.store.plan_outbox.undeliverable_policy`),
 so a crash right after it loses nothing: the outbox worker of any instance delivers that notice
 to :class:`UndeliverablePolicy`, which applies the policy while the interrupt is still open:
 
@@ -21,15 +22,15 @@ from __future__ import annotations
 
 import logging
 
-from bridge.core.auth import SYSTEM
-from bridge.core.errors import BridgeError, ForbiddenError
-from bridge.core.notices import POLICY_CHANNEL, DeliveryOutcome, Notice
-from bridge.notify.planner import PeoplePlanner
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.auth import SYSTEM
+from openwop_bridge.core.errors import BridgeError, ForbiddenError
+from openwop_bridge.core.notices import POLICY_CHANNEL, DeliveryOutcome, Notice
+from openwop_bridge.notify.planner import PeoplePlanner
+from openwop_bridge.runtime.engine import Engine
 
 __all__ = ["REASON", "UndeliverablePolicy"]
 
-log = logging.getLogger("bridge.host.undeliverable")
+log = logging.getLogger("openwop_bridge.host.undeliverable")
 
 #: The reason an interrupt (or its run) is cancelled with under ``fail``.
 REASON = "undeliverable"

@@ -1,11 +1,11 @@
 """Notices to the world outside: the outbox's worker, channels and planners (engine side; no HTTP routes).
 
-:mod:`bridge.notify.notice` holds the types a channel or a planner is written against,
-:mod:`bridge.notify.service` the engine's ``engine.notify`` (register planners and channels, enqueue
-notices later), :mod:`bridge.notify.worker` the worker that delivers them.
+:mod:`openwop_bridge.notify.notice` holds the types a channel or a planner is written against,
+:mod:`openwop_bridge.notify.service` the engine's ``engine.notify`` (register planners and channels, enqueue
+notices later), :mod:`openwop_bridge.notify.worker` the worker that delivers them.
 """
 
-from bridge.notify.notice import (
+from openwop_bridge.notify.notice import (
     Channel,
     DeadLetter,
     DeliveryOutcome,

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.records import InterruptRecord
-from bridge.core.views import interrupt_title
+from openwop_bridge.core import kinds
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.core.views import interrupt_title
 
 __all__ = ["NoticeContent", "human_deadline", "what_is_asked"]
 

@@ -1,7 +1,7 @@
 """The e-mail channel: one mail per notice over SMTP (``aiosmtplib``), plain text and HTML.
 
 The mail names the workflow, the request's title and what it asks, the deadline, and the
-recipient's own link (minted as the mail goes out, :mod:`bridge.notify.links`). Its
+recipient's own link (minted as the mail goes out, :mod:`openwop_bridge.notify.links`). Its
 ``Message-ID`` is fixed by the interrupt, the recipient and the notice's purpose, so a
 retry sends the same id and a mail system can drop the duplicate; a reminder threads
 under the first mail (``In-Reply-To``).
@@ -25,11 +25,11 @@ from typing import Protocol
 
 import aiosmtplib
 
-from bridge.core.records import InterruptRecord
-from bridge.notify.config import EmailChannel
-from bridge.notify.content import NoticeContent
-from bridge.notify.links import NoticeLinks
-from bridge.notify.notice import DeliveryOutcome, Notice
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.notify.config import EmailChannel
+from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.links import NoticeLinks
+from openwop_bridge.notify.notice import DeliveryOutcome, Notice
 
 __all__ = ["DigestSource", "EmailChannelSender", "build_digest", "build_message", "message_id"]
 

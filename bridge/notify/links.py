@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from bridge.core.records import InterruptRecord
-from bridge.notify.config import MAX_LINK_TTL_MS
-from bridge.notify.content import NoticeContent
-from bridge.notify.notice import Notice
-from bridge.notify.planner import still_owed
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.notify.config import MAX_LINK_TTL_MS
+from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.notice import Notice
+from openwop_bridge.notify.planner import still_owed
 
 __all__ = ["InterruptSource", "NoticeLinks"]
 
 
 class InterruptSource(Protocol):
-    """What minting a notice's link needs of the engine (:class:`bridge.Engine` is one)."""
+    """What minting a notice's link needs of the engine (:class:`openwop_bridge.Engine` is one)."""
 
     async def interrupt_record(self, interrupt_id: str) -> InterruptRecord | None:
         """The interrupt's current row."""

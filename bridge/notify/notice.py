@@ -1,7 +1,7 @@
 """What a channel and a planner are written against.
 
 The records (:class:`Notice`, :class:`NoticeDraft`, :class:`DeliveryOutcome`, …) are plain data of
-:mod:`bridge.core.notices`, which the store writes too; :class:`Channel` is the one thing a delivery
+:mod:`openwop_bridge.core.notices`, which the store writes too; :class:`Channel` is the one thing a delivery
 channel (webhooks, e-mail, Slack, Teams) implements.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Protocol
 
-from bridge.core.notices import (
+from openwop_bridge.core.notices import (
     CHANNELS,
     DeadLetter,
     DeliveryOutcome,

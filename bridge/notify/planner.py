@@ -1,7 +1,7 @@
 """The notices an interrupt owes people, planned in the transaction that opens it (pure).
 
 For each interrupt a commit opens, :class:`PeoplePlanner` drafts one notice per
-recipient (:func:`bridge.notify.recipients.recipients_for`: per person and channel they
+recipient (:func:`openwop_bridge.notify.recipients.recipients_for`: per person and channel they
 have, per shared address), and, for the routes that match it, the delayed ones:
 
 - ``remindAfterMs``: one reminder to each person told (and each shared address), due then;
@@ -14,7 +14,7 @@ A delayed notice is a notice like any other with a future ``not_before_ms``: dur
 delivered once across instances. Whether it is still owed is decided when it is due
 (:func:`still_owed`): not once the interrupt has closed, nor a reminder to a quorum member
 who has voted (:func:`has_voted`; a digest leaves out such a request too). When every first notice of an
-interrupt has died, its routes' ``onUndeliverable`` applies (:mod:`bridge.host.undeliverable`). And for every
+interrupt has died, its routes' ``onUndeliverable`` applies (:mod:`openwop_bridge.host.undeliverable`). And for every
 interrupt a commit closes, when Slack is configured, a ``closed`` notice has its Slack messages rewritten to say so.
 """
 
@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.notices import NoticeDraft
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.notify.config import NotifyConfig, Route
-from bridge.notify.recipients import Recipient, matching_routes, recipients_for, targets_to_recipients
+from openwop_bridge.core import kinds
+from openwop_bridge.core.notices import NoticeDraft
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.notify.config import NotifyConfig, Route
+from openwop_bridge.notify.recipients import Recipient, matching_routes, recipients_for, targets_to_recipients
 
 __all__ = ["CLOSING_EVENTS", "PeoplePlanner", "has_voted", "still_owed", "undeliverable_policy"]
 
@@ -74,7 +74,7 @@ def still_owed(record: InterruptRecord, payload: dict[str, Any]) -> bool:
 
 
 class PeoplePlanner:
-    """A :class:`~bridge.core.notices.NoticePlanner` over a notify file (see the module docstring)."""
+    """A :class:`~openwop_bridge.core.notices.NoticePlanner` over a notify file (see the module docstring)."""
 
     def __init__(self, config: NotifyConfig) -> None:
         self._config = config

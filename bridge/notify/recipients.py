@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.core.notices import Audience
-from bridge.notify.config import NotifyConfig, Person, Route
+from openwop_bridge.core.notices import Audience
+from openwop_bridge.notify.config import NotifyConfig, Person, Route
 
 __all__ = ["CHANNELS", "Recipient", "audience_of", "matching_routes", "recipients_for", "targets_to_recipients"]
 

@@ -1,6 +1,6 @@
 """``engine.notify``: where planners and channels are registered, and notices enqueued later.
 
-Planners run inside the store's transactions (:class:`~bridge.core.notices.NoticePlanner`): a notice
+Planners run inside the store's transactions (:class:`~openwop_bridge.core.notices.NoticePlanner`): a notice
 is durable exactly when what it announces is. :meth:`NotifyService.enqueue` writes notices in a
 transaction of their own, for what is decided later (a reminder, an escalation); a draft's
 ``not_before_ms`` in the future makes it a durable delayed notice, which the worker honours across
@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from bridge.core.clock import Clock
-from bridge.core.notices import (
+from openwop_bridge.core.clock import Clock
+from openwop_bridge.core.notices import (
     CHANNELS,
     POLICY_CHANNEL,
     DeadLetter,
@@ -25,10 +25,10 @@ from bridge.core.notices import (
     OutboxLimits,
     RetryPolicy,
 )
-from bridge.notify.notice import Channel
-from bridge.notify.states import delivery_fields, public_recipient
-from bridge.notify.worker import OutboxWorker, Settled
-from bridge.store.base import Store
+from openwop_bridge.notify.notice import Channel
+from openwop_bridge.notify.states import delivery_fields, public_recipient
+from openwop_bridge.notify.worker import OutboxWorker, Settled
+from openwop_bridge.store.base import Store
 
 WEBHOOK = "webhook"
 
@@ -56,7 +56,8 @@ class NotifyService:
     ) -> None:
         self._store = store
         self._clock = clock
-        #: The key of e-mail addresses' ids in events and views (:func:`~bridge.notify.states.public_recipient`).
+        #: The key of e-mail addresses' ids in events and views
+        #: (:func:`~openwop_bridge.notify.states.public_recipient`).
         self.recipient_key = recipient_key
         self._policies: dict[str, RetryPolicy] = {"webhook": webhook_retry}
         self._default = notify_retry
@@ -85,7 +86,7 @@ class NotifyService:
     # --- registration ---------------------------------------------------------------
 
     def add_planner(self, planner: NoticePlanner, *, idle: Callable[[], bool] | None = None) -> None:
-        """Plan notices in every run transaction from now on (see :class:`~bridge.core.notices.NoticePlanner`).
+        """Plan notices in every run transaction from now on (see :class:`~openwop_bridge.core.notices.NoticePlanner`).
 
         ``idle``: a cheap test, true while ``planner`` would plan nothing whatever the commit (a webhook
         planner without subscriptions). While every planner's is true, transactions skip planning
@@ -175,7 +176,7 @@ class NotifyService:
         self, channel: str, recipient: str, tenant: str, notice_ids: Sequence[str] | None, *, cap: int
     ) -> list[str]:
         """Queue a destination's dead letters again (those named, or its oldest hundred), due now; the ids queued
-        (:meth:`~bridge.store.base.Store.outbox_redrive`)."""
+        (:meth:`~openwop_bridge.store.base.Store.outbox_redrive`)."""
         ids = await self._store.outbox_redrive(channel, recipient, tenant, notice_ids, self._clock.now_ms(), cap=cap)
         if ids:
             self.worker.poke()
@@ -186,7 +187,7 @@ class NotifyService:
         return await self._store.outbox_states(notice_ids)
 
     async def delivery_state(self, interrupt_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Per-person delivery state of the interrupts named (see :mod:`bridge.notify.states`)."""
+        """Per-person delivery state of the interrupts named (see :mod:`openwop_bridge.notify.states`)."""
         return delivery_fields(await self._store.outbox_of_interrupts(interrupt_ids), self.recipient_key())
 
     # --- outcomes ---------------------------------------------------------------------

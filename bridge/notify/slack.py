@@ -34,15 +34,15 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from bridge.core.records import InterruptRecord
-from bridge.notify.config import SlackChannel
-from bridge.notify.content import NoticeContent
-from bridge.notify.links import NoticeLinks
-from bridge.notify.notice import DeliveryOutcome, Notice
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.notify.config import SlackChannel
+from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.links import NoticeLinks
+from openwop_bridge.notify.notice import DeliveryOutcome, Notice
 
 __all__ = ["MessageRefs", "SlackApi", "SlackChannelSender", "closed_blocks", "escape", "request_blocks"]
 
-log = logging.getLogger("bridge.notify.slack")
+log = logging.getLogger("openwop_bridge.notify.slack")
 
 #: Slack's own limit on a section's text.
 _TEXT_MAX = 2900

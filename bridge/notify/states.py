@@ -19,9 +19,9 @@ import hmac
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bridge.core.clock import iso_ms
-from bridge.core.notices import InterruptNotices, NoticeState
-from bridge.store.base import Store
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.notices import InterruptNotices, NoticeState
+from openwop_bridge.store.base import Store
 
 __all__ = ["KEY_PURPOSE", "MAX_LISTED", "delivery_fields", "delivery_state", "public_recipient"]
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import httpx
 
-from bridge.notify.config import TeamsTarget
-from bridge.notify.content import NoticeContent
-from bridge.notify.links import NoticeLinks
-from bridge.notify.notice import DeliveryOutcome, Notice
+from openwop_bridge.notify.config import TeamsTarget
+from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.links import NoticeLinks
+from openwop_bridge.notify.notice import DeliveryOutcome, Notice
 
 __all__ = ["TeamsChannelSender", "adaptive_card", "card_message"]
 

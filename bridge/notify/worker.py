@@ -7,7 +7,7 @@ store's notifications, or its next poll). Each attempt is bounded by its channel
 so a hung receiver holds a few slots and nobody else's. A notice claimed for a destination already
 busy is given back, due again a moment later, without counting an attempt.
 
-Failures are retried with exponential backoff and jitter (:class:`~bridge.core.notices.RetryPolicy`)
+Failures are retried with exponential backoff and jitter (:class:`~openwop_bridge.core.notices.RetryPolicy`)
 until the attempts are spent; then the notice is a dead letter. A failed attempt keeps its slots a moment
 (:data:`FAILED_PAUSE_MS`), so a receiver that fails at once is tried a few times a second per slot, not
 as fast as the machine can. Leases make this safe across
@@ -17,7 +17,7 @@ when its lease runs out, with a new attempt number and the same ``notice_id``.
 A destination may have a few notices waiting here for one of its slots (:data:`BACKLOG` times its
 share), and a tenant :data:`TENANT_BACKLOG` in all; a claim leaves out the destinations and tenants that
 hold as many as they may, so their backlog stays in the store, unclaimed, until they have room. A channel
-may bound attempts more widely than by destination (:meth:`~bridge.notify.notice.Channel.bounds`: a
+may bound attempts more widely than by destination (:meth:`~openwop_bridge.notify.notice.Channel.bounds`: a
 webhook tenant's deliveries, those to one endpoint): an attempt then starts once it has a place under
 each bound, so a notice waits here for its turn rather than being claimed, handed back and claimed again.
 One claimed past a backlog is given back at once, due again a moment later, and so is one that waited so
@@ -33,14 +33,14 @@ import random
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bridge.core.clock import Clock
-from bridge.core.notices import DeliveryOutcome, Notice, RetryPolicy
-from bridge.notify.notice import Channel
-from bridge.runtime import telemetry
-from bridge.store.base import Store
-from bridge.store.plan_outbox import QUEUE_FULL, REFUSED
+from openwop_bridge.core.clock import Clock
+from openwop_bridge.core.notices import DeliveryOutcome, Notice, RetryPolicy
+from openwop_bridge.notify.notice import Channel
+from openwop_bridge.runtime import telemetry
+from openwop_bridge.store.base import Store
+from openwop_bridge.store.plan_outbox import QUEUE_FULL, REFUSED
 
-log = logging.getLogger("bridge.notify.worker")
+log = logging.getLogger("openwop_bridge.notify.worker")
 
 #: How long an idle worker sleeps before looking again (another instance's notices, a lost poke).
 IDLE_POLL_S = 1.0

@@ -2,8 +2,8 @@
 
 An :class:`Activation` collects what one execution of a node produced for the
 executor to commit; an :class:`InterruptHandle` is one interrupt it registered;
-:class:`Suspend` unwinds it when it must wait; :class:`~bridge.runtime.context.ContextHost` is what its
-:class:`~bridge.runtime.context.NodeContext` needs from the executor that runs it.
+:class:`Suspend` unwinds it when it must wait; :class:`~openwop_bridge.runtime.context.ContextHost` is what its
+:class:`~openwop_bridge.runtime.context.NodeContext` needs from the executor that runs it.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.core.errors import InterruptCancelledError, InterruptTimeoutError
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord
+from openwop_bridge.core.errors import InterruptCancelledError, InterruptTimeoutError
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord
 
 
 class Suspend(BaseException):

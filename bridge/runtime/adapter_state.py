@@ -2,7 +2,7 @@
 
 An adapter (the AG-UI thread bindings, its message projections) stores what
 belongs to its protocol in the store's key-value space, under a namespace of its
-own. It reaches that space through :meth:`bridge.runtime.engine.Engine.adapter_state`,
+own. It reaches that space through :meth:`openwop_bridge.runtime.engine.Engine.adapter_state`,
 never through the store. A value that must exist exactly when a new run does
 (the thread a run was started on) goes with the run's creation
 (:meth:`AdapterState.write`, ``Engine.create_run(..., with_state=...)``).
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core.clock import Clock
-from bridge.store.base import KvWrite, Store
-from bridge.store.codec import dumps
+from openwop_bridge.core.clock import Clock
+from openwop_bridge.store.base import KvWrite, Store
+from openwop_bridge.store.codec import dumps
 
 
 class AdapterState:
@@ -36,7 +36,7 @@ class AdapterState:
 
         From the greatest key (``descending``) or the least, past ``after`` (the last key of
         the previous page); at most ``limit`` pairs, and never more than the store's page
-        bound (:data:`~bridge.store.base.KV_SCAN_MAX`). A short page ends the range.
+        bound (:data:`~openwop_bridge.store.base.KV_SCAN_MAX`). A short page ends the range.
         """
         return await self._store.kv_scan(self.namespace, prefix, limit=limit, after=after, descending=descending)
 
@@ -53,7 +53,7 @@ class AdapterState:
         """A write of ``value`` that commits with a new run (``Engine.create_run``'s ``with_state``).
 
         With ``only_if_absent``, a key stored already refuses the run's creation as a whole
-        (:class:`~bridge.core.errors.KeyTakenError`): neither the run nor the value is written.
+        (:class:`~openwop_bridge.core.errors.KeyTakenError`): neither the run nor the value is written.
         So does, with ``expected`` (not None), a key that no longer holds that value.
         """
         held = None if expected is None else dumps(expected)

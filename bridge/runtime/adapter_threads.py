@@ -21,13 +21,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from bridge.core.auth import Principal
-from bridge.core.errors import KeyTakenError
-from bridge.core.records import RunRecord
-from bridge.runtime.adapter_state import AdapterState
-from bridge.runtime.engine import Engine
-from bridge.store.base import KV_SCAN_MAX, KvWrite
-from bridge.store.codec import dumps, loads
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import KeyTakenError
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.runtime.adapter_state import AdapterState
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.store.base import KV_SCAN_MAX, KvWrite
+from openwop_bridge.store.codec import dumps, loads
 
 
 class ThreadRecord(ABC):
@@ -129,7 +129,7 @@ class Threads(Generic[T]):
 
         With ``create``, only while the thread is not stored yet: None, and no run, when it is.
         Otherwise only while the thread is stored as it was read or saved here; if it changed
-        meanwhile, :class:`~bridge.core.errors.KeyTakenError` (409) and no run. ``thread``
+        meanwhile, :class:`~openwop_bridge.core.errors.KeyTakenError` (409) and no run. ``thread``
         gains the run once it is created.
         """
         written: list[KvWrite] = []

@@ -3,7 +3,7 @@
 Resolve by run-scoped address, by id or through a signed link; cancel one
 interrupt; preview an answer or a cancellation without applying it; list the
 pending inbox. Each answer is prepared against the interrupt's payload first (schema,
-normal form, answer check: :func:`bridge.core.decisions.answer.prepare_answer`), then is one
+normal form, answer check: :func:`openwop_bridge.core.decisions.answer.prepare_answer`), then is one
 guarded transaction applying the decision on the current rows.
 """
 
@@ -12,25 +12,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.auth import Principal
-from bridge.core.decisions.answer import answer_decision, prepare_answer
-from bridge.core.decisions.approval import gate_denial, unnamed_link_refusal
-from bridge.core.decisions.cancel import cancel_decision
-from bridge.core.decisions.common import Answer
-from bridge.core.decisions.exchange import exchange_index, named_earlier_turn, names_its_turn
-from bridge.core.errors import InterruptNotFoundError, ValidationError
-from bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
-from bridge.core.tokens import TokenClaims
-from bridge.core.views import inbox_item
-from bridge.notify.states import KEY_PURPOSE, delivery_state
-from bridge.runtime.arrivals import Answering, Arrivals
-from bridge.runtime.ask import AskService, RecordingAskService
-from bridge.runtime.joint import answer_with_step
-from bridge.runtime.kernel import Kernel
-from bridge.runtime.links import LinkService
-from bridge.runtime.runs import RunService
-from bridge.runtime.telemetry import interrupt_resolving
+from openwop_bridge.core import kinds
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.decisions.answer import answer_decision, prepare_answer
+from openwop_bridge.core.decisions.approval import gate_denial, unnamed_link_refusal
+from openwop_bridge.core.decisions.cancel import cancel_decision
+from openwop_bridge.core.decisions.common import Answer
+from openwop_bridge.core.decisions.exchange import exchange_index, named_earlier_turn, names_its_turn
+from openwop_bridge.core.errors import InterruptNotFoundError, ValidationError
+from openwop_bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
+from openwop_bridge.core.tokens import TokenClaims
+from openwop_bridge.core.views import inbox_item
+from openwop_bridge.notify.states import KEY_PURPOSE, delivery_state
+from openwop_bridge.runtime.arrivals import Answering, Arrivals
+from openwop_bridge.runtime.ask import AskService, RecordingAskService
+from openwop_bridge.runtime.joint import answer_with_step
+from openwop_bridge.runtime.kernel import Kernel
+from openwop_bridge.runtime.links import LinkService
+from openwop_bridge.runtime.runs import RunService
+from openwop_bridge.runtime.telemetry import interrupt_resolving
 
 __all__ = ["AnswerService", "AskService", "RecordingAskService"]
 
@@ -128,7 +128,8 @@ class AnswerService:
 
     async def _open_when_arrived(self, me: Answering, found: InterruptRecord) -> InterruptRecord:
         """The turn an answer that names none is for: ``found`` (the turn its address holds now), or
-        the turn open when it arrived, if another answer took that one since (:mod:`~bridge.runtime.arrivals`)."""
+        the turn open when it arrived, if another answer took that one since
+        (:mod:`~openwop_bridge.runtime.arrivals`)."""
         earlier = await self._arrivals.open_when_arrived(me, found)
         if earlier is None:
             return found

@@ -26,9 +26,9 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from bridge.core import kinds
-from bridge.core.decisions.exchange import exchange_index
-from bridge.core.records import InterruptRecord
+from openwop_bridge.core import kinds
+from openwop_bridge.core.decisions.exchange import exchange_index
+from openwop_bridge.core.records import InterruptRecord
 
 
 @dataclass(eq=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Protocol
 
-from bridge.core.records import InterruptRecord
+from openwop_bridge.core.records import InterruptRecord
 
 
 class AskService(Protocol):

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bridge.core.workflow import WorkflowDefinition, load_workflow
-from bridge.runtime.nodes.base import NodeFunction, NodeType
+from openwop_bridge.core.workflow import WorkflowDefinition, load_workflow
+from openwop_bridge.runtime.nodes.base import NodeFunction, NodeType
 
 if TYPE_CHECKING:
-    from bridge.runtime.engine import Engine
+    from openwop_bridge.runtime.engine import Engine
 
 
 class Workflow:

@@ -1,7 +1,7 @@
 """An activation's command history: what a node emitted, known again when it runs again.
 
 A node that suspends runs again from its top when it resumes. Each event it
-emits (and each :meth:`~bridge.runtime.context.NodeContext.step` result) is a
+emits (and each :meth:`~openwop_bridge.runtime.context.NodeContext.step` result) is a
 command with a place in the activation's history; on re-execution a command
 already at that place is recognised — and checked to be of the same type — and
 not emitted twice. Events emitted with a key (:meth:`Commands.emit_once`) are
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from bridge.core.errors import ReplayDivergedError
-from bridge.core.events import EventDraft
-from bridge.runtime.activation import Activation
+from openwop_bridge.core.errors import ReplayDivergedError
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.runtime.activation import Activation
 
 #: Command numbers of :meth:`Commands.emit_once` events start here, after every positional one.
 ONCE_BASE = 1_000_000

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bridge.core.approvals import AskLimits
-from bridge.core.conversation_limits import ConversationLimits
-from bridge.core.notices import OutboxLimits, RetryPolicy
-from bridge.core.quota import RunRate
-from bridge.core.tokens import DEFAULT_TTL_MS
+from openwop_bridge.core.approvals import AskLimits
+from openwop_bridge.core.conversation_limits import ConversationLimits
+from openwop_bridge.core.notices import OutboxLimits, RetryPolicy
+from openwop_bridge.core.quota import RunRate
+from openwop_bridge.core.tokens import DEFAULT_TTL_MS
 
 
 @dataclass
@@ -22,15 +22,15 @@ class EngineConfig:
     max_node_executions: int = 10_000
     #: How long an ``Idempotency-Key`` and its response are kept (the OpenWOP minimum is 24 hours).
     idempotency_ttl_ms: int = 24 * 3600 * 1000
-    #: Bounds on ``ask`` questions to an approval (see :class:`bridge.core.approvals.AskLimits`).
+    #: Bounds on ``ask`` questions to an approval (see :class:`openwop_bridge.core.approvals.AskLimits`).
     ask_limits: AskLimits = field(default_factory=AskLimits)
     #: Bounds on what the answers of a conversation may store (see
-    #: :class:`bridge.core.conversation_limits.ConversationLimits`).
+    #: :class:`openwop_bridge.core.conversation_limits.ConversationLimits`).
     conversation_limits: ConversationLimits = field(default_factory=ConversationLimits)
     #: The entries of a message channel a run snapshot shows: the last ones, with a count and a link to
     #: the rest (``GET /v1/runs/{runId}/channels/{name}``).
     snapshot_messages: int = 50
-    #: How fast one key may create runs on this instance (see :mod:`bridge.core.quota`); None: no bound.
+    #: How fast one key may create runs on this instance (see :mod:`openwop_bridge.core.quota`); None: no bound.
     run_rate: RunRate | None = None
     #: Retries of e-mail, Slack and Teams notices (``--notify-retry-base-ms``, ``--notify-max-attempts``).
     notify_retry: RetryPolicy = field(default_factory=RetryPolicy)

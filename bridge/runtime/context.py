@@ -7,13 +7,13 @@ committed, the node runs again from its top. Every ``interrupt`` call before
 the current one finds its key already resolved and returns the persisted value
 at once, without a new ``interrupt.requested``; events the node emitted before
 are recognised by their place in the node's command history
-(:mod:`bridge.runtime.commands`) and not emitted twice. Recovery after a crash
+(:mod:`openwop_bridge.runtime.commands`) and not emitted twice. Recovery after a crash
 is the same path.
 
 Node code gets time, ids and side effects only through this object
 (``ctx.now_ms``, ``ctx.step``) so that re-execution gives the same answers.
 How a request finds its identity, and a replay fork its source's answer, is in
-:mod:`bridge.runtime.requests`.
+:mod:`openwop_bridge.runtime.requests`.
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bridge.core import kinds
-from bridge.core.records import InterruptRecord
-from bridge.core.workflow import NodeSpec, WorkflowDefinition, thaw
-from bridge.runtime.activation import Activation, InterruptHandle, Suspend
-from bridge.runtime.commands import Commands
-from bridge.runtime.requests import Instant, InterruptRequests, RequestHost
+from openwop_bridge.core import kinds
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.core.workflow import NodeSpec, WorkflowDefinition, thaw
+from openwop_bridge.runtime.activation import Activation, InterruptHandle, Suspend
+from openwop_bridge.runtime.commands import Commands
+from openwop_bridge.runtime.requests import Instant, InterruptRequests, RequestHost
 
 if TYPE_CHECKING:
-    from bridge.runtime.conversation import Conversation
+    from openwop_bridge.runtime.conversation import Conversation
 
-log = logging.getLogger("bridge.node")
+log = logging.getLogger("openwop_bridge.node")
 
 STEP_EVENT = "bridge.step.recorded"
 
@@ -306,8 +306,8 @@ class NodeContext:
     async def interrupt(self, payload: Mapping[str, Any], *, address: str | None = None) -> Any:
         """Pause until the interrupt is resolved; return the validated resume value.
 
-        Raises :class:`~bridge.core.errors.InterruptTimeoutError` when ``timeoutMs``
-        elapses and :class:`~bridge.core.errors.InterruptCancelledError` when the
+        Raises :class:`~openwop_bridge.core.errors.InterruptTimeoutError` when ``timeoutMs``
+        elapses and :class:`~openwop_bridge.core.errors.InterruptCancelledError` when the
         interrupt or its run is cancelled.
         """
         handle = await self.request(payload, address=address)
@@ -330,8 +330,8 @@ class NodeContext:
         key: str | None = None,
         conversation_id: str | None = None,
     ) -> Conversation:
-        """Open a multi-turn conversation (RFC 0005); see :class:`bridge.runtime.conversation.Conversation`."""
-        from bridge.runtime.conversation import open_conversation
+        """Open a multi-turn conversation (RFC 0005); see :class:`openwop_bridge.runtime.conversation.Conversation`."""
+        from openwop_bridge.runtime.conversation import open_conversation
 
         return await open_conversation(
             self,

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, TypedDict, Unpack
 
-from bridge.core import kinds
-from bridge.core.auth import Principal
-from bridge.core.decisions.exchange import (
+from openwop_bridge.core import kinds
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.decisions.exchange import (
     answer_exchange,
     answered_bytes,
     close_events,
@@ -31,12 +31,12 @@ from bridge.core.decisions.exchange import (
     resolved_event_payload,
     turn_bytes,
 )
-from bridge.core.errors import ConversationClosedError, InterruptTimeoutError
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord
-from bridge.core.workflow import WorkflowDefinition
-from bridge.runtime.activation import InterruptHandle
-from bridge.runtime.requests import Instant, RequestOptions
+from openwop_bridge.core.errors import ConversationClosedError, InterruptTimeoutError
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.core.workflow import WorkflowDefinition
+from openwop_bridge.runtime.activation import InterruptHandle
+from openwop_bridge.runtime.requests import Instant, RequestOptions
 
 _UNSET: Any = object()
 
@@ -51,7 +51,8 @@ class ExchangeOptions(TypedDict, total=False):
 
 
 class ConversationNode(Protocol):
-    """What a conversation needs from the node that holds it (a :class:`~bridge.runtime.context.NodeContext`)."""
+    """What a conversation needs from the node that holds it (a
+    :class:`~openwop_bridge.runtime.context.NodeContext`)."""
 
     run_id: str
     tenant: str
@@ -137,8 +138,8 @@ class Conversation:
 
         Returns ``None`` when the person closes the conversation instead of
         answering (``conv.closed`` is then True and ``conv.outcome`` holds their
-        outcome). Raises :class:`~bridge.core.errors.ConversationClosedError` after a
-        close, and :class:`~bridge.core.errors.InterruptTimeoutError` once the
+        outcome). Raises :class:`~openwop_bridge.core.errors.ConversationClosedError` after a
+        close, and :class:`~openwop_bridge.core.errors.InterruptTimeoutError` once the
         conversation's deadline has passed (after emitting ``conversation.closed``).
 
         ``auto_answer`` answers the turn at once, as the host itself (used by the

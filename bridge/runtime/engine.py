@@ -2,8 +2,9 @@
 
 It owns the store, the workflow registry, leases and deadlines. The executors of
 the runs that have work, runs, read models, answers and signed links are
-services of their own (:mod:`~bridge.runtime.executors`, :mod:`~bridge.runtime.runs`,
-:mod:`~bridge.runtime.run_views`, :mod:`~bridge.runtime.answers`, :mod:`~bridge.runtime.links`) whose methods the
+services of their own (:mod:`~openwop_bridge.runtime.executors`, :mod:`~openwop_bridge.runtime.runs`,
+:mod:`~openwop_bridge.runtime.run_views`, :mod:`~openwop_bridge.runtime.answers`,
+:mod:`~openwop_bridge.runtime.links`) whose methods the
 engine offers under its own names. The HTTP host and the adapters call only
 this class, never the store.
 """
@@ -17,57 +18,57 @@ import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
-from bridge.core.clock import Clock, SystemClock
-from bridge.core.decisions.common import AnswerCheck
-from bridge.core.decisions.timeout import timeout_decision
-from bridge.core.errors import (
+from openwop_bridge.core.clock import Clock, SystemClock
+from openwop_bridge.core.decisions.common import AnswerCheck
+from openwop_bridge.core.decisions.timeout import timeout_decision
+from openwop_bridge.core.errors import (
     NotFoundError,
     ValidationError,
     WorkflowNotFoundError,
 )
-from bridge.core.events import EventDraft
-from bridge.core.notices import POLICY_CHANNEL, Audience
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
-from bridge.core.tokens import (
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.notices import POLICY_CHANNEL, Audience
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core.tokens import (
     TokenSigner,
 )
-from bridge.core.workflow import WorkflowDefinition
-from bridge.notify.service import NotifyService
-from bridge.notify.states import KEY_PURPOSE
-from bridge.notify.worker import Settled
-from bridge.runtime.adapter_state import AdapterState
-from bridge.runtime.answers import AnswerService
-from bridge.runtime.ask import AskService, RecordingAskService
-from bridge.runtime.config import EngineConfig
-from bridge.runtime.executor import RunExecutor
-from bridge.runtime.executors import Executors
-from bridge.runtime.follow import STREAM_PAGE, RunFollower, read_page
-from bridge.runtime.hub import EventHub
-from bridge.runtime.idempotency import IdempotencyLedger
-from bridge.runtime.kernel import Delegate
-from bridge.runtime.links import LinkService
-from bridge.runtime.metrics import Metrics
-from bridge.runtime.nodes import default_registry
-from bridge.runtime.nodes.base import NodeRegistry
-from bridge.runtime.run_views import RunViews
-from bridge.runtime.runs import RunService
-from bridge.runtime.telemetry import interrupt_resolving
-from bridge.runtime.timers import TimerService
-from bridge.store.base import Claim, Store
+from openwop_bridge.core.workflow import WorkflowDefinition
+from openwop_bridge.notify.service import NotifyService
+from openwop_bridge.notify.states import KEY_PURPOSE
+from openwop_bridge.notify.worker import Settled
+from openwop_bridge.runtime.adapter_state import AdapterState
+from openwop_bridge.runtime.answers import AnswerService
+from openwop_bridge.runtime.ask import AskService, RecordingAskService
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.runtime.executor import RunExecutor
+from openwop_bridge.runtime.executors import Executors
+from openwop_bridge.runtime.follow import STREAM_PAGE, RunFollower, read_page
+from openwop_bridge.runtime.hub import EventHub
+from openwop_bridge.runtime.idempotency import IdempotencyLedger
+from openwop_bridge.runtime.kernel import Delegate
+from openwop_bridge.runtime.links import LinkService
+from openwop_bridge.runtime.metrics import Metrics
+from openwop_bridge.runtime.nodes import default_registry
+from openwop_bridge.runtime.nodes.base import NodeRegistry
+from openwop_bridge.runtime.run_views import RunViews
+from openwop_bridge.runtime.runs import RunService
+from openwop_bridge.runtime.telemetry import interrupt_resolving
+from openwop_bridge.runtime.timers import TimerService
+from openwop_bridge.store.base import Claim, Store
 
-log = logging.getLogger("bridge.runtime.engine")
+log = logging.getLogger("openwop_bridge.runtime.engine")
 
 
 class Engine:
-    """An OpenWOP host engine over a :class:`~bridge.store.base.Store`.
+    """An OpenWOP host engine over a :class:`~openwop_bridge.store.base.Store`.
 
     A thin facade: it owns the store, the workflow registry and the timers, and
     hands each concept to a service of its own — :attr:`executors`
-    (:class:`~bridge.runtime.executors.Executors`), :attr:`runs`
-    (:class:`~bridge.runtime.runs.RunService`), :attr:`views`
-    (:class:`~bridge.runtime.run_views.RunViews`), :attr:`answers`
-    (:class:`~bridge.runtime.answers.AnswerService`), :attr:`links`
-    (:class:`~bridge.runtime.links.LinkService`) and the run follower. Their
+    (:class:`~openwop_bridge.runtime.executors.Executors`), :attr:`runs`
+    (:class:`~openwop_bridge.runtime.runs.RunService`), :attr:`views`
+    (:class:`~openwop_bridge.runtime.run_views.RunViews`), :attr:`answers`
+    (:class:`~openwop_bridge.runtime.answers.AnswerService`), :attr:`links`
+    (:class:`~openwop_bridge.runtime.links.LinkService`) and the run follower. Their
     methods are the engine's methods too (``engine.create_run``, ``engine.resolve`` …).
     """
 
@@ -87,15 +88,16 @@ class Engine:
         self.clock: Clock = clock or SystemClock()
         self.config = config or EngineConfig()
         self.node_types = node_types or default_registry()
-        #: Approval answer checks by name (``data.answerCheck``); see :data:`bridge.core.decisions.common.AnswerCheck`.
+        #: Approval answer checks by name (``data.answerCheck``); see
+        #: :data:`openwop_bridge.core.decisions.common.AnswerCheck`.
         self.answer_checks: dict[str, AnswerCheck] = {}
         self.ask_service: AskService = ask_service or RecordingAskService()
         self.instance_id = instance_id or f"inst_{secrets.token_hex(6)}"
         self.hub = EventHub()
-        #: Prometheus series (``GET /metrics``; see :mod:`bridge.runtime.metrics`).
+        #: Prometheus series (``GET /metrics``; see :mod:`openwop_bridge.runtime.metrics`).
         self.metrics = Metrics(self.store.pending_by_kind, self.clock.now_ms, self.store.outbox_queued)
         self._follower = RunFollower(store, self.hub)
-        #: ``Idempotency-Key`` records (see :mod:`bridge.runtime.idempotency`).
+        #: ``Idempotency-Key`` records (see :mod:`openwop_bridge.runtime.idempotency`).
         self.idempotency = IdempotencyLedger(store, self.clock, self.config)
         self.links = LinkService(self, token_secrets)
         self.runs = RunService(self)
@@ -103,9 +105,9 @@ class Engine:
         self.answers = AnswerService(self, self.runs, self.links)
         self._workflows: dict[str, WorkflowDefinition] = {}
         self._timers = TimerService(self.store.next_deadline, self._fire_due, self.clock.now_ms)
-        #: The runs executing here (:mod:`bridge.runtime.executors`).
+        #: The runs executing here (:mod:`openwop_bridge.runtime.executors`).
         self.executors = Executors(self, self._timers.poke)
-        #: The outbox: notice planners, delivery channels, the worker (:mod:`bridge.notify.service`).
+        #: The outbox: notice planners, delivery channels, the worker (:mod:`openwop_bridge.notify.service`).
         self.notify = NotifyService(
             store,
             self.clock,
@@ -379,12 +381,12 @@ class Engine:
         seen: RunRecord | None = None,
         page: int = STREAM_PAGE,
     ) -> AsyncGenerator[list[dict[str, Any]]]:
-        """A run's committed events after ``after``, live until it ends (see :mod:`bridge.runtime.follow`).
+        """A run's committed events after ``after``, live until it ends (see :mod:`openwop_bridge.runtime.follow`).
 
         The caller has already checked that the run is visible to whoever follows it; ``seen``
         is the record that check read, if it read one just before (the run is not read again).
         ``page``: how many stored events a batch holds at most (a stream holds one batch ready);
-        a batch read from the store also holds no more than :data:`~bridge.runtime.follow.STREAM_PAGE_BYTES`
+        a batch read from the store also holds no more than :data:`~openwop_bridge.runtime.follow.STREAM_PAGE_BYTES`
         as stored (at least one event).
         """
         return self._follower.follow(run_id, after, idle_s=idle_s, seen=seen, page=page)
@@ -436,11 +438,12 @@ class Engine:
         self, tenant: str, audience: Audience, *, limit: int, after: tuple[int, str] | None = None
     ) -> list[InterruptRecord]:
         """The open interrupts of ``tenant`` that may wait on a person, found by who they are
-        (:class:`~bridge.core.notices.Audience`), oldest first, with no visibility check."""
+        (:class:`~openwop_bridge.core.notices.Audience`), oldest first, with no visibility check."""
         return await self.store.waiting_on(tenant, audience, limit=limit, after=after)
 
     def adapter_state(self, namespace: str) -> AdapterState:
-        """The key-value state an adapter keeps under its own ``namespace`` (:mod:`bridge.runtime.adapter_state`)."""
+        """The key-value state an adapter keeps under its own ``namespace``
+        (:mod:`openwop_bridge.runtime.adapter_state`)."""
         return AdapterState(self.store, self.clock, namespace)
 
     @property

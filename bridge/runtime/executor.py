@@ -9,14 +9,14 @@ meanwhile — and exits: a suspended run holds no coroutine, no task, no memory.
 A new run is primed (:meth:`RunExecutor.prime`) with its record and first events: its
 first commit inserts it, so creating a run and running it until its first
 suspension (or its end) is one transaction; a run an answer resumes hands its
-first commit to that answer (both in :mod:`bridge.runtime.first_commit`). A
+first commit to that answer (both in :mod:`openwop_bridge.runtime.first_commit`). A
 node still busy after ``FLUSH_AFTER_S`` does not hold that up: what is done is
 committed then, and the node goes on.
 
-Outcomes are applied by the executor's :class:`~bridge.runtime.step.Step`, the
+Outcomes are applied by the executor's :class:`~openwop_bridge.runtime.step.Step`, the
 only place the run's state changes after a node settles, which also records how
 the run ends; a node activation is started with the helpers of
-:mod:`bridge.runtime.launch`.
+:mod:`openwop_bridge.runtime.launch`.
 """
 
 from __future__ import annotations
@@ -27,22 +27,22 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge.core import run_state
-from bridge.core.errors import StaleOwnerError
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.core.workflow import WorkflowDefinition
-from bridge.runtime import launch
-from bridge.runtime.context import NodeContext
-from bridge.runtime.eager import start_eagerly
-from bridge.runtime.first_commit import FirstCommit
-from bridge.runtime.kernel import ExecutorHost
-from bridge.runtime.outcome import Outcome, run_node
-from bridge.runtime.step import Step
-from bridge.runtime.wake import Wake, settle_once
-from bridge.store.base import ChildStart, KvWrite, RunCommit
+from openwop_bridge.core import run_state
+from openwop_bridge.core.errors import StaleOwnerError
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.workflow import WorkflowDefinition
+from openwop_bridge.runtime import launch
+from openwop_bridge.runtime.context import NodeContext
+from openwop_bridge.runtime.eager import start_eagerly
+from openwop_bridge.runtime.first_commit import FirstCommit
+from openwop_bridge.runtime.kernel import ExecutorHost
+from openwop_bridge.runtime.outcome import Outcome, run_node
+from openwop_bridge.runtime.step import Step
+from openwop_bridge.runtime.wake import Wake, settle_once
+from openwop_bridge.store.base import ChildStart, KvWrite, RunCommit
 
-log = logging.getLogger("bridge.runtime.executor")
+log = logging.getLogger("openwop_bridge.runtime.executor")
 
 CANCEL_GRACE_S = 5.0
 FLUSH_AFTER_S = 0.05

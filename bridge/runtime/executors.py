@@ -1,10 +1,10 @@
-"""The runs executing in this process: one :class:`~bridge.runtime.executor.RunExecutor` per run with work.
+"""The runs executing in this process: one :class:`~openwop_bridge.runtime.executor.RunExecutor` per run with work.
 
 :class:`Executors` starts them (on a run leased elsewhere, a run this instance
 already leased, a new run its first commit inserts, a run resumed for an answer
 not yet committed), wakes them when an input for their run commits, publishes
 what they commit, and forgets them when they exit. It also keeps the answers in
-flight with the step they woke (:mod:`bridge.runtime.joint`), which the other
+flight with the step they woke (:mod:`openwop_bridge.runtime.joint`), which the other
 writes to a run wait for.
 """
 
@@ -17,19 +17,19 @@ from typing import Any, Protocol
 
 import orjson
 
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, RunRecord, replaced
-from bridge.core.workflow import WorkflowDefinition
-from bridge.notify.service import NotifyService
-from bridge.runtime.config import EngineConfig
-from bridge.runtime.executor import RunExecutor
-from bridge.runtime.hub import EventHub
-from bridge.runtime.joint import Handoff
-from bridge.runtime.kernel import ExecutorHost
-from bridge.runtime.telemetry import interrupt_requested, run_span
-from bridge.store.base import CommitResult, KvWrite, MutationResult, RunCommit
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord, RunRecord, replaced
+from openwop_bridge.core.workflow import WorkflowDefinition
+from openwop_bridge.notify.service import NotifyService
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.runtime.executor import RunExecutor
+from openwop_bridge.runtime.hub import EventHub
+from openwop_bridge.runtime.joint import Handoff
+from openwop_bridge.runtime.kernel import ExecutorHost
+from openwop_bridge.runtime.telemetry import interrupt_requested, run_span
+from openwop_bridge.store.base import CommitResult, KvWrite, MutationResult, RunCommit
 
-log = logging.getLogger("bridge.runtime.engine")
+log = logging.getLogger("openwop_bridge.runtime.engine")
 
 
 class ExecutorsHost(ExecutorHost, Protocol):
@@ -120,7 +120,7 @@ class Executors:
     def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:
         """Resume ``run`` (leased here by an answer not yet committed) on the interrupt ``settled``.
 
-        The executor's first commit is handed to the answer (:mod:`bridge.runtime.joint`); None
+        The executor's first commit is handed to the answer (:mod:`openwop_bridge.runtime.joint`); None
         when an executor is registered for the run here already, or the engine is stopping.
         """
         if self.stopping or run.run_id in self.running:

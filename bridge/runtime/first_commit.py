@@ -4,7 +4,7 @@ It inserts a new run (:meth:`FirstCommit.prime`), with the adapter-state writes
 its creator gave: creating a run and running it until its first suspension (or
 its end) is then one transaction. Or it rides
 with the answer that resumed the run and is not committed yet
-(:mod:`bridge.runtime.joint`): the answer's transaction carries it, and until
+(:mod:`openwop_bridge.runtime.joint`): the answer's transaction carries it, and until
 then the interrupt that answer settles is seen as the answer will leave it.
 Every later commit goes straight to the store.
 """
@@ -16,10 +16,10 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.runtime.joint import Handoff, step_outcome
-from bridge.store.base import ChildStart, CommitResult, KvWrite, RunCommit, Store
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.runtime.joint import Handoff, step_outcome
+from openwop_bridge.store.base import ChildStart, CommitResult, KvWrite, RunCommit, Store
 
 
 class FirstCommit:
@@ -64,12 +64,12 @@ class FirstCommit:
         else ``[]``; None when no answer is in flight. That look reads no other interrupt.
 
         The answer found the run released with nothing to do: no lease, no pending wake-up
-        (:func:`bridge.runtime.joint._eligible`). Every answer, expiry or cancel that settles an
+        (:func:`openwop_bridge.runtime.joint._eligible`). Every answer, expiry or cancel that settles an
         interrupt wakes its run in the same transaction, and a run is released only by an executor
         that read, after the wake-up it released at, every settled interrupt not yet consumed and
         resumed or consumed each one it could. So the answer's own interrupt is the only settled one
         this look could act on. The answer commits, and the step with it, only if the run's row is
-        still the one it read (:func:`bridge.store.plan.answer_and_step`); otherwise the executor is
+        still the one it read (:func:`openwop_bridge.store.plan.answer_and_step`); otherwise the executor is
         dropped. A later look (an answer committed meanwhile) reads the store again.
         """
         settled = self.settled

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
-from bridge.core.events import is_terminal
-from bridge.core.records import RunRecord
-from bridge.runtime.hub import EventHub, Subscription
-from bridge.store.base import Store
+from openwop_bridge.core.events import is_terminal
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.runtime.hub import EventHub, Subscription
+from openwop_bridge.store.base import Store
 
 PAGE = 1000
 #: The page of a stream's backlog: what a stream holds ready for a client that stopped reading.

@@ -1,15 +1,15 @@
 """The ``Idempotency-Key`` records of an engine: take a key, record the final response, or let it go.
 
 The HTTP host decides which requests and responses count
-(:mod:`bridge.host.http.idempotency`); these records keep that decision in the
+(:mod:`openwop_bridge.host.http.idempotency`); these records keep that decision in the
 store so it survives restarts and is shared by every instance.
 """
 
 from __future__ import annotations
 
-from bridge.core.clock import Clock
-from bridge.runtime.config import EngineConfig
-from bridge.store.base import IdempotencyRecord, Store
+from openwop_bridge.core.clock import Clock
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.store.base import IdempotencyRecord, Store
 
 __all__ = ["IdempotencyLedger", "IdempotencyRecord"]
 

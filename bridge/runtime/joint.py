@@ -5,13 +5,13 @@ do), the decision is taken on the rows as read, and the run is resumed here at
 once on what that decision makes of them: the interrupt settled, the run
 leased to this instance under its next epoch. The executor hands its first
 commit back (:class:`Handoff`) and the answer's transaction carries it
-(:meth:`~bridge.store.base.Store.answer_and_step`); the answer is acknowledged
+(:meth:`~openwop_bridge.store.base.Store.answer_and_step`); the answer is acknowledged
 once that one transaction is durable.
 
 The store applies the decision only if neither row changed since it was read;
 otherwise it decides again under the lock, the resumed executor is dropped and
 the run goes on the ordinary way. Other answers and cancels of the run wait
-here until the answer in flight ended (:meth:`~bridge.runtime.kernel.Kernel.joint_settled`). Writers on
+here until the answer in flight ended (:meth:`~openwop_bridge.runtime.kernel.Kernel.joint_settled`). Writers on
 other instances sharing the database (PostgreSQL) take the run's row lock like
 the answer's transaction does: whichever commits first, the other sees its rows,
 and an answer that comes second decides again. A step still busy after
@@ -26,10 +26,10 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bridge.core.errors import BridgeError, StaleOwnerError
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord, replaced
-from bridge.runtime.hub import EventHub
-from bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
+from openwop_bridge.core.errors import BridgeError, StaleOwnerError
+from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord, replaced
+from openwop_bridge.runtime.hub import EventHub
+from openwop_bridge.store.base import Claim, CommitResult, MutationResult, RunCommit, Store
 
 #: How long an answer waits for the step it woke before committing alone (0: it never waits).
 BUDGET_S = 0.05
@@ -55,7 +55,7 @@ class Handoff:
 
 
 class JointHost(Protocol):
-    """What an answer needs from the engine (a :class:`~bridge.runtime.kernel.Kernel` is one)."""
+    """What an answer needs from the engine (a :class:`~openwop_bridge.runtime.kernel.Kernel` is one)."""
 
     store: Store
     hub: EventHub
@@ -93,7 +93,7 @@ def _speculate(
     """The run and interrupt rows as the store will leave them once ``m`` applied and leased the run here.
 
     The resumed run takes the state document ``run`` was read with, uncopied: the rows seen are
-    compared by version alone (:func:`bridge.store.plan.run_version`), and decisions never read it.
+    compared by version alone (:func:`openwop_bridge.store.plan.run_version`), and decisions never read it.
     """
     settled = replaced(intr)
     settled.status = m.interrupt_status or intr.status

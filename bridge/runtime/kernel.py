@@ -1,9 +1,9 @@
 """What the engine's services share: the narrow view of the engine they are built on.
 
-:class:`~bridge.runtime.engine.Engine` is a thin facade over services with one
-concept each (:mod:`~bridge.runtime.runs`, :mod:`~bridge.runtime.run_views`,
-:mod:`~bridge.runtime.answers`, :mod:`~bridge.runtime.links`,
-:mod:`~bridge.runtime.follow`). A service sees the engine only through
+:class:`~openwop_bridge.runtime.engine.Engine` is a thin facade over services with one
+concept each (:mod:`~openwop_bridge.runtime.runs`, :mod:`~openwop_bridge.runtime.run_views`,
+:mod:`~openwop_bridge.runtime.answers`, :mod:`~openwop_bridge.runtime.links`,
+:mod:`~openwop_bridge.runtime.follow`). A service sees the engine only through
 :class:`Kernel`, so none of them imports the engine; a run's executor sees it
 through :class:`ExecutorHost`.
 """
@@ -14,19 +14,19 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
-from bridge.core.clock import Clock
-from bridge.core.decisions.common import AnswerCheck
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.core.workflow import WorkflowDefinition
-from bridge.runtime.ask import AskService
-from bridge.runtime.config import EngineConfig
-from bridge.runtime.context import NodeContext
-from bridge.runtime.hub import EventHub
-from bridge.runtime.joint import Handoff
-from bridge.runtime.metrics import Metrics
-from bridge.runtime.nodes.base import NodeRegistry
-from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit, Store
+from openwop_bridge.core.clock import Clock
+from openwop_bridge.core.decisions.common import AnswerCheck
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.workflow import WorkflowDefinition
+from openwop_bridge.runtime.ask import AskService
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.runtime.context import NodeContext
+from openwop_bridge.runtime.hub import EventHub
+from openwop_bridge.runtime.joint import Handoff
+from openwop_bridge.runtime.metrics import Metrics
+from openwop_bridge.runtime.nodes.base import NodeRegistry
+from openwop_bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit, Store
 
 S = TypeVar("S")
 P = ParamSpec("P")
@@ -72,7 +72,7 @@ class Kernel(Protocol):
         """Wait until no answer to the run is in flight with the step it woke here; True if it waited."""
 
     def start_joint(self, run: RunRecord, settled: InterruptRecord) -> Handoff | None:
-        """Resume a run an answer not yet committed leases here (see :mod:`bridge.runtime.joint`)."""
+        """Resume a run an answer not yet committed leases here (see :mod:`openwop_bridge.runtime.joint`)."""
 
     def after_mutation(self, result: MutationResult) -> None:
         """Publish a guarded mutation's events and wake or start the run's executor."""

@@ -4,7 +4,7 @@
 ``node.started``, a resumed one ``node.resumed`` per settled answer);
 :func:`known_interrupts` and :func:`recorded_history` load what earlier
 activations of the visit left behind; :func:`node_context` builds the
-:class:`~bridge.runtime.context.NodeContext` the node code runs in;
+:class:`~openwop_bridge.runtime.context.NodeContext` the node code runs in;
 :func:`run_cancelling` runs a suspended node once more so it sees its run's cancel.
 """
 
@@ -15,16 +15,16 @@ import logging
 from collections.abc import Callable, Collection
 from typing import Any
 
-from bridge.core.errors import BridgeError, InterruptCancelledError, NodeError
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.core.workflow import WorkflowDefinition, resolve_inputs
-from bridge.runtime.activation import Suspend
-from bridge.runtime.context import ContextHost, NodeContext
-from bridge.runtime.nodes.base import NodeType
-from bridge.store.base import Store
+from openwop_bridge.core.errors import BridgeError, InterruptCancelledError, NodeError
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.workflow import WorkflowDefinition, resolve_inputs
+from openwop_bridge.runtime.activation import Suspend
+from openwop_bridge.runtime.context import ContextHost, NodeContext
+from openwop_bridge.runtime.nodes.base import NodeType
+from openwop_bridge.store.base import Store
 
-log = logging.getLogger("bridge.runtime.executor")
+log = logging.getLogger("openwop_bridge.runtime.executor")
 
 #: Makes an event draft: ``(type, payload, node id)``.
 Drafter = Callable[[str, Any, str | None], EventDraft]

@@ -22,14 +22,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from bridge.core import approvals, kinds
-from bridge.core.auth import Principal
-from bridge.core.decisions.common import closed_error
-from bridge.core.errors import InterruptNotFoundError, ValidationError
-from bridge.core.records import InterruptRecord
-from bridge.core.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
-from bridge.core.views import interrupt_view, token_inspection
-from bridge.runtime.kernel import Kernel
+from openwop_bridge.core import approvals, kinds
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.decisions.common import closed_error
+from openwop_bridge.core.errors import InterruptNotFoundError, ValidationError
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.core.tokens import TokenClaims, TokenSigner, kid_for, new_secret, token_expiry
+from openwop_bridge.core.views import interrupt_view, token_inspection
+from openwop_bridge.runtime.kernel import Kernel
 
 #: A view's link is issued at the start of one of this many windows of a link's lifetime.
 LINK_WINDOWS = 6

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.core.errors import BridgeError, InterruptCancelledError, NodeError, ReplayDivergedError
-from bridge.runtime.activation import Suspend
-from bridge.runtime.context import NodeContext
-from bridge.runtime.nodes.base import NodeResult, NodeType
-from bridge.runtime.telemetry import node_span
+from openwop_bridge.core.errors import BridgeError, InterruptCancelledError, NodeError, ReplayDivergedError
+from openwop_bridge.runtime.activation import Suspend
+from openwop_bridge.runtime.context import NodeContext
+from openwop_bridge.runtime.nodes.base import NodeResult, NodeType
+from openwop_bridge.runtime.telemetry import node_span
 
-log = logging.getLogger("bridge.runtime.executor")
+log = logging.getLogger("openwop_bridge.runtime.executor")
 
 
 @dataclass

@@ -4,7 +4,7 @@
 the visit and the ordinal of the call), returns an interrupt the run already
 holds instead of raising it again, checks a re-execution against what was
 recorded, and in a replay fork takes the source run's answer instead of asking
-anyone. :class:`~bridge.runtime.context.NodeContext` exposes it as ``ctx.request``.
+anyone. :class:`~openwop_bridge.runtime.context.NodeContext` exposes it as ``ctx.request``.
 
 Most activations start with every interrupt their node raised so far (``known``,
 complete). A node that continues from its last turn instead of making every
@@ -18,17 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
-from bridge.core import kinds
-from bridge.core.decisions.exchange import REBUILT_KINDS, rebuilt_events
-from bridge.core.errors import (
+from openwop_bridge.core import kinds
+from openwop_bridge.core.decisions.exchange import REBUILT_KINDS, rebuilt_events
+from openwop_bridge.core.errors import (
     CapabilityRefusedError,
     InterruptCancelledError,
     ReplayDivergedError,
     ValidationError,
 )
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord
-from bridge.runtime.activation import Activation, InterruptHandle
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.runtime.activation import Activation, InterruptHandle
 
 #: Answers an interrupt as it is raised: ``record -> (resolution, events)``.
 Instant = Callable[[InterruptRecord], tuple[dict[str, Any], list[EventDraft]]]

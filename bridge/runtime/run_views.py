@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.auth import Principal
-from bridge.core.decisions import exchange
-from bridge.core.errors import NotFoundError
-from bridge.core.records import RunRecord
-from bridge.core.views import channel_page, paged_channels, run_snapshot
-from bridge.core.workflow import thaw
-from bridge.runtime.kernel import Kernel
-from bridge.runtime.links import LinkService
-from bridge.runtime.runs import RunService
+from openwop_bridge.core import kinds
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.decisions import exchange
+from openwop_bridge.core.errors import NotFoundError
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.core.views import channel_page, paged_channels, run_snapshot
+from openwop_bridge.core.workflow import thaw
+from openwop_bridge.runtime.kernel import Kernel
+from openwop_bridge.runtime.links import LinkService
+from openwop_bridge.runtime.runs import RunService
 
 
 class RunViews:
@@ -43,7 +43,7 @@ class RunViews:
         channels, pages = paged_channels(await self.channels(run), self._k.config.snapshot_messages, href)
         children = await store.child_runs(run.run_id)
         # The stored status is the reported one: a parent waiting on a waiting child is stored with the child's
-        # waiting status (:func:`bridge.core.run_state.reported_status`, kept by the store's commits).
+        # waiting status (:func:`openwop_bridge.core.run_state.reported_status`, kept by the store's commits).
         return run_snapshot(
             run, open_views=views, channels=channels, children=children, status=run.status, channel_pages=pages
         )

@@ -4,7 +4,7 @@ A run is created durably with its ``run.started`` event (and the adapter state
 its creator writes with it), already leased to this instance, and its executor
 starts at once. A child run (``core.subWorkflow``) is
 built the same way and committed with its parent's step. Cancelling a run is a
-guarded transaction (:func:`bridge.core.decisions.cancel.run_cancel_decision`) that
+guarded transaction (:func:`openwop_bridge.core.decisions.cancel.run_cancel_decision`) that
 cascades to the children that propagate cancellation.
 """
 
@@ -13,24 +13,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.auth import SYSTEM, Principal
-from bridge.core.decisions.cancel import run_cancel_decision
-from bridge.core.errors import (
+from openwop_bridge.core import kinds
+from openwop_bridge.core.auth import SYSTEM, Principal
+from openwop_bridge.core.decisions.cancel import run_cancel_decision
+from openwop_bridge.core.errors import (
     CapabilityRefusedError,
     ForbiddenError,
     RateLimitedError,
     RunNotFoundError,
     ValidationError,
 )
-from bridge.core.events import ENGINE_VERSION, EventDraft
-from bridge.core.quota import RunRateBuckets
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.core.run_state import RunState
-from bridge.core.workflow import WorkflowDefinition, thaw
-from bridge.runtime.context import NodeContext
-from bridge.runtime.kernel import Kernel
-from bridge.store.base import KvWrite
+from openwop_bridge.core.events import ENGINE_VERSION, EventDraft
+from openwop_bridge.core.quota import RunRateBuckets
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.run_state import RunState
+from openwop_bridge.core.workflow import WorkflowDefinition, thaw
+from openwop_bridge.runtime.context import NodeContext
+from openwop_bridge.runtime.kernel import Kernel
+from openwop_bridge.store.base import KvWrite
 
 
 def _visible(run: RunRecord | None, run_id: str, principal: Principal) -> RunRecord:
@@ -116,10 +116,10 @@ class RunService:
         """Start a run of a workflow; returns once the run is durably created.
 
         ``with_state`` is given the new run (not stored yet) and returns adapter-state
-        writes (:meth:`bridge.runtime.adapter_state.AdapterState.write`) that commit in
+        writes (:meth:`openwop_bridge.runtime.adapter_state.AdapterState.write`) that commit in
         the run's own transaction: they exist exactly when the run does. One of them
         ``only_if_absent`` whose key is taken raises
-        :class:`~bridge.core.errors.KeyTakenError`, and no run is created.
+        :class:`~openwop_bridge.core.errors.KeyTakenError`, and no run is created.
         """
         principal.require("runs:create")
         workflow = self._k.workflow(workflow_id)

@@ -3,22 +3,22 @@
 A :class:`Step` gathers the events, new and consumed interrupts, closed
 interrupts and child runs of the run's next commit. :meth:`Step.apply` turns
 node outcomes into the run's new state: the one place that state changes
-after a node settles; graph decisions come from :mod:`bridge.core.graph`.
+after a node settles; graph decisions come from :mod:`openwop_bridge.core.graph`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import graph, kinds, run_state
-from bridge.core.clock import Clock
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord
-from bridge.core.workflow import WorkflowDefinition
-from bridge.runtime.activation import Activation
-from bridge.runtime.context import NodeContext
-from bridge.runtime.outcome import Outcome
-from bridge.store.base import ChildStart
+from openwop_bridge.core import graph, kinds, run_state
+from openwop_bridge.core.clock import Clock
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.core.workflow import WorkflowDefinition
+from openwop_bridge.runtime.activation import Activation
+from openwop_bridge.runtime.context import NodeContext
+from openwop_bridge.runtime.outcome import Outcome
+from openwop_bridge.store.base import ChildStart
 
 
 class Step:

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 
 if TYPE_CHECKING:
-    from bridge.core.notices import Notice
-    from bridge.core.records import InterruptRecord
-    from bridge.runtime.context import NodeContext
+    from openwop_bridge.core.notices import Notice
+    from openwop_bridge.core.records import InterruptRecord
+    from openwop_bridge.runtime.context import NodeContext
 
 tracer = trace.get_tracer("openwop-bridge")
 _NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)

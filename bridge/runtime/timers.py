@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-log = logging.getLogger("bridge.runtime.timers")
+log = logging.getLogger("openwop_bridge.runtime.timers")
 
 MAX_SLEEP_S = 30.0
 

@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bridge.core.kinds import TOOL_CALL_ARTIFACT, ApprovalKind, approval
+from openwop_bridge.core.kinds import TOOL_CALL_ARTIFACT, ApprovalKind, approval
 
 if TYPE_CHECKING:
-    from bridge.runtime.context import NodeContext
+    from openwop_bridge.runtime.context import NodeContext
 
 ToolFunction = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 

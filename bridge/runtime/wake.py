@@ -1,6 +1,6 @@
 """An executor's wake-up: a flag that something changed for its run, and the one wait it ends.
 
-The drive loop (:class:`~bridge.runtime.executor.RunExecutor`) clears the flag when it
+The drive loop (:class:`~openwop_bridge.runtime.executor.RunExecutor`) clears the flag when it
 looks at the run's inputs, and waits on one future for whichever comes first: a node
 settling, a wake-up, the flush timer. An :class:`asyncio.Event` would cost a task per wait.
 """
@@ -17,7 +17,7 @@ class Wake:
 
     def __init__(self) -> None:
         self._set = True
-        #: The drive loop's wait, while it waits (see :meth:`bridge.runtime.executor.RunExecutor._wait`).
+        #: The drive loop's wait, while it waits (see :meth:`openwop_bridge.runtime.executor.RunExecutor._wait`).
         self.waiter: asyncio.Future[None] | None = None
 
     def set(self) -> None:

@@ -19,7 +19,7 @@ from referencing.jsonschema import DRAFT202012
 
 BASE_URI = "https://openwop.dev/spec/v1/"
 
-_PACKAGE = "bridge.spec"
+_PACKAGE = "openwop_bridge.spec"
 
 
 def read_json(package: str, folder: str, name: str) -> Any:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.store.base import Store
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.store.base import Store
+from openwop_bridge.store.sqlite import SqliteStore
 
 
 def open_store(url: str) -> Store:
     """A store for ``--db``: a SQLite path (or ``sqlite:PATH``) or a ``postgresql://`` URL."""
     if url.startswith(("postgresql://", "postgres://")):
         try:
-            from bridge.store.postgres import PostgresStore
+            from openwop_bridge.store.postgres import PostgresStore
         except ImportError as exc:
-            from bridge.core.errors import ValidationError
+            from openwop_bridge.core.errors import ValidationError
 
             raise ValidationError(
                 "PostgreSQL needs psycopg 3 and psycopg-pool: pip install 'openwop-bridge[postgres]'"

@@ -24,10 +24,18 @@ from typing import Any, Protocol
 
 import orjson
 
-from bridge.core.errors import BridgeError
-from bridge.core.events import EventDraft
-from bridge.core.notices import Audience, DeadLetter, InterruptNotices, Notice, NoticeDraft, NoticePlanner, OutboxLimits
-from bridge.core.records import (
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.notices import (
+    Audience,
+    DeadLetter,
+    InterruptNotices,
+    Notice,
+    NoticeDraft,
+    NoticePlanner,
+    OutboxLimits,
+)
+from openwop_bridge.core.records import (
     InterruptDecision,
     InterruptRecord,
     Mutation,
@@ -65,7 +73,7 @@ class KvWrite:
 
     ``text`` is the value's JSON, encoded when the write is made (later changes to
     the caller's objects do not reach it). With ``only_if_absent``, a key already
-    stored refuses the whole transaction (:class:`~bridge.core.errors.KeyTakenError`):
+    stored refuses the whole transaction (:class:`~openwop_bridge.core.errors.KeyTakenError`):
     the run is not created either; with ``expected`` (JSON text), so does a key that
     no longer holds it (a compare-and-set).
     """
@@ -260,7 +268,7 @@ class Store(Protocol):
         """Insert a run and its first events, with adapters' ``writes`` in the same transaction.
 
         A write ``only_if_absent`` whose key is stored already raises
-        :class:`~bridge.core.errors.KeyTakenError` and nothing is written.
+        :class:`~openwop_bridge.core.errors.KeyTakenError` and nothing is written.
         """
 
     async def load_run(self, run_id: str) -> RunRecord | None:
@@ -277,7 +285,7 @@ class Store(Protocol):
         """
 
     async def commit(self, commit: RunCommit) -> CommitResult:
-        """Apply an executor step; raises :class:`~bridge.core.errors.StaleOwnerError` when fenced."""
+        """Apply an executor step; raises :class:`~openwop_bridge.core.errors.StaleOwnerError` when fenced."""
 
     def commit_soon(self, commit: RunCommit) -> asyncio.Future[CommitResult]:
         """:meth:`commit`, started now: the future settles once the step is durable (or failed), whether or
@@ -367,7 +375,7 @@ class Store(Protocol):
 
     async def exchange_answers(self, run_id: str, exec_node: str, conversation_id: str) -> list[tuple[str, Any]]:
         """``(key, resumeValue)`` of each answered (not closing) exchange of a node's conversation, in turn order
-        (the rows' ``answer`` column: see :func:`~bridge.core.decisions.exchange.kept_answer`)."""
+        (the rows' ``answer`` column: see :func:`~openwop_bridge.core.decisions.exchange.kept_answer`)."""
 
     async def run_interrupts(self, run_id: str, *, open_only: bool) -> list[InterruptRecord]:
         """Interrupts of a run, oldest first."""
@@ -394,7 +402,7 @@ class Store(Protocol):
         self, tenant: str, audience: Audience, *, limit: int, after: tuple[int, str] | None = None
     ) -> list[InterruptRecord]:
         """The open interrupts of a listed kind in ``tenant`` that may wait on ``audience``'s person (see
-        :class:`~bridge.core.notices.Audience`), oldest first, after ``(requested_at, interrupt_id)``: found by
+        :class:`~openwop_bridge.core.notices.Audience`), oldest first, after ``(requested_at, interrupt_id)``: found by
         who the person is, however many other interrupts wait in the tenant."""
 
     async def inbox_count(self, tenant: str, *, kind: str | None, status: str) -> int:
@@ -479,7 +487,7 @@ class Store(Protocol):
     async def idempotency_release(self, key_id: str, owner: str) -> None:
         """Forget a pending record (its request failed in a way a retry may fix)."""
 
-    # --- the outbox (see :mod:`bridge.store.plan_outbox`) ------------------------------
+    # --- the outbox (see :mod:`openwop_bridge.store.plan_outbox`) ------------------------------
     #: Planners asked, in every transaction that commits run events or opens interrupts, for the notices it owes.
     notice_planners: tuple[NoticePlanner, ...]
     #: Caps on queued notices, checked as notices are written.

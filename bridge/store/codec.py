@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 
 import orjson
 
-from bridge.core.decisions.exchange import exchange_conversation, kept_answer
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.decisions.exchange import exchange_conversation, kept_answer
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord, RunRecord
 
 R = TypeVar("R")
 
@@ -231,7 +231,7 @@ def interrupt_params(i: InterruptRecord) -> tuple[Any, ...]:
 
 def answer_text(kind: str, status: str, resolution: Mapping[str, Any] | None) -> str | None:
     """The ``answer`` column of an interrupt row: the JSON of an answered exchange's answer, else NULL
-    (see :func:`~bridge.core.decisions.exchange.kept_answer`)."""
+    (see :func:`~openwop_bridge.core.decisions.exchange.kept_answer`)."""
     kept = kept_answer(kind, status, resolution)
     return None if kept is None else dumps(kept[0])
 
@@ -260,7 +260,7 @@ EVENT_COLS = "run_id, seq, type, doc"
 
 def event_doc(row: Sequence[Any], json_in: Callable[[Any], Any] = parsed) -> dict[str, Any]:
     """An event's document from a row of :data:`EVENT_COLS`, its keys in the envelope's order (see
-    :meth:`~bridge.core.events.EventDraft.envelope`); a document an older release stored whole, as it is."""
+    :meth:`~openwop_bridge.core.events.EventDraft.envelope`); a document an older release stored whole, as it is."""
     run_id, seq, type_, text = row
     stored: dict[str, Any] = json_in(text)
     if "runId" in stored:

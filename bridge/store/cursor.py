@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from bridge.core.errors import ValidationError
+from openwop_bridge.core.errors import ValidationError
 
 
 def encode_cursor(*parts: Any) -> str:

@@ -6,7 +6,7 @@ the code knows refuses to start, naming both versions.
 
 from __future__ import annotations
 
-from bridge.core.kinds import CONVERSATION_EXCHANGE
+from openwop_bridge.core.kinds import CONVERSATION_EXCHANGE
 
 #: The kind whose rows migration 4 fills, as stored.
 EXCHANGE = CONVERSATION_EXCHANGE.name
@@ -127,7 +127,7 @@ SQLITE_MIGRATIONS: list[list[str]] = [
         "CREATE INDEX outbox_interrupt ON outbox(interrupt_id, notice_id) WHERE interrupt_id IS NOT NULL",
     ],
     # 11: the queued notices by lane (tenant, destination), each lane's oldest due first: a claim steps from
-    # lane to lane through it (:func:`bridge.store.plan_outbox.claim`), so one lane's backlog is one seek.
+    # lane to lane through it (:func:`openwop_bridge.store.plan_outbox.claim`), so one lane's backlog is one seek.
     ["CREATE INDEX outbox_lane ON outbox(tenant, channel, recipient, next_attempt) WHERE status = 'queued'"],
 ]
 

@@ -1,6 +1,6 @@
 """An answer and the step it woke in one message to PostgreSQL, guarded by the rows the engine read before.
 
-The plan both stores share (:func:`bridge.store.plan.answer_and_step`) locks and reads the run's and
+The plan both stores share (:func:`openwop_bridge.store.plan.answer_and_step`) locks and reads the run's and
 the interrupt's rows, compares them with those the engine decided on, and only then writes: two
 messages, since the writes wait for the rows. Here the comparison travels to the server instead, as
 the first two statements of the transaction, and every statement after them is sent in the same
@@ -16,7 +16,7 @@ answers to one interrupt, the second's guards wait for the first's lock and then
 first left; exactly one of them applies.
 
 A guard that passes proves what the shared plan's comparison would: the rows under the lock are
-those seen, so the decision applies as taken, on those rows (:func:`bridge.store.plan.answer_as_seen`).
+those seen, so the decision applies as taken, on those rows (:func:`openwop_bridge.store.plan.answer_as_seen`).
 The run's lease is compared too, since whether the answer leases the run to this instance depends
 on it. Only runs without a control request are guarded (the answers that carry a step never find
 one); the others take the shared plan at once.
@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from psycopg import errors
 
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
-from bridge.store import codec
-from bridge.store.base import Claim, CommitResult, RunCommit
-from bridge.store.codec import Dialect
-from bridge.store.plan import Decided, answer_as_seen
-from bridge.store.steps import Note, Plan, Sql
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.store import codec
+from openwop_bridge.store.base import Claim, CommitResult, RunCommit
+from openwop_bridge.store.codec import Dialect
+from openwop_bridge.store.plan import Decided, answer_as_seen
+from openwop_bridge.store.steps import Note, Plan, Sql
 
 #: What a guard's error says (the text a failed cast to ``int`` quotes), to tell it from any other error.
 MISSED = "openwop-bridge: rows changed since read"
@@ -105,7 +105,7 @@ def answer_guarded(
     """The guards, then the answer ``decided`` on the rows ``seen`` and the step it woke.
 
     The transaction's row locks are noted here, before the server granted them: the store runs this
-    plan with its lock notes held back until the message was answered (see :class:`~bridge.store.pg_tx.Tx`).
+    plan with its lock notes held back until the message was answered (see :class:`~openwop_bridge.store.pg_tx.Tx`).
     """
     run, intr = seen
     run_guard, intr_guard = guards(run, intr)

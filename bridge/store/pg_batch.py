@@ -33,9 +33,9 @@ from typing import Any, TypeVar
 from psycopg import AsyncClientCursor, AsyncConnection
 from psycopg.adapt import Transformer
 
-from bridge.store.codec import INSERT_EVENT
-from bridge.store.pg_tx import Tx
-from bridge.store.steps import Ahead, Note, Plan, Planned, Rows, Sql
+from openwop_bridge.store.codec import INSERT_EVENT
+from openwop_bridge.store.pg_tx import Tx
+from openwop_bridge.store.steps import Ahead, Note, Plan, Planned, Rows, Sql
 
 T = TypeVar("T")
 
@@ -90,7 +90,7 @@ class Batch:
         self._preparing: dict[str, str] = {}
         #: The statements queued whose rows are wanted, by their place in the queue.
         self._reads: dict[int, Sql] = {}
-        #: Statements queued ahead (:class:`~bridge.store.steps.Ahead`), until the plan yields them.
+        #: Statements queued ahead (:class:`~openwop_bridge.store.steps.Ahead`), until the plan yields them.
         self._ahead: list[Sql] = []
         #: Rows of statements sent, until the plan asks for them.
         self._rows: list[tuple[Sql, Rows]] = []
@@ -222,7 +222,7 @@ async def run_plan(batch: Batch, tx: Tx, steps: Plan[T]) -> T:
     """Queue a plan's statements in ``batch``; its notes become ``tx``'s order and notices.
 
     The server is waited for only where the plan reads rows; statements the plan announces
-    (:class:`~bridge.store.steps.Ahead`) travel with the first of them. What is still queued at the
+    (:class:`~openwop_bridge.store.steps.Ahead`) travel with the first of them. What is still queued at the
     end goes with ``COMMIT``.
     """
     try:

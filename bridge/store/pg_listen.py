@@ -1,8 +1,8 @@
 """How an instance hears what the others commit: ``LISTEN`` on a dedicated connection.
 
-Every write transaction of :class:`~bridge.store.postgres.PostgresStore` sends,
+Every write transaction of :class:`~openwop_bridge.store.postgres.PostgresStore` sends,
 from inside itself, one notice per run it touched (see
-:class:`~bridge.store.pg_sql.Outbox`). The listener hands them to the engine:
+:class:`~openwop_bridge.store.pg_sql.Outbox`). The listener hands them to the engine:
 ``on_events(run_id)`` so local streams re-read the store, ``on_wake(run_id)``
 when the notice names this instance as the run's owner (or any instance: a run
 released by an instance that stopped), and ``on_deadline(at_ms)``
@@ -22,9 +22,9 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from bridge.store import pg_sql as q
+from openwop_bridge.store import pg_sql as q
 
-log = logging.getLogger("bridge.store.postgres")
+log = logging.getLogger("openwop_bridge.store.postgres")
 
 Conn = AsyncConnection[Any]
 
@@ -55,7 +55,7 @@ class Listener:
         self._on_deadline = on_deadline
         self._where = where
         self._task: asyncio.Task[None] | None = None
-        #: How each notice this instance sends begins (:meth:`~bridge.store.pg_sql.Outbox.payloads`).
+        #: How each notice this instance sends begins (:meth:`~openwop_bridge.store.pg_sql.Outbox.payloads`).
         self._own = q.sender_prefix(instance_id)
 
     async def start(self) -> None:

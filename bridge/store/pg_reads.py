@@ -2,7 +2,7 @@
 
 Each read takes a pooled connection in autocommit mode for one statement;
 ``json`` columns arrive parsed (by orjson, see ``PostgresStore.open``). The
-queries both stores share are in :mod:`bridge.store.reads`.
+queries both stores share are in :mod:`openwop_bridge.store.reads`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
-from bridge.core.records import InterruptRecord, has_nul
-from bridge.store.codec import EVENT_COLS, INT_COLS, POSTGRES, event_doc
-from bridge.store.pg_batch import forget_prepared
-from bridge.store.pg_tx import reraise_lost_cancellation
-from bridge.store.reads import Reads
+from openwop_bridge.core.records import InterruptRecord, has_nul
+from openwop_bridge.store.codec import EVENT_COLS, INT_COLS, POSTGRES, event_doc
+from openwop_bridge.store.pg_batch import forget_prepared
+from openwop_bridge.store.pg_tx import reraise_lost_cancellation
+from openwop_bridge.store.reads import Reads
 
 Conn = AsyncConnection[Any]
 
@@ -28,7 +28,7 @@ RETURN_EVERY = 64
 
 
 class PostgresReads(Reads):
-    """Queries of the :class:`~bridge.store.base.Store` contract that change nothing."""
+    """Queries of the :class:`~openwop_bridge.store.base.Store` contract that change nothing."""
 
     _dialect = POSTGRES
     _pool_: AsyncConnectionPool | None = None

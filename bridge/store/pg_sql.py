@@ -1,7 +1,7 @@
 """Messages of the PostgreSQL store: its notification channel and their payloads, its migration lock.
 
-Kept apart from :mod:`bridge.store.postgres` so the store reads as its
-transactions. Everything here is pure; rows are mapped by :mod:`bridge.store.codec`.
+Kept apart from :mod:`openwop_bridge.store.postgres` so the store reads as its
+transactions. Everything here is pure; rows are mapped by :mod:`openwop_bridge.store.codec`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from bridge.store.codec import dumps
+from openwop_bridge.store.codec import dumps
 
 CHANNEL = "openwop_bridge"
 #: The ``wake`` of a notice for a run nobody owns any more (released on a graceful stop): any instance may claim it.

@@ -1,6 +1,6 @@
 """Transaction plumbing of the PostgreSQL store: return order, notices, lost cancellations.
 
-Nothing here touches the database; :mod:`bridge.store.postgres` runs the
+Nothing here touches the database; :mod:`openwop_bridge.store.postgres` runs the
 transactions and uses these to keep SQLite's guarantees on many connections.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import urlsplit, urlunsplit
 
-from bridge.store import pg_sql as q
+from openwop_bridge.store import pg_sql as q
 
 
 def reraise_lost_cancellation() -> None:

@@ -1,10 +1,10 @@
 """The run and interrupt write transactions of both stores, written once as plans of statements.
 
-A plan is a generator of :mod:`bridge.store.steps`: it yields a statement and receives the rows it
+A plan is a generator of :mod:`openwop_bridge.store.steps`: it yields a statement and receives the rows it
 returned, so the decisions between statements are made here, once, while each store only runs the
 statements on its own connection (synchronously on SQLite's writer thread, awaited on a PostgreSQL
-connection). Statements are neutral text that the :class:`~bridge.store.codec.Dialect` turns into
-the database's own. The key-value, idempotency and signing-key plans are in :mod:`bridge.store.plan_kv`.
+connection). Statements are neutral text that the :class:`~openwop_bridge.store.codec.Dialect` turns into
+the database's own. The key-value, idempotency and signing-key plans are in :mod:`openwop_bridge.store.plan_kv`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.core.errors import (
+from openwop_bridge.core.errors import (
     BridgeError,
     InterruptNotFoundError,
     KeyTakenError,
@@ -20,8 +20,8 @@ from bridge.core.errors import (
     StaleOwnerError,
     ValidationError,
 )
-from bridge.core.events import EventDraft
-from bridge.core.records import (
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import (
     TERMINAL_RUN_STATUSES,
     InterruptDecision,
     InterruptRecord,
@@ -31,12 +31,12 @@ from bridge.core.records import (
     cancel_committed,
     has_nul,
 )
-from bridge.core.records import replaced as replace
-from bridge.store import codec, plan_close, plan_status
-from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
-from bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
-from bridge.store.plan_kv import kv_put_text, kv_replace_text
-from bridge.store.steps import Ahead, Note, Plan, Planned, Rows, Sql
+from openwop_bridge.core.records import replaced as replace
+from openwop_bridge.store import codec, plan_close, plan_status
+from openwop_bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
+from openwop_bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
+from openwop_bridge.store.plan_kv import kv_put_text, kv_replace_text
+from openwop_bridge.store.steps import Ahead, Note, Plan, Planned, Rows, Sql
 
 Decided = tuple[MutationResult, BridgeError | None]
 

@@ -1,10 +1,10 @@
 """The interrupts an executor's commit closes with nobody answering them, and the events that say so.
 
 A step closes interrupts in two ways: its run ends while they are open (the executor names them
-in :attr:`~bridge.store.base.RunCommit.close_interrupts`), or the run's cancel committed before
+in :attr:`~openwop_bridge.store.base.RunCommit.close_interrupts`), or the run's cancel committed before
 the step, so what the step opens (and anything still pending) is closed at once. Either way each
 interrupt the commit actually closes gets its ``interrupt.resolved``
-(:func:`bridge.core.decisions.cancel.closed_unanswered`), so the log tells how every interrupt
+(:func:`openwop_bridge.core.decisions.cancel.closed_unanswered`), so the log tells how every interrupt
 ended; one already closed meanwhile (answered, timed out) keeps the single event it has.
 """
 
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core.clock import ulid
-from bridge.core.decisions.cancel import cancel_request, closed_unanswered
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord
-from bridge.store.base import RunCommit
-from bridge.store.codec import INT_COLS, Dialect
-from bridge.store.steps import Plan, Sql
+from openwop_bridge.core.clock import ulid
+from openwop_bridge.core.decisions.cancel import cancel_request, closed_unanswered
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.store.base import RunCommit
+from openwop_bridge.store.codec import INT_COLS, Dialect
+from openwop_bridge.store.steps import Plan, Sql
 
 
 def _draft(intr: InterruptRecord, now_ms: int, by: str, reason: str) -> EventDraft:
@@ -28,7 +28,7 @@ def _draft(intr: InterruptRecord, now_ms: int, by: str, reason: str) -> EventDra
 
 def closing(d: Dialect, c: RunCommit, closed_as: str | None, control: Any) -> Plan[list[EventDraft]]:
     """Close what the commit closes (``closed_as``: the status a committed cancel gives, see
-    :func:`bridge.core.records.cancel_committed`; ``control``: the run's control requests) and return
+    :func:`openwop_bridge.core.records.cancel_committed`; ``control``: the run's control requests) and return
     one ``interrupt.resolved`` draft for each interrupt closed here.
 
     The step's new interrupts are closed before they are inserted; the others by a guarded ``UPDATE``,

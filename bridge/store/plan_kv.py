@@ -1,13 +1,13 @@
-"""The key-value, idempotency and signing-key write plans (see :mod:`bridge.store.steps`)."""
+"""The key-value, idempotency and signing-key write plans (see :mod:`openwop_bridge.store.steps`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bridge.core.errors import ValidationError
-from bridge.core.records import has_nul
-from bridge.store import codec
-from bridge.store.steps import Plan, Sql
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.core.records import has_nul
+from openwop_bridge.store import codec
+from openwop_bridge.store.steps import Plan, Sql
 
 
 def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bool) -> Plan[bool]:

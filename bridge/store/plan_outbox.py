@@ -1,7 +1,7 @@
-"""The outbox's transactions, written once for both stores as plans (see :mod:`bridge.store.plan`).
+"""The outbox's transactions, written once for both stores as plans (see :mod:`openwop_bridge.store.plan`).
 
 Notices are written by :func:`with_notices`, which wraps a run's write plan: where the plan yields a
-:class:`~bridge.store.steps.Planned` step (the events and interrupts it commits for a run), the
+:class:`~openwop_bridge.store.steps.Planned` step (the events and interrupts it commits for a run), the
 store's planners are asked for drafts and the rows go into the same transaction. The worker's
 claims, settlements and the dead-letter reads are plans of their own.
 
@@ -17,8 +17,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from bridge.core.clock import ulid
-from bridge.core.notices import (
+from openwop_bridge.core.clock import ulid
+from openwop_bridge.core.notices import (
     ERROR_MAX,
     POLICY_CHANNEL,
     UNDELIVERABLE_NS,
@@ -27,12 +27,12 @@ from bridge.core.notices import (
     NoticePlanner,
     OutboxLimits,
 )
-from bridge.store import codec, plan_kv
-from bridge.store.codec import Dialect
-from bridge.store.steps import Plan, Planned, Rows, Sql
+from openwop_bridge.store import codec, plan_kv
+from openwop_bridge.store.codec import Dialect
+from openwop_bridge.store.steps import Plan, Planned, Rows, Sql
 
 T = TypeVar("T")
-log = logging.getLogger("bridge.store.outbox")
+log = logging.getLogger("openwop_bridge.store.outbox")
 
 OUTBOX_COLS = "notice_id, channel, tenant, run_id, interrupt_id, recipient, payload, attempt, next_attempt, created_at"
 INSERT_NOTICE = (
@@ -272,7 +272,8 @@ def _oldest_first(d: Dialect, rows: Rows) -> list[Notice]:
     return sorted((notice_from_row(d, r) for r in rows), key=lambda n: (n.not_before_ms, n.notice_id))
 
 
-#: The policies :func:`settle` writes a :data:`~bridge.core.notices.POLICY_CHANNEL` notice for (``wait`` does nothing).
+#: The policies :func:`settle` writes a :data:`~openwop_bridge.core.notices.POLICY_CHANNEL` notice for
+#: (``wait`` does nothing).
 ACTING_POLICIES = frozenset({"fail", "escalate"})
 
 

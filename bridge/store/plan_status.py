@@ -1,4 +1,4 @@
-"""The status a run is stored with when it waits on child runs (:func:`bridge.core.run_state.reported_status`).
+"""The status a run is stored with when it waits on child runs (:func:`openwop_bridge.core.run_state.reported_status`).
 
 A parent that only waits on a child waiting for a person is stored with the child's waiting
 status, so every reader (run listings and their ``status`` filter, snapshots, the adapters) sees
@@ -9,10 +9,10 @@ waits on them, and a child's commit that changes its status recomputes its paren
 
 from __future__ import annotations
 
-from bridge.core import run_state
-from bridge.store.base import RunCommit
-from bridge.store.codec import Dialect
-from bridge.store.steps import Note, Plan, Sql
+from openwop_bridge.core import run_state
+from openwop_bridge.store.base import RunCommit
+from openwop_bridge.store.codec import Dialect
+from openwop_bridge.store.steps import Note, Plan, Sql
 
 #: How many ancestors a child's status change may reach.
 MAX_DEPTH = 32

@@ -1,6 +1,6 @@
 """The shared store: PostgreSQL, for several bridge instances on one database.
 
-Same contract and semantics as :class:`~bridge.store.sqlite.SqliteStore`;
+Same contract and semantics as :class:`~openwop_bridge.store.sqlite.SqliteStore`;
 what changes is how exclusivity is obtained. Every write is one transaction on
 a pooled connection (psycopg 3, async). A transaction that changes a run locks
 the run's row first (``SELECT … FOR UPDATE``) and only then touches its
@@ -15,9 +15,9 @@ transaction sends, from inside itself, one notice per run it touched, naming
 the sending instance, whether events were appended and, when the run was
 woken, its owner (the only instance with anything to do). See :meth:`listen`.
 
-Reads live in :mod:`bridge.store.pg_reads`, row mapping in
-:mod:`bridge.store.pg_sql`, the order in which callers resume and the
-notices in :mod:`bridge.store.pg_tx`, the listener in :mod:`bridge.store.pg_listen`.
+Reads live in :mod:`openwop_bridge.store.pg_reads`, row mapping in
+:mod:`openwop_bridge.store.pg_sql`, the order in which callers resume and the
+notices in :mod:`openwop_bridge.store.pg_tx`, the listener in :mod:`openwop_bridge.store.pg_listen`.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from psycopg import AsyncConnection, errors
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bridge.core.errors import BridgeError
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
-from bridge.store import pg_answer
-from bridge.store import pg_sql as q
-from bridge.store.base import (
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from openwop_bridge.store import pg_answer
+from openwop_bridge.store import pg_sql as q
+from openwop_bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
     Claim,
@@ -48,16 +48,16 @@ from bridge.store.base import (
     RunCommit,
     idempotency_from_row,
 )
-from bridge.store.codec import POSTGRES, RUN_COLS, TERMINAL_SQL
-from bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
-from bridge.store.pg_batch import Batch, run_plan
-from bridge.store.pg_listen import Listener
-from bridge.store.pg_reads import PostgresReads
-from bridge.store.pg_tx import ReturnOrder, Tx, redact
-from bridge.store.steps import Plan
-from bridge.store.writes import Writes
+from openwop_bridge.store.codec import POSTGRES, RUN_COLS, TERMINAL_SQL
+from openwop_bridge.store.migrations import POSTGRES_MIGRATIONS, check_version
+from openwop_bridge.store.pg_batch import Batch, run_plan
+from openwop_bridge.store.pg_listen import Listener
+from openwop_bridge.store.pg_reads import PostgresReads
+from openwop_bridge.store.pg_tx import ReturnOrder, Tx, redact
+from openwop_bridge.store.steps import Plan
+from openwop_bridge.store.writes import Writes
 
-log = logging.getLogger("bridge.store.postgres")
+log = logging.getLogger("openwop_bridge.store.postgres")
 
 T = TypeVar("T")
 Conn = AsyncConnection[Any]
@@ -66,7 +66,7 @@ RETRIES = 5  # attempts of a transaction PostgreSQL aborted as a deadlock victim
 
 
 class PostgresStore(Writes, PostgresReads):
-    """The :class:`~bridge.store.base.Store` on a PostgreSQL database shared by many instances."""
+    """The :class:`~openwop_bridge.store.base.Store` on a PostgreSQL database shared by many instances."""
 
     single_instance = False  # several instances share the database
     transient_errors: tuple[type[BaseException], ...] = (psycopg.OperationalError, PoolTimeout)
@@ -202,11 +202,11 @@ class PostgresStore(Writes, PostgresReads):
     async def _plan(self, make: Callable[[], Plan[T]], *, held_back: bool = False) -> T:
         """Run a plan in one transaction (a fresh plan for each attempt, see :meth:`_retried`).
 
-        Its statements are bound here and sent in few messages (see :mod:`bridge.store.pg_batch`):
+        Its statements are bound here and sent in few messages (see :mod:`openwop_bridge.store.pg_batch`):
         ``BEGIN``, the statements nobody waits for, the notices and ``COMMIT`` travel together,
         and the commit is durable once the message holding ``COMMIT`` was answered. With
         ``held_back``, the plan's row locks take their place in the return order only then
-        (see :meth:`~bridge.store.pg_tx.Tx.granted`).
+        (see :meth:`~openwop_bridge.store.pg_tx.Tx.granted`).
         """
 
         async def attempt(tx: Tx) -> T:
@@ -263,7 +263,8 @@ class PostgresStore(Writes, PostgresReads):
         claim: Claim,
         step: RunCommit | None,
     ) -> tuple[MutationResult, BridgeError | None, CommitResult | None, bool]:
-        """The answer and its step in one message, guarded by the rows ``seen`` (see :mod:`bridge.store.pg_answer`);
+        """The answer and its step in one message, guarded by the rows ``seen`` (see
+        :mod:`openwop_bridge.store.pg_answer`);
         when a guard misses, the shared plan's two messages, which decide again on the rows they find."""
         if pg_answer.guardable(seen):
             try:
@@ -412,7 +413,7 @@ class PostgresStore(Writes, PostgresReads):
         """Hear what other instances commit: ``on_wake(run_id)`` for runs this
         instance owns that were woken elsewhere, ``on_events(run_id)`` for runs
         that gained events elsewhere, ``on_deadline(at_ms)`` for deadlines written
-        elsewhere (see :mod:`bridge.store.pg_listen`).
+        elsewhere (see :mod:`openwop_bridge.store.pg_listen`).
 
         Returns once ``LISTEN`` is in place. Notices sent from here on carry
         ``instance_id`` so that this instance skips its own.

@@ -1,7 +1,7 @@
 """The read side both stores share: queries of the store contract that change nothing.
 
 Each store supplies how one statement is run (:meth:`Reads._one`,
-:meth:`Reads._all`) and its :class:`~bridge.store.codec.Dialect`; the queries
+:meth:`Reads._all`) and its :class:`~openwop_bridge.store.codec.Dialect`; the queries
 and the row mapping are written once here. The few queries that use a
 database's own features (partial indexes, arrays, row locks) stay in the store.
 """
@@ -12,12 +12,19 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.core.kinds import REGISTRY
-from bridge.core.notices import POLICY_CHANNEL, UNDELIVERABLE_NS, Audience, DeadLetter, InterruptNotices, NoticeState
-from bridge.core.records import InterruptRecord, RunRecord, has_nul
-from bridge.store.base import KV_SCAN_MAX, InboxPage
-from bridge.store.codec import EVENT_COLS, INT_COLS, RUN_COLS, Dialect, event_doc
-from bridge.store.cursor import encode_cursor, page_cursor
+from openwop_bridge.core.kinds import REGISTRY
+from openwop_bridge.core.notices import (
+    POLICY_CHANNEL,
+    UNDELIVERABLE_NS,
+    Audience,
+    DeadLetter,
+    InterruptNotices,
+    NoticeState,
+)
+from openwop_bridge.core.records import InterruptRecord, RunRecord, has_nul
+from openwop_bridge.store.base import KV_SCAN_MAX, InboxPage
+from openwop_bridge.store.codec import EVENT_COLS, INT_COLS, RUN_COLS, Dialect, event_doc
+from openwop_bridge.store.cursor import encode_cursor, page_cursor
 
 #: The kinds an inbox lists when no kind is asked for (the others are not listed among open interrupts).
 LISTED_KINDS: tuple[str, ...] = tuple(name for name, k in REGISTRY.items() if k.listed)
@@ -32,7 +39,7 @@ _RUN_AND_INTERRUPT_AT = (
 
 
 class Reads(ABC):
-    """Queries of the :class:`~bridge.store.base.Store` contract written once for both dialects."""
+    """Queries of the :class:`~openwop_bridge.store.base.Store` contract written once for both dialects."""
 
     _dialect: Dialect
 
@@ -59,7 +66,7 @@ class Reads(ABC):
         return [self._dialect.interrupt(r) for r in await self._rows(neutral, args)]
 
     async def _docs(self, neutral: str, args: Sequence[Any]) -> list[dict[str, Any]]:
-        """Event documents from rows of :data:`~bridge.store.codec.EVENT_COLS`."""
+        """Event documents from rows of :data:`~openwop_bridge.store.codec.EVENT_COLS`."""
         parse = self._dialect.json_in
         return [event_doc(r, parse) for r in await self._rows(neutral, args)]
 
@@ -131,7 +138,7 @@ class Reads(ABC):
 
     @abstractmethod
     async def event_sizes(self, run_id: str, after_seq: int, limit: int) -> list[int]:
-        """See :meth:`~bridge.store.base.Store.event_sizes`."""
+        """See :meth:`~openwop_bridge.store.base.Store.event_sizes`."""
 
     async def activation_events(self, run_id: str, node_id: str, visit: int) -> list[dict[str, Any]]:
         return await self._docs(
@@ -242,7 +249,7 @@ class Reads(ABC):
         )
         return int(row[0]) if row else 0
 
-    # --- the outbox (its writes: :mod:`bridge.store.plan_outbox`) ---------------------
+    # --- the outbox (its writes: :mod:`openwop_bridge.store.plan_outbox`) ---------------------
 
     async def outbox_next_due(self, channels: Sequence[str] | None = None) -> int | None:
         if channels is None:

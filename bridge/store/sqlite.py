@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bridge.core.records import RunRecord
-from bridge.store import plan
-from bridge.store.base import (
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.store import plan
+from openwop_bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
     KV_SCAN_MAX,
@@ -30,21 +30,21 @@ from bridge.store.base import (
     RunCommit,
     idempotency_from_row,
 )
-from bridge.store.codec import RUN_COLS, SQLITE, TERMINAL_SQL, dumps
-from bridge.store.cursor import decode_cursor as decode_cursor
-from bridge.store.cursor import encode_cursor as encode_cursor
-from bridge.store.migrations import SQLITE_MIGRATIONS, check_version
-from bridge.store.sqlite_reads import SqliteReads
-from bridge.store.sqlite_soon import SoonValues
-from bridge.store.sqlite_writer import Writer, connect, run_plan
-from bridge.store.steps import Plan
-from bridge.store.writes import Writes
+from openwop_bridge.store.codec import RUN_COLS, SQLITE, TERMINAL_SQL, dumps
+from openwop_bridge.store.cursor import decode_cursor as decode_cursor
+from openwop_bridge.store.cursor import encode_cursor as encode_cursor
+from openwop_bridge.store.migrations import SQLITE_MIGRATIONS, check_version
+from openwop_bridge.store.sqlite_reads import SqliteReads
+from openwop_bridge.store.sqlite_soon import SoonValues
+from openwop_bridge.store.sqlite_writer import Writer, connect, run_plan
+from openwop_bridge.store.steps import Plan
+from openwop_bridge.store.writes import Writes
 
 T = TypeVar("T")
 
 
 class SqliteStore(Writes, SqliteReads):
-    """The :class:`~bridge.store.base.Store` on one SQLite file."""
+    """The :class:`~openwop_bridge.store.base.Store` on one SQLite file."""
 
     #: The lock file beside the database keeps every other server off it.
     single_instance = True
@@ -178,7 +178,7 @@ class SqliteStore(Writes, SqliteReads):
     # --- adapters' derived state --------------------------------------------
 
     async def kv_put_soon(self, namespace: str, key: str, value: Any, now_ms: int) -> None:
-        """Hold the value for the next transaction (:mod:`bridge.store.sqlite_soon`); no commit of its own."""
+        """Hold the value for the next transaction (:mod:`openwop_bridge.store.sqlite_soon`); no commit of its own."""
         self._soon.put(namespace, key, value, now_ms)
 
     async def kv_get(self, namespace: str, key: str) -> Any:

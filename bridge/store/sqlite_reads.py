@@ -2,7 +2,7 @@
 
 Reads run on the reader connection of the event loop thread; WAL lets them
 run beside the writer thread's transactions. The queries both stores share are
-in :mod:`bridge.store.reads`.
+in :mod:`openwop_bridge.store.reads`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.core.records import InterruptRecord
-from bridge.store.codec import EVENT_COLS, INT_COLS, SQLITE, event_doc, loads
-from bridge.store.reads import Reads
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.store.codec import EVENT_COLS, INT_COLS, SQLITE, event_doc, loads
+from openwop_bridge.store.reads import Reads
 
 
 class SqliteReads(Reads):
-    """Queries of :class:`~bridge.store.sqlite.SqliteStore` that only read."""
+    """Queries of :class:`~openwop_bridge.store.sqlite.SqliteStore` that only read."""
 
     _dialect = SQLITE
     _reader: sqlite3.Connection | None = None

@@ -17,14 +17,14 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from bridge.core.errors import ValidationError
-from bridge.core.records import has_nul
-from bridge.store import plan_kv
-from bridge.store.codec import dumps, loads
-from bridge.store.sqlite_writer import run_plan
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.core.records import has_nul
+from openwop_bridge.store import plan_kv
+from openwop_bridge.store.codec import dumps, loads
+from openwop_bridge.store.sqlite_writer import run_plan
 
 T = TypeVar("T")
-log = logging.getLogger("bridge.store")
+log = logging.getLogger("openwop_bridge.store")
 
 
 class SoonValues:

@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from bridge.store.codec import SQLITE
-from bridge.store.steps import Plan, Sql
+from openwop_bridge.store.codec import SQLITE
+from openwop_bridge.store.steps import Plan, Sql
 
 T = TypeVar("T")
 Outcome = asyncio.Future[Any]

@@ -1,6 +1,6 @@
 """The steps of a plan: what a write transaction yields to the store that runs it.
 
-A plan (:mod:`bridge.store.plan`, :mod:`bridge.store.plan_kv`) is a generator: it yields a
+A plan (:mod:`openwop_bridge.store.plan`, :mod:`openwop_bridge.store.plan_kv`) is a generator: it yields a
 :class:`Sql` statement (or a :class:`Note`, or an :class:`Ahead`) and receives the rows the
 statement returned. :class:`Note` steps run nothing: they tell the store what the transaction did
 (a run's row is locked, a run gained events, a run was woken, a deadline was written), which PostgreSQL turns into its
@@ -14,7 +14,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.records import InterruptRecord, RunRecord
 
 T = TypeVar("T")
 
@@ -51,10 +51,10 @@ class Note:
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """What the transaction commits for a run, offered to the notice planners (:mod:`bridge.store.plan_outbox`).
+    """What the transaction commits for a run, offered to the notice planners (:mod:`openwop_bridge.store.plan_outbox`).
 
     A store with planners writes the notices they plan in its place, in the same transaction; a store
-    without any skips it. ``run`` is a :class:`~bridge.core.records.RunRecord`, ``events`` the event
+    without any skips it. ``run`` is a :class:`~openwop_bridge.core.records.RunRecord`, ``events`` the event
     documents appended, ``opened`` the interrupts opened.
     """
 

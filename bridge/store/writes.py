@@ -1,4 +1,4 @@
-"""The write side both stores share: contract methods that run a plan of :mod:`bridge.store.plan`.
+"""The write side both stores share: contract methods that run a plan of :mod:`openwop_bridge.store.plan`.
 
 Each store supplies :meth:`Writes._plan`, which runs a plan in one of its
 transactions; what the transactions decide is written once, in the plans.
@@ -12,23 +12,23 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from bridge.core.errors import BridgeError
-from bridge.core.events import EventDraft
-from bridge.core.notices import Notice, NoticeDraft, NoticePlanner, OutboxLimits
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
-from bridge.store import plan, plan_kv, plan_outbox
-from bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
-from bridge.store.codec import Dialect
-from bridge.store.steps import Plan
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.notices import Notice, NoticeDraft, NoticePlanner, OutboxLimits
+from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
+from openwop_bridge.store import plan, plan_kv, plan_outbox
+from openwop_bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
+from openwop_bridge.store.codec import Dialect
+from openwop_bridge.store.steps import Plan
 
 T = TypeVar("T")
 
 
 class Writes(ABC):
-    """Writes of the :class:`~bridge.store.base.Store` contract written once for both dialects."""
+    """Writes of the :class:`~openwop_bridge.store.base.Store` contract written once for both dialects."""
 
     _dialect: Dialect
-    #: Plan the notices each run write owes, in its transaction (see :mod:`bridge.store.plan_outbox`).
+    #: Plan the notices each run write owes, in its transaction (see :mod:`openwop_bridge.store.plan_outbox`).
     notice_planners: tuple[NoticePlanner, ...] = ()
     #: Caps on queued notices.
     outbox_limits: OutboxLimits = OutboxLimits()

@@ -8,7 +8,7 @@ module builds each part again: a part that differs from the committed text is a 
 build fails, naming the page and the command), and the site shows the fresh text without the markers.
 
 - ``serve-options``: every ``serve`` flag, its ``OPENWOP_BRIDGE_*`` variable, default and help, read
-  from the parser ``openwop-bridge`` itself uses (``bridge.host.cli.build_parser``). A flag's
+  from the parser ``openwop-bridge`` itself uses (``openwop_bridge.host.cli.build_parser``). A flag's
   variable is found by setting it and watching the parser's default change, so the table names
   only variables the parser really reads.
 - ``cli-help``: ``--help`` of the command and each subcommand, as argparse prints it.
@@ -16,7 +16,7 @@ build fails, naming the page and the command), and the site shows the fresh text
   ``/v1/openapi.json`` and ``/openapi.json``, taken from an app built as ``serve`` builds it.
 - ``error-codes``: every ``BridgeError`` subclass with its code, HTTP status and docstring.
 - ``python-api PATH…``: signatures and docstrings of the objects named, by dotted path
-  (``bridge.Engine``), from :mod:`docs._hooks.python_api`.
+  (``openwop_bridge.Engine``), from :mod:`docs._hooks.python_api`.
 
 An unknown name, or a start marker without its end, is an error.
 """
@@ -69,7 +69,7 @@ def _environment(**values: str) -> Iterator[None]:
 
 
 def _serve_parser() -> argparse.ArgumentParser:
-    from bridge.host.cli import build_parser
+    from openwop_bridge.host.cli import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -133,7 +133,7 @@ def serve_options() -> str:
 
 
 def cli_help() -> str:
-    from bridge.host.cli import build_parser
+    from openwop_bridge.host.cli import build_parser
 
     parts = []
     with _environment(COLUMNS="100"):  # argparse wraps at the terminal's width: the same on every machine
@@ -151,7 +151,7 @@ def cli_help() -> str:
 @cache
 def _documents() -> tuple[dict[str, Any], dict[str, Any]]:
     """The v1 and v2 OpenAPI documents of an app built as ``openwop-bridge serve`` builds it."""
-    from bridge.host.cli import build_parser, build_server
+    from openwop_bridge.host.cli import build_parser, build_server
 
     with tempfile.TemporaryDirectory() as tmp, _environment():
         args = build_parser().parse_args(["serve", "--db", str(Path(tmp) / "docs.db")])
@@ -198,7 +198,7 @@ def openapi_v2() -> str:
 
 def error_codes() -> str:
     _documents()  # imports every module that defines an error, as serve does
-    from bridge.core.errors import BridgeError
+    from openwop_bridge.core.errors import BridgeError
 
     seen: list[type[BridgeError]] = []
     stack: list[type[BridgeError]] = [BridgeError]

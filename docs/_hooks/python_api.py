@@ -1,7 +1,7 @@
 """The Python API reference as Markdown: signatures and docstrings of public objects, read with ``inspect``.
 
 The docstrings are written for Sphinx; here they become Markdown that reads the same on GitHub and on
-the site: ````literal```` is ```literal```, a role such as ``:class:`~bridge.store.base.Store``` is the
+the site: ````literal```` is ```literal```, a role such as ``:class:`~openwop_bridge.store.base.Store``` is the
 name in code (```Store```, the last part when it starts with ``~``). An object is shown as
 
 - a class: its heading, ``class Name(signature)``, its docstring, then each public method and property
@@ -184,7 +184,7 @@ def _members(cls: type, level: int) -> list[str]:
 
 
 def render(path: str, level: int = 3) -> str:
-    """The Markdown of the object at the dotted ``path`` (``bridge.Engine``), its heading at ``level``."""
+    """The Markdown of the object at the dotted ``path`` (``openwop_bridge.Engine``), its heading at ``level``."""
     module_name, _, attr = path.rpartition(".")
     try:
         obj = importlib.import_module(path)

@@ -25,8 +25,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bridge import BridgeError
-from bridge.host import build_parser, build_server, configure_logging, page_headers
+from openwop_bridge import BridgeError
+from openwop_bridge.host import build_parser, build_server, configure_logging, page_headers
 
 HERE = Path(__file__).resolve().parent
 BUNDLE = HERE / "dist" / "chat.js"

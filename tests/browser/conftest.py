@@ -9,7 +9,7 @@ import httpx
 import pytest
 from playwright.async_api import Page
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.browser import browser_page, ui_server
 
 

@@ -26,9 +26,9 @@ from playwright.async_api import Page, expect
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from adapters.langgraph_api import langgraph_routes
-from bridge import Engine
-from bridge.core.workflow import load_workflow
+from openwop_bridge import Engine
+from openwop_bridge.core.workflow import load_workflow
+from openwop_bridge.langgraph_api import langgraph_routes
 from tests.browser import browser_page, demo_server, require_built, screenshot
 from tests.conftest import TOKENS, auth
 

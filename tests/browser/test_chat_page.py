@@ -24,9 +24,9 @@ import httpx
 import pytest
 from playwright.async_api import Locator, Page, expect
 
-from adapters.agui import agui_routes
-from bridge import Engine, NodeContext, Workflow
-from bridge.host.web.pages import CONTENT_SECURITY_POLICY
+from openwop_bridge import Engine, NodeContext, Workflow
+from openwop_bridge.agui import agui_routes
+from openwop_bridge.host.web.pages import CONTENT_SECURITY_POLICY
 from tests.browser import (
     assert_keyboard_basics,
     assert_unknown_key_refused,

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from playwright.async_api import expect
 
-from bridge.host.web.front import DOCS_CONTENT_SECURITY_POLICY
-from bridge.host.web.pages import CONTENT_SECURITY_POLICY
+from openwop_bridge.host.web.front import DOCS_CONTENT_SECURITY_POLICY
+from openwop_bridge.host.web.pages import CONTENT_SECURITY_POLICY
 from tests.browser import browser_page
 from tests.server import ServerProcess
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import expect
 
-from bridge.notify.worker import Settled
+from openwop_bridge.notify.worker import Settled
 from tests.browser import browser_page, said
 from tests.browser.test_web_inbox import open_request, sign_in
 from tests.notify.host import gate, notify_host

@@ -17,9 +17,9 @@ import httpx
 import pytest
 from playwright.async_api import Locator, Page, expect
 
-from bridge import Engine, NodeContext, Workflow, custom
-from bridge.host.web import link, pages
-from bridge.host.web.feed import inbox_changes
+from openwop_bridge import Engine, NodeContext, Workflow, custom
+from openwop_bridge.host.web import link, pages
+from openwop_bridge.host.web.feed import inbox_changes
 from tests.browser import (
     assert_keyboard_basics,
     assert_unknown_key_refused,

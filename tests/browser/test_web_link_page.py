@@ -13,7 +13,7 @@ import httpx
 import pytest
 from playwright.async_api import Locator, Page, expect
 
-from bridge import Engine, Workflow
+from openwop_bridge import Engine, Workflow
 from tests.browser import assert_keyboard_basics, node_outputs, said, screenshot, start, tab_to
 from tests.conftest import TOKENS, auth
 from tests.helpers import settle

@@ -1,1 +1,1 @@
-"""Tests of the pure decision layer (``bridge.core``): records in, a Mutation out; no store, no engine."""
+"""Tests of the pure decision layer (``openwop_bridge.core``): records in, a Mutation out; no store, no engine."""

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bridge.core.auth import Principal
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
 
 NOW = 1_700_000_000_000
 TENANT = "default"

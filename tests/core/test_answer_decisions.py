@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from bridge.core.decisions.answer import answer_decision
-from bridge.core.decisions.cancel import cancel_decision, run_cancel_decision
-from bridge.core.decisions.common import AUTH_REQUIRED_PROFILE, Answer
-from bridge.core.decisions.timeout import timeout_decision
-from bridge.core.errors import (
+from openwop_bridge.core.decisions.answer import answer_decision
+from openwop_bridge.core.decisions.cancel import cancel_decision, run_cancel_decision
+from openwop_bridge.core.decisions.common import AUTH_REQUIRED_PROFILE, Answer
+from openwop_bridge.core.decisions.timeout import timeout_decision
+from openwop_bridge.core.errors import (
     CorrelationMismatchError,
     ForbiddenError,
     InterruptAlreadyResolvedError,
@@ -21,7 +21,7 @@ from bridge.core.errors import (
     UnauthenticatedError,
     ValidationError,
 )
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
 from tests.core.build import NOW, applied, approval_data, event, ids, interrupt, principal, run, types
 
 ALICE = principal("alice")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.core import approvals as approval
-from bridge.core.errors import ValidationError
+from openwop_bridge.core import approvals as approval
+from openwop_bridge.core.errors import ValidationError
 
 ALL = {"actions": ["accept", "reject", "refine", "edit-accept", "ask"]}
 

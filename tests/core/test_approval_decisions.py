@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from bridge.core.approvals import AskLimits, tally
-from bridge.core.auth import Principal
-from bridge.core.decisions.answer import answer_decision
-from bridge.core.decisions.common import Answer
-from bridge.core.errors import (
+from openwop_bridge.core.approvals import AskLimits, tally
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.decisions.answer import answer_decision
+from openwop_bridge.core.decisions.common import Answer
+from openwop_bridge.core.errors import (
     ConflictError,
     ForbiddenError,
     InterruptAlreadyResolvedError,
@@ -21,7 +21,7 @@ from bridge.core.errors import (
     UnauthenticatedError,
     ValidationError,
 )
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
 from tests.core.build import NOW, applied, approval_data, event, ids, interrupt, principal, run, types
 
 ALICE = principal("alice")

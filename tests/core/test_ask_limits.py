@@ -8,11 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge import Engine, Workflow
-from bridge.core.approvals import AskLimits
-from bridge.core.auth import Principal
-from bridge.core.errors import ConflictError, PayloadTooLargeError
-from bridge.core.records import InterruptRecord
+from openwop_bridge import Engine, Workflow
+from openwop_bridge.core.approvals import AskLimits
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import ConflictError, PayloadTooLargeError
+from openwop_bridge.core.records import InterruptRecord
 from tests.conftest import auth
 from tests.helpers import ADMIN, events, settle
 

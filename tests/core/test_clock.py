@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bridge.core import clock
-from bridge.core.clock import iso_ms, parse_iso_ms, ulid
+from openwop_bridge.core import clock
+from openwop_bridge.core.clock import iso_ms, parse_iso_ms, ulid
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_ulid_is_the_crockford_base32_of_time_and_randomness(
     monkeypatch: pytest.MonkeyPatch, fresh_entropy: None, fill: int, tail: str
 ) -> None:
     # The ULID specification's example: 1469918176385 ms is the time part 01ARYZ6S41.
-    monkeypatch.setattr("bridge.core.clock.os.urandom", lambda n: bytes([fill]) * n)
+    monkeypatch.setattr("openwop_bridge.core.clock.os.urandom", lambda n: bytes([fill]) * n)
     assert ulid(1469918176385) == "01aryz6s41" + tail
     assert ulid((1 << 48) - 1) == "7zzzzzzzzz" + tail
 

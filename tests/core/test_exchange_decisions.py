@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from bridge.core.decisions.answer import answer_decision
-from bridge.core.decisions.common import Answer
-from bridge.core.decisions.exchange import answer_exchange, fold_channels
-from bridge.core.errors import InterruptAlreadyResolvedError, ValidationError
-from bridge.core.records import InterruptRecord, Mutation
+from openwop_bridge.core.decisions.answer import answer_decision
+from openwop_bridge.core.decisions.common import Answer
+from openwop_bridge.core.decisions.exchange import answer_exchange, fold_channels
+from openwop_bridge.core.errors import InterruptAlreadyResolvedError, ValidationError
+from openwop_bridge.core.records import InterruptRecord, Mutation
 from tests.core.build import NOW, applied, event, ids, interrupt, principal, run, types
 
 ALICE = principal("alice")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.core import graph
-from bridge.core.graph import Verdict
-from bridge.core.workflow import load_workflow
-from bridge.spec import load_fixture
+from openwop_bridge.core import graph
+from openwop_bridge.core.graph import Verdict
+from openwop_bridge.core.workflow import load_workflow
+from openwop_bridge.spec import load_fixture
 from tests.helpers import workflow_doc
 
 

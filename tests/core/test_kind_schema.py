@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from bridge import spec
-from bridge.core.errors import ValidationError
-from bridge.core.kinds import REGISTRY, compile_schema
-from bridge.core.kinds.schema import definition_errors, schema_errors, spec_definition
+from openwop_bridge import spec
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.core.kinds import REGISTRY, compile_schema
+from openwop_bridge.core.kinds.schema import definition_errors, schema_errors, spec_definition
 
 SUSPEND = "suspend-request.schema.json"
 

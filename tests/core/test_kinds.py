@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bridge import spec
-from bridge.core import kinds
-from bridge.core.errors import CorrelationMismatchError, ValidationError
+from openwop_bridge import spec
+from openwop_bridge.core import kinds
+from openwop_bridge.core.errors import CorrelationMismatchError, ValidationError
 
 
 def test_payload_aliases_and_default_key() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from bridge.core import approvals, kinds
-from bridge.core.errors import BridgeError, ValidationError
+from openwop_bridge.core import approvals, kinds
+from openwop_bridge.core.errors import BridgeError, ValidationError
 
 APPROVAL_DATA = {
     "artifactId": "a",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.core.kinds import LOW_CONFIDENCE
+from openwop_bridge.core.kinds import LOW_CONFIDENCE
 
 
 def test_the_prompt_shows_the_decision_and_the_confidence() -> None:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from bridge.core.decisions.answer import answer_decision, prepare_answer
-from bridge.core.decisions.common import Answer
-from bridge.core.errors import InterruptAlreadyResolvedError, ValidationError
-from bridge.core.records import InterruptRecord
+from openwop_bridge.core.decisions.answer import answer_decision, prepare_answer
+from openwop_bridge.core.decisions.common import Answer
+from openwop_bridge.core.errors import InterruptAlreadyResolvedError, ValidationError
+from openwop_bridge.core.records import InterruptRecord
 from tests.core.build import NOW, approval_data, event, ids, interrupt, principal, run
 
 ALICE = principal("alice")

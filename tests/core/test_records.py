@@ -1,12 +1,12 @@
-"""Copies of records (:func:`bridge.core.records.replaced`): :func:`dataclasses.replace`, cheaper."""
+"""Copies of records (:func:`openwop_bridge.core.records.replaced`): :func:`dataclasses.replace`, cheaper."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import fields
 
-from bridge.core.records import RunRecord, replaced
-from bridge.store.base import RunCommit
+from openwop_bridge.core.records import RunRecord, replaced
+from openwop_bridge.store.base import RunCommit
 from tests.core.build import approval_data, interrupt, run
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bridge import ValidationError, load_workflow
-from bridge.core.workflow import initial_variables
+from openwop_bridge import ValidationError, load_workflow
+from openwop_bridge.core.workflow import initial_variables
 
 
 def _workflow(variables: list[dict[str, Any]]) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.core.quota import RunRate, RunRateBuckets
+from openwop_bridge.core.quota import RunRate, RunRateBuckets
 
 
 def test_a_key_gets_its_burst_then_waits_for_the_rate() -> None:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.core.auth import KeyRing, Principal, load_keys_file, parse_key_spec
-from bridge.core.errors import InterruptExpiredError, InterruptNotFoundError, UnauthenticatedError, ValidationError
-from bridge.core.tokens import TokenSigner, parse_secret_spec, token_expiry
+from openwop_bridge.core.auth import KeyRing, Principal, load_keys_file, parse_key_spec
+from openwop_bridge.core.errors import (
+    InterruptExpiredError,
+    InterruptNotFoundError,
+    UnauthenticatedError,
+    ValidationError,
+)
+from openwop_bridge.core.tokens import TokenSigner, parse_secret_spec, token_expiry
 
 
 def test_token_round_trip_and_subject() -> None:

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-import bridge
+import openwop_bridge
 from docs._hooks import generate
 from docs._hooks.python_api import markdown, render
 from tests.docs.snippets import ROOT
@@ -67,22 +67,24 @@ def test_an_unknown_part_or_a_part_without_its_end_is_refused(page: str, message
 def test_the_python_api_page_shows_every_public_name_of_bridge() -> None:
     text = (ROOT / "docs" / "reference" / "python-api.md").read_text("utf-8")
     shown = {path for m in generate.BLOCK.finditer(text) if m["name"] == "python-api" for path in m["args"].split()}
-    missing = sorted(name for name in bridge.__all__ if f"bridge.{name}" not in shown)
+    missing = sorted(name for name in openwop_bridge.__all__ if f"bridge.{name}" not in shown)
     assert not missing, f"docs/reference/python-api.md leaves out bridge.{missing} (add them to a python-api part)"
 
 
 def test_docstrings_become_markdown_that_reads_on_github() -> None:
-    assert markdown("Over a :class:`~bridge.store.base.Store`, see :mod:`bridge.runtime.follow`.") == (
-        "Over a `Store`, see `bridge.runtime.follow`."
+    assert markdown("Over a :class:`~openwop_bridge.store.base.Store`, see :mod:`openwop_bridge.runtime.follow`.") == (
+        "Over a `Store`, see `openwop_bridge.runtime.follow`."
     )
     assert markdown("Calls ``ctx.interrupt(payload)``::") == "Calls `ctx.interrupt(payload)`:"
-    engine = render("bridge.Engine")
-    assert engine.startswith("### `bridge.Engine`\n\n```text\nclass Engine(\n    store: Store,\n")
+    engine = render("openwop_bridge.Engine")
+    assert engine.startswith("### `openwop_bridge.Engine`\n\n```text\nclass Engine(\n    store: Store,\n")
     assert "#### `Engine.start`\n\n```text\nasync def start() -> None\n```" in engine
     assert not re.search(r"\bself\b", engine.split("```")[1]), "the signature leaves out self"
-    config = render("bridge.EngineConfig")
+    config = render("openwop_bridge.EngineConfig")
     assert "- `idempotency_ttl_ms: int = 86400000`: How long an `Idempotency-Key`" in config
-    assert render("bridge.TOOL_CALL_ARTIFACT").startswith("### `bridge.TOOL_CALL_ARTIFACT`\n\n```text\n")
+    assert render("openwop_bridge.TOOL_CALL_ARTIFACT").startswith(
+        "### `openwop_bridge.TOOL_CALL_ARTIFACT`\n\n```text\n"
+    )
 
 
 def test_the_operations_texts_show_as_written() -> None:

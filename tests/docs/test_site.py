@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from bridge.host.cli import build_parser
+from openwop_bridge.host.cli import build_parser
 from tests.docs.snippets import ROOT
 
 MKDOCS = [sys.executable, "-m", "mkdocs"]
@@ -144,7 +144,7 @@ def test_the_event_types_page_names_only_types_the_code_emits() -> None:
 
 
 def test_the_keys_page_lists_every_scope_the_host_checks() -> None:
-    from bridge.core.auth import SCOPES
+    from openwop_bridge.core.auth import SCOPES
 
     text = (ROOT / "docs" / "operate" / "keys.md").read_text("utf-8")
     section = text.split("## Scopes", 1)[1].split("\n## ", 1)[0]

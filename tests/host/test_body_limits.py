@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bridge.host.http.body import MAX_BODY
+from openwop_bridge.host.http.body import MAX_BODY
 from tests.server import ServerProcess
 
 KEY = "body-key-0001"

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from bridge import Engine, spec
+from openwop_bridge import Engine, spec
 from tests.conftest import auth
 from tests.helpers import settle
 from tests.host import v2_scenario as v2

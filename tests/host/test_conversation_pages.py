@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge import Engine, Workflow, spec
-from bridge.core.auth import KeyRing
-from bridge.host.http import create_app
-from bridge.runtime.config import EngineConfig
-from bridge.spec import v2 as spec_v2
+from openwop_bridge import Engine, Workflow, spec
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.host.http import create_app
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.spec import v2 as spec_v2
 from tests.conftest import KEYS, auth
 from tests.helpers import envelope, settle
 

@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge import Engine, Workflow
-from bridge.core.errors import BridgeError
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
-from bridge.store.base import Claim, MutationResult, RunCommit
+from openwop_bridge import Engine, Workflow
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from openwop_bridge.store.base import Claim, MutationResult, RunCommit
 from tests.conftest import auth
 from tests.helpers import ADMIN, envelope, event_types, events, settle
 

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from starlette.types import ASGIApp, Message
 
-from bridge import Engine
-from bridge.core.auth import KeyRing
-from bridge.host.http import create_app
+from openwop_bridge import Engine
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.host.http import create_app
 from tests.conftest import KEYS, auth
 from tests.helpers import created_waiting, settle
 

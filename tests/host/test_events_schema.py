@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge import Engine, NodeContext, Workflow, custom, spec
+from openwop_bridge import Engine, NodeContext, Workflow, custom, spec
 from tests.helpers import ADMIN, settle
 
 

@@ -7,10 +7,10 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge import Engine, Workflow, spec
-from bridge.core.auth import KeyRing, parse_key_spec
-from bridge.core.errors import ForbiddenError, ValidationError
-from bridge.host.http import create_app
+from openwop_bridge import Engine, Workflow, spec
+from openwop_bridge.core.auth import KeyRing, parse_key_spec
+from openwop_bridge.core.errors import ForbiddenError, ValidationError
+from openwop_bridge.host.http import create_app
 from tests.conftest import KEYS, auth
 from tests.helpers import event_types, events, settle
 
@@ -360,7 +360,7 @@ async def test_the_audit_document_is_the_stored_audit_byte_for_byte(
     """``GET /v1/runs/{runId}/audit`` is written a page of entries at a time; the bytes are the whole document's."""
     import orjson
 
-    from bridge.host.http import paged
+    from openwop_bridge.host.http import paged
 
     if page is not None:
         monkeypatch.setattr(paged, "STREAM_PAGE", page)

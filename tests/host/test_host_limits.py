@@ -17,14 +17,14 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from adapters.agui import agui_routes
-from bridge import Engine
-from bridge.core.auth import KeyRing
-from bridge.core.errors import InterruptNotFoundError
-from bridge.core.tokens import TokenSigner
-from bridge.host.http import create_app
-from bridge.host.http.body import MAX_JSON_DEPTH
-from bridge.host.http.limits import HeaderLimits, http_protocol
+from openwop_bridge import Engine
+from openwop_bridge.agui import agui_routes
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.core.errors import InterruptNotFoundError
+from openwop_bridge.core.tokens import TokenSigner
+from openwop_bridge.host.http import create_app
+from openwop_bridge.host.http.body import MAX_JSON_DEPTH
+from openwop_bridge.host.http.limits import HeaderLimits, http_protocol
 from tests.conftest import KEYS, auth
 from tests.helpers import envelope, settle
 from tests.server import ServerProcess, uvicorn_server
@@ -273,13 +273,13 @@ async def test_a_client_hanging_up_mid_body_is_one_quiet_log_line(
         await asyncio.sleep(0.2)
         writer.close()
         for _ in range(200):
-            if any(r.name.startswith(("bridge", "uvicorn")) for r in caplog.records):
+            if any(r.name.startswith(("openwop_bridge", "uvicorn")) for r in caplog.records):
                 break
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.3)  # anything else it would log
     finally:
         uvicorn_log.removeHandler(caplog.handler)
-    records = [r for r in caplog.records if r.name.startswith(("bridge", "uvicorn"))]
+    records = [r for r in caplog.records if r.name.startswith(("openwop_bridge", "uvicorn"))]
     assert len(records) == 1, [(r.name, r.levelname, r.getMessage()) for r in records]
     (record,) = records
     assert record.levelno <= logging.INFO and record.exc_info is None

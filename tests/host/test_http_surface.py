@@ -10,9 +10,9 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from bridge import Engine, spec
-from bridge.host.discovery import validate_discovery
-from bridge.store.cursor import encode_cursor
+from openwop_bridge import Engine, spec
+from openwop_bridge.host.discovery import validate_discovery
+from openwop_bridge.store.cursor import encode_cursor
 from tests.conftest import auth
 from tests.helpers import envelope, settle
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bridge import Engine, SqliteStore
-from bridge.core.auth import KeyRing, make_key
-from bridge.host.http import create_app
-from bridge.runtime.config import EngineConfig
+from openwop_bridge import Engine, SqliteStore
+from openwop_bridge.core.auth import KeyRing, make_key
+from openwop_bridge.host.http import create_app
+from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth, fixture_workflows
 from tests.helpers import envelope, settle
 

@@ -7,7 +7,7 @@ import asyncio
 import httpx
 import pytest
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.conftest import auth
 from tests.helpers import ADMIN, settle
 

@@ -6,7 +6,7 @@ import asyncio
 
 import httpx
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.conftest import auth
 from tests.helpers import event_types, settle
 

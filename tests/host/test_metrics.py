@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.conftest import auth
 from tests.helpers import ADMIN, settle
 

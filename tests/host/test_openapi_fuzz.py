@@ -16,10 +16,10 @@ import orjson
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from adapters.a2a.openapi import a2a_openapi
-from adapters.agui.openapi import agui_openapi
-from adapters.langgraph_api.openapi import langgraph_openapi
-from bridge.host.http.openapi import openapi_document, web_fragment
+from openwop_bridge.a2a.openapi import a2a_openapi
+from openwop_bridge.agui.openapi import agui_openapi
+from openwop_bridge.host.http.openapi import openapi_document, web_fragment
+from openwop_bridge.langgraph_api.openapi import langgraph_openapi
 from tests.fuzz import BUDGET_S, call_and_validate, fuzz_fixtures, fuzz_schema
 from tests.server import ServerProcess
 

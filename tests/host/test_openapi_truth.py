@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.conftest import auth
 from tests.helpers import settle
 

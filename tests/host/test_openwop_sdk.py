@@ -34,7 +34,7 @@ from openwop_client import (
     WopError,
 )
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.conftest import TOKENS
 from tests.helpers import settle
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from openwop_client import OpenwopClient
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.conftest import TOKENS
 from tests.helpers import settle
 
@@ -70,7 +70,7 @@ class SdkV2:
         return str(created["runId"])
 
     def engine_id(self, bound: str) -> str:
-        from bridge.host.v2 import ids
+        from openwop_bridge.host.v2 import ids
 
         return ids.engine_id(bound.split("/", 1)[1])
 

@@ -7,9 +7,9 @@ import httpx
 import orjson
 import pytest
 
-from bridge import Engine
-from bridge.host.http import paged
-from bridge.host.v2 import documents, ids
+from openwop_bridge import Engine
+from openwop_bridge.host.http import paged
+from openwop_bridge.host.v2 import documents, ids
 from tests.conftest import auth
 from tests.helpers import created_waiting, settle
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from bridge import Engine
-from bridge.host.v2 import ids
+from openwop_bridge import Engine
+from openwop_bridge.host.v2 import ids
 from tests.conftest import auth
 from tests.host import v2_scenario as v2
 from tests.runtime.test_parent_status import only_child, stored

@@ -15,12 +15,12 @@ from typing import Any
 
 import httpx
 
-from bridge import Engine, SqliteStore, Workflow
-from bridge.core.auth import KeyRing
-from bridge.core.records import InterruptRecord
-from bridge.host.http import create_app
-from bridge.host.v2 import ids
-from bridge.host.v2 import tokens as v2_tokens
+from openwop_bridge import Engine, SqliteStore, Workflow
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.host.http import create_app
+from openwop_bridge.host.v2 import ids
+from openwop_bridge.host.v2 import tokens as v2_tokens
 from tests.conftest import KEYS, auth, fixture_workflows
 from tests.helpers import envelope, event_types, settle
 from tests.host.test_v2_schemas import assert_envelope

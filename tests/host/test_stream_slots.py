@@ -8,9 +8,9 @@ import pytest
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from bridge.core.auth import Principal
-from bridge.core.errors import RateLimitedError
-from bridge.host.http.streams import GuardedStream, StreamLimits, StreamSlots
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import RateLimitedError
+from openwop_bridge.host.http.streams import GuardedStream, StreamLimits, StreamSlots
 
 ALICE = Principal(id="alice")
 BOB = Principal(id="bob")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import httpx
 
-from bridge import Engine
-from bridge.host.v2 import ids
+from openwop_bridge import Engine
+from openwop_bridge.host.v2 import ids
 from tests.conftest import auth
 from tests.helpers import settle
 from tests.host.test_v2_schemas import _h, assert_event, check_snapshot, create, poll_all

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from bridge import Engine
-from bridge.host.v2 import ids
+from openwop_bridge import Engine
+from openwop_bridge.host.v2 import ids
 from tests.helpers import settle
 from tests.host.test_v2_schemas import V2, _h, assert_envelope, assert_event, create, poll_all
 

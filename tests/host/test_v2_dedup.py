@@ -11,8 +11,8 @@ import uuid
 
 import httpx
 
-from bridge import Engine
-from bridge.host.v2 import ids
+from openwop_bridge import Engine
+from openwop_bridge.host.v2 import ids
 from tests.helpers import settle
 from tests.host.test_v2_schemas import _h, assert_envelope, assert_run_id
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
-from bridge.host.v2 import tokens
-from bridge.spec import v2 as spec
+from openwop_bridge.host.v2 import tokens
+from openwop_bridge.spec import v2 as spec
 from tests.helpers import settle
 from tests.host.test_openwop_sdk_v2 import SdkV2, v2  # noqa: F401  (the fixture)
 from tests.host.test_v2_schemas import _h, assert_run_id, check_snapshot

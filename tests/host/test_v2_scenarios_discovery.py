@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from bridge.spec import v2 as spec
+from openwop_bridge.spec import v2 as spec
 from tests.host.v2_scenario import V2, create, enc, events, h, wait_status
 
 DISCOVERY = "/.well-known/openwop"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import httpx
 
-from bridge.spec import v2 as spec
+from openwop_bridge.spec import v2 as spec
 from tests.host.test_v2_schemas import assert_envelope
 from tests.host.v2_scenario import (
     FORWARD,

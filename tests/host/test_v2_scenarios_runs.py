@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 
-from bridge.host.v2 import ids
-from bridge.host.v2.snapshots import SDK_FIELDS
-from bridge.spec import v2 as spec
+from openwop_bridge.host.v2 import ids
+from openwop_bridge.host.v2.snapshots import SDK_FIELDS
+from openwop_bridge.spec import v2 as spec
 from tests.conftest import auth
 from tests.host.test_v2_schemas import assert_envelope
 from tests.host.v2_scenario import TERMINAL, V2, code_of, create, created_settled, enc, events, h, wait_status

@@ -10,7 +10,7 @@ import re
 
 import httpx
 
-from bridge.spec import v2 as spec
+from openwop_bridge.spec import v2 as spec
 from tests.conftest import auth
 from tests.host.test_v2_schemas import assert_envelope
 from tests.host.v2_scenario import TERMINAL, V2, created_settled, enc, events, h, suspended, wait_status

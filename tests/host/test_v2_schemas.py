@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx
 
-from bridge import Engine
-from bridge.host.v2 import ids
-from bridge.spec import v2 as spec
+from openwop_bridge import Engine
+from openwop_bridge.host.v2 import ids
+from openwop_bridge.spec import v2 as spec
 from tests.conftest import auth
 from tests.helpers import settle
 

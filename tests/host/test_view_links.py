@@ -17,12 +17,12 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge import Engine, SqliteStore
-from bridge.core.auth import KeyRing
-from bridge.core.clock import SystemClock, parse_iso_ms
-from bridge.host.http import create_app
-from bridge.runtime.config import EngineConfig
-from bridge.runtime.links import LINK_WINDOWS
+from openwop_bridge import Engine, SqliteStore
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.core.clock import SystemClock, parse_iso_ms
+from openwop_bridge.host.http import create_app
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.runtime.links import LINK_WINDOWS
 from tests.conftest import KEYS, auth, fixture_workflows
 from tests.helpers import settle
 

@@ -13,10 +13,10 @@ import ipaddress
 import httpx
 import pytest
 
-from bridge import Engine
-from bridge.host.v2.egress import Egress, Target, WebhookUrlRejectedError, refused_address
-from bridge.host.v2.webhook_delivery import WebhookSettings
-from bridge.host.v2.webhook_transport import Transport
+from openwop_bridge import Engine
+from openwop_bridge.host.v2.egress import Egress, Target, WebhookUrlRejectedError, refused_address
+from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
+from openwop_bridge.host.v2.webhook_transport import Transport
 from tests.host.test_webhooks import SECRET, fast_config, register
 from tests.host.v2_scenario import suspended
 from tests.host.webhook_receiver import bridge, receiver

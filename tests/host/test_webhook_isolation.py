@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import httpx
 
-from bridge import Engine
-from bridge.core.notices import RetryPolicy
-from bridge.host.v2.webhook_transport import ENDPOINT_SLOTS, TENANT_SLOTS, VERIFY_SLOTS
-from bridge.runtime.config import EngineConfig
+from openwop_bridge import Engine
+from openwop_bridge.core.notices import RetryPolicy
+from openwop_bridge.host.v2.webhook_transport import ENDPOINT_SLOTS, TENANT_SLOTS, VERIFY_SLOTS
+from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import auth
 from tests.host.hostile import hostile
 from tests.host.test_v2_openapi_bodies import _document

@@ -8,8 +8,8 @@ import logging
 import httpx
 import pytest
 
-from bridge import Engine
-from bridge.runtime.telemetry import configure_logging
+from openwop_bridge import Engine
+from openwop_bridge.runtime.telemetry import configure_logging
 from tests.host.test_webhooks import LOOPBACK, SECRET, fast_config, register
 from tests.host.v2_scenario import suspended
 from tests.host.webhook_receiver import bridge, receiver

@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge import Engine
-from bridge.core.notices import RetryPolicy
-from bridge.host.v2.webhook_delivery import WebhookSettings
-from bridge.runtime.config import EngineConfig
-from bridge.spec import v2 as spec
+from openwop_bridge import Engine
+from openwop_bridge.core.notices import RetryPolicy
+from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.spec import v2 as spec
 from tests.conftest import auth
 from tests.host.v2_scenario import V2, created_settled, enc, h, suspended
 from tests.host.webhook_receiver import bridge, receiver
@@ -236,7 +236,7 @@ async def test_the_subscription_cap_holds_under_concurrent_registrations(make_en
 
 @pytest.mark.postgres
 async def test_two_instances_on_one_database_share_the_subscription_cap(pg_url: str) -> None:
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
     from tests.conftest import fixture_workflows
 
     settings = WebhookSettings(allow_loopback=True, per_tenant=4)
@@ -294,9 +294,9 @@ async def test_subscriptions_are_read_again_only_where_other_instances_may_chang
     subscriptions are read at start and never again. A shared store (PostgreSQL) is read again every 2 s."""
     import asyncio
 
-    from bridge.core.auth import KeyRing
-    from bridge.host.http import create_app
-    from bridge.host.v2.webhook_delivery import REFRESH_S
+    from openwop_bridge.core.auth import KeyRing
+    from openwop_bridge.host.http import create_app
+    from openwop_bridge.host.v2.webhook_delivery import REFRESH_S
     from tests.conftest import KEYS
     from tests.server import uvicorn_server
 

@@ -13,9 +13,9 @@ import orjson
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from bridge import Engine
-from bridge.host.v2.webhook_subs import STANDARD, V1, Subscription, signed_headers
-from bridge.spec import v2 as spec
+from openwop_bridge import Engine
+from openwop_bridge.host.v2.webhook_subs import STANDARD, V1, Subscription, signed_headers
+from openwop_bridge.spec import v2 as spec
 from tests.host.test_webhooks import LOOPBACK, fast_config, register, verify_v1
 from tests.host.v2_scenario import enc, h, suspended
 from tests.host.webhook_receiver import bridge, receiver

@@ -15,10 +15,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bridge import Engine
-from bridge.core.auth import KeyRing
-from bridge.host.http import create_app
-from bridge.host.v2.webhook_delivery import WebhookSettings
+from openwop_bridge import Engine
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.host.http import create_app
+from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
 from tests.conftest import KEYS
 from tests.server import uvicorn_server
 

@@ -12,14 +12,14 @@ from typing import Any
 
 import httpx
 
-from bridge import Engine, SqliteStore, Workflow
-from bridge.core.auth import SYSTEM, KeyRing
-from bridge.core.records import InterruptRecord
-from bridge.host import web
-from bridge.host.http import create_app
-from bridge.host.notifying import NotifySetup, install_notify
-from bridge.notify.config import NotifyConfig, parse_notify_config
-from bridge.store.base import Store
+from openwop_bridge import Engine, SqliteStore, Workflow
+from openwop_bridge.core.auth import SYSTEM, KeyRing
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.host import web
+from openwop_bridge.host.http import create_app
+from openwop_bridge.host.notifying import NotifySetup, install_notify
+from openwop_bridge.notify.config import NotifyConfig, parse_notify_config
+from openwop_bridge.store.base import Store
 from tests import pg
 from tests.conftest import KEYS
 from tests.helpers import settle
@@ -73,7 +73,7 @@ async def _store(tmp_path: Path) -> AsyncIterator[Store]:
     if os.environ.get("BRIDGE_TEST_STORE", "sqlite") != "postgres":
         yield SqliteStore(tmp_path / "notify.db")
         return
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
 
     with pg.fresh_database() as url:
         yield PostgresStore(url)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bridge.notify.config import NotifyConfigError, load_notify_config, parse_notify_config
+from openwop_bridge.notify.config import NotifyConfigError, load_notify_config, parse_notify_config
 
 SECRET = "xoxb-very-secret-token-value"
 

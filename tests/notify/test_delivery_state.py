@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine
-from bridge.notify.worker import Settled
-from bridge.store import open_store
+from openwop_bridge import Engine
+from openwop_bridge.notify.worker import Settled
+from openwop_bridge.store import open_store
 from tests.conftest import auth
 from tests.helpers import events
 from tests.notify.host import NotifyHost, gate, notify_host

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.core.auth import Principal
-from bridge.notify.worker import Settled
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.notify.worker import Settled
 from tests.notify.host import gate, notify_host
 from tests.notify.receivers import mail_parts
 

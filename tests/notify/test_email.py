@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.notify.email import EmailChannelSender
-from bridge.notify.notice import Notice
+from openwop_bridge.notify.email import EmailChannelSender
+from openwop_bridge.notify.notice import Notice
 from tests.notify.host import NotifyHost, gate, notify_host
 from tests.notify.receivers import mail_parts
 
@@ -59,7 +59,7 @@ async def test_each_person_gets_one_mail_naming_the_request_with_a_link_of_their
                 assert "Team offsite, 3 nights, 4 people." in part
                 assert "expense" in part
             assert record.deadline_ms is not None
-            from bridge.notify.content import human_deadline
+            from openwop_bridge.notify.content import human_deadline
 
             assert human_deadline(record.deadline_ms) in text
             (link,) = set(LINK.findall(text))
@@ -186,7 +186,7 @@ LONG_JAPANESE = "経費精算の承認をお願いします。" * 29 + "以上�
 
 @pytest.mark.parametrize("description", [LONG_ASCII, LONG_JAPANESE[:440]], ids=["ascii", "japanese"])
 async def test_a_description_of_one_long_paragraph_is_delivered_whole(tmp_path: Path, description: str) -> None:
-    from bridge.notify.content import what_is_asked
+    from openwop_bridge.notify.content import what_is_asked
 
     assert len(description.encode()) > 998 and "\n" not in description
     wf = gate("expense", description=description)

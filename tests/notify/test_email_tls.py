@@ -7,10 +7,10 @@ from pathlib import Path
 
 import trustme
 
-from bridge.notify.config import EmailChannel
-from bridge.notify.content import NoticeContent
-from bridge.notify.email import EmailChannelSender, build_message
-from bridge.notify.links import NoticeLinks
+from openwop_bridge.notify.config import EmailChannel
+from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.email import EmailChannelSender, build_message
+from openwop_bridge.notify.links import NoticeLinks
 from tests.notify.receivers import mail_parts, smtp_server
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bridge.core.notices import OutboxLimits
-from bridge.notify.worker import Settled
+from openwop_bridge.core.notices import OutboxLimits
+from openwop_bridge.notify.worker import Settled
 from tests.conftest import auth
 from tests.notify.host import NotifyHost, gate, notify_host
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.notify.config import NotifyConfig, parse_notify_config
-from bridge.notify.planner import PeoplePlanner, still_owed
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.notify.config import NotifyConfig, parse_notify_config
+from openwop_bridge.notify.planner import PeoplePlanner, still_owed
 
 NOW = 1_700_000_000_000
 

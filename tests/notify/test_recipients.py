@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core.notices import Audience
-from bridge.notify.config import NotifyConfig, parse_notify_config
-from bridge.notify.recipients import Recipient, audience_of, recipients_for, targets_to_recipients
+from openwop_bridge.core.notices import Audience
+from openwop_bridge.notify.config import NotifyConfig, parse_notify_config
+from openwop_bridge.notify.recipients import Recipient, audience_of, recipients_for, targets_to_recipients
 
 
 def _config(routes: list[dict[str, Any]]) -> NotifyConfig:

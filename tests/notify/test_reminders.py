@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.notify.worker import Settled
+from openwop_bridge.notify.worker import Settled
 from tests.notify.host import NotifyHost, gate, notify_host
 from tests.notify.receivers import mail_parts
 

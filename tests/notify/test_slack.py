@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bridge.core.auth import SYSTEM
+from openwop_bridge.core.auth import SYSTEM
 from tests.helpers import envelope, events
 from tests.notify.host import SIGNING_SECRET, NotifyHost, gate, notify_host
 from tests.notify.receivers import block_action, slack_signed
@@ -61,7 +61,7 @@ async def test_a_dm_to_each_person_and_a_post_to_the_channel_with_approve_and_re
 
 
 async def test_a_form_kind_gets_a_link_button_and_no_approve(tmp_path: Path) -> None:
-    from bridge import Workflow
+    from openwop_bridge import Workflow
 
     wf = Workflow("question")
     question = {"id": "cc", "question": "Which cost centre?", "schema": {"type": "string"}}
@@ -162,7 +162,7 @@ async def test_a_gate_decided_elsewhere_rewrites_its_messages(tmp_path: Path) ->
 async def test_a_channel_slack_refuses_is_dead_at_once(tmp_path: Path) -> None:
     async with notify_host(tmp_path, routes=[{"notify": ["slack:C0GONE"]}], workflows=[gate("expense")]) as host:
         host.slack.unknown_channels.add("C0GONE")
-        from bridge.notify.notice import Notice
+        from openwop_bridge.notify.notice import Notice
 
         run_id, record = await host.start_gate()
         assert host.setup.slack is not None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.notify.notice import Notice
+from openwop_bridge.notify.notice import Notice
 from tests.notify.host import gate, notify_host
 
 # Runs again on PostgreSQL with BRIDGE_TEST_STORE=postgres (scripts/test's second pass).

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bridge.core.notices import POLICY_CHANNEL
-from bridge.notify.worker import Settled
+from openwop_bridge.core.notices import POLICY_CHANNEL
+from openwop_bridge.notify.worker import Settled
 from tests.helpers import events, settle
 from tests.notify.host import NotifyHost, gate, notify_host
 
@@ -105,7 +105,7 @@ async def test_wait_keeps_waiting_and_one_delivered_notice_is_enough(tmp_path: P
 
 
 async def test_fail_on_a_question_fails_its_run(tmp_path: Path) -> None:
-    from bridge import Workflow
+    from openwop_bridge import Workflow
 
     wf = Workflow("expense")
     question = {"id": "cc", "question": "Which cost centre?", "schema": {"type": "string"}}

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine, SqliteStore
-from bridge.core.auth import SYSTEM
-from bridge.host.notifying import install_notify
-from bridge.notify.config import parse_notify_config
-from bridge.store.base import Store
+from openwop_bridge import Engine, SqliteStore
+from openwop_bridge.core.auth import SYSTEM
+from openwop_bridge.host.notifying import install_notify
+from openwop_bridge.notify.config import parse_notify_config
+from openwop_bridge.store.base import Store
 from tests import pg
 from tests.helpers import settle
 from tests.notify.host import gate
@@ -62,7 +62,7 @@ def _stores(tmp_path: Path) -> Any:
         db = tmp_path / "notify.db"
         yield (lambda: _crashing(SqliteStore)(db)), (lambda: SqliteStore(db))
         return
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
 
     with pg.fresh_database() as url:
         yield (lambda: _crashing(PostgresStore)(url)), (lambda: PostgresStore(url))

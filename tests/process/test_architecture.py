@@ -6,9 +6,13 @@ inside functions and under ``TYPE_CHECKING``).
 - ``bridge.runtime`` never imports the host;
 - ``bridge`` never imports ``adapters``, and the bench only from the CLI's ``bench`` command;
 - an adapter never imports another adapter, and reaches ``bridge`` only through its two public
-  faces, ``bridge`` and ``bridge.host``;
+  faces, ``openwop_bridge`` and ``openwop_bridge.host``;
 - protocol SDKs and the bench's peers are imported only in ``adapters`` and ``bench``;
 - no two modules of ``bridge`` import each other, directly or around a loop;
+- everything imports the one installed name, ``openwop_bridge``, never a folder's name.
+
+The checks speak of the repository's folders: an import of ``openwop_bridge.x`` is of ``bridge.x``,
+``openwop_bridge.agui.x`` of ``adapters.agui.x`` and ``openwop_bridge.bench.x`` of ``bench.x``.
 - the host and the adapters reach the store only through the engine (``engine.store.x`` nowhere
   but in the command line, which opens stores).
 """
@@ -47,19 +51,40 @@ MODULES = _modules("bridge", "adapters", "bench")
 ADAPTERS = sorted(p.name for p in (ROOT / "adapters").iterdir() if (p / "__init__.py").exists())
 
 
-def _imports(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line, module)`` for every import in a file; ``from a import b`` is ``a.b`` when that is a module."""
+def _folder_name(module: str) -> str:
+    """The repository's name of an imported module: ``openwop_bridge.agui.x`` is ``adapters.agui.x``."""
+    head, _, rest = module.partition(".")
+    if head != "openwop_bridge":
+        return module
+    first = rest.split(".")[0]
+    if first in ADAPTERS:
+        return f"adapters.{rest}"
+    if first == "bench":
+        return rest
+    return f"bridge.{rest}" if rest else "bridge"
+
+
+def _raw_imports(path: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """``(line, module, names)`` for every absolute import in a file, as written."""
     tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield node.lineno, alias.name
+                yield node.lineno, alias.name, []
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            submodules = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in MODULES]
-            if len(submodules) < len(node.names):
-                yield node.lineno, node.module  # some name is defined by the module itself
-            for candidate in submodules:
-                yield node.lineno, candidate
+            yield node.lineno, node.module, [a.name for a in node.names]
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line, module)`` for every import in a file, by folder name; ``from a import b`` is ``a.b``
+    when that is a module."""
+    for line, written, names in _raw_imports(path):
+        module = _folder_name(written)
+        submodules = [f"{module}.{name}" for name in names if f"{module}.{name}" in MODULES]
+        if not names or len(submodules) < len(names):
+            yield line, module  # some name is defined by the module itself
+        for candidate in submodules:
+            yield line, candidate
 
 
 def _within(module: str, package: str) -> bool:
@@ -122,6 +147,21 @@ def test_protocol_sdks_only_in_adapters_and_the_bench() -> None:
         for line, target in _imports(path):
             if target.split(".")[0] in SDKS:
                 found.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    assert found == []
+
+
+def test_everything_imports_the_installed_name_only() -> None:
+    """The folders are not import names: ``bridge``, ``adapters`` or ``bench`` imported directly would
+    load a second copy of a module beside the installed ``openwop_bridge`` one."""
+    folders = ("bridge", "adapters", "bench")
+    found = []
+    for folder in (*folders, "tests", "examples", "docs", "scripts"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if "node_modules" in path.parts:
+                continue
+            for line, written, _ in _raw_imports(path):
+                if written.split(".")[0] in folders:
+                    found.append(f"{path.relative_to(ROOT)}:{line} imports {written}")
     assert found == []
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import engine, langgraph_client, profiles
-from bench.harness import SCENARIOS, Result, Target, select, table
+from openwop_bridge.bench import engine, langgraph_client, profiles
+from openwop_bridge.bench.harness import SCENARIOS, Result, Target, select, table
 
 FIGURES = {
     "engine_roundtrip": "ms",
@@ -63,7 +63,7 @@ PEER_MODULES = ("langgraph.checkpoint.sqlite", "ag_ui_langgraph", "fastapi", "ai
 
 def _bench(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).with_name("openwop-bridge")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "bridge"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "openwop_bridge"]
     return subprocess.run([*command, "bench", *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -71,7 +71,7 @@ def _bench(*args: str, timeout: float = 300, env: dict[str, str] | None = None) 
 def test_quick_run_reports_every_figure(tmp_path: Path) -> None:
     if not _installed(*PEER_MODULES):
         pytest.fail("the benchmark peers are missing: pip install -e '.[bench]' (scripts/test does)", pytrace=False)
-    out = tmp_path / "bench.json"
+    out = tmp_path / "openwop_bridge.bench.json"
     proc = _bench("--quick", "--json", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     report = json.loads(out.read_text())
@@ -130,7 +130,7 @@ def test_json_entry_and_table_of_a_failed_figure() -> None:
 
 
 def test_a_receiver_tally_reports_lost_and_doubled_notices() -> None:
-    from bench.receivers import Tally
+    from openwop_bridge.bench.receivers import Tally
 
     def tally(*ids: str) -> Tally:
         t = Tally(expected=3)
@@ -161,16 +161,16 @@ def test_a_timed_figure_is_the_median_of_each_side_in_milliseconds() -> None:
 
 def test_unknown_names_and_unshareable_stores_are_refused(tmp_path: Path) -> None:
     assert _bench("--only", "nope", timeout=60).returncode == 2
-    out = tmp_path / "bench.json"
+    out = tmp_path / "openwop_bridge.bench.json"
     proc = _bench("--quick", "--only", "http_roundtrip", "--instances", "2", "--json", str(out), timeout=60)
     assert proc.returncode == 1
     assert "needs a store several servers can share" in json.loads(out.read_text())["http_roundtrip"]["error"]
 
 
 def test_sweep_writes_a_table_its_rows_and_a_plot(tmp_path: Path) -> None:
-    from bench.populate import Filled
-    from bench.scale import Point
-    from bench.sweep import write
+    from openwop_bridge.bench.populate import Filled
+    from openwop_bridge.bench.scale import Point
+    from openwop_bridge.bench.sweep import write
 
     def point(runs: int, rss: float) -> Point:
         latencies = ([0.002], [0.001], [0.004, 0.006], [0.005], [0.5, 0.7], [0.5])
@@ -189,7 +189,7 @@ def test_pending_below_the_scenario_minimum_is_refused() -> None:
 
 
 def test_langgraph_client_figure_is_the_bridge_alone_without_langgraph_dev(tmp_path: Path) -> None:
-    out = tmp_path / "bench.json"
+    out = tmp_path / "openwop_bridge.bench.json"
     env = os.environ | {langgraph_client.PEER_ENV_VAR: str(tmp_path / "no-such" / "langgraph")}
     proc = _bench("--quick", "--only", "langgraph_client", "--json", str(out), timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
@@ -202,7 +202,7 @@ def test_langgraph_client_figure_is_the_bridge_alone_without_langgraph_dev(tmp_p
 def test_langgraph_dev_runs_with_tracing_analytics_and_version_check_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bench.harness import Bench, Progress
+    from openwop_bridge.bench.harness import Bench, Progress
 
     for name in langgraph_client.DROPPED_ENV:
         monkeypatch.setenv(name, "set-by-the-caller")
@@ -224,7 +224,7 @@ def test_langgraph_dev_runs_with_tracing_analytics_and_version_check_off(
 def test_engine_round_trip_on_postgresql_runs_against_postgres_saver(pg_url: str, tmp_path: Path) -> None:
     if not _installed("langgraph.checkpoint.postgres"):
         pytest.fail("the PostgreSQL peer is missing: pip install -e '.[bench]'", pytrace=False)
-    out = tmp_path / "bench.json"
+    out = tmp_path / "openwop_bridge.bench.json"
     proc = _bench("--quick", "--only", "engine", "--db", pg_url, "--json", str(out), timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     entry = json.loads(out.read_text())["engine_roundtrip"]

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bridge import SqliteStore
-from bridge.core.conversation_limits import ConversationLimits
-from bridge.host.cli import build_parser, build_server, main
+from openwop_bridge import SqliteStore
+from openwop_bridge.core.conversation_limits import ConversationLimits
+from openwop_bridge.host.cli import build_parser, build_server, main
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -140,7 +140,7 @@ def test_a_busy_port_fails_in_one_line_before_the_banner(tmp_path: Path) -> None
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "bridge", "serve", "--db", str(tmp_path / "busy.db"), "--port", str(port)],
+            [sys.executable, "-m", "openwop_bridge", "serve", "--db", str(tmp_path / "busy.db"), "--port", str(port)],
             capture_output=True,
             text=True,
             timeout=60,
@@ -190,7 +190,7 @@ def test_a_bad_notify_file_stops_serve_in_one_line_naming_the_field(tmp_path: Pa
     notify = tmp_path / "notify.json"
     notify.write_text('{"publicBaseUrl": "http://127.0.0.1:8000", "routes": [{"notify": ["alice"]}]}')
     result = subprocess.run(
-        [sys.executable, "-m", "bridge", "serve", "--db", str(tmp_path / "n.db"), "--port", "0"],
+        [sys.executable, "-m", "openwop_bridge", "serve", "--db", str(tmp_path / "n.db"), "--port", "0"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -13,8 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from bridge.host.cli import build_parser, main
-from bridge.host.options import ENV_PREFIX, env_name
+from openwop_bridge.host.cli import build_parser, main
+from openwop_bridge.host.options import ENV_PREFIX, env_name
 from tests import pg
 from tests.server import ServerProcess
 
@@ -100,7 +100,7 @@ async def test_keys_on_an_empty_postgres_database_refuses_and_creates_nothing() 
     name, url = pg.create_database()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "bridge", "keys", "list", "--db", url],
+            [sys.executable, "-m", "openwop_bridge", "keys", "list", "--db", url],
             capture_output=True,
             text=True,
             timeout=60,
@@ -122,7 +122,7 @@ def test_serve_and_the_chat_example_on_a_busy_database_say_so_in_one_line(tmp_pa
     server = ServerProcess(db).start()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "bridge", "serve", "--db", str(db), "--port", "0"],
+            [sys.executable, "-m", "openwop_bridge", "serve", "--db", str(db), "--port", "0"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -134,7 +134,7 @@ def test_serve_and_the_chat_example_on_a_busy_database_say_so_in_one_line(tmp_pa
             "(use PostgreSQL to run several)"
         ]
         keys = subprocess.run(
-            [sys.executable, "-m", "bridge", "keys", "list", "--db", str(db)],
+            [sys.executable, "-m", "openwop_bridge", "keys", "list", "--db", str(db)],
             capture_output=True,
             text=True,
             timeout=60,
@@ -182,7 +182,7 @@ def test_the_banner_names_every_mounted_surface_and_how_to_stop(tmp_path: Path) 
 
 def _serve_once(db: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bridge", "serve", "--db", db, "--port", "0"],
+        [sys.executable, "-m", "openwop_bridge", "serve", "--db", db, "--port", "0"],
         capture_output=True,
         text=True,
         timeout=60,

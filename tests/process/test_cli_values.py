@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.host.cli import build_parser, main
-from bridge.host.options import env_name
+from openwop_bridge.host.cli import build_parser, main
+from openwop_bridge.host.options import env_name
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,7 +129,7 @@ def test_db_naming_a_directory_says_so_in_one_line(tmp_path: Path, capsys: pytes
 def test_the_installed_command_stops_in_one_line() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENWOP_BRIDGE_")}
     helped = subprocess.run(
-        [sys.executable, "-m", "bridge", "serve", "--help"],
+        [sys.executable, "-m", "openwop_bridge", "serve", "--help"],
         env={**env, "OPENWOP_BRIDGE_PORT": "abc"},
         capture_output=True,
         text=True,
@@ -139,7 +139,7 @@ def test_the_installed_command_stops_in_one_line() -> None:
     assert helped.returncode == 0 and "--port" in helped.stdout, helped.stderr
     for argv, extra in ((["serve"], {"OPENWOP_BRIDGE_PORT": "abc"}), (["serve", "--port", "99999"], {})):
         done = subprocess.run(
-            [sys.executable, "-m", "bridge", *argv],
+            [sys.executable, "-m", "openwop_bridge", *argv],
             env={**env, **extra},
             capture_output=True,
             text=True,

@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge.core.clock import parse_iso_ms
-from bridge.core.tokens import TokenSigner
-from bridge.spec import load_fixture
+from openwop_bridge.core.clock import parse_iso_ms
+from openwop_bridge.core.tokens import TokenSigner
+from openwop_bridge.spec import load_fixture
 from tests import pg
 from tests.helpers import gate_then_wait
 from tests.server import ServerProcess
@@ -194,7 +194,7 @@ def kid_of(link: str) -> str:
 
 def keys_cli(url: str, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "bridge", "keys", *args, "--db", url],
+        [sys.executable, "-m", "openwop_bridge", "keys", *args, "--db", url],
         capture_output=True,
         text=True,
         timeout=60,

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge.spec import load_fixture
+from openwop_bridge.spec import load_fixture
 from tests.process.test_multi_instance import WAIT_S, H, Instance, create, events, http, wait_for
 from tests.server import ServerProcess
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bridge.spec import load_fixture
+from openwop_bridge.spec import load_fixture
 from tests.host.webhook_receiver import Receiver, receiver
 from tests.server import ServerProcess
 

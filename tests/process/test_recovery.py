@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bridge.spec import load_fixture
+from openwop_bridge.spec import load_fixture
 from tests.helpers import gate_then_wait
 from tests.server import ServerProcess, wait_for_status
 

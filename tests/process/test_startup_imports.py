@@ -9,12 +9,12 @@ import sys
 PROBE = """
 import json, sys, tempfile
 from starlette.routing import Route
-from bridge.host.cli import build_parser, build_server
+from openwop_bridge.host.cli import build_parser, build_server
 app = build_server(build_parser().parse_args(["serve", "--db", tempfile.mkdtemp() + "/probe.db"]))[0]
 paths = sorted(r.path for r in app.routes if isinstance(r, Route))
 sdks = sorted(m for m in ("mcp", "mcp_types", "a2a", "google.protobuf") if m in sys.modules)
 bench = sorted(m for m in sys.modules if m == "bench" or m.startswith("bench."))
-channels = sorted(m for m in ("httpx", "slack_sdk", "aiosmtplib", "bridge.notify.config") if m in sys.modules)
+channels = sorted(m for m in ("httpx", "slack_sdk", "aiosmtplib", "openwop_bridge.notify.config") if m in sys.modules)
 FRAMEWORKS = ("langgraph", "langchain_core", "ag_ui", "prometheus_client")
 frameworks = sorted(m for m in FRAMEWORKS if m in sys.modules)
 from starlette.testclient import TestClient
@@ -49,7 +49,7 @@ def test_serving_imports_no_protocol_sdk_before_its_first_request() -> None:
 def test_building_the_served_app_loads_no_benchmark_code() -> None:
     # The CLI offers ``bench``; only its options module may load with the parser, not the harness.
     seen = _probe()
-    assert set(seen["bench"]) <= {"bench", "bench.options"}, f"loaded at start-up: {seen['bench']}"
+    assert set(seen["bench"]) <= {"bench", "openwop_bridge.bench.options"}, f"loaded at start-up: {seen['bench']}"
 
 
 def test_serving_without_a_notify_file_loads_no_channel_library() -> None:

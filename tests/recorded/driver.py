@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bridge import Engine
-from bridge.core.auth import Principal
-from bridge.core.records import RunRecord
-from bridge.core.workflow import load_workflow
+from openwop_bridge import Engine
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.core.workflow import load_workflow
 
 PEOPLE = {
     "alice": Principal("alice", roles=frozenset({"admin"})),

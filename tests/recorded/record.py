@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bridge import Engine, SqliteStore, Workflow
+from openwop_bridge import Engine, SqliteStore, Workflow
 from tests.conftest import fixture_workflows
 from tests.recorded.driver import drive, outcome
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine
-from bridge.core.approvals import quorum_label, tally
-from bridge.core.decisions.exchange import fold_channels
-from bridge.core.records import TERMINAL_RUN_STATUSES
+from openwop_bridge import Engine
+from openwop_bridge.core.approvals import quorum_label, tally
+from openwop_bridge.core.decisions.exchange import fold_channels
+from openwop_bridge.core.records import TERMINAL_RUN_STATUSES
 from tests.recorded.driver import PEOPLE, drive, normalise, outcome, settled
 
 LOGS = Path(__file__).parent / "logs"

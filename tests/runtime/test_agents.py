@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine, NodeContext, Workflow, spec
+from openwop_bridge import Engine, NodeContext, Workflow, spec
 from tests.helpers import ADMIN, event_types, events, settle
 
 

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.helpers import ADMIN, event_types, settle
 from tests.runtime.test_commits import one_gate
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine, NodeContext, Workflow, approval
-from bridge.core.decisions.answer import answer_decision
-from bridge.core.decisions.common import Answer
-from bridge.core.errors import InterruptAlreadyResolvedError, InterruptCancelledStateError
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.runtime import joint
-from bridge.store.base import CommitResult, RunCommit
+from openwop_bridge import Engine, NodeContext, Workflow, approval
+from openwop_bridge.core.decisions.answer import answer_decision
+from openwop_bridge.core.decisions.common import Answer
+from openwop_bridge.core.errors import InterruptAlreadyResolvedError, InterruptCancelledStateError
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.runtime import joint
+from openwop_bridge.store.base import CommitResult, RunCommit
 from tests.core import build
 from tests.helpers import ADMIN, settle
 

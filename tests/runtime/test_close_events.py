@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine, NodeContext, RunRecord, Workflow, approval, spec
-from bridge.core.workflow import load_workflow
-from bridge.runtime import joint
-from bridge.store.base import CommitResult, RunCommit
+from openwop_bridge import Engine, NodeContext, RunRecord, Workflow, approval, spec
+from openwop_bridge.core.workflow import load_workflow
+from openwop_bridge.runtime import joint
+from openwop_bridge.store.base import CommitResult, RunCommit
 from tests.helpers import ADMIN, events, settle, workflow_doc
 
 ENDED = ("completed", "failed", "cancelled")

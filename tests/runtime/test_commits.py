@@ -10,8 +10,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from bridge import Engine, NodeContext, SqliteStore, Workflow, approval
-from bridge.core.errors import InterruptAlreadyResolvedError
+from openwop_bridge import Engine, NodeContext, SqliteStore, Workflow, approval
+from openwop_bridge.core.errors import InterruptAlreadyResolvedError
 from tests.helpers import ADMIN, event_types, events, settle
 
 

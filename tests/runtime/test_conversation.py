@@ -8,12 +8,12 @@ import httpx
 import orjson
 import pytest
 
-from bridge import Engine, NodeContext, Workflow, spec
-from bridge.core.auth import KeyRing
-from bridge.core.errors import CapabilityRefusedError
-from bridge.host.discovery import discovery_document
-from bridge.host.http import create_app
-from bridge.runtime.config import EngineConfig
+from openwop_bridge import Engine, NodeContext, Workflow, spec
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.core.errors import CapabilityRefusedError
+from openwop_bridge.host.discovery import discovery_document
+from openwop_bridge.host.http import create_app
+from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth
 from tests.helpers import ADMIN, event_types, events, settle
 

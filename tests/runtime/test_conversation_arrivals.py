@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine, Workflow
-from bridge.core.errors import BridgeError, InterruptAlreadyResolvedError
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
-from bridge.store.base import Claim, MutationResult, RunCommit
+from openwop_bridge import Engine, Workflow
+from openwop_bridge.core.errors import BridgeError, InterruptAlreadyResolvedError
+from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from openwop_bridge.store.base import Claim, MutationResult, RunCommit
 from tests.helpers import ADMIN, event_types, events, settle
 
 

@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge import Engine, Workflow
-from bridge.core.auth import KeyRing
-from bridge.core.conversation_limits import ConversationLimits
-from bridge.host.http import create_app
-from bridge.runtime.config import EngineConfig
+from openwop_bridge import Engine, Workflow
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.core.conversation_limits import ConversationLimits
+from openwop_bridge.host.http import create_app
+from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth
 from tests.helpers import envelope, event_types, settle
 

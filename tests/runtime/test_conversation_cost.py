@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from bridge import Engine, Workflow
-from bridge.store.base import CommitResult, RunCommit
+from openwop_bridge import Engine, Workflow
+from openwop_bridge.store.base import CommitResult, RunCommit
 from tests.helpers import ADMIN, settle
 
 TURNS = 50

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from bridge import Engine, Workflow
+from openwop_bridge import Engine, Workflow
 from tests.conftest import auth
 from tests.helpers import envelope, events, settle
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine
-from bridge.core.errors import KeyTakenError
-from bridge.core.records import RunRecord
-from bridge.host import ThreadRecord, Threads
-from bridge.store.base import KvWrite
+from openwop_bridge import Engine
+from openwop_bridge.core.errors import KeyTakenError
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.host import ThreadRecord, Threads
+from openwop_bridge.store.base import KvWrite
 from tests.helpers import ADMIN, settle
 from tests.runtime.test_commits import one_gate
 

@@ -1,4 +1,4 @@
-"""Starting a node's coroutine in the executor's own turn of the event loop (``bridge.runtime.eager``)."""
+"""Starting a node's coroutine in the executor's own turn of the event loop (``openwop_bridge.runtime.eager``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextvars
 
 import pytest
 
-from bridge.runtime.eager import start_eagerly
+from openwop_bridge.runtime.eager import start_eagerly
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="outside")
 

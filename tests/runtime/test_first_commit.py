@@ -1,6 +1,6 @@
 """An executor stopped while it waits on the answer that resumed it leaves that answer's futures alone.
 
-The answer (``bridge.runtime.joint``) and anything waiting for it (``joint_settled``: timers, cancels,
+The answer (``openwop_bridge.runtime.joint``) and anything waiting for it (``joint_settled``: timers, cancels,
 other answers to the run) share ``Handoff.answered`` and ``Handoff.result``; the executor must not
 cancel them by being cancelled while it awaits them (an engine stopping cancels its executors).
 """
@@ -12,9 +12,9 @@ from typing import Any, cast
 
 import pytest
 
-from bridge.runtime.first_commit import FirstCommit
-from bridge.runtime.joint import Handoff
-from bridge.store.base import RunCommit
+from openwop_bridge.runtime.first_commit import FirstCommit
+from openwop_bridge.runtime.joint import Handoff
+from openwop_bridge.store.base import RunCommit
 
 
 def _handoff() -> Handoff:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge import Engine, spec
-from bridge.core.workflow import load_workflow
-from bridge.spec import v2 as spec_v2
+from openwop_bridge import Engine, spec
+from openwop_bridge.core.workflow import load_workflow
+from openwop_bridge.spec import v2 as spec_v2
 from tests.helpers import ADMIN, event_types, events, settle
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "openwop"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.helpers import ADMIN, settle
 
 
@@ -38,7 +38,7 @@ async def test_a_run_ending_between_the_backlog_and_the_run_check_is_followed_to
 
 async def test_a_backlog_batch_holds_no_more_bytes_than_its_page_allows(engine: Engine) -> None:
     """Large events come fewer to a batch (at least one): what a stalled stream holds is bounded in bytes."""
-    from bridge.runtime.follow import RunFollower
+    from openwop_bridge.runtime.follow import RunFollower
 
     run = await engine.create_run(ADMIN, "conformance-approval")
     await settle(engine, run.run_id)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bridge import (
+from openwop_bridge import (
     Engine,
     InterruptCancelledError,
     InterruptTimeoutError,
@@ -17,13 +17,13 @@ from bridge import (
     custom,
     external_event,
 )
-from bridge.core.errors import (
+from openwop_bridge.core.errors import (
     CorrelationMismatchError,
     InterruptAlreadyResolvedError,
     InterruptCancelledStateError,
     ValidationError,
 )
-from bridge.runtime import executor, joint
+from openwop_bridge.runtime import executor, joint
 from tests.helpers import ADMIN, event_types, events, settle
 
 

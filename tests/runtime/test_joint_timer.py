@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine, NodeContext, Workflow, approval, custom
-from bridge.core.errors import InterruptTimeoutError
-from bridge.runtime import executor, joint
+from openwop_bridge import Engine, NodeContext, Workflow, approval, custom
+from openwop_bridge.core.errors import InterruptTimeoutError
+from openwop_bridge.runtime import executor, joint
 from tests.helpers import ADMIN, events, settle
 
 DEADLINE_MS = 1000

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bridge.runtime.metrics import RESOLUTION_BUCKETS, Metrics
+from openwop_bridge.runtime.metrics import RESOLUTION_BUCKETS, Metrics
 
 
 async def _no_pending() -> list[tuple[str, int, int]]:

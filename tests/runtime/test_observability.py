@@ -12,9 +12,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from bridge import Engine
-from bridge.notify.worker import Settled
-from bridge.runtime import telemetry
+from openwop_bridge import Engine
+from openwop_bridge.notify.worker import Settled
+from openwop_bridge.runtime import telemetry
 from tests.helpers import ADMIN, settle
 from tests.notify.host import SIGNING_SECRET, gate, notify_host
 

@@ -9,10 +9,10 @@ from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bridge.core.clock import SystemClock
-from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft, OutboxLimits, RetryPolicy
-from bridge.notify.worker import TENANT_BACKLOG, OutboxWorker
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.core.clock import SystemClock
+from openwop_bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft, OutboxLimits, RetryPolicy
+from openwop_bridge.notify.worker import TENANT_BACKLOG, OutboxWorker
+from openwop_bridge.store.sqlite import SqliteStore
 
 
 class CountingStore(SqliteStore):

@@ -8,10 +8,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from bridge import Engine, NodeContext, Workflow, custom, spec
-from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft, OutboxLimits, RetryPolicy
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.runtime.config import EngineConfig
+from openwop_bridge import Engine, NodeContext, Workflow, custom, spec
+from openwop_bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft, OutboxLimits, RetryPolicy
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.runtime.config import EngineConfig
 from tests.helpers import ADMIN, events, settle
 
 
@@ -178,9 +178,9 @@ async def test_a_poke_just_before_stop_does_not_keep_the_worker_running(engine: 
 
 
 async def test_pruning_keeps_up_with_many_settled_notices(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from bridge.core.clock import SystemClock
-    from bridge.notify.worker import OutboxWorker
-    from bridge.store.sqlite import SqliteStore
+    from openwop_bridge.core.clock import SystemClock
+    from openwop_bridge.notify.worker import OutboxWorker
+    from openwop_bridge.store.sqlite import SqliteStore
     from tests.store.test_store_contract import draft as event_draft
     from tests.store.test_store_contract import make_run
 

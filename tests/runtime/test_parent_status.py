@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bridge import Engine, RunRecord
-from bridge.core.workflow import load_workflow
+from openwop_bridge import Engine, RunRecord
+from openwop_bridge.core.workflow import load_workflow
 from tests.helpers import ADMIN, settle, workflow_doc
 
 ENDED = ("completed", "failed", "cancelled")

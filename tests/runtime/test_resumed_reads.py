@@ -1,6 +1,6 @@
 """What an executor an answer resumes reads before its first step, and what it must still see.
 
-An answer that finds its run released resumes the run at once (``bridge.runtime.joint``). The
+An answer that finds its run released resumes the run at once (``openwop_bridge.runtime.joint``). The
 run was released with nothing left to do, so the answer's own interrupt is the only settled one
 its first look can find: that look reads nothing, and neither does the node it resumes when that
 interrupt is the node's only one. Anything committed after the answer is read again from the store
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bridge import Engine, NodeContext, Workflow, approval, custom
-from bridge.core.records import RunRecord
-from bridge.runtime.nodes.base import NodeFunction
+from openwop_bridge import Engine, NodeContext, Workflow, approval, custom
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.runtime.nodes.base import NodeFunction
 from tests.helpers import ADMIN, settle
 
 #: The store reads an executor makes for interrupts before it resumes a node.

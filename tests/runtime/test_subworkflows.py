@@ -6,9 +6,9 @@ import asyncio
 
 import httpx
 
-from bridge import Engine, Workflow, spec
-from bridge.core.decisions.cancel import run_cancel_decision
-from bridge.core.records import RunRecord
+from openwop_bridge import Engine, Workflow, spec
+from openwop_bridge.core.decisions.cancel import run_cancel_decision
+from openwop_bridge.core.records import RunRecord
 from tests.conftest import auth
 from tests.helpers import ADMIN, events, settle
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
+from openwop_bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
 from tests import pg
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge import SqliteStore
-from bridge.core.errors import ValidationError
+from openwop_bridge import SqliteStore
+from openwop_bridge.core.errors import ValidationError
 
 
 async def test_a_derived_value_rides_on_the_next_commit(tmp_path: Path) -> None:

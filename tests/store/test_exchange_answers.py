@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from bridge.core import kinds
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
-from bridge.store import open_store
-from bridge.store.base import RunCommit, Store
-from bridge.store.codec import INT_COLS, SQLITE, dumps, interrupt_params
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.core import kinds
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.store import open_store
+from openwop_bridge.store.base import RunCommit, Store
+from openwop_bridge.store.codec import INT_COLS, SQLITE, dumps, interrupt_params
+from openwop_bridge.store.sqlite import SqliteStore
 from tests import pg
 from tests.store.schemas import postgres_at, sqlite_at
 from tests.store.test_store_contract import claimed, make_interrupt, make_run, started, store  # noqa: F401

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.store import open_store
-from bridge.store.base import Store
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.store import open_store
+from openwop_bridge.store.base import Store
+from openwop_bridge.store.sqlite import SqliteStore
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

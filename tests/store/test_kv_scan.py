@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.store import open_store
-from bridge.store.migrations import POSTGRES_MIGRATIONS
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.store import open_store
+from openwop_bridge.store.migrations import POSTGRES_MIGRATIONS
+from openwop_bridge.store.sqlite import SqliteStore
 from tests import pg
 from tests.store.schemas import postgres_at
 

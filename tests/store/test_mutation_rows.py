@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
-from bridge.store.base import Claim, RunCommit, Store
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.store.base import Claim, RunCommit, Store
 from tests.store.test_store_contract import LEASE, draft, resolve, store, with_interrupts
 
 __all__ = ["store"]  # the fixture, parametrised over SQLite and PostgreSQL

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from bridge.core.errors import StaleOwnerError
-from bridge.core.notices import NoticeDraft, OutboxLimits
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
-from bridge.store import open_store
-from bridge.store.base import RunCommit, Store
-from bridge.store.plan_outbox import QUEUE_FULL, REFUSED
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.core.errors import StaleOwnerError
+from openwop_bridge.core.notices import NoticeDraft, OutboxLimits
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.store import open_store
+from openwop_bridge.store.base import RunCommit, Store
+from openwop_bridge.store.plan_outbox import QUEUE_FULL, REFUSED
+from openwop_bridge.store.sqlite import SqliteStore
 from tests.store.test_store_contract import LEASE, draft, make_interrupt, make_run
 
 OWNER_LEASE = 5_000

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from bridge.core.events import EventDraft
-from bridge.core.records import RunRecord
-from bridge.store import open_store
-from bridge.store.base import RunCommit, Store
-from bridge.store.codec import INT_COLS, SQLITE, dumps, interrupt_params
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.store import open_store
+from openwop_bridge.store.base import RunCommit, Store
+from openwop_bridge.store.codec import INT_COLS, SQLITE, dumps, interrupt_params
+from openwop_bridge.store.sqlite import SqliteStore
 from tests import pg
 from tests.store.schemas import postgres_at, sqlite_at
 from tests.store.test_store_contract import claimed, draft, make_interrupt, make_run, started, store  # noqa: F401

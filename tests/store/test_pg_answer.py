@@ -16,12 +16,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from bridge import Engine, NodeContext, Workflow, approval
-from bridge.core.errors import InterruptAlreadyResolvedError
-from bridge.runtime.config import EngineConfig
-from bridge.store import pg_answer, plan
-from bridge.store.pg_tx import ReturnOrder, Tx
-from bridge.store.postgres import PostgresStore
+from openwop_bridge import Engine, NodeContext, Workflow, approval
+from openwop_bridge.core.errors import InterruptAlreadyResolvedError
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.store import pg_answer, plan
+from openwop_bridge.store.pg_tx import ReturnOrder, Tx
+from openwop_bridge.store.postgres import PostgresStore
 from tests.helpers import ADMIN, event_types, settle
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from bridge.store import pg_sql as q
+from openwop_bridge.store import pg_sql as q
 
 pytestmark = [pytest.mark.postgres]
 

@@ -21,10 +21,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from bridge import Engine, NodeContext, Workflow, approval
-from bridge.runtime.config import EngineConfig
-from bridge.store.pg_sql import CHANNEL
-from bridge.store.postgres import PostgresStore
+from openwop_bridge import Engine, NodeContext, Workflow, approval
+from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.store.pg_sql import CHANNEL
+from openwop_bridge.store.postgres import PostgresStore
 from tests.helpers import ADMIN
 
 pytestmark = pytest.mark.postgres
@@ -156,7 +156,7 @@ async def test_a_cycle_is_two_transactions_and_few_statements(
 
 async def _prepared_alike(store: PostgresStore) -> None:
     """Every statement of ours prepared on the store's one connection is one its batches know, and back."""
-    from bridge.store import pg_batch
+    from openwop_bridge.store import pg_batch
 
     async with store._connection() as conn:
         cur = await conn.execute("SELECT name FROM pg_prepared_statements WHERE starts_with(name, 'owb_')")
@@ -194,7 +194,7 @@ async def test_statements_stay_prepared_alike_on_the_server_and_in_the_store_aft
 
 
 async def test_values_are_quoted_as_psycopg_quotes_them(pg_url: str) -> None:
-    from bridge.store.pg_batch import Batch
+    from openwop_bridge.store.pg_batch import Batch
 
     values = [0, 7, -1, -(2**63), 2**70, True, False, None, "", "it's", "back\\slash", "it's \\'both'\\"]
     values += ["ünï 🙂", "E'x'", "line\nbreak;--", ["a", "b'c"], 1.5]

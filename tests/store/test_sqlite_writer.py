@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge import SqliteStore
+from openwop_bridge import SqliteStore
 
 
 def _insert(key: str, *, fail: bool = False) -> Callable[[sqlite3.Connection], str]:

@@ -1,6 +1,6 @@
 """The store contract, run against SQLite and PostgreSQL in the same suite.
 
-Every method of :class:`bridge.store.base.Store` and every guard the engine
+Every method of :class:`openwop_bridge.store.base.Store` and every guard the engine
 relies on: the ``pending`` status guard, the ``epoch`` fence, release only while
 ``wake`` is unchanged, mutation errors raised after their audit is committed,
 sequence numbers without gaps under concurrency, cursor pagination. The
@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bridge.core.errors import (
+from openwop_bridge.core.errors import (
     ForbiddenError,
     InterruptAlreadyResolvedError,
     InterruptNotFoundError,
@@ -30,14 +30,14 @@ from bridge.core.errors import (
     StaleOwnerError,
     ValidationError,
 )
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
-from bridge.store import open_store
-from bridge.store.base import KV_SCAN_MAX, ChildStart, Claim, KvWrite, RunCommit, Store
-from bridge.store.cursor import encode_cursor
-from bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS, SchemaTooNewError
-from bridge.store.reads import LISTED_KINDS
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.store import open_store
+from openwop_bridge.store.base import KV_SCAN_MAX, ChildStart, Claim, KvWrite, RunCommit, Store
+from openwop_bridge.store.cursor import encode_cursor
+from openwop_bridge.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS, SchemaTooNewError
+from openwop_bridge.store.reads import LISTED_KINDS
+from openwop_bridge.store.sqlite import SqliteStore
 from tests import pg
 
 LEASE = 10_000
@@ -1006,7 +1006,7 @@ async def test_concurrent_takers_of_one_key_have_one_winner(store: Store) -> Non
 @pytest.fixture
 async def pg_pair(pg_url: str) -> AsyncIterator[tuple[Any, Any]]:
     """Two stores on one database, as two instances would hold them."""
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
 
     a, b = PostgresStore(pg_url), PostgresStore(pg_url)
     await a.open()
@@ -1142,7 +1142,7 @@ async def test_renewal_does_not_wait_behind_or_deadlock_with_a_commit(pg_pair: t
 
 
 async def test_callers_resume_in_the_order_their_transactions_locked_the_run() -> None:
-    from bridge.store.pg_tx import ReturnOrder, Tx
+    from openwop_bridge.store.pg_tx import ReturnOrder, Tx
 
     order = ReturnOrder()
     seen: list[str] = []
@@ -1188,7 +1188,7 @@ async def test_callers_resume_in_the_order_their_transactions_locked_the_run() -
 
 @pytest.mark.postgres
 async def test_inbox_and_reclaim_queries_use_their_indexes(pg_url: str) -> None:
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
 
     store = PostgresStore(pg_url)
     await store.open()
@@ -1228,7 +1228,7 @@ async def test_inbox_and_reclaim_queries_use_their_indexes(pg_url: str) -> None:
 
 
 def test_open_store_selects_postgres_and_hides_the_password() -> None:
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
 
     store = open_store("postgresql://bridge:s3cret@db.example:5432/bridge")
     assert isinstance(store, PostgresStore) and store.single_instance is False
@@ -1239,7 +1239,7 @@ def test_open_store_selects_postgres_and_hides_the_password() -> None:
 
 @pytest.mark.postgres
 async def test_an_unreachable_server_is_a_clear_error() -> None:
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
 
     store = PostgresStore("postgresql://nobody:pw@127.0.0.1:1/none?connect_timeout=2")
     with pytest.raises(RuntimeError) as err:

@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge import Engine
-from bridge.core.auth import KeyRing
-from bridge.host.http import create_app
-from bridge.runtime import joint
-from bridge.runtime.config import EngineConfig
+from openwop_bridge import Engine
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.host.http import create_app
+from openwop_bridge.runtime import joint
+from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth
 from tests.helpers import ADMIN, event_types, settle
 

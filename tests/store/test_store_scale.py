@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from bridge.runtime.engine import Engine
-from bridge.store import sqlite as sqlite_module
-from bridge.store import sqlite_writer
-from bridge.store.base import RunCommit
-from bridge.store.cursor import encode_cursor
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.store import sqlite as sqlite_module
+from openwop_bridge.store import sqlite_writer
+from openwop_bridge.store.base import RunCommit
+from openwop_bridge.store.cursor import encode_cursor
+from openwop_bridge.store.sqlite import SqliteStore
 from tests.store.test_store_contract import claimed, make_interrupt, make_run, started
 
 WAITING = 3_000
@@ -148,7 +148,7 @@ async def test_start_up_and_housekeeping_scan_no_growing_table(tmp_path: Path, s
 
 @pytest.mark.postgres
 async def test_postgres_pages_seek_with_their_cursor(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bridge.store.postgres import PostgresStore
+    from openwop_bridge.store.postgres import PostgresStore
 
     store = PostgresStore(pg_url)
     await store.open()

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from bridge.core.notices import Audience
-from bridge.core.records import InterruptRecord
-from bridge.store import open_store
-from bridge.store.base import RunCommit, Store
-from bridge.store.sqlite import SqliteStore
+from openwop_bridge.core.notices import Audience
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.store import open_store
+from openwop_bridge.store.base import RunCommit, Store
+from openwop_bridge.store.sqlite import SqliteStore
 from tests.store.test_store_contract import claimed, make_interrupt, make_run, resolve, started
 
 

@@ -9,6 +9,6 @@
 - :mod:`.timeout`: a deadline that passes;
 - :mod:`.cancel`: cancelling one interrupt or a whole run.
 
-Each takes records (:mod:`bridge.core.records`) and returns a :class:`~bridge.core.records.Mutation`;
+Each takes records (:mod:`openwop_bridge.core.records`) and returns a :class:`~openwop_bridge.core.records.Mutation`;
 none reads a clock, makes an id of its own or touches a store.
 """

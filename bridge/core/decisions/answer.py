@@ -4,7 +4,7 @@
 kind, data and ``resumeSchema``, which never change once it is created) and the answer:
 schema validation, normalisation and the gate's answer check. It runs before the write
 transaction, not on the store's writer thread. :func:`answer_decision` returns a function of
-the current interrupt and run rows that yields a :class:`~bridge.core.records.Mutation`; it
+the current interrupt and run rows that yields a :class:`~openwop_bridge.core.records.Mutation`; it
 reads no clock and touches no database: ``now`` and id minting are handed in, so the same
 decision is taken wherever it runs (SQLite thread, PostgreSQL transaction, a test).
 
@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.auth import Principal
-from bridge.core.decisions.approval import checked_answer, decide_approval
-from bridge.core.decisions.common import (
+from openwop_bridge.core import kinds
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.decisions.approval import checked_answer, decide_approval
+from openwop_bridge.core.decisions.common import (
     AUTH_REQUIRED_PROFILE,
     Answer,
     NewId,
@@ -35,22 +35,22 @@ from bridge.core.decisions.common import (
     settle,
     subject_clash,
 )
-from bridge.core.decisions.exchange import PreparedExchange, decide_exchange, exchange_index, prepare_exchange
-from bridge.core.errors import (
+from openwop_bridge.core.decisions.exchange import PreparedExchange, decide_exchange, exchange_index, prepare_exchange
+from openwop_bridge.core.errors import (
     ForbiddenError,
     InterruptNotFoundError,
     UnauthenticatedError,
     ValidationError,
 )
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord, cancel_committed
+from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord, cancel_committed
 
 
 @dataclass(frozen=True, slots=True)
 class PreparedAnswer:
     """An answer checked against one interrupt's payload, before the transaction.
 
-    ``value`` is the answer's normal form: an :class:`~bridge.core.approvals.ApprovalAnswer`,
-    a kind's normalised resume value, or a :class:`~bridge.core.decisions.exchange.PreparedExchange`.
+    ``value`` is the answer's normal form: an :class:`~openwop_bridge.core.approvals.ApprovalAnswer`,
+    a kind's normalised resume value, or a :class:`~openwop_bridge.core.decisions.exchange.PreparedExchange`.
     ``schema_error`` (the ``resumeSchema``, and for an approval its normal form and answer check)
     and ``value_error`` (a kind's normalisation) are raised by the decision in their place.
     """

@@ -4,7 +4,7 @@
 
 1. :func:`checked_answer`: the answer's schema, its normal form, the gate's answer check (this
    step depends only on the gate's payload: it runs before the write transaction, see
-   :func:`bridge.core.decisions.answer.prepare_answer`);
+   :func:`openwop_bridge.core.decisions.answer.prepare_answer`);
 2. :func:`_voter`: who votes (the key's holder, a link's subject, or someone named by a
    principal allowed to act for others), and the gate's role, scope and approvers;
 3. :func:`_override_denial`: an override needs the gate's override role;
@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.core import approvals, kinds
-from bridge.core.auth import Principal
-from bridge.core.clock import iso_ms
-from bridge.core.decisions.common import (
+from openwop_bridge.core import approvals, kinds
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.decisions.common import (
     Answer,
     NewId,
     deny,
@@ -31,9 +31,9 @@ from bridge.core.decisions.common import (
     settle,
     subject_clash,
 )
-from bridge.core.errors import ForbiddenError, ValidationError
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core.errors import ForbiddenError, ValidationError
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
 
 
 def gate_denial(

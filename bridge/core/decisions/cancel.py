@@ -5,8 +5,8 @@ needs the same right to decide the gate as an answer would. Any other kind
 raises ``InterruptCancelledError`` in its node. Cancelling a run invalidates its
 open interrupts and leaves the rest (nodes, children) to its executor; an
 interrupt the executor opens after the cancel committed is written closed by the
-store (see :func:`bridge.core.records.cancel_committed`), and an answer to one still
-pending on such a run is refused (:func:`bridge.core.decisions.answer.answer_decision`).
+store (see :func:`openwop_bridge.core.records.cancel_committed`), and an answer to one still
+pending on such a run is refused (:func:`openwop_bridge.core.decisions.answer.answer_decision`).
 
 However an interrupt closes, its log says so: one closed with nobody answering it (its run
 cancelled, or ended while it was open) gets the ``interrupt.resolved`` of
@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.auth import Principal
-from bridge.core.clock import iso_ms
-from bridge.core.decisions.approval import gate_denial, settle_approval
-from bridge.core.decisions.common import NewId, closed_error, event_draft, resolved_event, settle
-from bridge.core.errors import InterruptNotFoundError, RunNotFoundError
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core import kinds
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.decisions.approval import gate_denial, settle_approval
+from openwop_bridge.core.decisions.common import NewId, closed_error, event_draft, resolved_event, settle
+from openwop_bridge.core.errors import InterruptNotFoundError, RunNotFoundError
+from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 
 
 def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str = "cancelled") -> InterruptDecision:

@@ -1,7 +1,7 @@
 """What every decision shares: the answer being decided, who gives it, the events and refusals.
 
-A decision takes records (:mod:`bridge.core.records`) and an :class:`Answer` and returns a
-:class:`~bridge.core.records.Mutation`; it reads no clock and makes no id of its own (both are
+A decision takes records (:mod:`openwop_bridge.core.records`) and an :class:`Answer` and returns a
+:class:`~openwop_bridge.core.records.Mutation`; it reads no clock and makes no id of its own (both are
 passed in), so the same inputs always give the same outcome.
 """
 
@@ -12,18 +12,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.core import approvals
-from bridge.core.auth import Principal
-from bridge.core.clock import iso_ms
-from bridge.core.conversation_limits import ConversationLimits
-from bridge.core.errors import (
+from openwop_bridge.core import approvals
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.conversation_limits import ConversationLimits
+from openwop_bridge.core.errors import (
     ForbiddenError,
     InterruptAlreadyResolvedError,
     InterruptCancelledStateError,
     InterruptGoneError,
 )
-from bridge.core.events import EventDraft
-from bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
 
 AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required"
 
@@ -36,7 +36,7 @@ AnswerCheck = Callable[[Mapping[str, Any], dict[str, Any]], None]
 """Checks an approval answer beyond its schema: ``(payload, vote)``; raises ``ValidationError``.
 
 Named by an approval's ``data.answerCheck`` and registered in
-:attr:`bridge.runtime.engine.Engine.answer_checks` by whoever raises such approvals (an
+:attr:`openwop_bridge.runtime.engine.Engine.answer_checks` by whoever raises such approvals (an
 adapter that knows what its node will do with the answer), so a bad answer is a
 400 while the interrupt stays open rather than a failure after it was accepted.
 """

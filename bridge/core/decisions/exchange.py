@@ -2,7 +2,7 @@
 
 How an answer to a ``conversation.exchange`` becomes a turn (or a close), what a timed-out
 conversation records, what a turn document looks like, and how the log's conversation
-events fold into ``message`` channels. The node-side half, :class:`~bridge.runtime.conversation.Conversation`,
+events fold into ``message`` channels. The node-side half, :class:`~openwop_bridge.runtime.conversation.Conversation`,
 uses these when it replays.
 """
 
@@ -12,17 +12,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bridge import spec
-from bridge.core import kinds
-from bridge.core.auth import Principal
-from bridge.core.conversation_limits import ConversationLimits, message_bytes
-from bridge.core.decisions.common import NewId, resolution_of, resolved_payload, settle
-from bridge.core.errors import (
+from openwop_bridge import spec
+from openwop_bridge.core import kinds
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.conversation_limits import ConversationLimits, message_bytes
+from openwop_bridge.core.decisions.common import NewId, resolution_of, resolved_payload, settle
+from openwop_bridge.core.errors import (
     InterruptAlreadyResolvedError,
     ValidationError,
 )
-from bridge.core.records import InterruptRecord, Mutation
-from bridge.core.workflow import WorkflowDefinition
+from openwop_bridge.core.records import InterruptRecord, Mutation
+from openwop_bridge.core.workflow import WorkflowDefinition
 
 DEFAULT_CHANNEL = "messages"
 _FOLD_TYPES = ("conversation.opened", "conversation.exchanged", "conversation.closed", "node.suspended")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import approvals, kinds
-from bridge.core.clock import iso_ms
-from bridge.core.decisions.common import NewId, resolved_event, settle
-from bridge.core.decisions.exchange import timeout_close_events
-from bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core import approvals, kinds
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.decisions.common import NewId, resolved_event, settle
+from openwop_bridge.core.decisions.exchange import timeout_close_events
+from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 
 SYSTEM_TIMEOUT = "system:timeout"
 

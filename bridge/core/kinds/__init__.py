@@ -8,15 +8,20 @@ fails it closed. Ask the registry (:func:`kind_of`) instead of branching on a
 kind's name.
 
 Everything here is pure: a payload or a resume value goes in, a normalised
-value or a :class:`~bridge.core.errors.ValidationError` comes out.
+value or a :class:`~openwop_bridge.core.errors.ValidationError` comes out.
 """
 
 from __future__ import annotations
 
-from bridge.core.kinds.approval import APPROVAL, TOOL_CALL_ARTIFACT, ApprovalKind, approval
-from bridge.core.kinds.base import Kind
-from bridge.core.kinds.clarification import CLARIFICATION, ClarificationKind, clarification, normalize_clarification
-from bridge.core.kinds.conversation import (
+from openwop_bridge.core.kinds.approval import APPROVAL, TOOL_CALL_ARTIFACT, ApprovalKind, approval
+from openwop_bridge.core.kinds.base import Kind
+from openwop_bridge.core.kinds.clarification import (
+    CLARIFICATION,
+    ClarificationKind,
+    clarification,
+    normalize_clarification,
+)
+from openwop_bridge.core.kinds.conversation import (
     CONVERSATION_CLOSE,
     CONVERSATION_EXCHANGE,
     CONVERSATION_START,
@@ -24,8 +29,8 @@ from bridge.core.kinds.conversation import (
     ConversationExchangeKind,
     ConversationStartKind,
 )
-from bridge.core.kinds.custom import CUSTOM, CustomKind, custom
-from bridge.core.kinds.external_event import (
+from openwop_bridge.core.kinds.custom import CUSTOM, CustomKind, custom
+from openwop_bridge.core.kinds.external_event import (
     EXTERNAL_EVENT,
     ExternalEventKind,
     correlation_matches,
@@ -33,10 +38,17 @@ from bridge.core.kinds.external_event import (
     external_event_id,
     normalize_external_event,
 )
-from bridge.core.kinds.low_confidence import LOW_CONFIDENCE, LowConfidenceKind, finite_confidence
-from bridge.core.kinds.payload import normalize_payload, payload_key
-from bridge.core.kinds.registry import CONVERSATION_KINDS, KINDS, REGISTRY, WAITING_STATUS, kind_of, waiting_status
-from bridge.core.kinds.schema import compile_schema, validate_against
+from openwop_bridge.core.kinds.low_confidence import LOW_CONFIDENCE, LowConfidenceKind, finite_confidence
+from openwop_bridge.core.kinds.payload import normalize_payload, payload_key
+from openwop_bridge.core.kinds.registry import (
+    CONVERSATION_KINDS,
+    KINDS,
+    REGISTRY,
+    WAITING_STATUS,
+    kind_of,
+    waiting_status,
+)
+from openwop_bridge.core.kinds.schema import compile_schema, validate_against
 
 __all__ = [
     "APPROVAL",

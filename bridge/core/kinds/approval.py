@@ -1,8 +1,8 @@
 """The ``approval`` kind: a decision among the five actions, with votes, quorum and governance.
 
 The votes, the legacy vocabularies and the quorum tallies live in
-:mod:`bridge.core.approvals`; the decision that applies a vote in
-:mod:`bridge.core.decisions.approval`. This module says what an approval is: its
+:mod:`openwop_bridge.core.approvals`; the decision that applies a vote in
+:mod:`openwop_bridge.core.decisions.approval`. This module says what an approval is: its
 payload, its title, the answer it advertises, and that it fails closed.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge.core import approvals
-from bridge.core.kinds.base import Kind, present
+from openwop_bridge.core import approvals
+from openwop_bridge.core.kinds.base import Kind, present
 
 #: ``artifactType`` of an approval that gates one tool call (``artifactData: {toolCallId, name, args}``).
 TOOL_CALL_ARTIFACT = "tool-call"
@@ -80,7 +80,7 @@ class ApprovalKind(Kind):
         return {"oneOf": variants} if len(variants) > 1 else (variants[0] if variants else {"type": "object"})
 
     def normalize_resume(self, data: Mapping[str, Any], value: Any) -> approvals.ApprovalAnswer:
-        """The answer as an :class:`~bridge.core.approvals.ApprovalAnswer` (votes are applied by resolution)."""
+        """The answer as an :class:`~openwop_bridge.core.approvals.ApprovalAnswer` (votes are applied by resolution)."""
         return approvals.normalize_answer(data, value)
 
     @staticmethod

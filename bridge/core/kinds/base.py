@@ -5,7 +5,7 @@ the payload builder, the run status and suspend reason while it waits, its
 label and title, whether it is answered and listed, how its resume value is
 checked and normalised, the JSON Schema it advertises for that answer, and
 whether a cancel or a timeout fails it closed. Other modules ask the registry
-(:func:`bridge.core.kinds.kind_of`) instead of branching on kind names.
+(:func:`openwop_bridge.core.kinds.kind_of`) instead of branching on kind names.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class Kind:
     def normalize_resume(self, data: Mapping[str, Any], value: Any) -> Any:
         """Check a resume value beyond its ``resumeSchema`` and return it normalised.
 
-        Raises :class:`~bridge.core.errors.ValidationError` (or a subclass) when it is refused."""
+        Raises :class:`~openwop_bridge.core.errors.ValidationError` (or a subclass) when it is refused."""
         return value
 
     def event_id(self, value: Any) -> str | None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge.core.errors import ValidationError
-from bridge.core.kinds.base import Kind, present
-from bridge.core.kinds.schema import validate_against
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.core.kinds.base import Kind, present
+from openwop_bridge.core.kinds.schema import validate_against
 
 
 class ClarificationKind(Kind):

@@ -1,7 +1,7 @@
 """The conversation kinds: ``conversation.start``, ``.exchange`` (one turn) and ``.close``.
 
 Only an exchange is answered; the start and the close mark the conversation's
-ends in the log. The turn logic itself lives in :mod:`bridge.core.decisions.exchange`.
+ends in the log. The turn logic itself lives in :mod:`openwop_bridge.core.decisions.exchange`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.core.kinds.base import Kind
+from openwop_bridge.core.kinds.base import Kind
 
 
 class ConversationStartKind(Kind):

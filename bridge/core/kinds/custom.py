@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.core.kinds.base import Kind, present
+from openwop_bridge.core.kinds.base import Kind, present
 
 
 class CustomKind(Kind):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.core.errors import CorrelationMismatchError
-from bridge.core.kinds.base import Kind
+from openwop_bridge.core.errors import CorrelationMismatchError
+from openwop_bridge.core.kinds.base import Kind
 
 
 class ExternalEventKind(Kind):

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.core.kinds.base import Kind
+from openwop_bridge.core.kinds.base import Kind
 
 
 class LowConfidenceKind(Kind):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.core.errors import ValidationError
-from bridge.core.kinds.registry import kind_of
-from bridge.core.kinds.schema import compile_schema, definition_errors
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.core.kinds.registry import kind_of
+from openwop_bridge.core.kinds.schema import compile_schema, definition_errors
 
 _ALIASES = {"reason": "kind", "resumeKey": "key", "answerSchema": "resumeSchema"}
 _TOP_LEVEL = {"kind", "key", "data", "resumeSchema", "timeoutMs"}

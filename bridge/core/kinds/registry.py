@@ -1,18 +1,18 @@
-"""The registry of interrupt kinds: name → :class:`~bridge.core.kinds.base.Kind`."""
+"""The registry of interrupt kinds: name → :class:`~openwop_bridge.core.kinds.base.Kind`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from bridge.core.errors import ValidationError
-from bridge.core.kinds.approval import APPROVAL
-from bridge.core.kinds.base import Kind
-from bridge.core.kinds.clarification import CLARIFICATION
-from bridge.core.kinds.conversation import CONVERSATION_CLOSE, CONVERSATION_EXCHANGE, CONVERSATION_START
-from bridge.core.kinds.custom import CUSTOM
-from bridge.core.kinds.external_event import EXTERNAL_EVENT
-from bridge.core.kinds.low_confidence import LOW_CONFIDENCE
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.core.kinds.approval import APPROVAL
+from openwop_bridge.core.kinds.base import Kind
+from openwop_bridge.core.kinds.clarification import CLARIFICATION
+from openwop_bridge.core.kinds.conversation import CONVERSATION_CLOSE, CONVERSATION_EXCHANGE, CONVERSATION_START
+from openwop_bridge.core.kinds.custom import CUSTOM
+from openwop_bridge.core.kinds.external_event import EXTERNAL_EVENT
+from openwop_bridge.core.kinds.low_confidence import LOW_CONFIDENCE
 
 REGISTRY: Mapping[str, Kind] = MappingProxyType(
     {

@@ -12,8 +12,8 @@ import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from bridge import spec
-from bridge.core.errors import ValidationError
+from openwop_bridge import spec
+from openwop_bridge.core.errors import ValidationError
 
 
 def schema_errors(validator: Draft202012Validator, value: Any, prefix: str) -> list[str]:
@@ -40,7 +40,7 @@ def spec_definition(name: str, definition: str) -> Draft202012Validator:
 
     A definition that refers to nothing is compiled on its own: the same checks and messages,
     without resolving a ``$ref`` into the vendored documents at every call. One that does goes
-    through :func:`bridge.spec.validator`. The keys are the kinds' definitions, a fixed few.
+    through :func:`openwop_bridge.spec.validator`. The keys are the kinds' definitions, a fixed few.
     """
     target = spec.schema(name).get("$defs", {}).get(definition)
     if isinstance(target, dict) and not _refers(target):

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from bridge.host.http.app import create_app
+from openwop_bridge.host.http.app import create_app
 
 __all__ = ["create_app"]

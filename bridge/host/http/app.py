@@ -1,4 +1,4 @@
-"""The HTTP host: a Starlette app over an :class:`~bridge.runtime.engine.Engine`.
+"""The HTTP host: a Starlette app over an :class:`~openwop_bridge.runtime.engine.Engine`.
 
 ``create_app(engine, keyring)`` returns an ASGI app serving the OpenWOP REST
 surface. Extra routes (the AG-UI adapter, the web pages) are mounted with
@@ -24,21 +24,21 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bridge.core.auth import KeyRing
-from bridge.host.discovery import discovery_document
-from bridge.host.http import budget, interrupts, metrics, runs
-from bridge.host.http.deps import base_url, engine
-from bridge.host.http.headers import ALWAYS
-from bridge.host.http.layer import HostLayer
-from bridge.host.http.openapi import Fragment, openapi_document
-from bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
-from bridge.host.http.streams import StreamLimits, StreamSlots
-from bridge.host.v2 import discovery as v2_discovery
-from bridge.host.v2 import openapi as v2_openapi
-from bridge.host.v2 import routes as v2_routes
-from bridge.host.v2 import webhooks as v2_webhooks
-from bridge.host.v2.webhook_delivery import Webhooks, WebhookSettings
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.host.discovery import discovery_document
+from openwop_bridge.host.http import budget, interrupts, metrics, runs
+from openwop_bridge.host.http.deps import base_url, engine
+from openwop_bridge.host.http.headers import ALWAYS
+from openwop_bridge.host.http.layer import HostLayer
+from openwop_bridge.host.http.openapi import Fragment, openapi_document
+from openwop_bridge.host.http.responses import EXCEPTION_HANDLERS, JSONResponse, envelope, store_unavailable
+from openwop_bridge.host.http.streams import StreamLimits, StreamSlots
+from openwop_bridge.host.v2 import discovery as v2_discovery
+from openwop_bridge.host.v2 import openapi as v2_openapi
+from openwop_bridge.host.v2 import routes as v2_routes
+from openwop_bridge.host.v2 import webhooks as v2_webhooks
+from openwop_bridge.host.v2.webhook_delivery import Webhooks, WebhookSettings
+from openwop_bridge.runtime.engine import Engine
 
 
 async def discovery(request: Request) -> Response:
@@ -130,7 +130,7 @@ class HostNames:
         return JSONResponse(refusal, status_code=400, headers=dict(ALWAYS_HEADERS))
 
 
-#: :data:`~bridge.host.http.headers.ALWAYS` as response headers.
+#: :data:`~openwop_bridge.host.http.headers.ALWAYS` as response headers.
 ALWAYS_HEADERS = {name.decode(): value.decode() for name, value in ALWAYS}
 
 
@@ -141,7 +141,7 @@ class TrustedHosts:
     its subdomains. ``/healthz`` answers to any host: it carries no links, and load
     balancers probe it by address. Starlette's ``TrustedHostMiddleware`` does the same
     check but answers in plain text, outside the OpenWOP error envelope. (The host's own app
-    checks in its one layer, :class:`~bridge.host.http.layer.HostLayer`.)
+    checks in its one layer, :class:`~openwop_bridge.host.http.layer.HostLayer`.)
     """
 
     def __init__(self, app: ASGIApp, allowed: Sequence[str]) -> None:
@@ -240,8 +240,8 @@ def create_app(
     served (an embedding app's choice). ``facets``: functions of the absolute base URL
     returning members to add to ``/.well-known/openwop`` (the facets of plugins).
     ``stream_limits``: how many event streams a key and a run may hold, and how much each
-    buffers (see :mod:`bridge.host.http.streams`; the defaults without). ``pending_response_bytes``:
-    the most that large answers may hold while their clients take them (:mod:`bridge.host.http.budget`).
+    buffers (see :mod:`openwop_bridge.host.http.streams`; the defaults without). ``pending_response_bytes``:
+    the most that large answers may hold while their clients take them (:mod:`openwop_bridge.host.http.budget`).
     ``webhooks``: the v2 webhook knobs (``--webhook-*``); the surface is served whatever they are.
     """
     hooks = webhook_surface(engine, webhooks or WebhookSettings())

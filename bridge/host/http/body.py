@@ -10,7 +10,7 @@ from pydantic import ValidationError as PydanticValidationError
 from starlette.requests import Request
 from starlette.types import Message, Receive
 
-from bridge.core.errors import PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError
+from openwop_bridge.core.errors import PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError
 
 MAX_BODY = 1024 * 1024
 MAX_JSON_DEPTH = 64

@@ -1,7 +1,7 @@
 """One budget for the bytes of answers handed to connections and not yet taken by their clients.
 
-Streams and whole event logs are paced (:mod:`bridge.host.http.streams`,
-:mod:`bridge.host.http.paged`): a client that stops reading stops them. Every other answer — a
+Streams and whole event logs are paced (:mod:`openwop_bridge.host.http.streams`,
+:mod:`openwop_bridge.host.http.paged`): a client that stops reading stops them. Every other answer — a
 run's snapshot with its open interrupts, a page of a list, a document — is one body, built
 whole and handed to the connection whole; a client that never reads keeps it in the server's
 memory until it leaves, and many such clients could hold any amount.
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from starlette.types import Message, Receive, Scope, Send
 
-from bridge.core.errors import RateLimitedError
-from bridge.host.http.responses import JSONResponse, error_headers
-from bridge.host.v2.errors import error_response as v2_error_response
-from bridge.host.v2.negotiation import is_v2_path
+from openwop_bridge.core.errors import RateLimitedError
+from openwop_bridge.host.http.responses import JSONResponse, error_headers
+from openwop_bridge.host.v2.errors import error_response as v2_error_response
+from openwop_bridge.host.v2.negotiation import is_v2_path
 
 #: The default budget: 64 MiB of answers waiting for their clients, per instance.
 DEFAULT_BYTES = 64 * 1024 * 1024
@@ -37,7 +37,7 @@ RETRY_AFTER_S = 5
 class Budget:
     """The bytes of the large answers counted now, against one limit of ``limit_bytes`` (per instance).
 
-    The host's layer (:class:`~bridge.host.http.layer.HostLayer`) takes an answer's size when it
+    The host's layer (:class:`~openwop_bridge.host.http.layer.HostLayer`) takes an answer's size when it
     starts and gives it back once the connection has taken it (see the module).
     """
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from bridge.core.auth import KeyRing, Principal
-from bridge.core.errors import ValidationError
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.auth import KeyRing, Principal
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.runtime.engine import Engine
 
 
 def engine(request: Request) -> Engine:

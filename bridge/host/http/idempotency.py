@@ -42,19 +42,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message
 
-from bridge.core.auth import Principal
-from bridge.core.errors import (
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import (
     BridgeError,
     IdempotencyInFlightError,
     IdempotencyKeyMismatchError,
     ValidationError,
 )
-from bridge.host.http.body import read_bytes
-from bridge.host.http.deps import engine, optional_principal, principal
-from bridge.host.http.responses import JSONResponse
-from bridge.runtime.idempotency import IdempotencyRecord
+from openwop_bridge.host.http.body import read_bytes
+from openwop_bridge.host.http.deps import engine, optional_principal, principal
+from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.runtime.idempotency import IdempotencyRecord
 
-log = logging.getLogger("bridge.host.http.idempotency")
+log = logging.getLogger("openwop_bridge.host.http.idempotency")
 
 HEADER = "idempotency-key"
 REPLAY_HEADER = "OpenWOP-Idempotent-Replay"

@@ -6,19 +6,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bridge.core.clock import iso_ms
-from bridge.core.errors import (
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.errors import (
     ForbiddenError,
     InterruptAlreadyResolvedError,
     InterruptCancelledConflictError,
     InterruptCancelledStateError,
     ValidationError,
 )
-from bridge.host.http import operations
-from bridge.host.http.body import CancelBody, LinkBody, ResolveBody, parse, read_json
-from bridge.host.http.deps import base_url, engine, optional_principal, principal
-from bridge.host.http.idempotency import idempotent
-from bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.http import operations
+from openwop_bridge.host.http.body import CancelBody, LinkBody, ResolveBody, parse, read_json
+from openwop_bridge.host.http.deps import base_url, engine, optional_principal, principal
+from openwop_bridge.host.http.idempotency import idempotent
+from openwop_bridge.host.http.responses import JSONResponse
 
 
 @idempotent("POST /v1/runs/{runId}/interrupts/{nodeId}", scope="approvals:respond")

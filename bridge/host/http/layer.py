@@ -3,12 +3,12 @@
 One call per request and one ``send`` per message, instead of a middleware (and a wrapped
 ``send``) for each of:
 
-- the host names served (:class:`~bridge.host.http.app.HostNames`, with ``allowed_hosts``): any
+- the host names served (:class:`~openwop_bridge.host.http.app.HostNames`, with ``allowed_hosts``): any
   other ``Host`` is refused with a 400 envelope;
-- version negotiation (:func:`~bridge.host.v2.negotiation.negotiate`): a request is routed by its
+- version negotiation (:func:`~openwop_bridge.host.v2.negotiation.negotiate`): a request is routed by its
   ``OpenWOP-Version``, and its answer names the version it was served in;
-- the headers every answer carries (:data:`~bridge.host.http.headers.ALWAYS`);
-- the budget of large answers waiting for their clients (:mod:`bridge.host.http.budget`).
+- the headers every answer carries (:data:`~openwop_bridge.host.http.headers.ALWAYS`);
+- the budget of large answers waiting for their clients (:mod:`openwop_bridge.host.http.budget`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Protocol
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bridge.host.http.budget import COUNTED_FROM, Budget, content_length, in_pieces, refusal
-from bridge.host.http.headers import with_always
-from bridge.host.v2.negotiation import Negotiated, named, negotiate
+from openwop_bridge.host.http.budget import COUNTED_FROM, Budget, content_length, in_pieces, refusal
+from openwop_bridge.host.http.headers import with_always
+from openwop_bridge.host.v2.negotiation import Negotiated, named, negotiate
 
 
 class HostCheck(Protocol):
-    """Says which requests' ``Host`` is refused (see :class:`~bridge.host.http.app.HostNames`)."""
+    """Says which requests' ``Host`` is refused (see :class:`~openwop_bridge.host.http.app.HostNames`)."""
 
     def refusal(self, scope: Scope) -> Response | None:
         """The answer refusing the request, or None to serve it."""

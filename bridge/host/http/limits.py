@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from bridge.host.http.headers import with_always
-from bridge.host.http.responses import envelope
+from openwop_bridge.host.http.headers import with_always
+from openwop_bridge.host.http.responses import envelope
 
-log = logging.getLogger("bridge.host.http")
+log = logging.getLogger("openwop_bridge.host.http")
 
 
 @dataclass(frozen=True, slots=True)

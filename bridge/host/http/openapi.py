@@ -10,8 +10,8 @@ plugins) describe themselves with *fragments*: ``{"paths": …, "components":
 document lists what the host actually serves and ``bridge`` never imports an
 adapter. A fragment may be a function returning one, called when the document is
 first asked for (an adapter whose schemas come from a protocol library it loads
-on first use). The v1 paths are built in :mod:`bridge.host.http.openapi_paths`, from
-the pieces of :mod:`bridge.host.http.openapi_ops`.
+on first use). The v1 paths are built in :mod:`openwop_bridge.host.http.openapi_paths`, from
+the pieces of :mod:`openwop_bridge.host.http.openapi_ops`.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
-from bridge import spec
-from bridge.core import kinds
-from bridge.core.events import ENGINE_VERSION
-from bridge.host.http import openapi_paths
-from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, LinkBody, ResolveBody
-from bridge.host.http.openapi_ops import SSE, error_responses, json_response, operation, path_param, query_param
+from openwop_bridge import spec
+from openwop_bridge.core import kinds
+from openwop_bridge.core.events import ENGINE_VERSION
+from openwop_bridge.host.http import openapi_paths
+from openwop_bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, LinkBody, ResolveBody
+from openwop_bridge.host.http.openapi_ops import SSE, error_responses, json_response, operation, path_param, query_param
 
 __all__ = ["Fragment", "error_responses", "merge_fragment", "openapi_document", "web_fragment"]
 
@@ -143,7 +143,7 @@ def merge_fragment(document: dict[str, Any], fragment: Mapping[str, Any]) -> Non
 
 
 def web_fragment() -> dict[str, Any]:
-    """The operator inbox's routes (``bridge.host.web.web_routes``)."""
+    """The operator inbox's routes (``openwop_bridge.host.web.web_routes``)."""
     html = {"text/html": {"schema": {"type": "string"}}}
     return {
         "paths": {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, LinkBody, ResolveBody
-from bridge.host.http.deps import CHANNEL_OFFSET, EVENTS_LIMIT, LAST_SEQUENCE, PAGE_LIMIT, POLL_TIMEOUT_S
-from bridge.host.http.openapi_ops import (
+from openwop_bridge.host.http.body import CancelBody, CreateRunBody, ForkBody, LinkBody, ResolveBody
+from openwop_bridge.host.http.deps import CHANNEL_OFFSET, EVENTS_LIMIT, LAST_SEQUENCE, PAGE_LIMIT, POLL_TIMEOUT_S
+from openwop_bridge.host.http.openapi_ops import (
     ANSWER_409,
     IDEMPOTENCY_409,
     SEQUENCE,

@@ -14,13 +14,13 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from bridge.core.auth import Principal
-from bridge.core.errors import BridgeError, ValidationError
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.core.tokens import TokenClaims
-from bridge.host.http import sse
-from bridge.host.http.body import ClosedModel, CreateRunBody, ResolveBody, parse, read_json
-from bridge.host.http.deps import PAGE_LIMIT, engine, int_param
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import BridgeError, ValidationError
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.tokens import TokenClaims
+from openwop_bridge.host.http import sse
+from openwop_bridge.host.http.body import ClosedModel, CreateRunBody, ResolveBody, parse, read_json
+from openwop_bridge.host.http.deps import PAGE_LIMIT, engine, int_param
 
 M = TypeVar("M", bound=ClosedModel)
 

@@ -2,10 +2,10 @@
 
 A document holding a run's event log may run to megabytes. It is never built whole:
 its items are read from the store a page at a time (at most
-:data:`~bridge.runtime.follow.STREAM_PAGE` events and :data:`PAGE_BYTES` bytes as stored)
+:data:`~openwop_bridge.runtime.follow.STREAM_PAGE` events and :data:`PAGE_BYTES` bytes as stored)
 and written as they are read, so the bytes are the ones ``orjson.dumps`` of the whole
 document gives, and a client that stops reading stops the writer where it stands
-(:class:`~bridge.host.http.streams.GuardedStream` paces it and holds its slot).
+(:class:`~openwop_bridge.host.http.streams.GuardedStream` paces it and holds its slot).
 The first piece (the document's head and its first page, or all of it) is ready
 before the response starts, so a refusal or a failing store is still an error envelope.
 """
@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from bridge.host.http.sse import Chunk, EventStream
-from bridge.runtime.engine import Engine
-from bridge.runtime.follow import PAGE, STREAM_PAGE, take_after
+from openwop_bridge.host.http.sse import Chunk, EventStream
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.runtime.follow import PAGE, STREAM_PAGE, take_after
 
 #: About how many bytes of encoded events a page holds once events are large (a stream's piece).
 PAGE_BYTES = 64 * 1024
@@ -156,7 +156,7 @@ async def audit_entries(engine: Engine, run_id: str) -> AsyncGenerator[list[byte
 class Poll:
     """One long poll of a run's events after ``after``: the events it answers with, a page at a time.
 
-    Up to :data:`~bridge.runtime.follow.PAGE` events of the backlog, up to the run's terminal one;
+    Up to :data:`~openwop_bridge.runtime.follow.PAGE` events of the backlog, up to the run's terminal one;
     with no backlog, it waits up to ``timeout_ms`` for the first live commit and answers with that.
     :attr:`last` is the sequence of the last event written (``after`` while none).
     """

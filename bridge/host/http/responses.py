@@ -10,10 +10,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from bridge.core.errors import BridgeError
-from bridge.host.http.headers import ALWAYS
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.host.http.headers import ALWAYS
 
-log = logging.getLogger("bridge.host.http")
+log = logging.getLogger("openwop_bridge.host.http")
 
 _HTTP_CODES = {
     400: "validation_error",

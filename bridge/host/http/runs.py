@@ -6,10 +6,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bridge.core.workflow import thaw
-from bridge.host.http import operations, paged, sse
-from bridge.host.http.body import CancelBody, ForkBody
-from bridge.host.http.deps import (
+from openwop_bridge.core.workflow import thaw
+from openwop_bridge.host.http import operations, paged, sse
+from openwop_bridge.host.http.body import CancelBody, ForkBody
+from openwop_bridge.host.http.deps import (
     CHANNEL_OFFSET,
     EVENTS_LIMIT,
     LAST_SEQUENCE,
@@ -20,10 +20,10 @@ from bridge.host.http.deps import (
     int_param,
     principal,
 )
-from bridge.host.http.idempotency import idempotent
-from bridge.host.http.responses import JSONResponse
-from bridge.host.http.streams import guarded, guarded_stream
-from bridge.runtime.engine import Engine
+from openwop_bridge.host.http.idempotency import idempotent
+from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.http.streams import guarded, guarded_stream
+from openwop_bridge.runtime.engine import Engine
 
 
 def _run_created(request: Request, run_id: str, status: str, **extra: object) -> JSONResponse:

@@ -1,6 +1,6 @@
 """Run event streams over HTTP: SSE frames and the streaming response.
 
-They follow the run through :meth:`~bridge.runtime.engine.Engine.follow`, which
+They follow the run through :meth:`~openwop_bridge.runtime.engine.Engine.follow`, which
 owns the subscribe / backlog / gap / re-read rules; this module only frames and sends.
 """
 
@@ -15,9 +15,9 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from bridge.core.events import is_terminal
-from bridge.core.records import RunRecord
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.events import is_terminal
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.runtime.engine import Engine
 
 KEEPALIVE_S = 15.0
 #: How much of a backlog is held back to go out with ``: connected`` (larger backlogs go out as read).

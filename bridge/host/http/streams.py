@@ -2,7 +2,7 @@
 
 Every streaming answer of the host (a run's SSE events on v1 and v2, AG-UI, the
 LangGraph API, A2A's streaming methods, the inbox feed, MCP's ``GET /mcp``) and every
-whole event log written as JSON (:mod:`bridge.host.http.paged`) takes a slot before it
+whole event log written as JSON (:mod:`openwop_bridge.host.http.paged`) takes a slot before it
 starts: at most :attr:`StreamLimits.per_key` streams per key (principal and
 tenant) and :attr:`StreamLimits.per_run` per run on this instance. One more is
 refused with ``429 rate_limited`` and ``Retry-After`` (what v2 ``events.md``
@@ -13,7 +13,7 @@ client leaves. The response sends its body in pieces of at most
 :attr:`StreamLimits.buffer_bytes` and waits until the client has taken what was
 sent before it asks its body for more; so a client that stops reading stops the
 stream where it stands: the server holds what the stream had ready (one page of
-events: :data:`bridge.runtime.follow.STREAM_PAGE`), the piece being sent and the
+events: :data:`openwop_bridge.runtime.follow.STREAM_PAGE`), the piece being sent and the
 socket's write buffer, however long the client stalls.
 """
 
@@ -27,8 +27,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bridge.core.auth import Principal
-from bridge.core.errors import RateLimitedError
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import RateLimitedError
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +190,7 @@ async def guarded_app(
 
 
 def _slots(request: Request) -> StreamSlots | None:
-    """The app's stream slots (none in an app not built by :func:`~bridge.host.http.app.create_app`: no limits)."""
+    """The app's stream slots (none in an app not built by :func:`~openwop_bridge.host.http.app.create_app`: no
+    limits)."""
     found: StreamSlots | None = getattr(request.app.state, "streams", None)
     return found

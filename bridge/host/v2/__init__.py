@@ -5,7 +5,7 @@ error codes (:mod:`.errors`), document spelling (:mod:`.documents`), version
 negotiation (:mod:`.negotiation`) and the routes (:mod:`.routes`).
 """
 
-from bridge.host.v2.negotiation import VersionNegotiation
-from bridge.host.v2.routes import routes
+from openwop_bridge.host.v2.negotiation import VersionNegotiation
+from openwop_bridge.host.v2.routes import routes
 
 __all__ = ["VersionNegotiation", "routes"]

@@ -5,7 +5,7 @@ gathers events for up to that long into one ``batch`` frame whose ``data:`` is a
 array of ``RunEventDoc`` and whose ``id:`` is its highest ``sequence`` (so
 ``Last-Event-ID`` resumes after the whole batch). A batch is flushed when it is
 ``bufferMs`` old, on a terminal event, on a suspension, and before the stream closes;
-and once it holds a page of events (:data:`~bridge.runtime.follow.STREAM_PAGE`), so a
+and once it holds a page of events (:data:`~openwop_bridge.runtime.follow.STREAM_PAGE`), so a
 backlog read within ``bufferMs`` goes out a page at a time instead of as one frame.
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 
 import orjson
 
-from bridge.core.records import RunRecord
-from bridge.host.http.sse import Chunk
-from bridge.host.v2 import documents, events
-from bridge.runtime.engine import Engine
-from bridge.runtime.follow import STREAM_PAGE
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.host.http.sse import Chunk
+from openwop_bridge.host.v2 import documents, events
+from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.runtime.follow import STREAM_PAGE
 
 #: ``bufferMs`` bounds (events.md §SSE frames).
 BUFFER_MS = {"low": 0, "high": 5000}

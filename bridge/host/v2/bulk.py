@@ -14,15 +14,15 @@ from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bridge.core.auth import Principal
-from bridge.core.errors import BridgeError, ValidationError
-from bridge.host.http.body import ClosedModel, parse, read_json
-from bridge.host.http.deps import engine, principal
-from bridge.host.http.idempotency import idempotent
-from bridge.host.http.responses import JSONResponse
-from bridge.host.v2 import ids
-from bridge.host.v2.errors import RunTerminalError, v2_envelope, v2_route
-from bridge.host.v2.idempotency import RULES
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import BridgeError, ValidationError
+from openwop_bridge.host.http.body import ClosedModel, parse, read_json
+from openwop_bridge.host.http.deps import engine, principal
+from openwop_bridge.host.http.idempotency import idempotent
+from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.v2 import ids
+from openwop_bridge.host.v2.errors import RunTerminalError, v2_envelope, v2_route
+from openwop_bridge.host.v2.idempotency import RULES
 
 #: The most ids one request may name (runs.md: RECOMMENDED 100).
 MAX_RUN_IDS = 100

@@ -18,12 +18,12 @@ from typing import Any
 
 from pydantic import Field
 
-from bridge.core.auth import Principal
-from bridge.core.errors import ValidationError
-from bridge.host.http.body import CreateRunBody
-from bridge.host.v2.errors import RunAlreadyActiveError
-from bridge.runtime.adapter_state import AdapterState
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.host.http.body import CreateRunBody
+from openwop_bridge.host.v2.errors import RunAlreadyActiveError
+from openwop_bridge.runtime.adapter_state import AdapterState
+from openwop_bridge.runtime.engine import Engine
 
 HEADER = "openwop-dedup"
 NAMESPACE = "openwop.v2.dedup"

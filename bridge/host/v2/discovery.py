@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bridge.core.events import ENGINE_VERSION
-from bridge.host.http.deps import PAGE_LIMIT
-from bridge.host.v2 import snapshots, tokens
-from bridge.host.v2.negotiation import PREFERRED, PROTOCOL_VERSIONS, V2
-from bridge.host.v2.webhooks import DEAD_LETTER_PAGE
+from openwop_bridge.core.events import ENGINE_VERSION
+from openwop_bridge.host.http.deps import PAGE_LIMIT
+from openwop_bridge.host.v2 import snapshots, tokens
+from openwop_bridge.host.v2.negotiation import PREFERRED, PROTOCOL_VERSIONS, V2
+from openwop_bridge.host.v2.webhooks import DEAD_LETTER_PAGE
 
 if TYPE_CHECKING:
-    from bridge.runtime.engine import Engine
+    from openwop_bridge.runtime.engine import Engine
 
 
 def discovery_document(engine: Engine) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Engine documents in their v2 shape: bound ids, the Subject owner, v2 links.
 
 One engine, one store: these functions only re-spell what the engine produced
-(ids per :mod:`bridge.host.v2.ids`, tokens per :mod:`bridge.host.v2.tokens`);
+(ids per :mod:`openwop_bridge.host.v2.ids`, tokens per :mod:`openwop_bridge.host.v2.tokens`);
 nothing here decides anything.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core.records import RunRecord
-from bridge.host.v2 import events, ids, snapshots, tokens
-from bridge.host.v2.subjects import API_KEY_ISSUER, subject
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.host.v2 import events, ids, snapshots, tokens
+from openwop_bridge.host.v2.subjects import API_KEY_ISSUER, subject
 
 __all__ = ["API_KEY_ISSUER", "event", "interrupt", "link", "poll_head", "poll_trailer", "snapshot", "subject"]
 

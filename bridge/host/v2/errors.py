@@ -1,6 +1,6 @@
 """v2 error envelopes: the engine's codes mapped onto ``spec/v2/errors.json``.
 
-The engine raises the same :class:`~bridge.core.errors.BridgeError` for both
+The engine raises the same :class:`~openwop_bridge.core.errors.BridgeError` for both
 majors; a v2 route answers with the v2 registry's code and status for it. Codes
 the two majors share pass through; the rest map by the table below, and retry
 timing lives in ``Retry-After`` only (v2 forbids ``details.retryAfter``).
@@ -17,8 +17,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bridge.core.errors import BridgeError
-from bridge.host.http.responses import JSONResponse, error_headers
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.host.http.responses import JSONResponse, error_headers
 
 #: Engine code → (v2 code, v2 status). Codes not listed keep their code and status.
 CODE_MAP: dict[str, tuple[str, int]] = {

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bridge.core.kinds import APPROVAL, REGISTRY
-from bridge.host.v2 import ids
-from bridge.host.v2.subjects import subject
-from bridge.spec import v2 as spec
+from openwop_bridge.core.kinds import APPROVAL, REGISTRY
+from openwop_bridge.host.v2 import ids
+from openwop_bridge.host.v2.subjects import subject
+from openwop_bridge.spec import v2 as spec
 
 #: The ``InterruptPayload`` fields (``suspend-request.schema.json``).
 INTERRUPT_PAYLOAD_KEYS = ("kind", "key", "data", "resumeSchema", "timeoutMs")

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from bridge.core.errors import BridgeError
-from bridge.host.http.idempotency import Rules
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.host.http.idempotency import Rules
 
 #: idempotency.md §Layer 1 "Grammar".
 KEY_PATTERN = re.compile(r"[A-Za-z0-9._~-]{22,128}")

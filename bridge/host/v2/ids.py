@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from bridge.core.auth import Principal
-from bridge.core.errors import BridgeError, ValidationError
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.errors import BridgeError, ValidationError
 
 _PASSTHROUGH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _ESCAPE = re.compile(r"[~%]([0-9A-Fa-f]{2})")

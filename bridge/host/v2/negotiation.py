@@ -22,7 +22,7 @@ from urllib.parse import unquote
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.http.responses import JSONResponse
 
 V1 = "1.1"
 V2 = "2.0"
@@ -112,7 +112,7 @@ def named(headers: list[tuple[bytes, bytes]], routed: Negotiated) -> list[tuple[
 
 class VersionNegotiation:
     """Route by ``OpenWOP-Version`` and name the contract used on every protocol response (as ASGI middleware;
-    the host's own app does the same in its one layer, :class:`bridge.host.http.layer.HostLayer`)."""
+    the host's own app does the same in its one layer, :class:`openwop_bridge.host.http.layer.HostLayer`)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.events import ENGINE_VERSION
-from bridge.host.http.body import CancelBody, ForkBody, ResolveBody
-from bridge.host.http.deps import PAGE_LIMIT
-from bridge.host.http.openapi_ops import (
+from openwop_bridge.core import kinds
+from openwop_bridge.core.events import ENGINE_VERSION
+from openwop_bridge.host.http.body import CancelBody, ForkBody, ResolveBody
+from openwop_bridge.host.http.deps import PAGE_LIMIT
+from openwop_bridge.host.http.openapi_ops import (
     SEQUENCE,
     SSE,
     bounded,
@@ -26,15 +26,15 @@ from bridge.host.http.openapi_ops import (
     query_param,
     schema_ref,
 )
-from bridge.host.http.openapi_ops import request_body as body_of
-from bridge.host.v2.batching import BUFFER_MS
-from bridge.host.v2.bulk import MAX_RUN_IDS, BulkCancelBody
-from bridge.host.v2.dedup import CreateRunBodyV2
-from bridge.host.v2.openapi_schemas import component_schemas
-from bridge.host.v2.openapi_webhooks import webhook_paths
-from bridge.host.v2.routes import AFTER_SEQUENCE, POLL_TIMEOUT_S
-from bridge.host.v2.webhooks import RegisterBody, RotateBody
-from bridge.spec import v2 as spec_v2
+from openwop_bridge.host.http.openapi_ops import request_body as body_of
+from openwop_bridge.host.v2.batching import BUFFER_MS
+from openwop_bridge.host.v2.bulk import MAX_RUN_IDS, BulkCancelBody
+from openwop_bridge.host.v2.dedup import CreateRunBodyV2
+from openwop_bridge.host.v2.openapi_schemas import component_schemas
+from openwop_bridge.host.v2.openapi_webhooks import webhook_paths
+from openwop_bridge.host.v2.routes import AFTER_SEQUENCE, POLL_TIMEOUT_S
+from openwop_bridge.host.v2.webhooks import RegisterBody, RotateBody
+from openwop_bridge.spec import v2 as spec_v2
 
 _ERRORS = {
     400: "validation_error, idempotency_key_invalid, unsupported_stream_mode",
@@ -86,7 +86,7 @@ _DEDUP = header_param(
     {"type": "string", "enum": ["enforce"]},
 )
 _RUN = path_param("runId", "The tenant-bound run id projected to one segment (acme~2Fr-1), or a v1 run id")
-#: A bare id (the opaque segment, or the v1 id) or a projected tenant-bound id (``bridge.host.v2.ids``).
+#: A bare id (the opaque segment, or the v1 id) or a projected tenant-bound id (``openwop_bridge.host.v2.ids``).
 _RUN["schema"] = {
     "type": "string",
     "pattern": "^(?:[A-Za-z0-9._-]{1,128}|(?:anon~3[Aa])?[A-Za-z0-9._-]{1,128}~2[Ff][A-Za-z0-9._-]{16,128})$",

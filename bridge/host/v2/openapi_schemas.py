@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import kinds
-from bridge.spec import v2 as spec
+from openwop_bridge.core import kinds
+from openwop_bridge.spec import v2 as spec
 
 _REF = "#/components/schemas/"
 _FILES = {"subject.schema.json": "Subject", "run-snapshot.schema.json": "RunSnapshot"}

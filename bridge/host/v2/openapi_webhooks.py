@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bridge.host.http.openapi_ops import json_response, path_param, query_param
-from bridge.host.http.openapi_ops import request_body as body_of
-from bridge.host.v2.webhooks import DEAD_LETTER_PAGE, RegisterBody, RotateBody
+from openwop_bridge.host.http.openapi_ops import json_response, path_param, query_param
+from openwop_bridge.host.http.openapi_ops import request_body as body_of
+from openwop_bridge.host.v2.webhooks import DEAD_LETTER_PAGE, RegisterBody, RotateBody
 
 _BOUND = {"type": "string", "pattern": "^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$"}
 _STAMP = {"type": "string", "format": "date-time"}

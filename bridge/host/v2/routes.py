@@ -1,7 +1,8 @@
 """The v2 routes at root paths: the same engine calls as ``/v1``, re-spelled for v2.
 
 Every handler resolves the v2 path id to the engine's id (:mod:`.ids`), calls the
-engine exactly as the ``/v1`` route does (the shared :mod:`bridge.host.http.operations`), and re-spells the result
+engine exactly as the ``/v1`` route does (the shared :mod:`openwop_bridge.host.http.operations`), and re-spells
+the result
 (:mod:`.documents`); errors follow the v2 registry (:mod:`.errors`).
 """
 
@@ -16,20 +17,20 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bridge.core.auth import Principal
-from bridge.core.clock import iso_ms
-from bridge.core.errors import InterruptNotFoundError
-from bridge.core.records import RunRecord
-from bridge.host.http import operations, paged, sse
-from bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read_json
-from bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
-from bridge.host.http.idempotency import idempotent
-from bridge.host.http.responses import JSONResponse
-from bridge.host.http.streams import guarded, guarded_stream
-from bridge.host.v2 import batching, bulk, dedup, documents, events, ids, tokens
-from bridge.host.v2.errors import v2_route
-from bridge.host.v2.idempotency import RULES
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.errors import InterruptNotFoundError
+from openwop_bridge.core.records import RunRecord
+from openwop_bridge.host.http import operations, paged, sse
+from openwop_bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read_json
+from openwop_bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
+from openwop_bridge.host.http.idempotency import idempotent
+from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.http.streams import guarded, guarded_stream
+from openwop_bridge.host.v2 import batching, bulk, dedup, documents, events, ids, tokens
+from openwop_bridge.host.v2.errors import v2_route
+from openwop_bridge.host.v2.idempotency import RULES
+from openwop_bridge.runtime.engine import Engine
 
 #: ``afterSequence`` and ``timeout`` (seconds) of the v2 long poll (events.md §Poll).
 AFTER_SEQUENCE = {"low": 0, "high": 2**62}
@@ -171,7 +172,7 @@ async def run_events(request: Request) -> Response:
     run = await _readable_record(request)
     mode = request.query_params.get("streamMode")
     if mode not in (None, "", "updates", "debug", "updates,debug", "debug,updates"):
-        from bridge.host.v2.errors import v2_envelope
+        from openwop_bridge.host.v2.errors import v2_envelope
 
         status, body = v2_envelope(
             "unsupported_stream_mode", "this host streams updates and debug", {"supported": ["updates", "debug"]}, 400

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.spec import v2 as spec
+from openwop_bridge.spec import v2 as spec
 
 #: The extension record that carries what the closed snapshot does not name.
 EXTENSION = "openwop-bridge.run"

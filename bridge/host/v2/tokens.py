@@ -1,6 +1,6 @@
 """Signed links in the v2 grammar: ``ow2.<alg>.<kid>.<payload>.<mac>``.
 
-A v1 link is ``<payload>.<mac>`` (``bridge.core.tokens``), its ``kid`` inside the
+A v1 link is ``<payload>.<mac>`` (``openwop_bridge.core.tokens``), its ``kid`` inside the
 signed payload. The v2 spelling puts ``ow2``, the algorithm (``hs256``, the one
 advertised in ``interrupt.tokenAlgs``) and the key id in front of the very same
 two segments, so both spellings verify with the same secrets and name the same
@@ -16,7 +16,7 @@ import base64
 import json
 import re
 
-from bridge.core.errors import BridgeError
+from openwop_bridge.core.errors import BridgeError
 
 PREFIX = "ow2"
 ALGS = ("hs256",)

@@ -24,16 +24,16 @@ from typing import Any
 
 import orjson
 
-from bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft
-from bridge.core.records import InterruptRecord, RunRecord
-from bridge.host.v2 import documents, ids
-from bridge.host.v2.egress import Egress, LookupFailedError, Target, WebhookUrlRejectedError
-from bridge.host.v2.resolver import AsyncResolver
-from bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
-from bridge.host.v2.webhook_transport import Transport
-from bridge.runtime.engine import Engine
+from openwop_bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft
+from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.host.v2 import documents, ids
+from openwop_bridge.host.v2.egress import Egress, LookupFailedError, Target, WebhookUrlRejectedError
+from openwop_bridge.host.v2.resolver import AsyncResolver
+from openwop_bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
+from openwop_bridge.host.v2.webhook_transport import Transport
+from openwop_bridge.runtime.engine import Engine
 
-log = logging.getLogger("bridge.host.v2.webhooks")
+log = logging.getLogger("openwop_bridge.host.v2.webhooks")
 
 #: How often the subscriptions are read again from the store (those registered on other instances).
 REFRESH_S = 2.0

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bridge.host.v2 import ids
+from openwop_bridge.host.v2 import ids
 
 V1 = "v1"
 STANDARD = "standard-webhooks-1"

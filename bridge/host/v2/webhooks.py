@@ -17,18 +17,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bridge.core.auth import Principal
-from bridge.core.clock import iso_ms
-from bridge.core.errors import BridgeError, ForbiddenError, NotFoundError, RateLimitedError, ValidationError
-from bridge.core.notices import DeadLetter
-from bridge.host.http.body import ClosedModel, parse, read_json
-from bridge.host.http.deps import engine, int_param, principal
-from bridge.host.http.responses import JSONResponse
-from bridge.host.v2 import ids
-from bridge.host.v2.errors import v2_route
-from bridge.host.v2.webhook_delivery import Webhooks
-from bridge.host.v2.webhook_subs import ALGORITHMS, STANDARD, V1, Subscription, signed_headers, whsec_bytes
-from bridge.spec import v2 as spec
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.errors import BridgeError, ForbiddenError, NotFoundError, RateLimitedError, ValidationError
+from openwop_bridge.core.notices import DeadLetter
+from openwop_bridge.host.http.body import ClosedModel, parse, read_json
+from openwop_bridge.host.http.deps import engine, int_param, principal
+from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.v2 import ids
+from openwop_bridge.host.v2.errors import v2_route
+from openwop_bridge.host.v2.webhook_delivery import Webhooks
+from openwop_bridge.host.v2.webhook_subs import ALGORITHMS, STANDARD, V1, Subscription, signed_headers, whsec_bytes
+from openwop_bridge.spec import v2 as spec
 
 SCOPE = "webhooks:manage"
 #: How long an endpoint has to answer its verification challenge (webhooks.md §Standard Webhooks).

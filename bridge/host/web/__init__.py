@@ -12,8 +12,8 @@ the package and its dependencies; nothing comes from a CDN.
 
 from __future__ import annotations
 
-from bridge.host.web.front import front_routes
-from bridge.host.web.link import link_page
-from bridge.host.web.pages import web_routes
+from openwop_bridge.host.web.front import front_routes
+from openwop_bridge.host.web.link import link_page
+from openwop_bridge.host.web.pages import web_routes
 
 __all__ = ["front_routes", "link_page", "web_routes"]

@@ -19,7 +19,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from bridge.runtime.engine import Engine
+from openwop_bridge.runtime.engine import Engine
 
 #: Event types after which a tenant's pending-interrupt list may look different.
 INBOX_EVENT_TYPES = frozenset(

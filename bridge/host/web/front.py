@@ -16,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from bridge.core.events import ENGINE_VERSION
-from bridge.host.http.responses import JSONResponse
-from bridge.host.web.pages import CONTENT_SECURITY_POLICY, STATIC_DIR, Assets, page_headers
+from openwop_bridge.core.events import ENGINE_VERSION
+from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.web.pages import CONTENT_SECURITY_POLICY, STATIC_DIR, Assets, page_headers
 
 #: Where each part of the host lives, for the JSON index and the landing page.
 INDEX_LINKS: dict[str, str] = {

@@ -22,12 +22,12 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bridge.core import approvals
-from bridge.core.decisions.common import AUTH_REQUIRED_PROFILE
-from bridge.core.errors import BridgeError
-from bridge.core.kinds import REGISTRY
-from bridge.host.http.deps import base_url, engine
-from bridge.host.web.pages import page_headers
+from openwop_bridge.core import approvals
+from openwop_bridge.core.decisions.common import AUTH_REQUIRED_PROFILE
+from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.core.kinds import REGISTRY
+from openwop_bridge.host.http.deps import base_url, engine
+from openwop_bridge.host.web.pages import page_headers
 
 #: The page lives at /v1/interrupts/{token}; assets are found relative to it so
 #: the host also works behind a proxy that mounts it under a path prefix.

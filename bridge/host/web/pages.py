@@ -18,11 +18,11 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bridge.core.auth import SCOPES
-from bridge.host.http.deps import engine, principal
-from bridge.host.http.responses import JSONResponse
-from bridge.host.http.streams import guarded
-from bridge.host.web.feed import LIFETIME_S, inbox_changes
+from openwop_bridge.core.auth import SCOPES
+from openwop_bridge.host.http.deps import engine, principal
+from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.http.streams import guarded
+from openwop_bridge.host.web.feed import LIFETIME_S, inbox_changes
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 

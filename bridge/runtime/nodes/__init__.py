@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bridge.runtime.nodes import agents, conversation_gate, core, gates, subworkflow, tool_call
-from bridge.runtime.nodes.base import NodeRegistry, NodeResult, NodeType
+from openwop_bridge.runtime.nodes import agents, conversation_gate, core, gates, subworkflow, tool_call
+from openwop_bridge.runtime.nodes.base import NodeRegistry, NodeResult, NodeType
 
 
 def default_registry() -> NodeRegistry:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.errors import BridgeError, NodeError
-from bridge.runtime.context import NodeContext
-from bridge.runtime.nodes.base import NodeResult
+from openwop_bridge.core import kinds
+from openwop_bridge.core.errors import BridgeError, NodeError
+from openwop_bridge.runtime.context import NodeContext
+from openwop_bridge.runtime.nodes.base import NodeResult
 
 CONFIDENCE_FLOOR = 0.5
 

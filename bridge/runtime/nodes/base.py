@@ -1,6 +1,6 @@
 """Node types: what a ``typeId`` does when the executor runs it.
 
-A node type is an async function of a :class:`~bridge.runtime.context.NodeContext`
+A node type is an async function of a :class:`~openwop_bridge.runtime.context.NodeContext`
 returning its outputs (a dict), ``None`` or a :class:`NodeResult` that also
 restricts which outgoing edges fire. ``check`` validates a node's config when a
 workflow is registered, so mistakes surface before any run starts.
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bridge.core.workflow import NodeSpec
-    from bridge.runtime.context import NodeContext
+    from openwop_bridge.core.workflow import NodeSpec
+    from openwop_bridge.runtime.context import NodeContext
 
 NodeFunction = Callable[["NodeContext"], Awaitable[Any]]
 ConfigCheck = Callable[["NodeSpec"], list[str]]
@@ -45,7 +45,7 @@ class NodeType:
     #: interrupts are then not loaded before it runs, but read when it asks for them.
     resumes_at_last_request: bool = False
     #: True when the node's code may start in the executor's own turn of the event loop
-    #: (:func:`bridge.runtime.eager.start_eagerly`): until it first waits, it neither takes the
+    #: (:func:`openwop_bridge.runtime.eager.start_eagerly`): until it first waits, it neither takes the
     #: current task (``asyncio.timeout``) nor commits (``ctx.checkpoint``, ``ctx.sleep``, children).
     starts_at_once: bool = False
 

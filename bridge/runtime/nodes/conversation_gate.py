@@ -8,7 +8,7 @@ set), and closes when the person sends ``close`` or after ``config.turnCount``
 exchanges. The conversation's outcome is the node's output.
 
 Run again after an answer, the node goes on from its last exchange
-(:meth:`~bridge.runtime.conversation.Conversation.resume_at_last_turn`) instead
+(:meth:`~openwop_bridge.runtime.conversation.Conversation.resume_at_last_turn`) instead
 of asking every earlier one again, so turn 100 costs what turn 1 costs.
 """
 
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.errors import ValidationError
-from bridge.core.workflow import NodeSpec, thaw
-from bridge.runtime.context import NodeContext
+from openwop_bridge.core import kinds
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.core.workflow import NodeSpec, thaw
+from openwop_bridge.runtime.context import NodeContext
 
 
 def check_conversation_gate(node: NodeSpec) -> list[str]:

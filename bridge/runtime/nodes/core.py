@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import kinds
-from bridge.core.errors import NodeError, ValidationError
-from bridge.core.workflow import NodeSpec, thaw
-from bridge.runtime.context import NodeContext
+from openwop_bridge.core import kinds
+from openwop_bridge.core.errors import NodeError, ValidationError
+from openwop_bridge.core.workflow import NodeSpec, thaw
+from openwop_bridge.runtime.context import NodeContext
 
 MAX_DELAY_MS = 24 * 3600 * 1000
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core import approvals, kinds
-from bridge.core.errors import ApprovalRejectedError, InterruptTimeoutError, ValidationError
-from bridge.core.workflow import NodeSpec, thaw
-from bridge.runtime.context import NodeContext
+from openwop_bridge.core import approvals, kinds
+from openwop_bridge.core.errors import ApprovalRejectedError, InterruptTimeoutError, ValidationError
+from openwop_bridge.core.workflow import NodeSpec, thaw
+from openwop_bridge.runtime.context import NodeContext
 
 _GOVERNANCE = ("requiredRole", "requiredScope", "override", "overrideBypassesQuorum", "profile")
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core.errors import NodeError
-from bridge.core.workflow import NodeSpec, thaw
-from bridge.runtime.context import NodeContext
+from openwop_bridge.core.errors import NodeError
+from openwop_bridge.core.workflow import NodeSpec, thaw
+from openwop_bridge.runtime.context import NodeContext
 
 
 def check_subworkflow(node: NodeSpec) -> list[str]:

@@ -4,16 +4,16 @@ The tool is a built-in stand-in that records the call and returns what it was
 given, so a workflow written in JSON (and the demo) can show the whole gated
 tool-call flow: the pending call, the approval with editable arguments, the
 result. Real tools are called from Python nodes with
-:func:`bridge.runtime.tools.approved_tool_call`.
+:func:`openwop_bridge.runtime.tools.approved_tool_call`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bridge.core.workflow import NodeSpec, thaw
-from bridge.runtime.context import NodeContext
-from bridge.runtime.tools import approved_tool_call
+from openwop_bridge.core.workflow import NodeSpec, thaw
+from openwop_bridge.runtime.context import NodeContext
+from openwop_bridge.runtime.tools import approved_tool_call
 
 
 def check_tool_call(node: NodeSpec) -> list[str]:

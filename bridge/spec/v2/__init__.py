@@ -16,11 +16,11 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry
 
-from bridge.spec import json_names, read_json, schema_registry
+from openwop_bridge.spec import json_names, read_json, schema_registry
 
 BASE_URI = "https://openwop.dev/spec/v2/"
 
-_PACKAGE = "bridge.spec.v2"
+_PACKAGE = "openwop_bridge.spec.v2"
 
 
 def schema_names() -> list[str]:

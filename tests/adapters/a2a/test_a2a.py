@@ -41,12 +41,12 @@ from a2a.utils.errors import (
 from google.protobuf import json_format, struct_pb2
 from openapi_spec_validator import validate as validate_spec
 
-from adapters.a2a import a2a_routes
-from adapters.a2a.discovery import a2a_facet
-from bridge import Engine, KeyRing, kinds, load_workflow
-from bridge.host import build_parser, build_server
-from bridge.host.discovery import validate_discovery
-from bridge.host.http import create_app
+from openwop_bridge import Engine, KeyRing, kinds, load_workflow
+from openwop_bridge.a2a import a2a_routes
+from openwop_bridge.a2a.discovery import a2a_facet
+from openwop_bridge.host import build_parser, build_server
+from openwop_bridge.host.discovery import validate_discovery
+from openwop_bridge.host.http import create_app
 from tests.conftest import KEYS, TOKENS, auth
 from tests.server import uvicorn_server
 
@@ -423,7 +423,7 @@ async def test_an_a2a_subscriber_sees_an_answer_given_over_rest(agent: Agent) ->
 def test_the_card_path_known_without_the_sdk_is_the_sdks() -> None:
     from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
-    from adapters.a2a.discovery import CARD_PATH
+    from openwop_bridge.a2a.discovery import CARD_PATH
 
     assert CARD_PATH == AGENT_CARD_WELL_KNOWN_PATH
 

@@ -12,11 +12,11 @@ import pytest
 from ag_ui.core import Event
 from pydantic import TypeAdapter
 
-from adapters.agui import agui_routes, mount_agui, threads
-from bridge import Engine, NodeContext, Workflow, approval, clarification
-from bridge.core.auth import KeyRing, make_key
-from bridge.host.http import create_app
-from bridge.runtime.tools import approved_tool_call
+from openwop_bridge import Engine, NodeContext, Workflow, approval, clarification
+from openwop_bridge.agui import agui_routes, mount_agui, threads
+from openwop_bridge.core.auth import KeyRing, make_key
+from openwop_bridge.host.http import create_app
+from openwop_bridge.runtime.tools import approved_tool_call
 from tests.conftest import KEYS, auth
 from tests.helpers import event_types, settle, two_sign_offs
 from tests.server import uvicorn_server
@@ -631,7 +631,7 @@ async def test_clarification_payload_shapes(agui: Agui, engine: Engine) -> None:
 async def test_mount_one_workflow_in_any_starlette_app(engine: Engine) -> None:
     from starlette.applications import Starlette
 
-    from bridge.core.auth import Principal
+    from openwop_bridge.core.auth import Principal
 
     app = Starlette()
     mount_agui(app, engine, "conformance-approval", path="/my-agent", authenticate=lambda request: Principal("kiosk"))

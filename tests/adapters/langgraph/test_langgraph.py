@@ -12,11 +12,11 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from adapters.langgraph import GraphWorkflows
-from adapters.langgraph.checkpoints import Checkpoints
-from bridge import Engine, SqliteStore, spec
-from bridge.core.errors import ValidationError
-from bridge.runtime.config import EngineConfig
+from openwop_bridge import Engine, SqliteStore, spec
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.langgraph import GraphWorkflows
+from openwop_bridge.langgraph.checkpoints import Checkpoints
+from openwop_bridge.runtime.config import EngineConfig
 from tests import graphs
 from tests.conftest import auth
 from tests.helpers import ADMIN, event_types, events, settle
@@ -79,7 +79,7 @@ async def test_parallel_interrupts_are_independent(lg: GraphWorkflows, engine: E
 
 
 async def test_response_schema_is_enforced_before_the_graph(lg: GraphWorkflows, engine: Engine) -> None:
-    from bridge.core.errors import ValidationError
+    from openwop_bridge.core.errors import ValidationError
 
     lg.add("fan", graphs.fan_out_graph())
     run = await engine.create_run(ADMIN, "fan", inputs={"topics": ["legal"]})
@@ -416,7 +416,7 @@ async def test_helpers_also_run_under_plain_langgraph() -> None:
 
 
 async def test_graph_workflows_cannot_be_fork_replayed(lg: GraphWorkflows, engine: Engine) -> None:
-    from bridge.core.errors import ValidationError
+    from openwop_bridge.core.errors import ValidationError
 
     lg.add("publish", graphs.approve_graph())
     run = await engine.create_run(ADMIN, "publish")
@@ -443,7 +443,7 @@ async def test_the_helper_escalates_below_the_host_threshold_not_a_fixed_one(tmp
 
 
 def test_an_approval_result_reads_every_legacy_decision_and_edit() -> None:
-    from adapters.langgraph import ApprovalResult
+    from openwop_bridge.langgraph import ApprovalResult
 
     assert ApprovalResult.from_value({"decision": "granted"}).approved
     assert ApprovalResult.from_value({"decision": "approved"}).action == "accept"

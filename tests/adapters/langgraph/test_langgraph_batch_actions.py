@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from adapters.langgraph.payloads import check_tool_review, map_interrupt
-from bridge.core.errors import ValidationError
+from openwop_bridge.core.errors import ValidationError
+from openwop_bridge.langgraph.payloads import check_tool_review, map_interrupt
 
 
 def review(*names: str) -> dict[str, Any]:

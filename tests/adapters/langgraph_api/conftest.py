@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.langgraph_api import langgraph_routes
-from bridge import Engine, KeyRing
-from bridge.host.cli import demo_workflows
-from bridge.host.http import create_app
+from openwop_bridge import Engine, KeyRing
+from openwop_bridge.host.cli import demo_workflows
+from openwop_bridge.host.http import create_app
+from openwop_bridge.langgraph_api import langgraph_routes
 from tests.conftest import KEYS
 from tests.server import uvicorn_server
 
@@ -17,7 +17,7 @@ from tests.server import uvicorn_server
 @pytest.fixture
 async def served(engine: Engine) -> AsyncIterator[str]:
     """The fixtures, the demo workflows and served LangGraph graphs behind the LangGraph API; yields its base URL."""
-    from adapters.langgraph import GraphWorkflows
+    from openwop_bridge.langgraph import GraphWorkflows
     from tests import graphs
 
     for workflow in demo_workflows():

@@ -14,9 +14,9 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
 
-from adapters.langgraph_api import langgraph_routes
-from bridge import Engine, KeyRing
-from bridge.host.http import create_app
+from openwop_bridge import Engine, KeyRing
+from openwop_bridge.host.http import create_app
+from openwop_bridge.langgraph_api import langgraph_routes
 from tests.conftest import KEYS, TOKENS, auth
 from tests.server import uvicorn_server
 

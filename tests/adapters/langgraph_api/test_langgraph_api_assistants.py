@@ -10,8 +10,8 @@ from pathlib import Path
 
 from langgraph_sdk import get_client
 
-from adapters.langgraph_api.assistants import Assistants
-from bridge import Engine, load_workflow
+from openwop_bridge import Engine, load_workflow
+from openwop_bridge.langgraph_api.assistants import Assistants
 from tests.conftest import TOKENS
 
 DEMO = Path(__file__).resolve().parents[3] / "bridge" / "demo" / "demo-expense-approval.json"

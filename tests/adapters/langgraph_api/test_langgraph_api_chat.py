@@ -9,7 +9,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
 
-from bridge import Engine
+from openwop_bridge import Engine
 from tests.conftest import TOKENS
 
 

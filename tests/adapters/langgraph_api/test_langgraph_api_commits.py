@@ -5,9 +5,9 @@ from __future__ import annotations
 from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
 
-from adapters.langgraph_api import threads
-from bridge import Engine
-from bridge.core.auth import DEFAULT_TENANT
+from openwop_bridge import Engine
+from openwop_bridge.core.auth import DEFAULT_TENANT
+from openwop_bridge.langgraph_api import threads
 from tests.conftest import TOKENS
 from tests.helpers import settle
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
-from bridge.spec import load_fixture
+from openwop_bridge.spec import load_fixture
 from tests.server import ServerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from adapters.langgraph_api import threads
-from bridge import Engine
-from bridge.core.auth import DEFAULT_TENANT
+from openwop_bridge import Engine
+from openwop_bridge.core.auth import DEFAULT_TENANT
+from openwop_bridge.langgraph_api import threads
 from tests.conftest import TOKENS
 
 
@@ -91,7 +91,7 @@ async def test_status_values_and_ids_filter_with_offset(served: str) -> None:
 
 def test_timestamps_have_one_width_so_they_sort_as_text() -> None:
     """A time on a whole second keeps its fraction: '…:46.000000Z' sorts before '…:46.002000Z', '…:46Z' did not."""
-    from adapters.langgraph_api.shapes import iso
+    from openwop_bridge.langgraph_api.shapes import iso
 
     whole, later = iso(1_795_000_000_000), iso(1_795_000_000_002)
     assert len(whole) == len(later) and whole < later

@@ -14,10 +14,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from adapters.mcp import McpMount
-from bridge import Engine, KeyRing, Workflow
-from bridge.core.auth import make_key
-from bridge.host.http import create_app
+from openwop_bridge import Engine, KeyRing, Workflow
+from openwop_bridge.core.auth import make_key
+from openwop_bridge.host.http import create_app
+from openwop_bridge.mcp import McpMount
 from tests.conftest import KEYS, TOKENS, auth
 from tests.helpers import settle
 from tests.server import uvicorn_server

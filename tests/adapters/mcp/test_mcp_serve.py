@@ -124,7 +124,7 @@ async def test_a_request_state_sealed_before_a_restart_answers_after_it_once(tmp
 
 def _keys(db: str, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "bridge", "keys", *args, "--db", db], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "openwop_bridge", "keys", *args, "--db", db], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
