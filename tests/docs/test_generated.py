@@ -67,8 +67,8 @@ def test_an_unknown_part_or_a_part_without_its_end_is_refused(page: str, message
 def test_the_python_api_page_shows_every_public_name_of_bridge() -> None:
     text = (ROOT / "docs" / "reference" / "python-api.md").read_text("utf-8")
     shown = {path for m in generate.BLOCK.finditer(text) if m["name"] == "python-api" for path in m["args"].split()}
-    missing = sorted(name for name in openwop_bridge.__all__ if f"bridge.{name}" not in shown)
-    assert not missing, f"docs/reference/python-api.md leaves out bridge.{missing} (add them to a python-api part)"
+    missing = sorted(name for name in openwop_bridge.__all__ if f"openwop_bridge.{name}" not in shown)
+    assert not missing, f"docs/reference/python-api.md leaves out {missing} (add them to a python-api part)"
 
 
 def test_docstrings_become_markdown_that_reads_on_github() -> None:
