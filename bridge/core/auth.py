@@ -103,6 +103,10 @@ def _known_scope(scope: str) -> bool:
     return bool(sep and namespace and action) and namespace not in _HOST_NAMESPACES
 
 
+#: Public name of the scope check keys are held to (the identity file holds ``roleScopes`` to it too).
+known_scope = _known_scope
+
+
 def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 

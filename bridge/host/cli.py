@@ -150,6 +150,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         notify = load_notify_config(args.notify_config)
     if notify is not None:
         notify.link_base(args.public_url)
+    # So is the identity file (its issuers' keys are fetched when a token first needs them).
+    if getattr(args, "identity_config", None):
+        from openwop_bridge.identity.config import load_identity_config  # pydantic's models of it load only when used
+
+        load_identity_config(args.identity_config)
     store = open_store(_database(args.db))
     secrets = [parse_secret_spec(s) for s in args.token_secret]
     engine = Engine(
