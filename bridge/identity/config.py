@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +50,7 @@ __all__ = [
 
 #: The signature algorithms a token may use: asymmetric only (``none`` and ``HS*`` are never accepted).
 ALGORITHMS: tuple[str, ...] = ("RS256", "PS256", "ES256", "EdDSA")
+_TENANT = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
 
 
 class IdentityConfigError(RuntimeError):
@@ -117,6 +119,14 @@ class IssuerConfig(_Model):
     @classmethod
     def _issuer(cls, value: str) -> str:
         return check_url(value, "the issuer")
+
+    @field_validator("default_tenant", "tenants")
+    @classmethod
+    def _tenants(cls, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
+        for tenant in (value,) if isinstance(value, str) else value:
+            if not _TENANT.match(tenant):
+                raise ValueError(f"{tenant!r} is not a tenant id (letters, digits and . _ ~ -, at most 128)")
+        return value
 
     @field_validator("jwks_uri")
     @classmethod
