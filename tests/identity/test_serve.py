@@ -125,3 +125,33 @@ def test_an_identity_file_replaces_the_dev_key(provider: OpenIdProvider, tmp_pat
         assert httpx.get(f"{started.url}/v1/workflows", headers=token).status_code == 200
     output = started.output()
     assert "dev API key" not in output and "identity : bearer tokens" in output
+
+
+def test_every_surface_takes_the_token_as_it_takes_a_key(provider: OpenIdProvider, server: ServerProcess) -> None:
+    reader = _bearer(provider.token("service", scope="runs:read workflows:read"))
+    v2 = httpx.get(f"{server.url}/runs", headers={**reader, "OpenWOP-Version": "2"})
+    assert v2.status_code == 200, v2.text
+    assistants = httpx.post(f"{server.url}/langgraph/assistants/search", json={}, headers=reader)
+    assert assistants.status_code == 200, assistants.text
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    mcp = httpx.post(
+        f"{server.url}/mcp", json=initialize, headers={**reader, "Accept": "application/json, text/event-stream"}
+    )
+    assert mcp.status_code == 200, mcp.text
+    # /metrics needs a scope this token lacks: the 403 names it in the challenge.
+    metrics = httpx.get(f"{server.url}/metrics", headers=reader)
+    assert metrics.status_code == 403
+    assert metrics.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{server.url}/.well-known/oauth-protected-resource", '
+        'error="insufficient_scope", scope="metrics:read"'
+    )
+    # A run that is not there (or another tenant's) stays a 404, with no challenge.
+    unknown = httpx.get(f"{server.url}/v1/runs/run_unknown", headers=reader)
+    assert unknown.status_code == 404 and "www-authenticate" not in unknown.headers
+    # A key lacking a scope gets no bearer challenge: it presented no token.
+    assert "www-authenticate" not in httpx.get(f"{server.url}/metrics", headers=_bearer(KEY)).headers
