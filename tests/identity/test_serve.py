@@ -14,7 +14,7 @@ from openwop_bridge.spec import v2 as spec
 from tests.identity.provider import OpenIdProvider, issuer_config
 from tests.server import ServerProcess, wait_for_status
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.node, pytest.mark.slow]
 
 KEY = "ops-key-identity-0001"
 

@@ -23,6 +23,9 @@ from openwop_bridge.identity.verifier import TokenVerifier, Verified
 from tests.identity.provider import AUDIENCE, OpenIdProvider, issuer_config
 from tests.server import uvicorn_server
 
+#: The provider runs under Node.
+pytestmark = pytest.mark.node
+
 
 def _verifier(*entries: dict[str, Any], **options: Any) -> TokenVerifier:
     return TokenVerifier(parse_identity_config({"issuers": list(entries)}, environ={}), **options)
@@ -195,6 +198,8 @@ async def test_alg_none_hs256_with_the_public_key_and_tampering_are_refused(
         assert (await _refusal(verifier, garbage)).code == "identity_unverified"
 
 
+# joserfc calls the name EdDSA superseded by Ed25519 (RFC 9864); providers still sign with it.
+@pytest.mark.filterwarnings("ignore:EdDSA is deprecated")
 async def test_every_asymmetric_algorithm_verifies_from_a_configured_jwks_uri() -> None:
     keys: dict[str, Any] = {
         "RS256": RSAKey.generate_key(2048, parameters={"kid": "rs"}),
