@@ -43,6 +43,8 @@ from openwop_bridge.store.base import Store
 if TYPE_CHECKING:
     import uvicorn
 
+    from openwop_bridge.identity.layer import Identity
+
 log = logging.getLogger("openwop_bridge.host.cli")
 
 DEV_KEY_NAMESPACE = "bridge.dev-key"
@@ -237,7 +239,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     return app, engine, ring, banner
 
 
-def _identity_layers(identity: Any) -> list[Any]:
+def _identity_layers(identity: Identity | None) -> list[Any]:
     """The ASGI layer verifying the identity providers' tokens, when an identity file is configured."""
     if identity is None:
         return []
@@ -248,11 +250,11 @@ def _identity_layers(identity: Any) -> list[Any]:
     return [Middleware(BearerTokens, identity=identity)]
 
 
-def _auth_lanes(identity: Any) -> list[dict[str, Any]]:
+def _auth_lanes(identity: Identity) -> list[dict[str, Any]]:
+    """The ``auth.lanes[]`` of the identity file's providers (v2 discovery)."""
     from openwop_bridge.identity.layer import auth_lanes
 
-    found: list[dict[str, Any]] = auth_lanes(identity.config)
-    return found
+    return auth_lanes(identity.config)
 
 
 def _install(engine: Engine, args: argparse.Namespace) -> ServerBuild:
