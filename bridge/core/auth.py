@@ -12,7 +12,7 @@ import hmac
 import json
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,10 @@ def _known_scope(scope: str) -> bool:
         return True
     namespace, sep, action = scope.partition(":")
     return bool(sep and namespace and action) and namespace not in _HOST_NAMESPACES
+
+
+#: Public name of the scope check keys are held to (the identity file holds ``roleScopes`` to it too).
+known_scope = _known_scope
 
 
 def _digest(key: str) -> bytes:
@@ -192,8 +196,19 @@ class KeyRing:
 
     def __init__(self, keys: Iterable[ApiKey]) -> None:
         self._by_digest: dict[bytes, ApiKey] = {}
+        self._tokens: Callable[[str], Principal | None] | None = None
         for k in keys:
             self._by_digest[k.digest] = k
+
+    def use_tokens(self, resolve: Callable[[str], Principal | None]) -> None:
+        """Also accept bearer credentials that are not keys: ``resolve`` maps one to its principal, returns
+        None when it is none of its kind, or raises its refusal (the identity providers' JWTs)."""
+        self._tokens = resolve
+
+    @property
+    def takes_tokens(self) -> bool:
+        """Whether bearer credentials other than keys are accepted (an identity file is configured)."""
+        return self._tokens is not None
 
     def __len__(self) -> int:
         return len(self._by_digest)
@@ -218,5 +233,8 @@ class KeyRing:
         # The dict lookup finds a candidate by digest; the comparison below is
         # constant-time so a near-miss digest leaks nothing either.
         if found is None or not hmac.compare_digest(found.digest, digest):
+            resolved = self._tokens(token.strip()) if self._tokens is not None else None
+            if resolved is not None:
+                return resolved
             raise UnauthenticatedError("unknown API key")
         return found.principal

@@ -43,6 +43,8 @@ from openwop_bridge.store.base import Store
 if TYPE_CHECKING:
     import uvicorn
 
+    from openwop_bridge.identity.layer import Identity
+
 log = logging.getLogger("openwop_bridge.host.cli")
 
 DEV_KEY_NAMESPACE = "bridge.dev-key"
@@ -150,6 +152,12 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         notify = load_notify_config(args.notify_config)
     if notify is not None:
         notify.link_base(args.public_url)
+    # So is the identity file (its issuers' keys are fetched when a token first needs them).
+    identity_config = None
+    if getattr(args, "identity_config", None):
+        from openwop_bridge.identity.config import load_identity_config  # pydantic's models of it load only when used
+
+        identity_config = load_identity_config(args.identity_config)
     store = open_store(_database(args.db))
     secrets = [parse_secret_spec(s) for s in args.token_secret]
     engine = Engine(
@@ -175,9 +183,18 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     keys = _load_keys(args)
     ring = KeyRing(keys)
     dev: dict[str, str] = {}
-    ensure_dev_key = _dev_key_starter(engine, ring, keys, dev)
+    # An identity file, like a key, replaces the dev key: its people sign in with the provider's tokens.
+    ensure_dev_key = _dev_key_starter(engine, ring, not keys and identity_config is None, dev)
     routes = list(build.routes)
     fragments = list(build.openapi)
+    identity = None
+    if identity_config is not None:
+        from openwop_bridge.identity.layer import Identity, metadata_routes
+        from openwop_bridge.identity.verifier import TokenVerifier
+
+        identity = Identity(identity_config, TokenVerifier(identity_config), args.public_url)
+        ring.use_tokens(identity.resolve)
+        routes += metadata_routes(identity)
     if notify is not None:
         from openwop_bridge.host.notifying import install_notify  # its channels' libraries load only when used
 
@@ -201,7 +218,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         public_url=args.public_url,
         link_page=None if args.no_ui else web.link_page,
         on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
-        on_shutdown=build.shutdown,
+        on_shutdown=[*build.shutdown, *([identity.verifier.aclose] if identity is not None else [])],
         openapi=fragments,
         facets=build.discovery,
         allowed_hosts=allowed_hosts(args),
@@ -213,11 +230,31 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         pending_response_bytes=int(args.max_pending_response_bytes),
         webhooks=WebhookSettings(
             # The development server (no key configured: a dev key is printed) admits local receivers.
-            allow_loopback=args.webhook_allow_loopback or not keys,
+            allow_loopback=args.webhook_allow_loopback or (not keys and identity is None),
             rotation_overlap_s=args.webhook_rotation_overlap_seconds,
         ),
+        layers=_identity_layers(identity),
+        auth_lanes=[] if identity is None else _auth_lanes(identity),
     )
     return app, engine, ring, banner
+
+
+def _identity_layers(identity: Identity | None) -> list[Any]:
+    """The ASGI layer verifying the identity providers' tokens, when an identity file is configured."""
+    if identity is None:
+        return []
+    from starlette.middleware import Middleware
+
+    from openwop_bridge.identity.layer import BearerTokens
+
+    return [Middleware(BearerTokens, identity=identity)]
+
+
+def _auth_lanes(identity: Identity) -> list[dict[str, Any]]:
+    """The ``auth.lanes[]`` of the identity file's providers (v2 discovery)."""
+    from openwop_bridge.identity.layer import auth_lanes
+
+    return auth_lanes(identity.config)
 
 
 def _install(engine: Engine, args: argparse.Namespace) -> ServerBuild:
@@ -236,13 +273,12 @@ def _install(engine: Engine, args: argparse.Namespace) -> ServerBuild:
     return build
 
 
-def _dev_key_starter(
-    engine: Engine, ring: KeyRing, keys: list[ApiKey], dev: dict[str, str]
-) -> Callable[[], Awaitable[None]]:
-    """A startup step that, when no key is configured, adds the database's dev key (written once) to ``ring``."""
+def _dev_key_starter(engine: Engine, ring: KeyRing, wanted: bool, dev: dict[str, str]) -> Callable[[], Awaitable[None]]:
+    """A startup step that, when ``wanted`` (no key nor identity file configured), adds the database's dev key
+    (written once) to ``ring``."""
 
     async def ensure_dev_key() -> None:
-        if keys:
+        if not wanted:
             return
         state = engine.adapter_state(DEV_KEY_NAMESPACE)
         stored = await state.get("key")
@@ -288,6 +324,8 @@ def _banner(
             ]
         else:
             lines.append(f"  API keys : {len(ring)} configured")
+        if ring.takes_tokens:
+            lines.append("  identity : bearer tokens of the identity file's providers (--identity-config)")
         paths = {getattr(r, "path", "") for r in routes}
         lines += [f"  {label:<9}: {url}{where}" for label, path, where in SURFACES if path in paths]
         if args.webhook_allow_loopback:

@@ -329,6 +329,17 @@ def _add_notify_file_argument(serve: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_identity_file_argument(serve: argparse.ArgumentParser) -> None:
+    """``serve``: the identity file (the providers whose tokens are accepted), checked before anything starts."""
+    serve.add_argument(
+        "--identity-config",
+        default=env("IDENTITY_CONFIG"),
+        metavar="FILE",
+        help="JSON file of identity providers (OpenID Connect, OAuth 2): their signed tokens are accepted as "
+        "'Authorization: Bearer <JWT>' beside API keys, and replace the dev key",
+    )
+
+
 def _bounded(low: int, high: int, unit: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
@@ -396,6 +407,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     _add_access_arguments(serve)
     _add_feature_arguments(serve)
     _add_notify_file_argument(serve)
+    _add_identity_file_argument(serve)
     _add_limit_arguments(serve)
     _add_notify_arguments(serve)
     explain(serve)

@@ -198,6 +198,7 @@ def openapi_v2() -> str:
 
 def error_codes() -> str:
     _documents()  # imports every module that defines an error, as serve does
+    import openwop_bridge.identity.errors  # noqa: F401 - loaded by serve only with an identity file
     from openwop_bridge.core.errors import BridgeError
 
     seen: list[type[BridgeError]] = []

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from openwop_bridge.core.auth import KeyRing, Principal, load_keys_file, parse_key_spec
+from openwop_bridge.core.auth import KeyRing, Principal, load_keys_file, make_key, parse_key_spec
 from openwop_bridge.core.errors import (
+    ForbiddenError,
     InterruptExpiredError,
     InterruptNotFoundError,
     UnauthenticatedError,
@@ -106,3 +107,27 @@ def test_derived_keys_follow_the_signing_keys_and_reveal_neither_secret_nor_link
     assert retired.derived_keys("mcp request state") == [k2]  # retiring drops it
     assert len(k1) == 32 and b"s" * 32 not in k1
     assert old.derived_keys("another use") != [k1]  # one key per purpose
+
+
+def test_a_key_ring_hands_other_bearer_credentials_to_its_token_resolver() -> None:
+    ring = KeyRing([make_key("k" * 12, principal="ops")])
+    assert not ring.takes_tokens
+    with pytest.raises(UnauthenticatedError, match="unknown API key"):
+        ring.authenticate("Bearer eyJ.a.b")
+    person = Principal(id="alice", scopes=frozenset({"runs:read"}))
+    seen: list[str] = []
+
+    def resolve(token: str) -> Principal | None:
+        seen.append(token)
+        if token == "refused":
+            raise ForbiddenError("refused by the resolver")
+        return person if token == "eyJ.a.b" else None
+
+    ring.use_tokens(resolve)
+    assert ring.takes_tokens
+    assert ring.authenticate(f"Bearer {'k' * 12}").id == "ops" and seen == []  # a key never reaches it
+    assert ring.authenticate("Bearer  eyJ.a.b ") is person
+    with pytest.raises(UnauthenticatedError, match="unknown API key"):
+        ring.authenticate("Bearer something-else")
+    with pytest.raises(ForbiddenError, match="refused by the resolver"):
+        ring.authenticate("Bearer refused")

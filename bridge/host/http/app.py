@@ -49,7 +49,7 @@ async def discovery(request: Request) -> Response:
     """
     major = getattr(request.state, "openwop_major", 1)
     if major == 2:
-        doc = v2_discovery.discovery_document(engine(request))
+        doc = v2_discovery.discovery_document(engine(request), lanes=request.app.state.auth_lanes)
     else:
         doc = discovery_document(engine(request))
         base = base_url(request)
@@ -229,6 +229,8 @@ def create_app(
     stream_limits: StreamLimits | None = None,
     pending_response_bytes: int = budget.DEFAULT_BYTES,
     webhooks: WebhookSettings | None = None,
+    layers: Sequence[Middleware] = (),
+    auth_lanes: Sequence[Mapping[str, Any]] = (),
 ) -> Starlette:
     """The OpenWOP host as an ASGI app.
 
@@ -243,6 +245,8 @@ def create_app(
     buffers (see :mod:`openwop_bridge.host.http.streams`; the defaults without). ``pending_response_bytes``:
     the most that large answers may hold while their clients take them (:mod:`openwop_bridge.host.http.budget`).
     ``webhooks``: the v2 webhook knobs (``--webhook-*``); the surface is served whatever they are.
+    ``layers``: ASGI middleware inside the host's own layer (the identity providers' bearer tokens);
+    ``auth_lanes``: the ``auth.lanes[]`` they add to the v2 discovery document beside the API-key lane.
     """
     hooks = webhook_surface(engine, webhooks or WebhookSettings())
     lifespan = _lifespan(engine, manage_engine, [*on_startup, hooks.start], [hooks.stop, *on_shutdown])
@@ -261,7 +265,7 @@ def create_app(
     for transient in engine.transient_errors:
         handlers[transient] = store_unavailable
     names = HostNames(list(allowed_hosts)) if allowed_hosts is not None else None
-    middleware = [Middleware(HostLayer, budget=budget.Budget(pending_response_bytes), hosts=names)]
+    middleware = [Middleware(HostLayer, budget=budget.Budget(pending_response_bytes), hosts=names), *layers]
     app = Starlette(
         routes=one_route_per_path(routes), exception_handlers=handlers, lifespan=lifespan, middleware=middleware
     )
@@ -277,6 +281,7 @@ def create_app(
     app.state.keepalive_s = keepalive_s
     app.state.link_page = link_page
     app.state.facets = list(facets)
+    app.state.auth_lanes = list(auth_lanes)
     app.state.streams = StreamSlots(stream_limits or StreamLimits())
     app.state.webhooks = hooks
     return app

@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from openwop_bridge.core.events import ENGINE_VERSION
 from openwop_bridge.host.http.deps import PAGE_LIMIT
 from openwop_bridge.host.v2 import snapshots, tokens
 from openwop_bridge.host.v2.negotiation import PREFERRED, PROTOCOL_VERSIONS, V2
+from openwop_bridge.host.v2.subjects import API_KEY_ISSUER
 from openwop_bridge.host.v2.webhooks import DEAD_LETTER_PAGE
 
 if TYPE_CHECKING:
     from openwop_bridge.runtime.engine import Engine
 
 
-def discovery_document(engine: Engine) -> dict[str, Any]:
-    """The v2 capabilities document: both majors, the interrupt family with its token algorithms."""
+#: The API-key lane (identity.md §2.2): the host's own keys, a removed key refused on the next request.
+API_KEY_LANE: dict[str, Any] = {
+    "lane": "api-key",
+    "issuers": [API_KEY_ISSUER],
+    "revocation": "next-request",
+    "minimumAssurance": "bearer",
+}
+
+
+def discovery_document(engine: Engine, *, lanes: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The v2 capabilities document: both majors, the interrupt family with its token algorithms, the
+    ``auth`` lanes (API keys, and ``lanes``: those of the identity providers)."""
     return {
         "protocolVersions": PROTOCOL_VERSIONS,
         "preferredVersion": PREFERRED,
@@ -38,6 +50,12 @@ def discovery_document(engine: Engine) -> dict[str, Any]:
             "since": V2,
             "witness": "witnessable-unaided",
             "tokenAlgs": list(tokens.ALGS),
+        },
+        "auth": {
+            "status": "stable",
+            "since": V2,
+            "witness": "witnessable-gated",
+            "lanes": [API_KEY_LANE, *(dict(lane) for lane in lanes)],
         },
         **_webhooks(engine),
     }

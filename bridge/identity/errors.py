@@ -1,0 +1,28 @@
+"""The identity refusals of the OpenWOP registry (identity.md §6): each a 401 with its own code."""
+
+from __future__ import annotations
+
+from openwop_bridge.core.errors import UnauthenticatedError
+
+__all__ = [
+    "AudienceMismatchError",
+    "CredentialLifetimeExceededError",
+    "IdentityUnresolvableError",
+    "IdentityUnverifiedError",
+]
+
+
+class IdentityUnverifiedError(UnauthenticatedError, code="identity_unverified"):
+    """The token fails verification against its issuer's keys (signature, algorithm, issuer, time)."""
+
+
+class AudienceMismatchError(UnauthenticatedError, code="audience_mismatch"):
+    """The token's audience is not this host."""
+
+
+class CredentialLifetimeExceededError(UnauthenticatedError, code="credential_lifetime_exceeded"):
+    """On an ``exp-only`` issuer: the token lives longer than the window, or carries no ``iat``."""
+
+
+class IdentityUnresolvableError(UnauthenticatedError, code="identity_unresolvable"):
+    """A verified token names no principal, or a tenant its issuer may not speak for."""

@@ -1,0 +1,246 @@
+"""Bearer tokens (JWTs) verified against their issuer's keys, and the principal their claims name.
+
+:meth:`TokenVerifier.verify` takes a token and returns :class:`Verified` or raises one of the
+registry's refusals (:mod:`openwop_bridge.identity.errors`):
+
+- ``identity_unverified``: not a signed JWT; an algorithm other than RS256, PS256, ES256 or EdDSA
+  (``none`` and ``HS*`` never verify); an issuer not configured (``iss`` is compared exactly);
+  a key id the issuer does not publish; a bad signature; expired, not yet valid (``nbf``) or
+  issued in the future (``iat``), each with the issuer's leeway;
+- ``audience_mismatch``: ``aud`` does not contain the configured audience (a token that is not
+  an RFC 9068 access token, an ID token say, must name exactly that audience, identity.md §2.1);
+- ``credential_lifetime_exceeded``: on an ``exp-only`` issuer, ``exp - iat`` or ``exp - now``
+  exceeds ``revocationWindowSeconds``, or ``iat`` is missing (identity.md §2.2);
+- ``identity_unresolvable``: no principal claim, or a tenant the issuer may not speak for.
+
+A verified token is remembered until its ``exp`` (the last :data:`CACHE_SIZE` of them), so
+a request with a token costs about what one with an API key costs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from joserfc import jws, jwt
+from joserfc.errors import JoseError, SecurityWarning
+
+from openwop_bridge.core.auth import Principal, known_scope
+from openwop_bridge.identity.config import ALGORITHMS, IdentityConfig, IssuerConfig
+from openwop_bridge.identity.errors import (
+    AudienceMismatchError,
+    CredentialLifetimeExceededError,
+    IdentityUnresolvableError,
+    IdentityUnverifiedError,
+)
+from openwop_bridge.identity.keys import REFETCH_INTERVAL_S, IssuerKeys
+
+__all__ = ["CACHE_SIZE", "MAX_TOKEN_BYTES", "TokenVerifier", "Verified", "looks_like_jwt"]
+
+#: How many verified tokens are remembered.
+CACHE_SIZE = 10_000
+#: The longest token looked at.
+MAX_TOKEN_BYTES = 16 * 1024
+#: RFC 9068's ``typ`` of a JWT access token.
+_ACCESS_TOKEN_TYPES = frozenset({"at+jwt", "application/at+jwt"})
+# joserfc flags the algorithm name EdDSA as superseded by Ed25519 (RFC 9864); providers still sign with it.
+warnings.filterwarnings("ignore", message="EdDSA is deprecated", category=SecurityWarning)
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A verified token: the principal it names and where it comes from."""
+
+    principal: Principal
+    issuer: str
+    lane: str
+    #: The token's ``sub`` (the issuer-scoped subject id), else the principal.
+    subject_id: str
+    name: str | None
+    email: str | None
+    #: ``exp``, in seconds since the epoch.
+    expires_at: float
+
+
+def looks_like_jwt(token: str) -> bool:
+    """Whether ``token`` has the shape of a compact JWS (three base64url parts, a JSON header)."""
+    return token.count(".") == 2 and token.startswith("eyJ")
+
+
+class TokenVerifier:
+    """Verifies the tokens of the issuers of an identity file (see the module's docstring).
+
+    ``now`` is the wall clock tokens' times are compared with; ``clock`` the monotonic one the key
+    caches age by.
+    """
+
+    def __init__(
+        self,
+        config: IdentityConfig,
+        *,
+        client: httpx.AsyncClient | None = None,
+        refetch_interval_s: float = REFETCH_INTERVAL_S,
+        cache_size: int = CACHE_SIZE,
+        now: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._client = client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)
+        self._keys = {
+            i.issuer: IssuerKeys(i, self._client, refetch_interval_s=refetch_interval_s, clock=clock)
+            for i in config.issuers
+        }
+        self._cache: OrderedDict[bytes, Verified] = OrderedDict()
+        self._cache_size = cache_size
+        self._now = now
+
+    def keys(self, issuer: str) -> IssuerKeys:
+        """The key cache of a configured issuer."""
+        return self._keys[issuer]
+
+    async def aclose(self) -> None:
+        """Close the HTTP client the keys are fetched with."""
+        await self._client.aclose()
+
+    def cached(self, token: str) -> Verified | None:
+        """The token's verification when it is remembered and not expired."""
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        found = self._cache.get(digest)
+        if found is None:
+            return None
+        if self._now() >= found.expires_at:
+            del self._cache[digest]
+            return None
+        self._cache.move_to_end(digest)
+        return found
+
+    async def verify(self, token: str) -> Verified:
+        """The verified token, or one of the registry's refusals (401)."""
+        found = self.cached(token)
+        if found is not None:
+            return found
+        verified = await self._verify(token)
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        self._cache[digest] = verified
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return verified
+
+    async def _verify(self, token: str) -> Verified:
+        if len(token) > MAX_TOKEN_BYTES or not looks_like_jwt(token):
+            raise IdentityUnverifiedError("the bearer token is not a signed JWT")
+        try:
+            compact = jws.extract_compact(token.encode("ascii"))
+            header = compact.headers()
+            unverified = json.loads(compact.payload)
+        except (JoseError, ValueError, UnicodeError):
+            raise IdentityUnverifiedError("the bearer token is not a signed JWT") from None
+        alg = header.get("alg")
+        if alg not in ALGORITHMS:
+            raise IdentityUnverifiedError(
+                f"tokens signed with {alg!r} are not accepted (only {', '.join(ALGORITHMS)})",
+                details={"alg": str(alg)[:32]},
+            )
+        iss = unverified.get("iss") if isinstance(unverified, dict) else None
+        issuer = self.config.issuer(iss) if isinstance(iss, str) else None
+        if issuer is None:
+            raise IdentityUnverifiedError("the token's issuer is not one this host trusts")
+        kid = header.get("kid")
+        keys = await self._keys[issuer.issuer].key_set(kid if isinstance(kid, str) else None)
+        try:
+            decoded = jwt.decode(token, keys, algorithms=[alg])
+        except JoseError:
+            raise IdentityUnverifiedError("the token's signature does not verify with the issuer's keys") from None
+        claims: dict[str, Any] = dict(decoded.claims)
+        if claims.get("iss") != issuer.issuer:
+            raise IdentityUnverifiedError("the token's issuer is not one this host trusts")
+        _check_audience(issuer, claims, str(header.get("typ", "")).lower())
+        expires_at = _check_times(issuer, claims, self._now())
+        return _resolve(issuer, claims, expires_at)
+
+
+def _check_audience(issuer: IssuerConfig, claims: Mapping[str, Any], typ: str) -> None:
+    aud = claims.get("aud")
+    audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
+    if typ in _ACCESS_TOKEN_TYPES:
+        if issuer.audience in audiences:
+            return
+    elif audiences == [issuer.audience]:
+        return
+    raise AudienceMismatchError(f"the token is not for this host (its audience must be {issuer.audience!r})")
+
+
+def _number(claims: Mapping[str, Any], name: str) -> float | None:
+    value = claims.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise IdentityUnverifiedError(f"the token's {name!r} is not a number")
+    return float(value)
+
+
+def _check_times(issuer: IssuerConfig, claims: Mapping[str, Any], now: float) -> float:
+    """``exp``, after checking ``exp``, ``nbf``, ``iat`` and (``exp-only``) the lifetime bounds."""
+    leeway = issuer.leeway_seconds
+    exp, nbf, iat = _number(claims, "exp"), _number(claims, "nbf"), _number(claims, "iat")
+    if exp is None:
+        raise IdentityUnverifiedError("the token has no expiry ('exp')")
+    if now > exp + leeway:
+        raise IdentityUnverifiedError("the token has expired")
+    if nbf is not None and nbf > now + leeway:
+        raise IdentityUnverifiedError("the token is not valid yet ('nbf')")
+    if iat is not None and iat > now + leeway:
+        raise IdentityUnverifiedError("the token was issued in the future ('iat')")
+    if issuer.revocation == "exp-only":
+        window = issuer.revocation_window_seconds
+        if iat is None:
+            raise CredentialLifetimeExceededError("the token has no 'iat', so its lifetime cannot be bounded")
+        if exp - iat > window or exp - now > window:
+            raise CredentialLifetimeExceededError(
+                f"the token lives longer than this host accepts ({window} seconds)", details={"maxSeconds": window}
+            )
+    return exp
+
+
+def _strings(value: Any) -> list[str]:
+    """A claim holding names: a list of strings, or one string of names separated by spaces."""
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str) and v]
+    return []
+
+
+def _resolve(issuer: IssuerConfig, claims: Mapping[str, Any], expires_at: float) -> Verified:
+    names = issuer.claims
+    principal = claims.get(names.principal)
+    if not isinstance(principal, str) or not principal.strip() or len(principal) > 256:
+        raise IdentityUnresolvableError(f"the token names no principal (claim {names.principal!r})")
+    tenant: Any = issuer.default_tenant
+    if names.tenant is not None and claims.get(names.tenant) is not None:
+        tenant = claims[names.tenant]
+    if not isinstance(tenant, str) or tenant not in issuer.allowed_tenants:
+        raise IdentityUnresolvableError("the token names a tenant its issuer may not speak for")
+    roles = frozenset(_strings(claims.get(names.roles))) if names.roles else frozenset()
+    scopes = {s for s in _strings(claims.get(names.scopes)) if known_scope(s)}
+    for role in roles:
+        scopes.update(issuer.role_scopes.get(role, ()))
+    sub = claims.get("sub")
+    name, email = claims.get(names.name), claims.get(names.email)
+    return Verified(
+        # Scopes are always given: a Principal without them would hold every scope.
+        principal=Principal(id=principal, tenant=tenant, scopes=frozenset(scopes), roles=roles),
+        issuer=issuer.issuer,
+        lane=issuer.lane,
+        subject_id=sub if isinstance(sub, str) and sub else principal,
+        name=name if isinstance(name, str) else None,
+        email=email if isinstance(email, str) else None,
+        expires_at=expires_at,
+    )
