@@ -22,9 +22,10 @@ from openwop_bridge import Engine
 from openwop_bridge.a2a.openapi import a2a_openapi
 from openwop_bridge.agui.openapi import agui_openapi
 from openwop_bridge.core.auth import KeyRing
-from openwop_bridge.host.http import create_app
-from openwop_bridge.host.http.openapi import openapi_document, web_fragment
-from openwop_bridge.host.v2.openapi import openapi_document as v2_document
+from openwop_bridge.host.app import create_app
+from openwop_bridge.host.http.openapi import web_fragment
+from openwop_bridge.host.v1.api import openapi_document
+from openwop_bridge.host.v2.api import openapi_document as v2_document
 from openwop_bridge.langgraph_api.openapi import langgraph_openapi
 from tests.conftest import KEYS
 

@@ -3,7 +3,7 @@
 One call per request and one ``send`` per message, instead of a middleware (and a wrapped
 ``send``) for each of:
 
-- the host names served (:class:`~openwop_bridge.host.http.app.HostNames`, with ``allowed_hosts``): any
+- the host names served (:class:`~openwop_bridge.host.http.hosts.HostNames`, with ``allowed_hosts``): any
   other ``Host`` is refused with a 400 envelope;
 - version negotiation (:func:`~openwop_bridge.host.v2.negotiation.negotiate`): a request is routed by its
   ``OpenWOP-Version``, and its answer names the version it was served in;
@@ -24,7 +24,7 @@ from openwop_bridge.host.v2.negotiation import Negotiated, named, negotiate
 
 
 class HostCheck(Protocol):
-    """Says which requests' ``Host`` is refused (see :class:`~openwop_bridge.host.http.app.HostNames`)."""
+    """Says which requests' ``Host`` is refused (see :class:`~openwop_bridge.host.http.hosts.HostNames`)."""
 
     def refusal(self, scope: Scope) -> Response | None:
         """The answer refusing the request, or None to serve it."""
