@@ -25,12 +25,12 @@ from starlette.routing import BaseRoute
 from openwop_bridge.core.auth import KeyRing
 from openwop_bridge.host.http import budget
 from openwop_bridge.host.http.hosts import HostNames
-from openwop_bridge.host.http.layer import HostLayer
 from openwop_bridge.host.http.openapi import Fragment
 from openwop_bridge.host.http.responses import EXCEPTION_HANDLERS, store_unavailable
 from openwop_bridge.host.http.routing import one_route_per_path
 from openwop_bridge.host.http.routing import routes as routes_of
 from openwop_bridge.host.http.streams import StreamLimits, StreamSlots
+from openwop_bridge.host.layer import HostLayer
 from openwop_bridge.host.v1 import api as v1
 from openwop_bridge.host.v2 import api as v2
 from openwop_bridge.host.v2.api import Webhooks, WebhookSettings

@@ -1,6 +1,6 @@
 """Which host names the app answers to: a refused ``Host`` is a 400 envelope, never a forged link.
 
-:class:`HostNames` is the check the app's one layer (:class:`~openwop_bridge.host.http.layer.HostLayer`)
+:class:`HostNames` is the check the app's one layer (:class:`~openwop_bridge.host.layer.HostLayer`)
 makes; :class:`TrustedHosts` makes it as a middleware of its own, for apps that embed the routes.
 """
 
@@ -50,7 +50,7 @@ class TrustedHosts:
     its subdomains. ``/healthz`` answers to any host: it carries no links, and load
     balancers probe it by address. Starlette's ``TrustedHostMiddleware`` does the same
     check but answers in plain text, outside the OpenWOP error envelope. (The host's own app
-    checks in its one layer, :class:`~openwop_bridge.host.http.layer.HostLayer`.)
+    checks in its one layer, :class:`~openwop_bridge.host.layer.HostLayer`.)
     """
 
     def __init__(self, app: ASGIApp, allowed: Sequence[str]) -> None:

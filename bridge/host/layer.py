@@ -1,5 +1,7 @@
 """The host's one ASGI layer over its app: what every request and every answer passes through.
 
+It sits with the app, above both majors: it routes a request to v1 or v2 and speaks each one's errors.
+
 One call per request and one ``send`` per message, instead of a middleware (and a wrapped
 ``send``) for each of:
 
@@ -18,9 +20,11 @@ from typing import Protocol
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from openwop_bridge.host.http.budget import COUNTED_FROM, Budget, content_length, in_pieces, refusal
+from openwop_bridge.core.errors import RateLimitedError
+from openwop_bridge.host.http.budget import COUNTED_FROM, RETRY_AFTER_S, Budget, content_length, in_pieces
 from openwop_bridge.host.http.headers import with_always
-from openwop_bridge.host.v2.negotiation import Negotiated, named, negotiate
+from openwop_bridge.host.http.responses import JSONResponse, error_headers
+from openwop_bridge.host.v2.api import Negotiated, is_v2_path, named, negotiate, v2_error_response
 
 
 class HostCheck(Protocol):
@@ -95,3 +99,16 @@ def _answering(send: Send, routed: Negotiated | None) -> Send:
         await send(message)
 
     return sending
+
+
+async def refusal(scope: Scope, receive: Receive, send: Send) -> None:
+    """Send the ``429 rate_limited`` (with ``Retry-After``) of an answer the budget cannot take, in the
+    spelling of the request's surface (v2 at the root paths, else v1)."""
+    error = RateLimitedError(
+        "too many large answers are waiting for their clients on this instance; retry later", RETRY_AFTER_S
+    )
+    if is_v2_path(scope["path"]):
+        await v2_error_response(error)(scope, receive, send)
+        return
+    response = JSONResponse(error.envelope(), status_code=error.status, headers=error_headers(error))
+    await response(scope, receive, send)
