@@ -24,7 +24,7 @@ from openwop_bridge.bench.engine import EngineCycles
 from openwop_bridge.bench.harness import Bench, Result, Target
 from openwop_bridge.bench.http import CLIENTS, ApprovalClient
 from openwop_bridge.core.auth import KeyRing, make_key
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime.engine import Engine
 from openwop_bridge.store.sqlite import SqliteStore
 

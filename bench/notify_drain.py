@@ -20,7 +20,7 @@ from openwop_bridge.bench import notify_file, workflows
 from openwop_bridge.bench.harness import Bench, Result, Target
 from openwop_bridge.bench.receivers import HookReceiver, MailReceiver, Tally
 from openwop_bridge.core.auth import Principal
-from openwop_bridge.host.http.app import webhook_surface
+from openwop_bridge.host.app import webhook_surface
 from openwop_bridge.host.notifying import install_notify
 from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
 from openwop_bridge.host.v2.webhook_subs import Subscription

@@ -13,7 +13,7 @@ import pytest
 from openwop_bridge import Engine, SqliteStore
 from openwop_bridge.core.auth import KeyRing, make_key
 from openwop_bridge.core.workflow import load_workflow
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime.config import EngineConfig
 from openwop_bridge.spec import iter_fixtures
 from openwop_bridge.store.base import Store

@@ -21,9 +21,8 @@ from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
 from starlette.routing import Route
 
-from openwop_bridge.host.v2.openapi import openapi_document
-from openwop_bridge.host.v2.routes import routes as v2_routes
-from openwop_bridge.host.v2.webhooks import routes as webhook_routes
+from openwop_bridge.host.http.routing import routes as routes_of
+from openwop_bridge.host.v2.api import OPERATIONS, openapi_document
 from tests.fuzz import BUDGET_S, call_and_validate, fuzz_fixtures, fuzz_schema
 from tests.server import ServerProcess
 
@@ -54,7 +53,7 @@ def _served() -> set[tuple[str, str]]:
         "delivery_id": "deliveryId",
     }
     served = {("get", "/.well-known/openwop")}
-    for route in [*v2_routes, *webhook_routes]:
+    for route in routes_of(OPERATIONS):
         assert isinstance(route, Route) and route.methods is not None
         path = re.sub(r"\{(\w+)(?::\w+)?\}", lambda m: "{" + spelled[m.group(1)] + "}", route.path)
         served |= {(m.lower(), path) for m in route.methods if m != "HEAD"}
@@ -104,7 +103,7 @@ def test_get_on_the_fork_path_is_method_not_allowed(server: ServerProcess) -> No
 
 def test_the_document_is_the_same_bytes_in_every_process() -> None:
     # Served at /v2/openapi.json: a client caching it by its bytes (ETag) must not see it change on a restart.
-    probe = "import json; from openwop_bridge.host.v2.openapi import openapi_document; "
+    probe = "import json; from openwop_bridge.host.v2.api import openapi_document; "
     probe += "print(json.dumps(openapi_document()))"
     texts = {
         subprocess.run(

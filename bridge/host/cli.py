@@ -204,7 +204,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
     banner = _banner(args, store, engine, ring, dev, routes)
 
     from openwop_bridge.host import web
-    from openwop_bridge.host.http import create_app
+    from openwop_bridge.host.app import create_app
     from openwop_bridge.host.http.openapi import web_fragment
 
     if not args.no_ui:

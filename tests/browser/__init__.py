@@ -22,8 +22,8 @@ from playwright.async_api import Locator, Page, async_playwright, expect
 
 from openwop_bridge import Engine
 from openwop_bridge.core.auth import KeyRing
+from openwop_bridge.host.app import create_app
 from openwop_bridge.host.cli import demo_workflows
-from openwop_bridge.host.http import create_app
 from openwop_bridge.host.web import link_page, web_routes
 from tests.conftest import KEYS, auth
 from tests.helpers import settle

@@ -11,7 +11,7 @@ import pytest
 
 from openwop_bridge import Engine, Workflow, spec
 from openwop_bridge.core.auth import KeyRing
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime.config import EngineConfig
 from openwop_bridge.spec import v2 as spec_v2
 from tests.conftest import KEYS, auth

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message
 
 from openwop_bridge import Engine
 from openwop_bridge.core.auth import KeyRing
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from tests.conftest import KEYS, auth
 from tests.helpers import created_waiting, settle
 

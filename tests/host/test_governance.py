@@ -10,7 +10,7 @@ import pytest
 from openwop_bridge import Engine, Workflow, spec
 from openwop_bridge.core.auth import KeyRing, parse_key_spec
 from openwop_bridge.core.errors import ForbiddenError, ValidationError
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from tests.conftest import KEYS, auth
 from tests.helpers import event_types, events, settle
 

@@ -22,7 +22,7 @@ from openwop_bridge.agui import agui_routes
 from openwop_bridge.core.auth import KeyRing
 from openwop_bridge.core.errors import InterruptNotFoundError
 from openwop_bridge.core.tokens import TokenSigner
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.host.http.body import MAX_JSON_DEPTH
 from openwop_bridge.host.http.limits import HeaderLimits, http_protocol
 from tests.conftest import KEYS, auth

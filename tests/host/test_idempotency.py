@@ -10,7 +10,7 @@ import pytest
 
 from openwop_bridge import Engine, SqliteStore
 from openwop_bridge.core.auth import KeyRing, make_key
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth, fixture_workflows
 from tests.helpers import envelope, settle

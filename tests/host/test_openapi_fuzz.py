@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, settings
 
 from openwop_bridge.a2a.openapi import a2a_openapi
 from openwop_bridge.agui.openapi import agui_openapi
-from openwop_bridge.host.http.openapi import openapi_document, web_fragment
+from openwop_bridge.host.http.openapi import web_fragment
+from openwop_bridge.host.v1.api import openapi_document
 from openwop_bridge.langgraph_api.openapi import langgraph_openapi
 from tests.fuzz import BUDGET_S, call_and_validate, fuzz_fixtures, fuzz_schema
 from tests.server import ServerProcess

@@ -18,7 +18,7 @@ import httpx
 from openwop_bridge import Engine, SqliteStore, Workflow
 from openwop_bridge.core.auth import KeyRing
 from openwop_bridge.core.records import InterruptRecord
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.host.v2 import ids
 from openwop_bridge.host.v2 import tokens as v2_tokens
 from tests.conftest import KEYS, auth, fixture_workflows

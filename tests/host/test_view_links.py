@@ -20,7 +20,7 @@ import pytest
 from openwop_bridge import Engine, SqliteStore
 from openwop_bridge.core.auth import KeyRing
 from openwop_bridge.core.clock import SystemClock, parse_iso_ms
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime.config import EngineConfig
 from openwop_bridge.runtime.links import LINK_WINDOWS
 from tests.conftest import KEYS, auth, fixture_workflows

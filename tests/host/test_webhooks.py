@@ -295,7 +295,7 @@ async def test_subscriptions_are_read_again_only_where_other_instances_may_chang
     import asyncio
 
     from openwop_bridge.core.auth import KeyRing
-    from openwop_bridge.host.http import create_app
+    from openwop_bridge.host.app import create_app
     from openwop_bridge.host.v2.webhook_delivery import REFRESH_S
     from tests.conftest import KEYS
     from tests.server import uvicorn_server

@@ -16,7 +16,7 @@ from openwop_bridge import Engine, SqliteStore, Workflow
 from openwop_bridge.core.auth import SYSTEM, KeyRing
 from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.host import web
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.host.notifying import NotifySetup, install_notify
 from openwop_bridge.notify.config import NotifyConfig, parse_notify_config
 from openwop_bridge.store.base import Store

@@ -237,3 +237,40 @@ def test_surfaces_reach_the_store_only_through_the_engine() -> None:
             if passed:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} passes .store")
     assert found == []
+
+
+def _imports_of(package: str) -> set[str]:
+    return {t for name, path in MODULES.items() if _within(name, package) for _, t in _imports(path)}
+
+
+def test_the_majors_and_the_shared_http_layer_stay_apart() -> None:
+    """v1 and v2 each build on the shared HTTP layer and never on each other or on the app above them (its
+    module and its one ASGI layer); the shared layer imports neither major nor the app."""
+    app = ("bridge.host.app", "bridge.host.layer")
+    assert _violations("bridge.host.v1", denied=("bridge.host.v2", *app)) == []
+    assert _violations("bridge.host.v2", denied=("bridge.host.v1", *app)) == []
+    assert _violations("bridge.host.http", denied=("bridge.host.v1", "bridge.host.v2", *app)) == []
+
+
+def test_the_app_takes_each_major_through_its_route_table() -> None:
+    majors = {
+        t
+        for package in ("bridge.host.app", "bridge.host.layer")
+        for t in _imports_of(package)
+        if _within(t, "bridge.host.v1") or _within(t, "bridge.host.v2")
+    }
+    assert majors == {"bridge.host.v1.api", "bridge.host.v2.api"}
+
+
+def test_routes_and_idempotency_are_declared_only_in_the_route_tables() -> None:
+    """A major's module declares an ``Operation``; only :mod:`openwop_bridge.host.http.routing` turns it into a
+    Starlette ``Route`` and wraps it for ``Idempotency-Key`` and its scope."""
+    found = []
+    for name, path in MODULES.items():
+        if not (_within(name, "bridge.host.v1") or _within(name, "bridge.host.v2")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            called = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id
+            if called in ("Route", "idempotent", "scoped"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} calls {called}")
+    assert found == []

@@ -11,8 +11,8 @@ import pytest
 from openwop_bridge import Engine, NodeContext, Workflow, spec
 from openwop_bridge.core.auth import KeyRing
 from openwop_bridge.core.errors import CapabilityRefusedError
+from openwop_bridge.host.app import create_app
 from openwop_bridge.host.discovery import discovery_document
-from openwop_bridge.host.http import create_app
 from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth
 from tests.helpers import ADMIN, event_types, events, settle

@@ -13,7 +13,7 @@ import pytest
 from openwop_bridge import Engine, Workflow
 from openwop_bridge.core.auth import KeyRing
 from openwop_bridge.core.conversation_limits import ConversationLimits
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth
 from tests.helpers import envelope, event_types, settle

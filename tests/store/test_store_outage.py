@@ -11,7 +11,7 @@ import pytest
 
 from openwop_bridge import Engine
 from openwop_bridge.core.auth import KeyRing
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime import joint
 from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import KEYS, auth

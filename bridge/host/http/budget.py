@@ -17,12 +17,7 @@ budget, however many they are. Answers smaller than :data:`COUNTED_FROM` are not
 
 from __future__ import annotations
 
-from starlette.types import Message, Receive, Scope, Send
-
-from openwop_bridge.core.errors import RateLimitedError
-from openwop_bridge.host.http.responses import JSONResponse, error_headers
-from openwop_bridge.host.v2.errors import error_response as v2_error_response
-from openwop_bridge.host.v2.negotiation import is_v2_path
+from starlette.types import Message, Send
 
 #: The default budget: 64 MiB of answers waiting for their clients, per instance.
 DEFAULT_BYTES = 64 * 1024 * 1024
@@ -37,7 +32,7 @@ RETRY_AFTER_S = 5
 class Budget:
     """The bytes of the large answers counted now, against one limit of ``limit_bytes`` (per instance).
 
-    The host's layer (:class:`~openwop_bridge.host.http.layer.HostLayer`) takes an answer's size when it
+    The host's layer (:class:`~openwop_bridge.host.layer.HostLayer`) takes an answer's size when it
     starts and gives it back once the connection has taken it (see the module).
     """
 
@@ -80,16 +75,3 @@ async def in_pieces(message: Message, send: Send) -> None:
         last = start + PIECE >= len(body)
         piece = bytes(view[start : start + PIECE])
         await send({"type": "http.response.body", "body": piece, "more_body": more or not last})
-
-
-async def refusal(scope: Scope, receive: Receive, send: Send) -> None:
-    """Send the ``429 rate_limited`` (with ``Retry-After``) of an answer the budget cannot take, in the
-    spelling of the request's surface (v2 at the root paths, else v1)."""
-    error = RateLimitedError(
-        "too many large answers are waiting for their clients on this instance; retry later", RETRY_AFTER_S
-    )
-    if is_v2_path(scope["path"]):
-        await v2_error_response(error)(scope, receive, send)
-        return
-    response = JSONResponse(error.envelope(), status_code=error.status, headers=error_headers(error))
-    await response(scope, receive, send)

@@ -2,7 +2,7 @@
 
 ``X-Content-Type-Options: nosniff``: a browser takes each answer as the type it
 declares (JSON stays JSON, an event stream stays one), never as HTML or script it
-guessed from the bytes. The host's layer (:class:`~openwop_bridge.host.http.layer.HostLayer`) adds it to
+guessed from the bytes. The host's layer (:class:`~openwop_bridge.host.layer.HostLayer`) adds it to
 what the app sends; the answers sent before the app (header limits, malformed requests, refused
 host names) and after it failed (500) add :data:`ALWAYS` themselves.
 """

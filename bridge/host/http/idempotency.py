@@ -6,8 +6,9 @@ A request carrying the header is handled at most once per key:
   without credentials is its own caller) and to the endpoint, and is stored only
   as a digest of that scope;
 - the caller is authorized first: a key that lacks the route's scope is refused
-  (403) before any recorded response is looked up, so a key shared with a
-  narrower credential (v2 scopes keys to the tenant) replays nothing to it;
+  (403, by the route's scope check) before any recorded response is looked up, so
+  a key shared with a narrower credential (v2 scopes keys to the tenant) replays
+  nothing to it;
 - the request's digest covers its path parameters and its JSON body in a
   canonical spelling (key order and spacing do not matter);
 - a final response (2xx, or a 4xx the state of the resource decided: 409, 410,
@@ -92,15 +93,13 @@ class Rules:
 V1_RULES = Rules(KEY_PATTERN, _invalid_v1, per_principal=True, final_refusals=FINAL_REFUSALS)
 
 
-def idempotent(
-    endpoint: str, *, scope: str | None = None, anonymous: bool = False, rules: Rules = V1_RULES
-) -> Callable[[Handler], Handler]:
+def idempotent(endpoint: str, *, anonymous: bool = False, rules: Rules = V1_RULES) -> Callable[[Handler], Handler]:
     """Honour ``Idempotency-Key`` on a route; ``endpoint`` names its operation (``POST /v1/runs``).
 
-    ``scope`` is what the route requires of its caller, checked before a recorded response
-    is replayed. ``anonymous`` routes (a signed link: the link is the authorization) also
-    accept callers without credentials; such a caller's keys are scoped to the link it
-    presents. ``rules`` are the major's (:data:`V1_RULES` unless given).
+    The route's scope is checked before this runs (:func:`openwop_bridge.host.http.routing.serve`), so
+    a recorded response is replayed only to a caller that may make the request. ``anonymous`` routes (a
+    signed link: the link is the authorization) also accept callers without credentials; such a caller's
+    keys are scoped to the link it presents. ``rules`` are the major's (:data:`V1_RULES` unless given).
     """
 
     def wrap(handler: Handler) -> Handler:
@@ -110,8 +109,6 @@ def idempotent(
             if key is None:
                 return await handler(request)
             who = optional_principal(request) if anonymous else principal(request)
-            if who is not None and scope is not None:
-                who.require(scope)  # authorize first, replay after
             if not rules.pattern.fullmatch(key):
                 raise rules.invalid()
             raw = await read_bytes(request)

@@ -1,6 +1,6 @@
 """The pieces OpenAPI operations are built from: responses, parameters, bodies and error envelopes.
 
-Shared by the core paths (:mod:`openwop_bridge.host.http.openapi_paths`), the web
+Shared by the route tables' declarations (:mod:`openwop_bridge.host.http.routing`), the web
 fragment and adapters' fragments (``error_responses``), so every operation
 describes errors, idempotency and the store's 503 the same way.
 """

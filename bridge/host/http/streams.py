@@ -190,7 +190,7 @@ async def guarded_app(
 
 
 def _slots(request: Request) -> StreamSlots | None:
-    """The app's stream slots (none in an app not built by :func:`~openwop_bridge.host.http.app.create_app`: no
+    """The app's stream slots (none in an app not built by :func:`~openwop_bridge.host.app.create_app`: no
     limits)."""
     found: StreamSlots | None = getattr(request.app.state, "streams", None)
     return found

@@ -18,10 +18,12 @@ from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.errors import BridgeError, ValidationError
 from openwop_bridge.host.http.body import ClosedModel, parse, read_json
 from openwop_bridge.host.http.deps import engine, principal
-from openwop_bridge.host.http.idempotency import idempotent
+from openwop_bridge.host.http.openapi_ops import json_response, schema_ref
 from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.http.routing import Operation
 from openwop_bridge.host.v2 import ids
-from openwop_bridge.host.v2.errors import RunTerminalError, v2_envelope, v2_route
+from openwop_bridge.host.v2.doc import IDEMPOTENCY, errors
+from openwop_bridge.host.v2.errors import RunTerminalError, v2_envelope
 from openwop_bridge.host.v2.idempotency import RULES
 
 #: The most ids one request may name (runs.md: RECOMMENDED 100).
@@ -55,12 +57,9 @@ async def _entry(request: Request, who: Principal, wire: str, reason: str | None
     return {"runId": wire, "ok": True, "status": done["status"]}
 
 
-@v2_route
-@idempotent("POST /runs:bulk-cancel", scope="runs:cancel", rules=RULES)
 async def bulk_cancel(request: Request) -> Response:
     """``POST /runs:bulk-cancel``: ``200 {results[]}`` in request order, even when every id failed."""
     who = principal(request)
-    who.require("runs:cancel")
     raw = await read_json(request)
     named = raw.get("runIds") if isinstance(raw, dict) else None
     if isinstance(named, list) and len(named) > MAX_RUN_IDS:
@@ -69,3 +68,20 @@ async def bulk_cancel(request: Request) -> Response:
         )
     body = parse(BulkCancelBody, raw)
     return JSONResponse({"results": [await _entry(request, who, wire, body.reason) for wire in body.runIds]})
+
+
+OPERATIONS = (
+    Operation(
+        "POST",
+        "/runs:bulk-cancel",
+        bulk_cancel,
+        f"Cancel up to {MAX_RUN_IDS} runs, each on its own: one result per id, in request order, even when "
+        "every id failed (over the cap: 400 validation_error with details.maxRunIds)",
+        {"200": json_response(schema_ref("BulkCancelResponse")), **errors(400, 401, 403, 409, 413, 415)},
+        scope="runs:cancel",
+        idempotency=RULES,
+        body=BulkCancelBody,
+        params=(IDEMPOTENCY,),
+        operation_id="bulkCancelRuns",
+    ),
+)

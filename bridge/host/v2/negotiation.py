@@ -112,7 +112,7 @@ def named(headers: list[tuple[bytes, bytes]], routed: Negotiated) -> list[tuple[
 
 class VersionNegotiation:
     """Route by ``OpenWOP-Version`` and name the contract used on every protocol response (as ASGI middleware;
-    the host's own app does the same in its one layer, :class:`openwop_bridge.host.http.layer.HostLayer`)."""
+    the host's own app does the same in its one layer, :class:`openwop_bridge.host.layer.HostLayer`)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

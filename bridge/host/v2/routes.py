@@ -1,5 +1,6 @@
-"""The v2 routes at root paths: the same engine calls as ``/v1``, re-spelled for v2.
+"""The v2 operations at root paths: the same engine calls as ``/v1``, re-spelled for v2.
 
+Each handler sits beside its declaration in :data:`OPERATIONS` (:mod:`openwop_bridge.host.http.routing`).
 Every handler resolves the v2 path id to the engine's id (:mod:`.ids`), calls the
 engine exactly as the ``/v1`` route does (the shared :mod:`openwop_bridge.host.http.operations`), and re-spells
 the result
@@ -15,20 +16,30 @@ from typing import Any
 from starlette.convertors import StringConvertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
+from openwop_bridge.core import kinds
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.errors import InterruptNotFoundError
 from openwop_bridge.core.records import RunRecord
 from openwop_bridge.host.http import operations, paged, sse
 from openwop_bridge.host.http.body import CancelBody, ForkBody, ResolveBody, parse, read_json
-from openwop_bridge.host.http.deps import base_url, engine, int_param, optional_principal, principal
-from openwop_bridge.host.http.idempotency import idempotent
+from openwop_bridge.host.http.deps import PAGE_LIMIT, base_url, engine, int_param, optional_principal, principal
+from openwop_bridge.host.http.openapi_ops import (
+    SEQUENCE,
+    SSE,
+    bounded,
+    header_param,
+    json_response,
+    path_param,
+    query_param,
+    schema_ref,
+)
 from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.http.routing import Operation
 from openwop_bridge.host.http.streams import guarded, guarded_stream
 from openwop_bridge.host.v2 import batching, bulk, dedup, documents, events, ids, tokens
-from openwop_bridge.host.v2.errors import v2_route
+from openwop_bridge.host.v2.doc import IDEMPOTENCY, META, OBJECT, RUN, errors
 from openwop_bridge.host.v2.idempotency import RULES
 from openwop_bridge.runtime.engine import Engine
 
@@ -58,10 +69,8 @@ async def _run_record(request: Request, who: Principal) -> RunRecord:
 
 
 async def _readable_record(request: Request) -> RunRecord:
-    """The run the path names (see :func:`_run_record`), once the caller is known to hold ``runs:read``."""
-    who = principal(request)
-    who.require("runs:read")
-    return await _run_record(request, who)
+    """The run the path names (see :func:`_run_record`); the operation's scope (``runs:read``) is checked before."""
+    return await _run_record(request, principal(request))
 
 
 async def _readable_run(request: Request) -> tuple[str, str]:
@@ -77,8 +86,6 @@ def _created(request: Request, run_id: str, tenant: str, status: str, **extra: A
     return JSONResponse(body, status_code=201, headers={"Location": url})
 
 
-@v2_route
-@idempotent("POST /runs", scope="runs:create", rules=RULES)
 async def create_run(request: Request) -> Response:
     """``POST /runs``; with ``OpenWOP-Dedup: enforce``, one active run per ``(tenantId, scopeId)`` (:mod:`.dedup`)."""
     who = principal(request)
@@ -92,7 +99,6 @@ async def create_run(request: Request) -> Response:
     return _created(request, run.run_id, run.tenant, run.status)
 
 
-@v2_route
 async def list_runs(request: Request) -> Response:
     """``GET /runs``: the caller's runs, newest first, each a v2 snapshot."""
     who = principal(request)
@@ -106,7 +112,6 @@ async def list_runs(request: Request) -> Response:
     return JSONResponse({"runs": snaps, **({"nextCursor": cursor} if cursor else {})})
 
 
-@v2_route
 async def get_run(request: Request) -> Response:
     """``GET /runs/{runId}``."""
     who = principal(request)
@@ -116,8 +121,6 @@ async def get_run(request: Request) -> Response:
     return JSONResponse(documents.snapshot(snap, tenant, snap["owner"]["principal"], url))
 
 
-@v2_route
-@idempotent("POST /runs/{runId}/cancel", scope="runs:cancel", rules=RULES)
 async def cancel_run(request: Request) -> Response:
     """``POST /runs/{runId}/cancel``."""
     who = principal(request)
@@ -126,8 +129,6 @@ async def cancel_run(request: Request) -> Response:
     return JSONResponse(await bulk.cancel_one(request, who, run_id, body.reason))
 
 
-@v2_route
-@idempotent("POST /runs/{runId}:fork", scope="runs:create", rules=RULES)
 async def fork_run(request: Request) -> Response:
     """``POST /runs/{runId}:fork``."""
     who = principal(request)
@@ -166,7 +167,6 @@ async def _frames(eng: Engine, seen: RunRecord, after: int, keepalive_s: float) 
             yield chunk
 
 
-@v2_route
 async def run_events(request: Request) -> Response:
     """``GET /runs/{runId}/events``: SSE resuming after ``Last-Event-ID``."""
     run = await _readable_record(request)
@@ -189,7 +189,6 @@ async def run_events(request: Request) -> Response:
     return guarded(request, principal(request), run.run_id, operations.event_stream(frames))
 
 
-@v2_route
 async def poll_events(request: Request) -> Response:
     """``GET /runs/{runId}/events/poll?afterSequence=&timeout=`` (seconds, 1..60, default 30)."""
     run_id, tenant = await _readable_run(request)
@@ -211,8 +210,6 @@ async def poll_events(request: Request) -> Response:
     return await guarded_stream(request, principal(request), run_id, lambda: paged.json_stream(document))
 
 
-@v2_route
-@idempotent("POST /runs/{runId}/interrupts/{nodeId}", scope="approvals:respond", rules=RULES)
 async def resolve(request: Request) -> Response:
     """``POST /runs/{runId}/interrupts/{nodeId} {resumeValue}``."""
     who = principal(request)
@@ -244,7 +241,6 @@ async def _engine_token(request: Request) -> str:
     return tokens.to_engine(presented, kids)
 
 
-@v2_route
 async def inspect_token(request: Request) -> Response:
     """``GET /interrupts/{token}``: the ``InterruptPayload`` the link points at."""
     eng = engine(request)
@@ -257,8 +253,6 @@ async def inspect_token(request: Request) -> Response:
     return JSONResponse(_answer(view, record.tenant))
 
 
-@v2_route
-@idempotent("POST /interrupts/{token}", anonymous=True, rules=RULES)
 async def resolve_token(request: Request) -> Response:
     """``POST /interrupts/{token} {resumeValue}``."""
     who = optional_principal(request)
@@ -273,7 +267,6 @@ async def resolve_token(request: Request) -> Response:
         return JSONResponse(_answer(result, verified[1].tenant))
 
 
-@v2_route
 async def inbox(request: Request) -> Response:
     """``GET /interrupts?kind=&status=pending``: the pending-interrupts list."""
     who = principal(request)
@@ -285,25 +278,198 @@ async def inbox(request: Request) -> Response:
     return JSONResponse({**page, key: [documents.interrupt(v, v.get("tenant", tenant), url) for v in items]})
 
 
-@v2_route
 async def openapi_json(request: Request) -> Response:
     """``GET /openapi.json``: the v2 operations this host serves."""
     body: bytes = request.app.state.openapi_v2()
     return Response(body, media_type="application/json", headers={"Cache-Control": "public, max-age=300"})
 
 
-routes = [
-    Route("/openapi.json", openapi_json, methods=["GET"]),
-    Route("/runs", create_run, methods=["POST"]),
-    Route("/runs", list_runs, methods=["GET"]),
-    Route("/runs:bulk-cancel", bulk.bulk_cancel, methods=["POST"]),
-    Route("/runs/{run_id}:fork", fork_run, methods=["POST"]),
-    Route("/runs/{run_id:v2run}", get_run, methods=["GET"]),
-    Route("/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
-    Route("/runs/{run_id}/events", run_events, methods=["GET"]),
-    Route("/runs/{run_id}/events/poll", poll_events, methods=["GET"]),
-    Route("/runs/{run_id}/interrupts/{node_id}", resolve, methods=["POST"]),
-    Route("/interrupts", inbox, methods=["GET"]),
-    Route("/interrupts/{token}", inspect_token, methods=["GET"]),
-    Route("/interrupts/{token}", resolve_token, methods=["POST"]),
-]
+_LOCATION = {"Location": {"schema": {"type": "string"}, "description": "The new run's URL"}}
+_CREATED = {
+    "type": "object",
+    "required": ["runId", "status", "eventsUrl", "statusUrl"],
+    "properties": {
+        "runId": {"type": "string"},
+        "status": {"type": "string"},
+        "eventsUrl": {"type": "string"},
+        "statusUrl": {"type": "string"},
+    },
+}
+_POLL = {
+    "type": "object",
+    "required": ["runId", "events", "lastSequence", "status", "isTerminal"],
+    "properties": {
+        "runId": {"type": "string"},
+        "events": {"type": "array", "items": OBJECT},
+        "lastSequence": {"type": "integer"},
+        "status": {"type": "string"},
+        "isTerminal": {"type": "boolean"},
+    },
+}
+_DEDUP = header_param(
+    "OpenWOP-Dedup",
+    "enforce: while a run created for the same tenantId and scopeId (required then) is not terminal, "
+    "409 run_already_active with Retry-After, and no run is created.",
+    {"type": "string", "enum": ["enforce"]},
+)
+_NODE = path_param("nodeId", "The interrupt's address")
+_TOKEN = path_param("token", "A signed link token (ow2.<alg>.<kid>.<payload>.<mac>, or a v1 token)")
+_ANSWERED = {"200": json_response(schema_ref("ResolveResponse")), **errors(400, 401, 403, 404, 409, 410, 413, 415, 422)}
+
+#: The v2 run, event and interrupt operations, in the order their routes match.
+OPERATIONS = (
+    Operation("GET", "/openapi.json", openapi_json, "This document", META, auth=False, operation_id="getOpenApi"),
+    Operation(
+        "POST",
+        "/runs",
+        create_run,
+        "Start a run (OpenWOP-Dedup: enforce keeps one active run per tenantId and scopeId)",
+        {"201": json_response(_CREATED, "Created", _LOCATION), **errors(400, 401, 403, 404, 409, 413, 415, 422)},
+        scope="runs:create",
+        idempotency=RULES,
+        body=dedup.CreateRunBodyV2,
+        params=(IDEMPOTENCY, _DEDUP),
+        operation_id="createRun",
+    ),
+    Operation(
+        "GET",
+        "/runs",
+        list_runs,
+        "The caller's runs, newest first",
+        {"200": json_response(schema_ref("RunListResponse")), **errors(400, 401, 403)},
+        scope="runs:read",
+        params=(
+            query_param("workflowId", "Filter"),
+            query_param("status", "Filter"),
+            query_param("limit", "Page size (default 50)", bounded(PAGE_LIMIT)),
+            query_param("cursor", "Next page (opaque, from nextCursor); a malformed cursor is 400"),
+        ),
+        operation_id="listRuns",
+    ),
+    *bulk.OPERATIONS,
+    Operation(
+        "POST",
+        "/runs/{runId}:fork",
+        fork_run,
+        "Fork a run in replay mode. The body is optional.",
+        {"201": json_response(_CREATED, "Created", _LOCATION), **errors(400, 401, 403, 404, 409, 413, 415)},
+        scope="runs:create",
+        idempotency=RULES,
+        body=ForkBody,
+        body_required=False,
+        params=(RUN, IDEMPOTENCY),
+        operation_id="forkRun",
+    ),
+    Operation(
+        "GET",
+        "/runs/{runId}",
+        get_run,
+        "Run snapshot",
+        {"200": json_response(schema_ref("RunSnapshot")), **errors(400, 401, 403, 404)},
+        scope="runs:read",
+        params=(RUN,),
+        operation_id="getRun",
+        route="/runs/{run_id:v2run}",
+    ),
+    Operation(
+        "POST",
+        "/runs/{runId}/cancel",
+        cancel_run,
+        "Cancel a run; one that already ended is 409 run_terminal. The body is optional.",
+        {"200": json_response(schema_ref("CancelResponse")), **errors(400, 401, 403, 404, 409, 413, 415)},
+        scope="runs:cancel",
+        idempotency=RULES,
+        body=CancelBody,
+        body_required=False,
+        params=(RUN, IDEMPOTENCY),
+        operation_id="cancelRun",
+    ),
+    Operation(
+        "GET",
+        "/runs/{runId}/events",
+        run_events,
+        "Run events as server-sent events, live until the run ends",
+        {
+            "200": {"description": "Server-sent events", "content": {"text/event-stream": SSE}},
+            **errors(400, 401, 403, 404, 429),
+        },
+        scope="runs:read",
+        params=(
+            RUN,
+            header_param("Last-Event-ID", "Resume after this sequence number", SEQUENCE),
+            query_param("lastEventId", "Same as Last-Event-ID (for EventSource)", SEQUENCE),
+            query_param(
+                "streamMode",
+                "updates, debug or both (another mode is 400 unsupported_stream_mode)",
+                {"enum": ["updates", "debug", "updates,debug", "debug,updates"]},
+            ),
+            query_param("bufferMs", "Gather events into batch frames for up to this long", bounded(batching.BUFFER_MS)),
+        ),
+        operation_id="streamRunEvents",
+    ),
+    Operation(
+        "GET",
+        "/runs/{runId}/events/poll",
+        poll_events,
+        "Long-poll run events after a sequence number",
+        {"200": json_response(_POLL), **errors(400, 401, 403, 404)},
+        scope="runs:read",
+        params=(
+            RUN,
+            query_param("afterSequence", "After this sequence number", bounded(AFTER_SEQUENCE)),
+            query_param("timeout", "Wait up to this many seconds (default 30)", bounded(POLL_TIMEOUT_S)),
+        ),
+        operation_id="pollRunEvents",
+    ),
+    Operation(
+        "POST",
+        "/runs/{runId}/interrupts/{nodeId}",
+        resolve,
+        "Answer a run's open interrupt by its address",
+        _ANSWERED,
+        scope="approvals:respond",
+        idempotency=RULES,
+        body=ResolveBody,
+        params=(RUN, _NODE, IDEMPOTENCY),
+        operation_id="resolveInterruptByRun",
+    ),
+    Operation(
+        "GET",
+        "/interrupts",
+        inbox,
+        "The caller's pending interrupts",
+        {"200": json_response(OBJECT), **errors(400, 401, 403)},
+        scope="interrupts:read",
+        params=(
+            query_param("kind", "Filter (empty: every kind)", {"enum": ["", *kinds.KINDS]}),
+            query_param(
+                "status", "Filter (empty: pending)", {"enum": ["", "pending", "resolved", "expired", "cancelled"]}
+            ),
+            query_param("limit", "Page size (default 50)", bounded(PAGE_LIMIT)),
+            query_param("cursor", "Next page (opaque, from nextCursor)"),
+        ),
+        operation_id="listPendingInterrupts",
+    ),
+    Operation(
+        "GET",
+        "/interrupts/{token}",
+        inspect_token,
+        "The interrupt a signed link points at",
+        {"200": json_response(schema_ref("InterruptInspection")), **errors(401, 404, 410)},
+        auth=False,
+        params=(_TOKEN,),
+        operation_id="inspectInterruptByToken",
+    ),
+    Operation(
+        "POST",
+        "/interrupts/{token}",
+        resolve_token,
+        "Answer the interrupt a signed link points at",
+        _ANSWERED,
+        idempotency=RULES,
+        auth=False,
+        body=ResolveBody,
+        params=(_TOKEN, IDEMPOTENCY),
+        operation_id="resolveInterruptByToken",
+    ),
+)

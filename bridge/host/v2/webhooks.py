@@ -15,7 +15,6 @@ import orjson
 from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import iso_ms
@@ -23,9 +22,12 @@ from openwop_bridge.core.errors import BridgeError, ForbiddenError, NotFoundErro
 from openwop_bridge.core.notices import DeadLetter
 from openwop_bridge.host.http.body import ClosedModel, parse, read_json
 from openwop_bridge.host.http.deps import engine, int_param, principal
+from openwop_bridge.host.http.openapi_ops import json_response, query_param
 from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.http.routing import Operation
 from openwop_bridge.host.v2 import ids
-from openwop_bridge.host.v2.errors import v2_route
+from openwop_bridge.host.v2.doc import bound_param, errors
+from openwop_bridge.host.v2.openapi_webhooks import PAGE, REDRIVEN, REGISTERED, ROTATED
 from openwop_bridge.host.v2.webhook_delivery import Webhooks
 from openwop_bridge.host.v2.webhook_subs import ALGORITHMS, STANDARD, V1, Subscription, signed_headers, whsec_bytes
 from openwop_bridge.spec import v2 as spec
@@ -68,9 +70,8 @@ def _webhooks(request: Request) -> Webhooks:
 
 
 def _manager(request: Request) -> Principal:
-    who = principal(request)
-    who.require(SCOPE)
-    return who
+    """The caller (its ``webhooks:manage`` scope is the operation's, checked before)."""
+    return principal(request)
 
 
 def _event_types(names: list[str]) -> frozenset[str]:
@@ -131,7 +132,6 @@ def _full(hooks: Webhooks) -> ValidationError:
     )
 
 
-@v2_route
 async def register(request: Request) -> Response:
     """``POST /webhooks``: subscribe ``url`` to run events of the caller's tenant."""
     who = _manager(request)
@@ -182,7 +182,6 @@ async def _owned(request: Request, who: Principal) -> tuple[Webhooks, Subscripti
     return hooks, sub, doc
 
 
-@v2_route
 async def unregister(request: Request) -> Response:
     """``DELETE /webhooks/{webhookId}``: nothing more is delivered; queued deliveries become dead letters."""
     who = _manager(request)
@@ -193,7 +192,6 @@ async def unregister(request: Request) -> Response:
     return Response(status_code=204)
 
 
-@v2_route
 async def rotate_secret(request: Request) -> Response:
     """``POST /webhooks/{webhookId}/rotate-secret {secret}``: the new secret signs from now on, and the previous
     one beside it for the overlap (``webhook-signature``; ``OpenWOP-Signature`` stays on the previous one)."""
@@ -259,7 +257,6 @@ def dead_letter_record(sub: Subscription, d: DeadLetter, retention_ms: int) -> d
     return record
 
 
-@v2_route
 async def dead_letters(request: Request) -> Response:
     """``GET /webhooks/{webhookId}/dead-letters?limit=&cursor=``: deliveries given up on, newest first, content-free
     (RFC 0188): ``{"deliveries": [...], "nextCursor"?}``, each delivery ``<tenant>/ntc-…`` for the ``webhook-id``
@@ -285,7 +282,6 @@ async def dead_letters(request: Request) -> Response:
     return JSONResponse(out)
 
 
-@v2_route
 async def redrive(request: Request) -> Response:
     """``POST /webhooks/{webhookId}/dead-letters/{deliveryId}/redrive`` and ``POST
     /webhooks/{webhookId}/dead-letters/redrive`` (the oldest hundred): the subscription's owner queues its dead
@@ -308,11 +304,80 @@ async def redrive(request: Request) -> Response:
     return JSONResponse({"redriven": [ids.bind(sub.tenant, n) for n in done]}, status_code=202)
 
 
-routes = [
-    Route("/webhooks", register, methods=["POST"]),
-    Route("/webhooks/{webhook_id}", unregister, methods=["DELETE"]),
-    Route("/webhooks/{webhook_id}/rotate-secret", rotate_secret, methods=["POST"]),
-    Route("/webhooks/{webhook_id}/dead-letters", dead_letters, methods=["GET"]),
-    Route("/webhooks/{webhook_id}/dead-letters/redrive", redrive, methods=["POST"]),
-    Route("/webhooks/{webhook_id}/dead-letters/{delivery_id}/redrive", redrive, methods=["POST"]),
-]
+_WEBHOOK = bound_param("webhookId", "The tenant-bound subscription id, projected to one segment (acme~2Fwhk-…)")
+_DELIVERY = bound_param("deliveryId", "The tenant-bound delivery id from a dead-letter page (acme~2Fntc-…)")
+
+#: The webhook operations, each needing ``webhooks:manage``.
+OPERATIONS = (
+    Operation(
+        "POST",
+        "/webhooks",
+        register,
+        "Subscribe a URL to run events of the caller's tenant (scope webhooks:manage)",
+        {"201": json_response(REGISTERED), **errors(400, 401, 403, 413, 415, 429)},
+        scope=SCOPE,
+        body=RegisterBody,
+        operation_id="registerWebhook",
+    ),
+    Operation(
+        "DELETE",
+        "/webhooks/{webhookId}",
+        unregister,
+        "Stop deliveries to a subscription",
+        {"204": {"description": "Unsubscribed"}, **errors(400, 401, 403, 404)},
+        scope=SCOPE,
+        params=(_WEBHOOK,),
+        operation_id="unregisterWebhook",
+    ),
+    Operation(
+        "POST",
+        "/webhooks/{webhookId}/rotate-secret",
+        rotate_secret,
+        "Sign with a new secret, the previous one beside it for the overlap (standard-webhooks-1)",
+        {"200": json_response(ROTATED), **errors(400, 401, 403, 404, 413, 415)},
+        scope=SCOPE,
+        body=RotateBody,
+        params=(_WEBHOOK,),
+        operation_id="rotateWebhookSecret",
+    ),
+    Operation(
+        "GET",
+        "/webhooks/{webhookId}/dead-letters",
+        dead_letters,
+        "Deliveries given up on, content-free, newest first",
+        {"200": json_response(PAGE), **errors(400, 401, 403, 404)},
+        scope=SCOPE,
+        params=(
+            _WEBHOOK,
+            query_param(
+                "limit",
+                f"Page size (default 50, at most {DEAD_LETTER_PAGE})",
+                {"type": "integer", "minimum": 1, "maximum": DEAD_LETTER_PAGE},
+            ),
+            query_param("cursor", "Next page (opaque, from nextCursor)"),
+        ),
+        operation_id="listWebhookDeadLetters",
+    ),
+    Operation(
+        "POST",
+        "/webhooks/{webhookId}/dead-letters/redrive",
+        redrive,
+        "Queue the subscription's dead letters again, the oldest hundred, each with its id and body "
+        "(this host's operation, not OpenWOP's)",
+        {"202": json_response(REDRIVEN), **errors(400, 401, 403, 404)},
+        scope=SCOPE,
+        params=(_WEBHOOK,),
+        operation_id="redriveWebhookDeadLetters",
+    ),
+    Operation(
+        "POST",
+        "/webhooks/{webhookId}/dead-letters/{deliveryId}/redrive",
+        redrive,
+        "Queue one dead letter again, with its id and body (this host's operation, not OpenWOP's); "
+        "404 when it is not a dead letter of this subscription",
+        {"202": json_response(REDRIVEN), **errors(400, 401, 403, 404)},
+        scope=SCOPE,
+        params=(_WEBHOOK, _DELIVERY),
+        operation_id="redriveWebhookDeadLetter",
+    ),
+)

@@ -45,8 +45,8 @@ from openwop_bridge import Engine, KeyRing, kinds, load_workflow
 from openwop_bridge.a2a import a2a_routes
 from openwop_bridge.a2a.discovery import a2a_facet
 from openwop_bridge.host import build_parser, build_server
+from openwop_bridge.host.app import create_app
 from openwop_bridge.host.discovery import validate_discovery
-from openwop_bridge.host.http import create_app
 from tests.conftest import KEYS, TOKENS, auth
 from tests.server import uvicorn_server
 

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 from openwop_bridge import Engine, NodeContext, Workflow, approval, clarification
 from openwop_bridge.agui import agui_routes, mount_agui, threads
 from openwop_bridge.core.auth import KeyRing, make_key
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime.tools import approved_tool_call
 from tests.conftest import KEYS, auth
 from tests.helpers import event_types, settle, two_sign_offs

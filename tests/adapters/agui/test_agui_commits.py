@@ -10,7 +10,7 @@ import pytest
 from openwop_bridge import Engine
 from openwop_bridge.agui import agui_routes, messages
 from openwop_bridge.core.auth import KeyRing
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from tests.adapters.agui.test_agui import Agui, interrupts
 from tests.conftest import KEYS
 from tests.server import uvicorn_server

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from openwop_bridge import Engine, KeyRing
+from openwop_bridge.host.app import create_app
 from openwop_bridge.host.cli import demo_workflows
-from openwop_bridge.host.http import create_app
 from openwop_bridge.langgraph_api import langgraph_routes
 from tests.conftest import KEYS
 from tests.server import uvicorn_server

@@ -15,7 +15,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
 
 from openwop_bridge import Engine, KeyRing
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.langgraph_api import langgraph_routes
 from tests.conftest import KEYS, TOKENS, auth
 from tests.server import uvicorn_server

@@ -16,7 +16,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
 
 from openwop_bridge import Engine, KeyRing, Workflow
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.langgraph_api import langgraph_routes
 from tests.conftest import KEYS, TOKENS, auth
 from tests.server import uvicorn_server
@@ -221,7 +221,7 @@ async def test_langgraph_answer_shows_resolved_over_rest(base: str) -> None:
 def test_every_route_is_documented_in_a_valid_openapi_document(engine: Engine) -> None:
     from openapi_spec_validator import validate
 
-    from openwop_bridge.host.http.openapi import openapi_document
+    from openwop_bridge.host.v1.api import openapi_document
     from openwop_bridge.langgraph_api.openapi import langgraph_openapi
 
     document = openapi_document([langgraph_openapi()])

@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from openwop_bridge import Engine, KeyRing, Workflow
 from openwop_bridge.core.auth import make_key
-from openwop_bridge.host.http import create_app
+from openwop_bridge.host.app import create_app
 from openwop_bridge.mcp import McpMount
 from tests.conftest import KEYS, TOKENS, auth
 from tests.helpers import settle

@@ -1,9 +1,11 @@
 """The host's one ASGI layer over its app: what every request and every answer passes through.
 
+It sits with the app, above both majors: it routes a request to v1 or v2 and speaks each one's errors.
+
 One call per request and one ``send`` per message, instead of a middleware (and a wrapped
 ``send``) for each of:
 
-- the host names served (:class:`~openwop_bridge.host.http.app.HostNames`, with ``allowed_hosts``): any
+- the host names served (:class:`~openwop_bridge.host.http.hosts.HostNames`, with ``allowed_hosts``): any
   other ``Host`` is refused with a 400 envelope;
 - version negotiation (:func:`~openwop_bridge.host.v2.negotiation.negotiate`): a request is routed by its
   ``OpenWOP-Version``, and its answer names the version it was served in;
@@ -18,13 +20,15 @@ from typing import Protocol
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from openwop_bridge.host.http.budget import COUNTED_FROM, Budget, content_length, in_pieces, refusal
+from openwop_bridge.core.errors import RateLimitedError
+from openwop_bridge.host.http.budget import COUNTED_FROM, RETRY_AFTER_S, Budget, content_length, in_pieces
 from openwop_bridge.host.http.headers import with_always
-from openwop_bridge.host.v2.negotiation import Negotiated, named, negotiate
+from openwop_bridge.host.http.responses import JSONResponse, error_headers
+from openwop_bridge.host.v2.api import Negotiated, is_v2_path, named, negotiate, v2_error_response
 
 
 class HostCheck(Protocol):
-    """Says which requests' ``Host`` is refused (see :class:`~openwop_bridge.host.http.app.HostNames`)."""
+    """Says which requests' ``Host`` is refused (see :class:`~openwop_bridge.host.http.hosts.HostNames`)."""
 
     def refusal(self, scope: Scope) -> Response | None:
         """The answer refusing the request, or None to serve it."""
@@ -95,3 +99,16 @@ def _answering(send: Send, routed: Negotiated | None) -> Send:
         await send(message)
 
     return sending
+
+
+async def refusal(scope: Scope, receive: Receive, send: Send) -> None:
+    """Send the ``429 rate_limited`` (with ``Retry-After``) of an answer the budget cannot take, in the
+    spelling of the request's surface (v2 at the root paths, else v1)."""
+    error = RateLimitedError(
+        "too many large answers are waiting for their clients on this instance; retry later", RETRY_AFTER_S
+    )
+    if is_v2_path(scope["path"]):
+        await v2_error_response(error)(scope, receive, send)
+        return
+    response = JSONResponse(error.envelope(), status_code=error.status, headers=error_headers(error))
+    await response(scope, receive, send)
