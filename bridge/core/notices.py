@@ -1,7 +1,8 @@
 """Notices: what the outbox holds, what a channel's delivery of one returns, and who plans them.
 
 A notice is a message owed to someone outside the bridge (a webhook subscription, a person's
-mailbox, a Slack channel, a Teams channel) about a run. It is planned by a pure
+mailbox, a Slack channel, a Teams channel, or any channel registered:
+:mod:`openwop_bridge.notify.channel_types`) about a run. It is planned by a pure
 :class:`NoticePlanner` inside the very transaction that commits what it announces (an interrupt
 opened, a run event), so it is durable exactly when that is. The outbox worker
 (:mod:`openwop_bridge.notify.worker`) delivers it later, off the request path.
@@ -24,9 +25,6 @@ POLICY_CHANNEL = "undeliverable"
 #: Where an interrupt whose every first notice died is marked (adapter state: key the interrupt id, value
 #: ``{"policy", "at"}``), in the transaction of its last dead letter; the interrupt's views read it.
 UNDELIVERABLE_NS = "notify.undelivered"
-
-#: The channels a notice may go through.
-CHANNELS = frozenset({"webhook", "email", "slack", "teams", POLICY_CHANNEL})
 
 #: A notice's life in the outbox: waiting (or being delivered), delivered, or given up on (dead letter).
 NoticeStatus = Literal["queued", "delivered", "dead"]

@@ -17,7 +17,6 @@ from typing import Any
 
 from openwop_bridge.core.clock import Clock
 from openwop_bridge.core.notices import (
-    CHANNELS,
     POLICY_CHANNEL,
     DeadLetter,
     NoticeDraft,
@@ -27,7 +26,7 @@ from openwop_bridge.core.notices import (
 )
 from openwop_bridge.notify.notice import Channel
 from openwop_bridge.notify.states import delivery_fields, public_recipient
-from openwop_bridge.notify.worker import OutboxWorker, Settled
+from openwop_bridge.notify.worker import NoticeSpan, OutboxWorker, Settled, no_span
 from openwop_bridge.store.base import Store
 
 WEBHOOK = "webhook"
@@ -53,6 +52,7 @@ class NotifyService:
         recipient_key: Callable[[], bytes],
         in_flight: int = 256,
         per_destination: int = 4,
+        span: NoticeSpan = no_span,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -81,6 +81,7 @@ class NotifyService:
             in_flight=in_flight,
             per_destination=per_destination,
             transient=store.transient_errors,
+            span=span,
         )
 
     # --- registration ---------------------------------------------------------------
@@ -105,8 +106,8 @@ class NotifyService:
 
     def add_channel(self, channel: Channel, policy: RetryPolicy | None = None) -> None:
         """Deliver ``channel.name``'s notices through ``channel`` (with its own retry policy, if given)."""
-        if channel.name not in CHANNELS:
-            raise ValueError(f"unknown channel {channel.name!r}; one of {sorted(CHANNELS)}")
+        if not channel.name:
+            raise ValueError("a channel needs a name")
         self.channels[channel.name] = channel
         if policy is not None:
             self._policies[channel.name] = policy

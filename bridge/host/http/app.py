@@ -37,7 +37,8 @@ from openwop_bridge.host.v2 import discovery as v2_discovery
 from openwop_bridge.host.v2 import openapi as v2_openapi
 from openwop_bridge.host.v2 import routes as v2_routes
 from openwop_bridge.host.v2 import webhooks as v2_webhooks
-from openwop_bridge.host.v2.webhook_delivery import Webhooks, WebhookSettings
+from openwop_bridge.host.v2.documents import WebhookWire
+from openwop_bridge.notify.webhook.channel import Webhooks, WebhookSettings
 from openwop_bridge.runtime.engine import Engine
 
 
@@ -287,6 +288,6 @@ def webhook_surface(engine: Engine, settings: WebhookSettings) -> Webhooks:
     found = engine.notify.channels.get("webhook")
     if isinstance(found, Webhooks):
         return found
-    hooks = Webhooks(engine, settings)
+    hooks = Webhooks(engine, settings, WebhookWire())
     hooks.install()
     return hooks

@@ -2,7 +2,7 @@
 
 Every route needs the ``webhooks:manage`` scope and stays inside the caller's tenant: a subscription
 id is tenant-bound (``<tenant>/whk-…``); one of another tenant is ``403``, an unknown one ``404``.
-Deliveries themselves are :mod:`.webhook_delivery`'s.
+Deliveries themselves are the notify layer's (:mod:`openwop_bridge.notify.webhook`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,15 @@ from openwop_bridge.host.http.deps import engine, int_param, principal
 from openwop_bridge.host.http.responses import JSONResponse
 from openwop_bridge.host.v2 import ids
 from openwop_bridge.host.v2.errors import v2_route
-from openwop_bridge.host.v2.webhook_delivery import Webhooks
-from openwop_bridge.host.v2.webhook_subs import ALGORITHMS, STANDARD, V1, Subscription, signed_headers, whsec_bytes
+from openwop_bridge.notify.webhook.channel import Webhooks
+from openwop_bridge.notify.webhook.subscriptions import (
+    ALGORITHMS,
+    STANDARD,
+    V1,
+    Subscription,
+    signed_headers,
+    whsec_bytes,
+)
 from openwop_bridge.spec import v2 as spec
 
 SCOPE = "webhooks:manage"
