@@ -12,8 +12,8 @@ Nothing here does I/O: the records are plain data, the planner a pure function.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from openwop_bridge.core.records import InterruptRecord, RunRecord
@@ -201,3 +201,24 @@ class OutboxLimits:
     #: How long a delivered notice's row is kept, and a dead letter's.
     delivered_ttl_ms: int = 3_600_000
     dead_ttl_ms: int = 7 * 24 * 3_600_000
+
+
+@dataclass
+class NoticePlanning:
+    """What a store asks, in every transaction that commits run events or opens interrupts, of whoever plans the
+    notices it owes: the planners, whether any of them would plan anything now, and the caps on queued notices.
+
+    A store is given one when it is built (an empty one of its own otherwise) and only reads it; the
+    notifications layer (``engine.notify``) registers its planners and caps on the store's. So the store calls
+    planners through this core protocol and knows nothing of the layer above it.
+    """
+
+    planners: tuple[NoticePlanner, ...] = ()
+    limits: OutboxLimits = field(default_factory=OutboxLimits)
+    #: When set and true, no planner would plan anything now (no webhook subscription, no notify file):
+    #: transactions skip planning altogether.
+    idle: Callable[[], bool] | None = None
+
+    def asks(self) -> bool:
+        """Whether a commit now should ask the planners (some are registered, and they are not all idle)."""
+        return bool(self.planners) and not (self.idle is not None and self.idle())

@@ -30,8 +30,9 @@ __all__ = ["GROUP", "ChannelType", "channel_names", "channel_type", "register_ch
 GROUP = "openwop_bridge.channels"
 #: What a channel's name may be: a key of the notify file's ``channels`` and a target prefix.
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-#: Names a channel may not take: route targets use ``role:``, and the bridge's own policy notices ``undeliverable``.
-RESERVED = frozenset({"role", "undeliverable", "webhook"})
+#: Names a channel may not take: route targets use ``role:``, the bridge's own policy notices ``undeliverable``, the v2
+#: webhook surface ``webhook``; the rest name what the notify file's ``channels`` model offers itself.
+RESERVED = frozenset({"role", "undeliverable", "webhook", "get", "types", "configured", "by_prefix"})
 
 
 @dataclass(frozen=True, slots=True)

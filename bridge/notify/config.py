@@ -12,7 +12,10 @@ One JSON document, read and checked once at start-up::
      "routes": [{"match": {"workflowId": "expense-approval", "kind": "approval"},
                  "notify": ["alice", "role:finance", "email:finance-team@example.com", "slack:C0FINANCE"]}]}
 
-A person's key in ``people`` is their principal id (what their API key names). Secrets
+A person's key in ``people`` is their principal id (what their API key names). ``channels`` holds a
+section per channel, each checked by its channel type's model (:mod:`openwop_bridge.notify.channel_types`:
+e-mail, Slack and Teams are the bridge's own; another package may register more), and a route target
+``<prefix>:ADDRESS`` names a shared address on the configured channel with that prefix. Secrets
 (the Slack token and signing secret, the SMTP password, a Teams workflow URL) may be
 written inline or as ``{"env": "NAME"}``; either way they are held as
 :class:`pydantic.SecretStr`, so no ``repr``, log line or error message shows them. Any

@@ -98,8 +98,9 @@ class NotifyService:
             self._always_plans = True
         else:
             self._idle.append(idle)
-        self._store.notice_planners = tuple(self._planners)
-        self._store.notices_idle = None if self._always_plans else self._all_idle
+        planning = self._store.notice_planning
+        planning.planners = tuple(self._planners)
+        planning.idle = None if self._always_plans else self._all_idle
 
     def _all_idle(self) -> bool:
         return all(idle() for idle in self._idle)
@@ -119,7 +120,7 @@ class NotifyService:
 
     def set_limits(self, limits: OutboxLimits) -> None:
         """Caps on queued notices (per tenant, per recipient) and how long settled notices are kept."""
-        self._store.outbox_limits = limits
+        self._store.notice_planning.limits = limits
 
     def on_event(self, sink: EventSink) -> None:
         """Where ``notification.sent``/``notification.failed`` go (the engine appends them to the run)."""
