@@ -72,8 +72,10 @@ def register_channel(kind: ChannelType) -> None:
 
 
 def unregister_channel(name: str) -> None:
-    """Forget a channel :func:`register_channel` registered (those of entry points stay)."""
+    """Forget the channel named ``name``: one :func:`register_channel` registered, or one loaded from an entry point
+    (loaded again when next named, if its entry point is still installed)."""
     _registered.pop(name, None)
+    _loaded.pop(name, None)
 
 
 def channel_names() -> list[str]:

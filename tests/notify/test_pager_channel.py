@@ -1,5 +1,6 @@
-"""A channel from outside the package: a pager, registered as its entry point would register it and configured
-through the notify file, delivers, retries and dead-letters like the bridge's own channels."""
+"""A channel from outside the package: a pager, registered in the process or through the entry point of a
+distribution of its own, and configured through the notify file, delivers, retries and dead-letters like the
+bridge's own channels."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from starlette.routing import Route
 from openwop_bridge import Engine
 from openwop_bridge.core.notices import POLICY_CHANNEL, DeliveryOutcome, Notice, RetryPolicy
 from openwop_bridge.notify.channel_types import (
+    GROUP,
     ChannelType,
     channel_names,
     channel_type,
@@ -91,9 +93,18 @@ PAGER = ChannelType(
 )
 
 
-@pytest.fixture(autouse=True)
-def pager() -> Iterator[None]:
-    register_channel(PAGER)
+@pytest.fixture(params=["registered", "entry point"])
+def pager(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The pager offered through :func:`register_channel`, or through the entry point of a distribution installed
+    on ``sys.path`` (a ``dist-info`` naming this module's :data:`PAGER`), as a package of its own would offer it."""
+    if request.param == "registered":
+        register_channel(PAGER)
+    else:
+        found = tmp_path / "site" / "pager_channel-0.1.dist-info"
+        found.mkdir(parents=True)
+        (found / "METADATA").write_text("Metadata-Version: 2.1\nName: pager-channel\nVersion: 0.1\n")
+        (found / "entry_points.txt").write_text(f"[{GROUP}]\npager = {__name__}:PAGER\n")
+        monkeypatch.syspath_prepend(str(found.parent))
     yield
     unregister_channel("pager")
 
@@ -138,13 +149,13 @@ def _file(channels: dict[str, Any], notify: list[str]) -> dict[str, Any]:
     return {"publicBaseUrl": "http://127.0.0.1:9", "channels": channels, "routes": [{"notify": notify}]}
 
 
-def test_the_bridge_s_own_channels_are_registered_by_entry_point() -> None:
+def test_the_bridge_s_own_channels_are_registered_by_entry_point(pager: None) -> None:
     assert {"email", "slack", "teams", "pager"} <= set(channel_names())
     email = channel_type("email")
     assert email is not None and (email.name, email.prefix) == ("email", "email")
 
 
-def test_the_notify_file_configures_a_registered_channel_and_checks_its_targets() -> None:
+def test_the_notify_file_configures_a_registered_channel_and_checks_its_targets(pager: None) -> None:
     config = parse_notify_config(_file({"pager": {"url": "http://127.0.0.1:9/page"}}, ["pager:ops"]), environ={})
     assert isinstance(config.channels.pager, PagerSection)
     with pytest.raises(NotifyConfigError, match=r"routes\[0\]\.notify\[0\]: 'on-call' is not a pager id"):
@@ -153,12 +164,17 @@ def test_the_notify_file_configures_a_registered_channel_and_checks_its_targets(
         parse_notify_config(_file({}, ["pager:ops"]), environ={})
     with pytest.raises(NotifyConfigError, match=r"channels\.pager\.url: Field required"):
         parse_notify_config(_file({"pager": {}}, []), environ={})
-    unregister_channel("pager")
+
+
+def test_a_channel_nobody_registered_is_refused() -> None:
+    assert "pager" not in channel_names()
     with pytest.raises(NotifyConfigError, match=r"channels\.pager: Extra inputs are not permitted"):
         parse_notify_config(_file({"pager": {"url": "http://x"}}, []), environ={})
+    with pytest.raises(NotifyConfigError, match=r"routes\[0\]\.notify\[0\]: 'pager:ops' is not a person, role:NAME"):
+        parse_notify_config(_file({}, ["pager:ops"]), environ={})
 
 
-async def test_a_page_the_receiver_fails_first_is_retried_and_delivered(tmp_path: Path) -> None:
+async def test_a_page_the_receiver_fails_first_is_retried_and_delivered(pager: None, tmp_path: Path) -> None:
     async with receiver(failing=1) as (pages, url):
         routes = [{"match": {"workflowId": "expense"}, "notify": ["pager:ops"]}]
         channels = {"pager": {"url": url}}
@@ -189,7 +205,9 @@ async def test_a_page_the_receiver_fails_first_is_retried_and_delivered(tmp_path
             assert (entry["channel"], entry["state"], entry["attempts"]) == ("pager", "delivered", 2)
 
 
-async def test_a_page_the_receiver_always_fails_is_a_dead_letter_and_its_policy_applies(tmp_path: Path) -> None:
+async def test_a_page_the_receiver_always_fails_is_a_dead_letter_and_its_policy_applies(
+    pager: None, tmp_path: Path
+) -> None:
     async with receiver(failing=1_000) as (pages, url):
         routes = [{"match": {"workflowId": "expense"}, "notify": ["pager:ops"], "onUndeliverable": "fail"}]
         channels = {"pager": {"url": url}}
