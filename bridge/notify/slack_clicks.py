@@ -37,7 +37,7 @@ from openwop_bridge.notify.slack import SlackChannelSender, escape
 
 __all__ = ["MAX_BODY", "SlackClicks"]
 
-log = logging.getLogger("openwop_bridge.host.slack")
+log = logging.getLogger("openwop_bridge.host.slack")  # its name as before the move: log filters name it
 
 #: Slack's interaction payloads are small; anything larger is refused before it is read.
 MAX_BODY = 64 * 1024

@@ -30,7 +30,7 @@ from openwop_bridge.notify.ports import NotifyEngine
 
 __all__ = ["REASON", "UndeliverablePolicy"]
 
-log = logging.getLogger("openwop_bridge.notify.undeliverable")
+log = logging.getLogger("openwop_bridge.host.undeliverable")  # its name as before the move: log filters name it
 
 #: The reason an interrupt (or its run) is cancelled with under ``fail``.
 REASON = "undeliverable"

@@ -34,7 +34,7 @@ from openwop_bridge.notify.webhook.resolver import AsyncResolver
 from openwop_bridge.notify.webhook.subscriptions import NAMESPACE, Snapshot, Subscription, signed_headers
 from openwop_bridge.notify.webhook.transport import Transport
 
-log = logging.getLogger("openwop_bridge.host.v2.webhooks")
+log = logging.getLogger("openwop_bridge.host.v2.webhooks")  # its name as before the move: log filters name it
 
 #: How often the subscriptions are read again from the store (those registered on other instances).
 REFRESH_S = 2.0
