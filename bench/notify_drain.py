@@ -22,8 +22,8 @@ from openwop_bridge.bench.receivers import HookReceiver, MailReceiver, Tally
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.host.app import webhook_surface
 from openwop_bridge.host.notifying import install_notify
-from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
-from openwop_bridge.host.v2.webhook_subs import Subscription
+from openwop_bridge.notify.webhook.channel import WebhookSettings
+from openwop_bridge.notify.webhook.subscriptions import Subscription
 from openwop_bridge.runtime.engine import Engine
 from openwop_bridge.store.sqlite import SqliteStore
 

@@ -1,7 +1,8 @@
 """Notices: what the outbox holds, what a channel's delivery of one returns, and who plans them.
 
 A notice is a message owed to someone outside the bridge (a webhook subscription, a person's
-mailbox, a Slack channel, a Teams channel) about a run. It is planned by a pure
+mailbox, a Slack channel, a Teams channel, or any channel registered:
+:mod:`openwop_bridge.notify.channel_types`) about a run. It is planned by a pure
 :class:`NoticePlanner` inside the very transaction that commits what it announces (an interrupt
 opened, a run event), so it is durable exactly when that is. The outbox worker
 (:mod:`openwop_bridge.notify.worker`) delivers it later, off the request path.
@@ -11,8 +12,8 @@ Nothing here does I/O: the records are plain data, the planner a pure function.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from openwop_bridge.core.records import InterruptRecord, RunRecord
@@ -24,9 +25,6 @@ POLICY_CHANNEL = "undeliverable"
 #: Where an interrupt whose every first notice died is marked (adapter state: key the interrupt id, value
 #: ``{"policy", "at"}``), in the transaction of its last dead letter; the interrupt's views read it.
 UNDELIVERABLE_NS = "notify.undelivered"
-
-#: The channels a notice may go through.
-CHANNELS = frozenset({"webhook", "email", "slack", "teams", POLICY_CHANNEL})
 
 #: A notice's life in the outbox: waiting (or being delivered), delivered, or given up on (dead letter).
 NoticeStatus = Literal["queued", "delivered", "dead"]
@@ -203,3 +201,24 @@ class OutboxLimits:
     #: How long a delivered notice's row is kept, and a dead letter's.
     delivered_ttl_ms: int = 3_600_000
     dead_ttl_ms: int = 7 * 24 * 3_600_000
+
+
+@dataclass
+class NoticePlanning:
+    """What a store asks, in every transaction that commits run events or opens interrupts, of whoever plans the
+    notices it owes: the planners, whether any of them would plan anything now, and the caps on queued notices.
+
+    A store is given one when it is built (an empty one of its own otherwise) and only reads it; the
+    notifications layer (``engine.notify``) registers its planners and caps on the store's. So the store calls
+    planners through this core protocol and knows nothing of the layer above it.
+    """
+
+    planners: tuple[NoticePlanner, ...] = ()
+    limits: OutboxLimits = field(default_factory=OutboxLimits)
+    #: When set and true, no planner would plan anything now (no webhook subscription, no notify file):
+    #: transactions skip planning altogether.
+    idle: Callable[[], bool] | None = None
+
+    def asks(self) -> bool:
+        """Whether a commit now should ask the planners (some are registered, and they are not all idle)."""
+        return bool(self.planners) and not (self.idle is not None and self.idle())

@@ -33,7 +33,7 @@ from openwop_bridge.host.http.streams import StreamLimits, StreamSlots
 from openwop_bridge.host.layer import HostLayer
 from openwop_bridge.host.v1 import api as v1
 from openwop_bridge.host.v2 import api as v2
-from openwop_bridge.host.v2.api import Webhooks, WebhookSettings
+from openwop_bridge.host.v2.api import Webhooks, WebhookSettings, WebhookWire
 from openwop_bridge.runtime.engine import Engine
 
 
@@ -133,6 +133,6 @@ def webhook_surface(engine: Engine, settings: WebhookSettings) -> Webhooks:
     found = engine.notify.channels.get("webhook")
     if isinstance(found, Webhooks):
         return found
-    hooks = Webhooks(engine, settings)
+    hooks = Webhooks(engine, settings, WebhookWire())
     hooks.install()
     return hooks

@@ -33,7 +33,7 @@ from openwop_bridge.host.http.limits import HeaderLimits, http_protocol
 from openwop_bridge.host.http.streams import StreamLimits
 from openwop_bridge.host.options import add_serve_arguments, conversation_limits, env
 from openwop_bridge.host.plugins import ServerBuild
-from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
+from openwop_bridge.notify.webhook.channel import WebhookSettings
 from openwop_bridge.runtime.config import EngineConfig
 from openwop_bridge.runtime.engine import Engine
 from openwop_bridge.runtime.telemetry import configure_logging

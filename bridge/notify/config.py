@@ -12,7 +12,10 @@ One JSON document, read and checked once at start-up::
      "routes": [{"match": {"workflowId": "expense-approval", "kind": "approval"},
                  "notify": ["alice", "role:finance", "email:finance-team@example.com", "slack:C0FINANCE"]}]}
 
-A person's key in ``people`` is their principal id (what their API key names). Secrets
+A person's key in ``people`` is their principal id (what their API key names). ``channels`` holds a
+section per channel, each checked by its channel type's model (:mod:`openwop_bridge.notify.channel_types`:
+e-mail, Slack and Teams are the bridge's own; another package may register more), and a route target
+``<prefix>:ADDRESS`` names a shared address on the configured channel with that prefix. Secrets
 (the Slack token and signing secret, the SMTP password, a Teams workflow URL) may be
 written inline or as ``{"env": "NAME"}``; either way they are held as
 :class:`pydantic.SecretStr`, so no ``repr``, log line or error message shows them. Any
@@ -25,59 +28,66 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from email.utils import parseaddr
+from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SecretStr,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 from pydantic import ValidationError as PydanticValidationError
 from pydantic.alias_generators import to_camel
 
+from openwop_bridge.notify.channel_types import ChannelType, channel_names, channel_type
+
 __all__ = [
-    "EmailChannel",
+    "EMAIL",
+    "SLACK_ID",
+    "ConfigModel",
     "NotifyConfig",
     "NotifyConfigError",
     "Person",
     "Route",
     "RouteMatch",
-    "SlackChannel",
-    "TeamsTarget",
     "load_notify_config",
     "parse_notify_config",
+    "secret",
 ]
 
 #: How long a notice's link may live at most when the interrupt has no deadline (30 days).
 MAX_LINK_TTL_MS = 30 * 24 * 3600 * 1000
-_TARGET = re.compile(r"^(?:(?P<prefix>role|email|slack|teams):(?P<rest>.+)|(?P<person>[^:\s]+))$")
-_EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
-_SLACK_ID = re.compile(r"^[A-Z0-9][A-Z0-9]{2,}$")
+#: An e-mail address, as the notify file accepts one.
+EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
+#: A Slack user or channel id.
+SLACK_ID = re.compile(r"^[A-Z0-9][A-Z0-9]{2,}$")
 
 
 class NotifyConfigError(RuntimeError):
     """The notify file cannot be used; the message names the field (never a secret's value)."""
 
 
-class _Model(BaseModel):
+class ConfigModel(BaseModel):
+    """A part of the notify file: camelCase keys, nothing unknown, frozen (a channel's section is one too)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
 
 
-class SecretFromEnv(_Model):
+class SecretFromEnv(ConfigModel):
     """``{"env": "NAME"}``: the secret is the value of the environment variable ``NAME``."""
 
     env: str = Field(min_length=1)
 
 
-def _secret(value: Any, info: ValidationInfo) -> Any:
-    """A secret written inline or as ``{"env": NAME}``, read from the environment given to the parser."""
+def secret(value: Any, info: ValidationInfo) -> Any:
+    """A secret written inline or as ``{"env": NAME}``, read from the environment given to the parser (a
+    ``mode="before"`` field validator of a channel's section: ``field_validator("token", mode="before")(secret)``)."""
     if isinstance(value, Mapping):
         ref = SecretFromEnv.model_validate(value)
         environ: Mapping[str, str] = (info.context or {}).get("environ", os.environ)
@@ -88,7 +98,7 @@ def _secret(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
-class Person(_Model):
+class Person(ConfigModel):
     """Someone who may be told: their tenant, addresses and roles."""
 
     tenant: str = "default"
@@ -101,128 +111,48 @@ class Person(_Model):
     @field_validator("email")
     @classmethod
     def _email(cls, value: str | None) -> str | None:
-        if value is not None and not _EMAIL.match(value):
+        if value is not None and not EMAIL.match(value):
             raise ValueError("not an e-mail address")
         return value
 
     @field_validator("slack")
     @classmethod
     def _slack(cls, value: str | None) -> str | None:
-        if value is not None and not _SLACK_ID.match(value):
+        if value is not None and not SLACK_ID.match(value):
             raise ValueError("not a Slack user id (such as U0ALICE)")
         return value
 
 
-class EmailChannel(_Model):
-    """SMTP delivery: ``smtp://host:port`` (plain, or STARTTLS with ``starttls``) or ``smtps://`` (implicit TLS)."""
+class Channels(ConfigModel):
+    """The channels notices may go out on: ``channels.<name>``, a section per channel type
+    (:mod:`openwop_bridge.notify.channel_types`). The model a file is read with has a field for each channel
+    the file names (:func:`parse_notify_config`); reading ``config.channels.<name>`` gives its section."""
 
-    smtp: str
-    starttls: bool = False
-    from_: str = Field(alias="from")
-    username: str | None = None
-    password: SecretStr | None = None
-    #: A CA bundle (PEM) to trust for the server's certificate, besides the system's (a private CA).
-    tls_ca_file: str | None = None
-    link_ttl_ms: int | None = Field(default=None, gt=0)
-    timeout_ms: int = Field(default=30_000, gt=0)
+    #: The channel types of this model's fields, by name.
+    types: ClassVar[dict[str, ChannelType]] = {}
 
-    _password = field_validator("password", mode="before")(_secret)
+    if TYPE_CHECKING:
 
-    @field_validator("from_")
-    @classmethod
-    def _from(cls, value: str) -> str:
-        if "\n" in value or "\r" in value or not _EMAIL.match(parseaddr(value)[1]):
-            raise ValueError("must be an address such as 'Approvals <approvals@example.com>'")
-        return value
+        def __getattr__(self, name: str) -> Any: ...
 
-    @field_validator("smtp")
-    @classmethod
-    def _smtp(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
-            raise ValueError("must be smtp://host[:port] or smtps://host[:port]")
-        if parts.username or parts.password:
-            raise ValueError("put the user name in 'username' and the password in 'password', not in the URL")
-        try:
-            parts.port  # noqa: B018 - raises on a bad port
-        except ValueError:
-            raise ValueError("the port is not a number between 0 and 65535") from None
-        return value
+    def configured(self) -> dict[str, Any]:
+        """The sections given (empty ones left out), by channel name."""
+        found = {name: getattr(self, name, None) for name in self.types}
+        return {name: section for name, section in found.items() if section}
 
-    @model_validator(mode="after")
-    def _tls(self) -> EmailChannel:
-        if self.starttls and self.implicit_tls:
-            raise ValueError("starttls: smtps:// already speaks TLS from the start; use smtp:// with starttls")
-        if self.tls_ca_file is not None and not Path(self.tls_ca_file).is_file():
-            raise ValueError(f"tlsCaFile: no file {self.tls_ca_file!r}")
-        return self
+    def get(self, name: str) -> Any:
+        """The section of channel ``name``, or None when it is not configured."""
+        return self.configured().get(name)
 
-    @property
-    def implicit_tls(self) -> bool:
-        """TLS from the first byte (``smtps://``)."""
-        return urlsplit(self.smtp).scheme == "smtps"
-
-    @property
-    def host(self) -> str:
-        """The SMTP server's host name."""
-        return str(urlsplit(self.smtp).hostname)
-
-    @property
-    def port(self) -> int:
-        """The SMTP server's port (465 for ``smtps://``, 587 with STARTTLS, else 25 when not given)."""
-        given = urlsplit(self.smtp).port
-        if given is not None:
-            return given
-        return 465 if self.implicit_tls else 587 if self.starttls else 25
+    def by_prefix(self, prefix: str) -> tuple[ChannelType, Any] | None:
+        """The configured channel whose shared addresses route targets name ``<prefix>:ADDRESS``, and its section."""
+        for name, section in self.configured().items():
+            if self.types[name].prefix == prefix:
+                return self.types[name], section
+        return None
 
 
-class SlackChannel(_Model):
-    """Slack through a bot token (``chat:write``) and the app's signing secret."""
-
-    token: SecretStr
-    signing_secret: SecretStr
-    api_base: str = "https://slack.com/api/"
-    link_ttl_ms: int | None = Field(default=None, gt=0)
-    timeout_ms: int = Field(default=10_000, gt=0)
-
-    _secrets = field_validator("token", "signing_secret", mode="before")(_secret)
-
-    @field_validator("api_base")
-    @classmethod
-    def _api_base(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http(s) URL such as https://slack.com/api/")
-        return value if value.endswith("/") else value + "/"
-
-
-class TeamsTarget(_Model):
-    """One Teams channel: the URL of its Workflows "post to a channel when a webhook request is received" flow."""
-
-    url: SecretStr
-    link_ttl_ms: int | None = Field(default=None, gt=0)
-    timeout_ms: int = Field(default=10_000, gt=0)
-
-    _url_secret = field_validator("url", mode="before")(_secret)
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: SecretStr) -> SecretStr:
-        parts = urlsplit(value.get_secret_value())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http(s) URL")
-        return value
-
-
-class Channels(_Model):
-    """The channels notices may go out on."""
-
-    email: EmailChannel | None = None
-    slack: SlackChannel | None = None
-    teams: dict[str, TeamsTarget] = Field(default_factory=dict)
-
-
-class RouteMatch(_Model):
+class RouteMatch(ConfigModel):
     """Which interrupts a route is for; an absent field matches anything."""
 
     workflow_id: str | None = None
@@ -241,7 +171,7 @@ class RouteMatch(_Model):
 Target = Annotated[str, Field(min_length=1, max_length=320)]
 
 
-class Route(_Model):
+class Route(ConfigModel):
     """Who is told about the interrupts a route matches, and what happens when nobody answers."""
 
     match: RouteMatch = Field(default_factory=RouteMatch)
@@ -261,7 +191,7 @@ class Route(_Model):
         return self
 
 
-class NotifyConfig(_Model):
+class NotifyConfig(ConfigModel):
     """The whole notify file (see the module docstring)."""
 
     public_base_url: str | None = None
@@ -289,9 +219,9 @@ class NotifyConfig(_Model):
     def _people_problems(self) -> list[str]:
         out = []
         for pid, person in self.people.items():
-            if person.email and self.channels.email is None:
+            if person.email and self.channels.get("email") is None:
                 out.append(f"people.{pid}.email: no channels.email is configured to send it")
-            if person.slack and self.channels.slack is None:
+            if person.slack and self.channels.get("slack") is None:
                 out.append(f"people.{pid}.slack: no channels.slack is configured to send it")
             if person.digest_every_ms and not person.email:
                 out.append(f"people.{pid}.digestEveryMs: a digest is an e-mail, and they have no email")
@@ -309,23 +239,21 @@ class NotifyConfig(_Model):
 
     def target_problem(self, target: str) -> str | None:
         """Why a route target cannot be used, or None."""
-        found = _TARGET.match(target)
+        prefix, sep, rest = target.partition(":")
+        if not sep:
+            if any(c.isspace() for c in target):
+                return _not_a_target(target)
+            return None if target in self.people else f"no person {target!r} in people"
+        if not rest:
+            return _not_a_target(target)
+        if prefix == "role":
+            return None  # role:NAME may name a role nobody holds yet
+        found = self.channels.by_prefix(prefix)
         if found is None:
-            return f"{target!r} is not a person, role:NAME, email:ADDRESS, slack:CHANNEL or teams:NAME"
-        prefix, rest = found["prefix"], found["rest"]
-        if prefix is None:
-            return None if found["person"] in self.people else f"no person {found['person']!r} in people"
-        if prefix == "email":
-            if not _EMAIL.match(rest):
-                return f"{rest!r} is not an e-mail address"
-            return None if self.channels.email else "no channels.email is configured"
-        if prefix == "slack":
-            if not _SLACK_ID.match(rest):
-                return f"{rest!r} is not a Slack channel id (such as C0FINANCE)"
-            return None if self.channels.slack else "no channels.slack is configured"
-        if prefix == "teams":
-            return None if rest in self.channels.teams else f"no channels.teams.{rest}"
-        return None  # role:NAME may name a role nobody holds yet
+            known = channel_type(prefix) if prefix in channel_names() else None
+            return f"no channels.{known.name} is configured" if known is not None else _not_a_target(target)
+        kind, section = found
+        return kind.check_address(section, rest) if kind.check_address is not None else None
 
     def link_base(self, public_url: str | None) -> str:
         """The base of links in notices: ``publicBaseUrl``, else the host's ``--public-url``."""
@@ -333,6 +261,29 @@ class NotifyConfig(_Model):
         if not base:
             raise NotifyConfigError("publicBaseUrl: links in notices need it (or --public-url)")
         return base
+
+
+def _not_a_target(target: str) -> str:
+    shared = ", ".join(f"{name}:ADDRESS" for name in channel_names())
+    return f"{target!r} is not a person, role:NAME or a channel's shared address ({shared})"
+
+
+def _model(names: frozenset[str]) -> type[NotifyConfig]:
+    """The model of a notify file whose ``channels`` names ``names``: a field for each registered channel among
+    them (an unknown name stays unknown: refused as an extra input)."""
+    types = tuple((name, kind) for name in sorted(names) if (kind := channel_type(name)) is not None)
+    return _model_of(types)
+
+
+@lru_cache(maxsize=32)
+def _model_of(types: tuple[tuple[str, ChannelType], ...]) -> type[NotifyConfig]:
+    fields: dict[str, Any] = {name: (kind.config | None, Field(default=None, alias=name)) for name, kind in types}
+    channels = create_model("Channels", __base__=Channels, **fields)
+    channels.types = dict(types)
+    model: type[NotifyConfig] = create_model(
+        "NotifyConfig", __base__=NotifyConfig, channels=(channels, Field(default_factory=channels))
+    )
+    return model
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -348,7 +299,9 @@ def _where(loc: tuple[int | str, ...]) -> str:
 def parse_notify_config(data: Any, *, environ: Mapping[str, str] | None = None) -> NotifyConfig:
     """Check a parsed notify document; :class:`NotifyConfigError` names the first bad field."""
     try:
-        return NotifyConfig.model_validate(data, context={"environ": os.environ if environ is None else environ})
+        named = data.get("channels") if isinstance(data, Mapping) else None
+        model = _model(frozenset(str(k) for k in named) if isinstance(named, Mapping) else frozenset())
+        return model.model_validate(data, context={"environ": os.environ if environ is None else environ})
     except PydanticValidationError as exc:
         first = exc.errors(include_url=False, include_input=False)[0]
         where = _where(tuple(p for p in first["loc"] if p != "function-after[_references(), NotifyConfig]"))

@@ -21,17 +21,94 @@ import html
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import formatdate, parseaddr
+from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit
 
 import aiosmtplib
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from openwop_bridge.core.records import InterruptRecord
-from openwop_bridge.notify.config import EmailChannel
+from openwop_bridge.notify.channel_types import ChannelType
+from openwop_bridge.notify.config import EMAIL, ConfigModel, secret
 from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.digests import Digests
+from openwop_bridge.notify.install import ChannelSetup
 from openwop_bridge.notify.links import NoticeLinks
 from openwop_bridge.notify.notice import DeliveryOutcome, Notice
 
-__all__ = ["DigestSource", "EmailChannelSender", "build_digest", "build_message", "message_id"]
+__all__ = [
+    "CHANNEL",
+    "DigestSource",
+    "EmailChannel",
+    "EmailChannelSender",
+    "build_digest",
+    "build_message",
+    "message_id",
+]
+
+
+class EmailChannel(ConfigModel):
+    """SMTP delivery: ``smtp://host:port`` (plain, or STARTTLS with ``starttls``) or ``smtps://`` (implicit TLS)."""
+
+    smtp: str
+    starttls: bool = False
+    from_: str = Field(alias="from")
+    username: str | None = None
+    password: SecretStr | None = None
+    #: A CA bundle (PEM) to trust for the server's certificate, besides the system's (a private CA).
+    tls_ca_file: str | None = None
+    link_ttl_ms: int | None = Field(default=None, gt=0)
+    timeout_ms: int = Field(default=30_000, gt=0)
+
+    _password = field_validator("password", mode="before")(secret)
+
+    @field_validator("from_")
+    @classmethod
+    def _from(cls, value: str) -> str:
+        if "\n" in value or "\r" in value or not EMAIL.match(parseaddr(value)[1]):
+            raise ValueError("must be an address such as 'Approvals <approvals@example.com>'")
+        return value
+
+    @field_validator("smtp")
+    @classmethod
+    def _smtp(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+            raise ValueError("must be smtp://host[:port] or smtps://host[:port]")
+        if parts.username or parts.password:
+            raise ValueError("put the user name in 'username' and the password in 'password', not in the URL")
+        try:
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            raise ValueError("the port is not a number between 0 and 65535") from None
+        return value
+
+    @model_validator(mode="after")
+    def _tls(self) -> EmailChannel:
+        if self.starttls and self.implicit_tls:
+            raise ValueError("starttls: smtps:// already speaks TLS from the start; use smtp:// with starttls")
+        if self.tls_ca_file is not None and not Path(self.tls_ca_file).is_file():
+            raise ValueError(f"tlsCaFile: no file {self.tls_ca_file!r}")
+        return self
+
+    @property
+    def implicit_tls(self) -> bool:
+        """TLS from the first byte (``smtps://``)."""
+        return urlsplit(self.smtp).scheme == "smtps"
+
+    @property
+    def host(self) -> str:
+        """The SMTP server's host name."""
+        return str(urlsplit(self.smtp).hostname)
+
+    @property
+    def port(self) -> int:
+        """The SMTP server's port (465 for ``smtps://``, 587 with STARTTLS, else 25 when not given)."""
+        given = urlsplit(self.smtp).port
+        if given is not None:
+            return given
+        return 465 if self.implicit_tls else 587 if self.starttls else 25
 
 
 def _domain(sender: str) -> str:
@@ -217,3 +294,22 @@ class EmailChannelSender:
         except (aiosmtplib.SMTPException, OSError) as exc:
             return DeliveryOutcome.retry(f"smtp_{type(exc).__name__}")
         return DeliveryOutcome.delivered()
+
+
+def _check_address(config: EmailChannel, address: str) -> str | None:
+    return None if EMAIL.match(address) else f"{address!r} is not an e-mail address"
+
+
+def _build(setup: ChannelSetup, config: EmailChannel) -> EmailChannelSender:
+    return EmailChannelSender(config, setup.links, Digests(setup.engine, setup.config, setup.planner))
+
+
+#: The ``email`` channel: ``channels.email``, route targets ``email:ADDRESS`` (a shared mailbox).
+CHANNEL = ChannelType(
+    name="email",
+    config=EmailChannel,
+    build=_build,
+    timeout_ms=lambda config: int(config.timeout_ms),
+    prefix="email",
+    check_address=_check_address,
+)

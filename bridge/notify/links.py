@@ -11,29 +11,16 @@ whoever answered and wherever.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.notify.config import MAX_LINK_TTL_MS
 from openwop_bridge.notify.content import NoticeContent
 from openwop_bridge.notify.notice import Notice
 from openwop_bridge.notify.planner import still_owed
+from openwop_bridge.notify.ports import InterruptSource
 
 __all__ = ["InterruptSource", "NoticeLinks"]
-
-
-class InterruptSource(Protocol):
-    """What minting a notice's link needs of the engine (:class:`openwop_bridge.Engine` is one)."""
-
-    async def interrupt_record(self, interrupt_id: str) -> InterruptRecord | None:
-        """The interrupt's current row."""
-        ...
-
-    def mint_token(
-        self, record: InterruptRecord, intent: str = "resolve", *, subject: str | None = None, ttl_ms: int | None = None
-    ) -> tuple[str, int]:
-        """A signed link for ``record`` and its expiry."""
-        ...
 
 
 class NoticeLinks:

@@ -11,7 +11,6 @@ from collections.abc import Hashable, Sequence
 from typing import Protocol
 
 from openwop_bridge.core.notices import (
-    CHANNELS,
     DeadLetter,
     DeliveryOutcome,
     Notice,
@@ -22,7 +21,6 @@ from openwop_bridge.core.notices import (
 )
 
 __all__ = [
-    "CHANNELS",
     "BoundedChannel",
     "Channel",
     "DeadLetter",
@@ -36,7 +34,8 @@ __all__ = [
 
 
 class Channel(Protocol):
-    """Delivers notices of one channel (``name``: ``webhook``, ``email``, ``slack`` or ``teams``).
+    """Delivers notices of one channel (``name``: ``webhook``, ``email``, ``slack``, ``teams`` or any channel
+    registered, :mod:`openwop_bridge.notify.channel_types`).
 
     :meth:`deliver` makes one attempt and says how it went; it should not raise (an exception counts
     as a retryable failure, reason ``error``). The worker bounds each attempt by the channel's

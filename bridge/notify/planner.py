@@ -14,7 +14,7 @@ A delayed notice is a notice like any other with a future ``not_before_ms``: dur
 delivered once across instances. Whether it is still owed is decided when it is due
 (:func:`still_owed`): not once the interrupt has closed, nor a reminder to a quorum member
 who has voted (:func:`has_voted`; a digest leaves out such a request too). When every first notice of an
-interrupt has died, its routes' ``onUndeliverable`` applies (:mod:`openwop_bridge.host.undeliverable`). And for every
+interrupt has died, its routes' ``onUndeliverable`` applies (:mod:`openwop_bridge.notify.undeliverable`). And for every
 interrupt a commit closes, when Slack is configured, a ``closed`` notice has its Slack messages rewritten to say so.
 """
 
@@ -87,7 +87,7 @@ class PeoplePlanner:
         for record in opened:
             if record.open and kinds.kind_of(record.kind).listed:
                 drafts += self.plan_opened(record, now_ms)
-        if self._config.channels.slack is not None:
+        if self._config.channels.get("slack") is not None:
             drafts += self._closing(events)
         return drafts
 

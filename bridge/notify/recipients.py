@@ -5,8 +5,8 @@ The people told are, in this order and each once:
 1. every principal in an approval's ``approversList`` who is in ``people``;
 2. the people holding its ``requiredRole`` (their ``roles`` in the notify file);
 3. the targets of every route that matches the interrupt's workflow, kind and tenant:
-   a person, ``role:NAME`` (everyone holding it), or a shared address (``email:ADDRESS``,
-   ``slack:CHANNEL``, ``teams:NAME``).
+   a person, ``role:NAME`` (everyone holding it), or a shared address on a channel, named by its
+   target prefix (``email:ADDRESS``, ``slack:CHANNEL``, ``teams:NAME``, or another channel's).
 
 A person of another tenant is never told. A person gets one :class:`Recipient` per channel
 they have an address on (e-mail, Slack); a shared address is one recipient. A person's
@@ -23,10 +23,11 @@ from typing import Any
 from openwop_bridge.core.notices import Audience
 from openwop_bridge.notify.config import NotifyConfig, Person, Route
 
-__all__ = ["CHANNELS", "Recipient", "audience_of", "matching_routes", "recipients_for", "targets_to_recipients"]
+__all__ = ["PERSON_CHANNELS", "Recipient", "audience_of", "matching_routes", "recipients_for", "targets_to_recipients"]
 
-#: The channels a recipient can be reached on, in the order a person's notices are planned.
-CHANNELS = ("slack", "email", "teams")
+#: The channels a person's own addresses are on (``people.<id>.slack``, ``.email``), in the order their notices are
+#: planned (and tried, with ``fallbackAfterMs``). Shared addresses are on any channel, by target prefix.
+PERSON_CHANNELS = ("slack", "email")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +56,12 @@ def matching_routes(config: NotifyConfig, workflow_id: str, kind: str, tenant: s
 
 
 def _person_recipients(pid: str, person: Person) -> list[Recipient]:
+    addresses = {"slack": person.slack, "email": person.email}
     out = []
-    if person.slack:
-        out.append(Recipient("slack", person.slack, pid))
-    if person.email:
-        out.append(Recipient("email", person.email, pid))
+    for channel in PERSON_CHANNELS:
+        address = addresses[channel]
+        if address:
+            out.append(Recipient(channel, address, pid))
     return out
 
 
@@ -96,8 +98,10 @@ class _Collector:
             self.person(target)
         elif prefix == "role":
             self.role(rest)
-        elif prefix in CHANNELS:
-            self.shared(prefix, rest)
+        else:
+            found = self._config.channels.by_prefix(prefix)
+            if found is not None:
+                self.shared(found[0].name, rest)
 
 
 def targets_to_recipients(config: NotifyConfig, targets: Iterable[str], tenant: str) -> list[Recipient]:

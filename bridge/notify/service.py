@@ -17,7 +17,6 @@ from typing import Any
 
 from openwop_bridge.core.clock import Clock
 from openwop_bridge.core.notices import (
-    CHANNELS,
     POLICY_CHANNEL,
     DeadLetter,
     NoticeDraft,
@@ -27,7 +26,7 @@ from openwop_bridge.core.notices import (
 )
 from openwop_bridge.notify.notice import Channel
 from openwop_bridge.notify.states import delivery_fields, public_recipient
-from openwop_bridge.notify.worker import OutboxWorker, Settled
+from openwop_bridge.notify.worker import NoticeSpan, OutboxWorker, Settled, no_span
 from openwop_bridge.store.base import Store
 
 WEBHOOK = "webhook"
@@ -53,6 +52,7 @@ class NotifyService:
         recipient_key: Callable[[], bytes],
         in_flight: int = 256,
         per_destination: int = 4,
+        span: NoticeSpan = no_span,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -81,6 +81,7 @@ class NotifyService:
             in_flight=in_flight,
             per_destination=per_destination,
             transient=store.transient_errors,
+            span=span,
         )
 
     # --- registration ---------------------------------------------------------------
@@ -97,16 +98,17 @@ class NotifyService:
             self._always_plans = True
         else:
             self._idle.append(idle)
-        self._store.notice_planners = tuple(self._planners)
-        self._store.notices_idle = None if self._always_plans else self._all_idle
+        planning = self._store.notice_planning
+        planning.planners = tuple(self._planners)
+        planning.idle = None if self._always_plans else self._all_idle
 
     def _all_idle(self) -> bool:
         return all(idle() for idle in self._idle)
 
     def add_channel(self, channel: Channel, policy: RetryPolicy | None = None) -> None:
         """Deliver ``channel.name``'s notices through ``channel`` (with its own retry policy, if given)."""
-        if channel.name not in CHANNELS:
-            raise ValueError(f"unknown channel {channel.name!r}; one of {sorted(CHANNELS)}")
+        if not channel.name:
+            raise ValueError("a channel needs a name")
         self.channels[channel.name] = channel
         if policy is not None:
             self._policies[channel.name] = policy
@@ -118,7 +120,7 @@ class NotifyService:
 
     def set_limits(self, limits: OutboxLimits) -> None:
         """Caps on queued notices (per tenant, per recipient) and how long settled notices are kept."""
-        self._store.outbox_limits = limits
+        self._store.notice_planning.limits = limits
 
     def on_event(self, sink: EventSink) -> None:
         """Where ``notification.sent``/``notification.failed`` go (the engine appends them to the run)."""

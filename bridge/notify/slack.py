@@ -22,7 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
+from pydantic import Field, SecretStr, field_validator
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import (
@@ -35,12 +37,48 @@ from slack_sdk.models.blocks import (
 )
 
 from openwop_bridge.core.records import InterruptRecord
-from openwop_bridge.notify.config import SlackChannel
+from openwop_bridge.notify.channel_types import ChannelType
+from openwop_bridge.notify.config import SLACK_ID, ConfigModel, secret
 from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.install import ChannelSetup
 from openwop_bridge.notify.links import NoticeLinks
 from openwop_bridge.notify.notice import DeliveryOutcome, Notice
 
-__all__ = ["MessageRefs", "SlackApi", "SlackChannelSender", "closed_blocks", "escape", "request_blocks"]
+__all__ = [
+    "CHANNEL",
+    "SLACK_STATE",
+    "MessageRefs",
+    "SlackApi",
+    "SlackChannel",
+    "SlackChannelSender",
+    "closed_blocks",
+    "escape",
+    "request_blocks",
+]
+
+#: The adapter-state namespace where posted Slack messages are remembered.
+SLACK_STATE = "notify.slack"
+
+
+class SlackChannel(ConfigModel):
+    """Slack through a bot token (``chat:write``) and the app's signing secret."""
+
+    token: SecretStr
+    signing_secret: SecretStr
+    api_base: str = "https://slack.com/api/"
+    link_ttl_ms: int | None = Field(default=None, gt=0)
+    timeout_ms: int = Field(default=10_000, gt=0)
+
+    _secrets = field_validator("token", "signing_secret", mode="before")(secret)
+
+    @field_validator("api_base")
+    @classmethod
+    def _api_base(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http(s) URL such as https://slack.com/api/")
+        return value if value.endswith("/") else value + "/"
+
 
 log = logging.getLogger("openwop_bridge.notify.slack")
 
@@ -225,3 +263,23 @@ class SlackChannelSender:
         except Exception as exc:
             return _outcome(exc)
         return DeliveryOutcome.delivered()
+
+
+def _check_address(config: SlackChannel, address: str) -> str | None:
+    return None if SLACK_ID.match(address) else f"{address!r} is not a Slack channel id (such as C0FINANCE)"
+
+
+def _build(setup: ChannelSetup, config: SlackChannel) -> SlackChannelSender:
+    return SlackChannelSender(config, setup.links, setup.engine.adapter_state(SLACK_STATE))
+
+
+#: The ``slack`` channel: ``channels.slack``, route targets ``slack:CHANNEL``; its clicks come back through
+#: :mod:`openwop_bridge.notify.slack_clicks`.
+CHANNEL = ChannelType(
+    name="slack",
+    config=SlackChannel,
+    build=_build,
+    timeout_ms=lambda config: int(config.timeout_ms),
+    prefix="slack",
+    check_address=_check_address,
+)

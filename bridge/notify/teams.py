@@ -14,15 +14,37 @@ which shows its text as written.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
+from pydantic import Field, SecretStr, field_validator
 
-from openwop_bridge.notify.config import TeamsTarget
+from openwop_bridge.notify.channel_types import ChannelType
+from openwop_bridge.notify.config import ConfigModel, secret
 from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.install import ChannelSetup
 from openwop_bridge.notify.links import NoticeLinks
 from openwop_bridge.notify.notice import DeliveryOutcome, Notice
 
-__all__ = ["TeamsChannelSender", "adaptive_card", "card_message"]
+__all__ = ["CHANNEL", "TeamsChannelSender", "TeamsTarget", "adaptive_card", "card_message"]
+
+
+class TeamsTarget(ConfigModel):
+    """One Teams channel: the URL of its Workflows "post to a channel when a webhook request is received" flow."""
+
+    url: SecretStr
+    link_ttl_ms: int | None = Field(default=None, gt=0)
+    timeout_ms: int = Field(default=10_000, gt=0)
+
+    _url_secret = field_validator("url", mode="before")(secret)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: SecretStr) -> SecretStr:
+        parts = urlsplit(value.get_secret_value())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http(s) URL")
+        return value
 
 
 def _run(text: str, **style: str) -> dict[str, Any]:
@@ -102,3 +124,22 @@ class TeamsChannelSender:
                 f"teams_http_{status}", int(after) * 1000 if after and after.isdigit() else None
             )
         return DeliveryOutcome.dead(f"teams_http_{status}")
+
+
+def _check_address(targets: dict[str, TeamsTarget], address: str) -> str | None:
+    return None if address in targets else f"no channels.teams.{address}"
+
+
+def _build(setup: ChannelSetup, targets: dict[str, TeamsTarget]) -> TeamsChannelSender | None:
+    return TeamsChannelSender(dict(targets), setup.links) if targets else None
+
+
+#: The ``teams`` channel: ``channels.teams.<name>``, route targets ``teams:NAME``.
+CHANNEL = ChannelType(
+    name="teams",
+    config=dict[str, TeamsTarget],
+    build=_build,
+    timeout_ms=lambda targets: max(int(t.timeout_ms) for t in targets.values()),
+    prefix="teams",
+    check_address=_check_address,
+)

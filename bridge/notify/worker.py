@@ -31,16 +31,27 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from openwop_bridge.core.clock import Clock
 from openwop_bridge.core.notices import DeliveryOutcome, Notice, RetryPolicy
 from openwop_bridge.notify.notice import Channel
-from openwop_bridge.runtime import telemetry
 from openwop_bridge.store.base import Store
 from openwop_bridge.store.plan_outbox import QUEUE_FULL, REFUSED
 
 log = logging.getLogger("openwop_bridge.notify.worker")
+
+#: A span around one attempt (its channel, attempt and outcome; never an address, a body or a secret), or a
+#: context yielding None while nothing collects spans. The engine hands its tracer's down (``telemetry.notice_span``).
+NoticeSpan = Callable[[Notice], AbstractContextManager[Any]]
+
+
+def no_span(notice: Notice) -> AbstractContextManager[None]:
+    """No span: the attempt is not traced."""
+    return nullcontext()
+
 
 #: How long an idle worker sleeps before looking again (another instance's notices, a lost poke).
 IDLE_POLL_S = 1.0
@@ -104,8 +115,10 @@ class OutboxWorker:
         per_destination: int = 4,
         transient: tuple[type[BaseException], ...] = (),
         failed_pause_ms: int = FAILED_PAUSE_MS,
+        span: NoticeSpan = no_span,
     ) -> None:
         self._store = store
+        self._span = span
         self._clock = clock
         self._owner = owner
         self._channels = channels
@@ -295,7 +308,7 @@ class OutboxWorker:
     async def _attempt(self, notice: Notice) -> int:
         """Make the attempt and record its outcome; how long its slots stay taken after it (ms)."""
         policy = self._policies(notice.channel)
-        with telemetry.notice_span(notice) as span:
+        with self._span(notice) as span:
             outcome = await self._deliver(notice, policy)
             now = self._clock.now_ms()
             if outcome.kind == "deferred":  # the channel did not attempt it: given back, its attempt uncounted

@@ -52,7 +52,7 @@ from openwop_bridge.runtime.nodes import default_registry
 from openwop_bridge.runtime.nodes.base import NodeRegistry
 from openwop_bridge.runtime.run_views import RunViews
 from openwop_bridge.runtime.runs import RunService
-from openwop_bridge.runtime.telemetry import interrupt_resolving
+from openwop_bridge.runtime.telemetry import interrupt_resolving, notice_span
 from openwop_bridge.runtime.timers import TimerService
 from openwop_bridge.store.base import Claim, Store
 
@@ -117,6 +117,7 @@ class Engine:
             in_flight=self.config.notify_in_flight,
             per_destination=self.config.notify_per_destination,
             recipient_key=lambda: self.links.derived_keys(KEY_PURPOSE)[0],
+            span=notice_span,
         )
         self.notify.set_limits(self.config.outbox_limits)
         self.notify.on_event(self._notice_event)

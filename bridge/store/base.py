@@ -32,8 +32,7 @@ from openwop_bridge.core.notices import (
     InterruptNotices,
     Notice,
     NoticeDraft,
-    NoticePlanner,
-    OutboxLimits,
+    NoticePlanning,
 )
 from openwop_bridge.core.records import (
     InterruptDecision,
@@ -488,17 +487,14 @@ class Store(Protocol):
         """Forget a pending record (its request failed in a way a retry may fix)."""
 
     # --- the outbox (see :mod:`openwop_bridge.store.plan_outbox`) ------------------------------
-    #: Planners asked, in every transaction that commits run events or opens interrupts, for the notices it owes.
-    notice_planners: tuple[NoticePlanner, ...]
-    #: Caps on queued notices, checked as notices are written.
-    outbox_limits: OutboxLimits
+    #: Who is asked, in every transaction that commits run events or opens interrupts, for the notices it owes,
+    #: and the caps on queued notices, checked as they are written (given to the store's constructor).
+    notice_planning: NoticePlanning
     #: How many notices the planners have written through this store (a cheap counter; may count a few of
     #: transactions that failed afterwards).
     notices_written: int
     #: The channels of those notices, each with its count (None until the first is written).
     notices_written_by_channel: Counter[str] | None
-    #: When set and true, no planner would plan anything now: transactions skip planning altogether.
-    notices_idle: Callable[[], bool] | None
 
     async def outbox_add(self, tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int) -> list[str]:
         """Write notices of a run now, in a transaction of their own (reminders, escalations); their ids.

@@ -35,6 +35,7 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from openwop_bridge.core.errors import BridgeError
+from openwop_bridge.core.notices import NoticePlanning
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 from openwop_bridge.store import pg_answer
 from openwop_bridge.store import pg_sql as q
@@ -66,12 +67,20 @@ RETRIES = 5  # attempts of a transaction PostgreSQL aborted as a deadlock victim
 
 
 class PostgresStore(Writes, PostgresReads):
-    """The :class:`~openwop_bridge.store.base.Store` on a PostgreSQL database shared by many instances."""
+    """The :class:`~openwop_bridge.store.base.Store` on a PostgreSQL database shared by many instances.
+
+    ``notice_planning``: who plans the notices its run commits owe
+    (:class:`~openwop_bridge.core.notices.NoticePlanning`;
+    an engine's ``engine.notify`` registers on it), an empty one of its own when not given.
+    """
 
     single_instance = False  # several instances share the database
     transient_errors: tuple[type[BaseException], ...] = (psycopg.OperationalError, PoolTimeout)
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, notice_planning: NoticePlanning | None = None
+    ) -> None:
+        self.notice_planning = notice_planning or NoticePlanning()
         self._conninfo = url
         self.location = url
         self._min_size = min_size

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from openwop_bridge.core.notices import NoticePlanning
 from openwop_bridge.core.records import RunRecord
 from openwop_bridge.store import plan
 from openwop_bridge.store.base import (
@@ -44,14 +45,27 @@ T = TypeVar("T")
 
 
 class SqliteStore(Writes, SqliteReads):
-    """The :class:`~openwop_bridge.store.base.Store` on one SQLite file."""
+    """The :class:`~openwop_bridge.store.base.Store` on one SQLite file.
+
+    ``notice_planning``: who plans the notices its run commits owe
+    (:class:`~openwop_bridge.core.notices.NoticePlanning`;
+    an engine's ``engine.notify`` registers on it), an empty one of its own when not given.
+    """
 
     #: The lock file beside the database keeps every other server off it.
     single_instance = True
     #: "database is locked" past the busy timeout, an I/O error: the run waits for recovery.
     transient_errors: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
 
-    def __init__(self, path: str | Path, *, synchronous: str = "FULL", batch: int = 64) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "FULL",
+        batch: int = 64,
+        notice_planning: NoticePlanning | None = None,
+    ) -> None:
+        self.notice_planning = notice_planning or NoticePlanning()
         self.path = str(path)
         self.location = self.path
         self._sync = synchronous

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from openwop_bridge.core.errors import BridgeError
 from openwop_bridge.core.events import EventDraft
-from openwop_bridge.core.notices import Notice, NoticeDraft, NoticePlanner, OutboxLimits
+from openwop_bridge.core.notices import Notice, NoticeDraft, NoticePlanning
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
 from openwop_bridge.store import plan, plan_kv, plan_outbox
 from openwop_bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
@@ -28,25 +28,21 @@ class Writes(ABC):
     """Writes of the :class:`~openwop_bridge.store.base.Store` contract written once for both dialects."""
 
     _dialect: Dialect
-    #: Plan the notices each run write owes, in its transaction (see :mod:`openwop_bridge.store.plan_outbox`).
-    notice_planners: tuple[NoticePlanner, ...] = ()
-    #: Caps on queued notices.
-    outbox_limits: OutboxLimits = OutboxLimits()
+    #: Who plans the notices each run write owes, in its transaction, and the caps on queued notices
+    #: (see :mod:`openwop_bridge.store.plan_outbox`); given to the store's constructor.
+    notice_planning: NoticePlanning
     #: Notices the planners have written here (counted as written: a transaction that fails later counts too).
     notices_written: int = 0
     #: The channels of the notices counted in :attr:`notices_written`, each with its count.
     notices_written_by_channel: Counter[str] | None = None
-    #: When set and true, no planner would plan anything now (no webhook subscription, no notify file):
-    #: transactions skip planning altogether.
-    notices_idle: Callable[[], bool] | None = None
 
     def _planned(self, steps: Plan[T]) -> Plan[T]:
         """``steps`` with the notices the planners plan written in (``steps`` itself when there are none, or
         none would plan)."""
-        planners = self.notice_planners
-        if not planners or (self.notices_idle is not None and self.notices_idle()):
+        planning = self.notice_planning
+        if not planning.asks():
             return steps
-        return plan_outbox.with_notices(planners, self.outbox_limits, steps, self._wrote)
+        return plan_outbox.with_notices(planning.planners, planning.limits, steps, self._wrote)
 
     def _wrote(self, drafts: Sequence[NoticeDraft]) -> None:
         self.notices_written += len(drafts)
@@ -144,7 +140,9 @@ class Writes(ABC):
     # --- the outbox -----------------------------------------------------------------
 
     async def outbox_add(self, tenant: str, run_id: str, drafts: Sequence[NoticeDraft], now_ms: int) -> list[str]:
-        return await self._plan(lambda: plan_outbox.write_notices(tenant, run_id, drafts, now_ms, self.outbox_limits))
+        return await self._plan(
+            lambda: plan_outbox.write_notices(tenant, run_id, drafts, now_ms, self.notice_planning.limits)
+        )
 
     async def outbox_claim(
         self,
@@ -189,7 +187,7 @@ class Writes(ABC):
         cap: int,
         limit: int = 100,
     ) -> list[str]:
-        limits = self.outbox_limits
+        limits = self.notice_planning.limits
         return await self._plan(
             lambda: plan_outbox.redrive(
                 self._dialect, channel, recipient, tenant, notice_ids, now_ms, limits, cap, limit
@@ -197,4 +195,4 @@ class Writes(ABC):
         )
 
     async def outbox_prune(self, now_ms: int) -> int:
-        return await self._plan(lambda: plan_outbox.prune(now_ms, self.outbox_limits))
+        return await self._plan(lambda: plan_outbox.prune(now_ms, self.notice_planning.limits))

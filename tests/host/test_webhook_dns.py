@@ -20,9 +20,9 @@ import pytest
 import trustme
 
 from openwop_bridge import Engine
-from openwop_bridge.host.v2.egress import Address, Egress, LookupFailedError
-from openwop_bridge.host.v2.resolver import AsyncResolver
-from openwop_bridge.host.v2.webhook_delivery import Webhooks
+from openwop_bridge.notify.webhook.channel import Webhooks
+from openwop_bridge.notify.webhook.egress import Address, Egress, LookupFailedError
+from openwop_bridge.notify.webhook.resolver import AsyncResolver
 from tests.conftest import auth
 from tests.host.test_webhooks import LOOPBACK, SECRET, fast_config, register
 from tests.host.test_webhooks_standard import OLD as WHSEC

@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from openwop_bridge import Engine
-from openwop_bridge.host.v2.egress import Egress, Target, WebhookUrlRejectedError, refused_address
-from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
-from openwop_bridge.host.v2.webhook_transport import Transport
+from openwop_bridge.notify.webhook.channel import WebhookSettings
+from openwop_bridge.notify.webhook.egress import Egress, Target, WebhookUrlRejectedError, refused_address
+from openwop_bridge.notify.webhook.transport import Transport
 from tests.host.test_webhooks import SECRET, fast_config, register
 from tests.host.v2_scenario import suspended
 from tests.host.webhook_receiver import bridge, receiver

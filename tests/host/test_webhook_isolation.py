@@ -16,7 +16,7 @@ import httpx
 
 from openwop_bridge import Engine
 from openwop_bridge.core.notices import RetryPolicy
-from openwop_bridge.host.v2.webhook_transport import ENDPOINT_SLOTS, TENANT_SLOTS, VERIFY_SLOTS
+from openwop_bridge.notify.webhook.transport import ENDPOINT_SLOTS, TENANT_SLOTS, VERIFY_SLOTS
 from openwop_bridge.runtime.config import EngineConfig
 from tests.conftest import auth
 from tests.host.hostile import hostile

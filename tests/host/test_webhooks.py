@@ -15,7 +15,7 @@ import pytest
 
 from openwop_bridge import Engine
 from openwop_bridge.core.notices import RetryPolicy
-from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
+from openwop_bridge.notify.webhook.channel import WebhookSettings
 from openwop_bridge.runtime.config import EngineConfig
 from openwop_bridge.spec import v2 as spec
 from tests.conftest import auth
@@ -296,7 +296,7 @@ async def test_subscriptions_are_read_again_only_where_other_instances_may_chang
 
     from openwop_bridge.core.auth import KeyRing
     from openwop_bridge.host.app import create_app
-    from openwop_bridge.host.v2.webhook_delivery import REFRESH_S
+    from openwop_bridge.notify.webhook.channel import REFRESH_S
     from tests.conftest import KEYS
     from tests.server import uvicorn_server
 

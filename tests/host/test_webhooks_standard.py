@@ -14,7 +14,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from openwop_bridge import Engine
-from openwop_bridge.host.v2.webhook_subs import STANDARD, V1, Subscription, signed_headers
+from openwop_bridge.notify.webhook.subscriptions import STANDARD, V1, Subscription, signed_headers
 from openwop_bridge.spec import v2 as spec
 from tests.host.test_webhooks import LOOPBACK, fast_config, register, verify_v1
 from tests.host.v2_scenario import enc, h, suspended
@@ -93,7 +93,13 @@ def test_after_the_overlap_only_the_new_secret_signs() -> None:
     rotated = sub.rotated(NEW, now_ms=1_000_000, overlap_s=60)
     raw = orjson.dumps({"a": 1})
     later = signed_headers(
-        rotated, message_id="ntc_0123456789abcdef", event_type="run.started", timestamp=2_000, raw=raw, now_ms=1_060_000
+        rotated,
+        message_id="ntc_0123456789abcdef",
+        event_type="run.started",
+        timestamp=2_000,
+        raw=raw,
+        now_ms=1_060_000,
+        wire_id=f"{rotated.tenant}/whk-1",
     )
     assert len(later["webhook-signature"].split(" ")) == 1
     key = base64.b64decode(NEW.removeprefix("whsec_"))

@@ -18,7 +18,7 @@ from starlette.routing import Route
 from openwop_bridge import Engine
 from openwop_bridge.core.auth import KeyRing
 from openwop_bridge.host.app import create_app
-from openwop_bridge.host.v2.webhook_delivery import WebhookSettings
+from openwop_bridge.notify.webhook.channel import WebhookSettings
 from tests.conftest import KEYS
 from tests.server import uvicorn_server
 

@@ -19,6 +19,7 @@ from openwop_bridge.host import web
 from openwop_bridge.host.app import create_app
 from openwop_bridge.host.notifying import NotifySetup, install_notify
 from openwop_bridge.notify.config import NotifyConfig, parse_notify_config
+from openwop_bridge.runtime.config import EngineConfig
 from openwop_bridge.store.base import Store
 from tests import pg
 from tests.conftest import KEYS
@@ -105,6 +106,7 @@ async def notify_host(
     people: dict[str, Any] | None = None,
     with_teams: bool = True,
     email_options: dict[str, Any] | None = None,
+    config: EngineConfig | None = None,
 ) -> AsyncIterator[NotifyHost]:
     """A served bridge whose notify file sends e-mail, Slack and Teams notices to loopback receivers."""
     with smtp_server() as (smtp, smtp_port):
@@ -113,7 +115,7 @@ async def notify_host(
             slack_api() as (slack, api_base),
             webhook_receiver() as (teams, teams_url),
         ):
-            engine = Engine(await stack.enter_async_context(_store(tmp_path)))
+            engine = Engine(await stack.enter_async_context(_store(tmp_path)), config=config)
             for wf in workflows:
                 wf.register(engine)
             app = create_app(
@@ -138,7 +140,7 @@ async def notify_host(
             await engine.start()
             try:
                 async with uvicorn_server(app) as url:
-                    config = parse_notify_config(
+                    notify_file = parse_notify_config(
                         {
                             "publicBaseUrl": url,
                             "people": PEOPLE if people is None else people,
@@ -147,10 +149,10 @@ async def notify_host(
                         },
                         environ={},
                     )
-                    setup = install_notify(engine, config)
+                    setup = install_notify(engine, notify_file)
                     for route in setup.routes:
                         app.router.routes.append(route)
                     async with httpx.AsyncClient(base_url=url, timeout=10) as client:
-                        yield NotifyHost(engine, url, client, smtp, slack, teams, setup, config)
+                        yield NotifyHost(engine, url, client, smtp, slack, teams, setup, notify_file)
             finally:
                 await engine.stop()

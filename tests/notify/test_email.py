@@ -35,8 +35,9 @@ def _notice(record_id: str, run_id: str, person: str | None, address: str, attem
 
 
 def _sender(host: NotifyHost) -> EmailChannelSender:
-    assert host.setup.email is not None
-    return host.setup.email
+    sender = host.setup.channels.get("email")
+    assert isinstance(sender, EmailChannelSender)
+    return sender
 
 
 async def test_each_person_gets_one_mail_naming_the_request_with_a_link_of_their_own(tmp_path: Path) -> None:

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import trustme
 
-from openwop_bridge.notify.config import EmailChannel
 from openwop_bridge.notify.content import NoticeContent
-from openwop_bridge.notify.email import EmailChannelSender, build_message
+from openwop_bridge.notify.email import EmailChannel, EmailChannelSender, build_message
 from openwop_bridge.notify.links import NoticeLinks
 from tests.notify.receivers import mail_parts, smtp_server
 

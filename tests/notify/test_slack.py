@@ -165,12 +165,13 @@ async def test_a_channel_slack_refuses_is_dead_at_once(tmp_path: Path) -> None:
         from openwop_bridge.notify.notice import Notice
 
         run_id, record = await host.start_gate()
-        assert host.setup.slack is not None
+        slack = host.setup.channels.get("slack")
+        assert slack is not None
         notice = Notice(
             "ntc_x", "slack", "default", run_id, record.interrupt_id, "slack:C0GONE",
             {"address": "C0GONE", "person": None, "purpose": "notice"}, 1, 0,
         )  # fmt: skip
-        outcome = await host.setup.slack.deliver(notice)
+        outcome = await slack.deliver(notice)
         assert (outcome.kind, outcome.reason) == ("dead", "slack_channel_not_found")
 
 

@@ -40,14 +40,15 @@ async def test_the_card_names_the_request_and_opens_its_link(tmp_path: Path) -> 
 async def test_receiver_statuses_decide_retry_or_dead(tmp_path: Path) -> None:
     async with notify_host(tmp_path, routes=[], workflows=[gate("expense")]) as host:
         run_id, record = await host.start_gate()
-        assert host.setup.teams is not None
+        teams = host.setup.channels.get("teams")
+        assert teams is not None
         notice = Notice(
             "ntc_t", "teams", "default", run_id, record.interrupt_id, "teams:ops",
             {"address": "ops", "person": None, "purpose": "notice"}, 1, 0,
         )  # fmt: skip
         for status, kind in ((202, "delivered"), (503, "retry"), (429, "retry"), (400, "dead"), (302, "dead")):
             host.teams.status = status
-            outcome = await host.setup.teams.deliver(notice)
+            outcome = await teams.deliver(notice)
             assert outcome.kind == kind, (status, outcome)
 
 

@@ -3,6 +3,11 @@ inside functions and under ``TYPE_CHECKING``).
 
 - ``bridge.core`` decides and does no I/O: it imports only itself and the vendored spec;
 - ``bridge.store`` imports only the core and itself;
+- ``bridge.notify`` (notifications: deciding, planning, delivering, retrying, digests, the undeliverable
+  policy, channels' callbacks) imports only the core, the store and itself: never the runtime nor the host,
+  which reach down to it; the store never imports it;
+- the host reaches the notifications only through :data:`HOST_NOTIFY` (the notify file, joining it to an
+  engine, the Slack route's clicks, the v2 webhook surface);
 - ``bridge.runtime`` never imports the host;
 - ``bridge`` never imports ``adapters``, and the bench only from the CLI's ``bench`` command;
 - an adapter never imports another adapter, and reaches ``bridge`` only through its two public
@@ -112,6 +117,35 @@ def test_the_core_imports_only_itself_and_the_spec() -> None:
 
 def test_the_store_imports_only_the_core() -> None:
     assert _violations("bridge.store", allowed=("bridge.core", "bridge.store")) == []
+
+
+#: The modules of ``bridge.notify`` the host may import: the rest of the layer is reached through them.
+HOST_NOTIFY = (
+    "bridge.notify.config",
+    "bridge.notify.install",
+    "bridge.notify.slack",
+    "bridge.notify.slack_clicks",
+    "bridge.notify.webhook.channel",
+    "bridge.notify.webhook.subscriptions",
+)
+
+
+def test_the_notifications_import_only_the_core_the_store_and_themselves() -> None:
+    allowed = ("bridge.core", "bridge.store", "bridge.notify")
+    assert _violations("bridge.notify", allowed=allowed, denied=("bridge.runtime", "bridge.host")) == []
+
+
+def test_the_store_never_imports_the_notifications() -> None:
+    assert _violations("bridge.store", denied=("bridge.notify",)) == []
+
+
+def test_the_host_reaches_the_notifications_through_their_faces() -> None:
+    found = [
+        f
+        for f in _violations("bridge.host", denied=("bridge.notify",))
+        if not any(f.endswith(f" imports {face}") for face in HOST_NOTIFY)
+    ]
+    assert found == []
 
 
 def test_the_runtime_never_imports_the_host() -> None:

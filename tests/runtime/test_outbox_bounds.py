@@ -67,7 +67,7 @@ async def _until(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-u
 
 async def _store(path: Path) -> CountingStore:
     store = CountingStore(path)
-    store.outbox_limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000)
+    store.notice_planning.limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000)
     await store.open()
     return store
 

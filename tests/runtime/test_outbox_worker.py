@@ -185,7 +185,7 @@ async def test_pruning_keeps_up_with_many_settled_notices(tmp_path) -> None:  # 
     from tests.store.test_store_contract import make_run
 
     store = SqliteStore(tmp_path / "prune.db")
-    store.outbox_limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000, delivered_ttl_ms=1)
+    store.notice_planning.limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000, delivered_ttl_ms=1)
     await store.open()
     try:
         run = make_run()

@@ -62,7 +62,7 @@ async def _claimed_run(store: Store, now: int = 5_000) -> RunRecord:
 
 
 async def test_notices_ride_in_the_commit_that_opens_the_interrupt(store: Store) -> None:
-    store.notice_planners = (interrupt_planner,)
+    store.notice_planning.planners = (interrupt_planner,)
     run = await _claimed_run(store)
     intr = make_interrupt(run)
     intr.requested_event_id = "evt_susp"
@@ -130,7 +130,7 @@ async def test_a_delayed_notice_is_due_only_at_its_time(store: Store) -> None:
 
 
 async def test_caps_refuse_a_notice_visibly_and_content_free(store: Store) -> None:
-    store.outbox_limits = OutboxLimits(per_tenant=3, per_recipient=2)
+    store.notice_planning.limits = OutboxLimits(per_tenant=3, per_recipient=2)
     run = await _claimed_run(store)
     drafts = [NoticeDraft("webhook", "wh_a", {"n": i}) for i in range(3)] + [NoticeDraft("webhook", "wh_b", {"n": 9})]
     ids = await store.outbox_add(run.tenant, run.run_id, drafts, 1_000)
@@ -154,7 +154,7 @@ async def test_a_notice_given_back_keeps_its_attempt_count(store: Store) -> None
 
 
 async def test_settled_notices_are_pruned_after_their_retention(store: Store) -> None:
-    store.outbox_limits = OutboxLimits(delivered_ttl_ms=1_000, dead_ttl_ms=5_000)
+    store.notice_planning.limits = OutboxLimits(delivered_ttl_ms=1_000, dead_ttl_ms=5_000)
     run = await _claimed_run(store)
     a, b, c = await store.outbox_add(run.tenant, run.run_id, [NoticeDraft("email", f"p{i}", {}) for i in range(3)], 0)
     for n in await store.outbox_claim("w1", 0, OWNER_LEASE, 10, ALL):
@@ -175,7 +175,7 @@ async def test_answers_and_new_runs_plan_notices_for_their_events_too(store: Sto
         seen.append((run.run_id, [e["type"] for e in events]))
         return [NoticeDraft("webhook", "wh_all", {"seq": e["sequence"]}) for e in events]
 
-    store.notice_planners = (every_event,)
+    store.notice_planning.planners = (every_event,)
     run = make_run()
     await store.create_run(run, [draft("run.started")])
     await store.mutate_run(run.run_id, lambda r, _: Mutation(events=[draft("run.resumed")]), 2_000)
@@ -221,7 +221,7 @@ async def test_a_failing_planner_never_fails_the_commit(store: Store) -> None:
     ) -> list[NoticeDraft]:
         raise KeyError("a planner bug")
 
-    store.notice_planners = (broken, interrupt_planner)
+    store.notice_planning.planners = (broken, interrupt_planner)
     run = await _claimed_run(store)
     intr = make_interrupt(run)
     await store.commit(
@@ -246,7 +246,7 @@ async def test_next_due_of_the_channels_named(store) -> None:  # type: ignore[no
 async def test_dead_letters_come_newest_first_naming_their_event_and_a_refused_one_keeps_its_labels(
     store: Store,
 ) -> None:
-    store.outbox_limits = OutboxLimits(per_tenant=100, per_recipient=2)
+    store.notice_planning.limits = OutboxLimits(per_tenant=100, per_recipient=2)
     run = await _claimed_run(store)
     labels = [{"eventId": f"evt-{i:020d}", "eventType": "run.started"} for i in range(3)]
     drafts = [NoticeDraft("webhook", "wh_d", {**label, "body": {"secret": "x"}}) for label in labels]
@@ -266,7 +266,7 @@ async def test_dead_letters_come_newest_first_naming_their_event_and_a_refused_o
 async def test_a_claim_is_fair_across_tenants_and_destinations(store: Store) -> None:
     """One tenant's backlog of older due notices does not keep another tenant's newer one out of the next claim,
     nor one destination's backlog another destination's of the same tenant."""
-    store.outbox_limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000)
+    store.notice_planning.limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000)
     backlog = [NoticeDraft("webhook", "wh_refusing", {"n": i}) for i in range(300)]
     await store.outbox_add("tenant-b", "run-b", backlog, 1_000)
     [other_endpoint] = await store.outbox_add("tenant-b", "run-b", [NoticeDraft("webhook", "wh_fine", {})], 1_500)
@@ -283,7 +283,7 @@ async def test_a_claim_is_fair_across_tenants_and_destinations(store: Store) -> 
 async def test_a_claim_leaves_out_the_busy_tenants_and_recipients_it_is_told(store: Store) -> None:
     """A worker that holds as many of a tenant's notices (or a destination's) as it may names them busy: the
     claim takes none of theirs, and takes the others'."""
-    store.outbox_limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000)
+    store.notice_planning.limits = OutboxLimits(per_tenant=10_000, per_recipient=10_000)
     await store.outbox_add("tenant-b", "run-b", [NoticeDraft("webhook", f"wh_b{i}", {}) for i in range(40)], 1_000)
     mine = await store.outbox_add("tenant-a", "run-a", [NoticeDraft("webhook", f"wh_a{i}", {}) for i in range(3)], 900)
     claimed = await store.outbox_claim("w1", 2_000, OWNER_LEASE, 16, ALL, ["wh_a2"], busy_tenants=["tenant-b"])
@@ -293,7 +293,7 @@ async def test_a_claim_leaves_out_the_busy_tenants_and_recipients_it_is_told(sto
 
 
 async def test_a_redrive_queues_kept_dead_letters_again_within_the_caps(store: Store) -> None:
-    store.outbox_limits = OutboxLimits(per_tenant=100, per_recipient=100, dead_ttl_ms=50_000)
+    store.notice_planning.limits = OutboxLimits(per_tenant=100, per_recipient=100, dead_ttl_ms=50_000)
     run = await _claimed_run(store)
     ids = [
         (await store.outbox_add(run.tenant, run.run_id, [NoticeDraft("webhook", "wh_r", {"n": i})], i))[0]

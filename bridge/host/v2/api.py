@@ -12,16 +12,18 @@ from openwop_bridge.host.http.routing import Operation
 from openwop_bridge.host.v2 import routes, webhooks
 from openwop_bridge.host.v2.discovery import discovery_document
 from openwop_bridge.host.v2.doc import META
+from openwop_bridge.host.v2.documents import WebhookWire
 from openwop_bridge.host.v2.errors import error_response as v2_error_response
 from openwop_bridge.host.v2.errors import v2_route
 from openwop_bridge.host.v2.negotiation import Negotiated, is_v2_path, named, negotiate
 from openwop_bridge.host.v2.openapi import document
-from openwop_bridge.host.v2.webhook_delivery import Webhooks, WebhookSettings
+from openwop_bridge.notify.webhook.channel import Webhooks, WebhookSettings
 
 __all__ = [
     "OPERATIONS",
     "Negotiated",
     "WebhookSettings",
+    "WebhookWire",
     "Webhooks",
     "discovery_document",
     "is_v2_path",

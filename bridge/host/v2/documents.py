@@ -81,3 +81,18 @@ def poll_trailer(run: RunRecord | None) -> dict[str, Any]:
         "status": run.status if run is not None else None,
         "isTerminal": run is not None and run.terminal,
     }
+
+
+class WebhookWire:
+    """The v2 wire form of webhook deliveries, handed to the notify layer's webhook channel
+    (:class:`~openwop_bridge.notify.webhook.channel.WireFormat`)."""
+
+    @staticmethod
+    def body(tenant: str, run_id: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """``{runId, event}``: the run's tenant-bound id and its v2 event, verbatim."""
+        return {"runId": ids.bind(tenant, run_id), "event": event(doc, tenant)}
+
+    @staticmethod
+    def webhook_id(tenant: str, webhook_id: str) -> str:
+        """The subscription's v2 id: tenant-bound, ``<tenant>/whk-<ULID>``."""
+        return ids.bind(tenant, webhook_id)

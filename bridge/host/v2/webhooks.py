@@ -2,7 +2,7 @@
 
 Every route needs the ``webhooks:manage`` scope and stays inside the caller's tenant: a subscription
 id is tenant-bound (``<tenant>/whk-…``); one of another tenant is ``403``, an unknown one ``404``.
-Deliveries themselves are :mod:`.webhook_delivery`'s.
+Deliveries themselves are the notify layer's (:mod:`openwop_bridge.notify.webhook`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,15 @@ from openwop_bridge.host.http.routing import Operation
 from openwop_bridge.host.v2 import ids
 from openwop_bridge.host.v2.doc import bound_param, errors
 from openwop_bridge.host.v2.openapi_webhooks import PAGE, REDRIVEN, REGISTERED, ROTATED
-from openwop_bridge.host.v2.webhook_delivery import Webhooks
-from openwop_bridge.host.v2.webhook_subs import ALGORITHMS, STANDARD, V1, Subscription, signed_headers, whsec_bytes
+from openwop_bridge.notify.webhook.channel import Webhooks
+from openwop_bridge.notify.webhook.subscriptions import (
+    ALGORITHMS,
+    STANDARD,
+    V1,
+    Subscription,
+    signed_headers,
+    whsec_bytes,
+)
 from openwop_bridge.spec import v2 as spec
 
 SCOPE = "webhooks:manage"

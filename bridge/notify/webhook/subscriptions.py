@@ -21,8 +21,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from openwop_bridge.host.v2 import ids
-
 V1 = "v1"
 STANDARD = "standard-webhooks-1"
 ALGORITHMS = (V1, STANDARD)
@@ -133,15 +131,25 @@ def standard_signature(secrets: Iterable[str], message_id: str, timestamp: int, 
 
 
 def signed_headers(
-    sub: Subscription, *, message_id: str, event_type: str | None, timestamp: int, raw: bytes, now_ms: int
+    sub: Subscription,
+    *,
+    message_id: str,
+    event_type: str | None,
+    timestamp: int,
+    raw: bytes,
+    now_ms: int,
+    wire_id: str | None = None,
 ) -> dict[str, str]:
-    """The headers of one delivery (``event_type``) or of the endpoint challenge (``event_type`` None: only the
-    three ``webhook-*`` headers, it is not a delivery)."""
+    """The headers of one delivery (``event_type``, and ``wire_id``: the subscription's v2 id, such as
+    ``<tenant>/whk-<ULID>``) or of the endpoint challenge (``event_type`` None: only the three ``webhook-*``
+    headers, it is not a delivery)."""
     primary, other = sub.signing_secrets(now_ms)
     headers: dict[str, str] = {"Content-Type": "application/json"}
     if event_type is not None:
+        if wire_id is None:
+            raise ValueError("a delivery's headers name the subscription's v2 id (wire_id)")
         family = {
-            "Webhook-Id": sub_wire_id(sub),
+            "Webhook-Id": wire_id,
             "Event-Type": event_type,
             "Timestamp": str(timestamp),
             "Signature": openwop_signature(primary, timestamp, raw),
@@ -156,11 +164,6 @@ def signed_headers(
         headers["webhook-timestamp"] = str(timestamp)
         headers["webhook-signature"] = standard_signature(secrets, message_id, timestamp, raw)
     return headers
-
-
-def sub_wire_id(sub: Subscription) -> str:
-    """The subscription's v2 id: tenant-bound, ``<tenant>/whk-<ULID>``."""
-    return ids.bind(sub.tenant, sub.webhook_id)
 
 
 @dataclass

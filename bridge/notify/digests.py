@@ -7,8 +7,8 @@ from openwop_bridge.core.notices import Notice
 from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.notify.config import NotifyConfig
 from openwop_bridge.notify.planner import PeoplePlanner, has_voted
+from openwop_bridge.notify.ports import NotifyEngine
 from openwop_bridge.notify.recipients import Recipient, audience_of
-from openwop_bridge.runtime.engine import Engine
 
 __all__ = ["STATE", "Digests"]
 
@@ -21,9 +21,9 @@ PAGE = 200
 
 
 class Digests:
-    """The :class:`~openwop_bridge.notify.email.DigestSource` of a served engine."""
+    """The :class:`~openwop_bridge.notify.email.DigestSource` of an engine."""
 
-    def __init__(self, engine: Engine, config: NotifyConfig, planner: PeoplePlanner) -> None:
+    def __init__(self, engine: NotifyEngine, config: NotifyConfig, planner: PeoplePlanner) -> None:
         self._engine = engine
         self._config = config
         self._planner = planner

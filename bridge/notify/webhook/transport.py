@@ -12,7 +12,7 @@ drips its answer a byte at a time holds its connection no longer than one that n
 One tenant holds at most :data:`TENANT_SLOTS` deliveries in flight, and :data:`ENDPOINT_SLOTS` to one endpoint
 (scheme, host and port); a delivery past either bound is not attempted now (:meth:`Transport.hold` gives None)
 and comes due again a second or two later, its attempt uncounted (a last guard: the outbox worker waits for a place
-under both bounds before it starts an attempt, :meth:`~openwop_bridge.host.v2.webhook_delivery.Webhooks.bounds`). A
+under both bounds before it starts an attempt, :meth:`~openwop_bridge.notify.webhook.channel.Webhooks.bounds`). A
 tenant's endpoint challenges are bounded apart (:data:`VERIFY_SLOTS`). So a tenant's hung endpoints hold a few
 connections of their own and no one else's.
 """
@@ -27,7 +27,7 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from openwop_bridge.host.v2.egress import Target
+from openwop_bridge.notify.webhook.egress import Target
 
 if TYPE_CHECKING:
     import httpx

@@ -26,11 +26,11 @@ from openwop_bridge.core.auth import SYSTEM
 from openwop_bridge.core.errors import BridgeError, ForbiddenError
 from openwop_bridge.core.notices import POLICY_CHANNEL, DeliveryOutcome, Notice
 from openwop_bridge.notify.planner import PeoplePlanner
-from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.notify.ports import NotifyEngine
 
 __all__ = ["REASON", "UndeliverablePolicy"]
 
-log = logging.getLogger("openwop_bridge.host.undeliverable")
+log = logging.getLogger("openwop_bridge.host.undeliverable")  # its name as before the move: log filters name it
 
 #: The reason an interrupt (or its run) is cancelled with under ``fail``.
 REASON = "undeliverable"
@@ -41,7 +41,7 @@ class UndeliverablePolicy:
 
     name = POLICY_CHANNEL
 
-    def __init__(self, engine: Engine, planner: PeoplePlanner) -> None:
+    def __init__(self, engine: NotifyEngine, planner: PeoplePlanner) -> None:
         self._engine = engine
         self._planner = planner
 

@@ -9,7 +9,7 @@ the same on every attempt.
 The channel signs from the subscription as it stands when it sends (a rotation counts at once; an
 unregistered subscription's notices are dead-lettered ``subscription_deleted``), checks the URL again
 under :mod:`.egress` and connects to the address it checked, naming the host in ``Host`` and SNI, through
-:mod:`.webhook_transport`. It never follows a redirect: a ``3xx`` is a failed attempt like any non-``2xx``.
+:mod:`.transport`. It never follows a redirect: a ``3xx`` is a failed attempt like any non-``2xx``.
 """
 
 from __future__ import annotations
@@ -20,20 +20,21 @@ import logging
 import random
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
+from openwop_bridge.core.clock import Clock
 from openwop_bridge.core.notices import DeliveryOutcome, Notice, NoticeDraft
 from openwop_bridge.core.records import InterruptRecord, RunRecord
-from openwop_bridge.host.v2 import documents, ids
-from openwop_bridge.host.v2.egress import Egress, LookupFailedError, Target, WebhookUrlRejectedError
-from openwop_bridge.host.v2.resolver import AsyncResolver
-from openwop_bridge.host.v2.webhook_subs import NAMESPACE, Snapshot, Subscription, signed_headers
-from openwop_bridge.host.v2.webhook_transport import Transport
-from openwop_bridge.runtime.engine import Engine
+from openwop_bridge.notify.ports import KeyValue
+from openwop_bridge.notify.service import NotifyService
+from openwop_bridge.notify.webhook.egress import Egress, LookupFailedError, Target, WebhookUrlRejectedError
+from openwop_bridge.notify.webhook.resolver import AsyncResolver
+from openwop_bridge.notify.webhook.subscriptions import NAMESPACE, Snapshot, Subscription, signed_headers
+from openwop_bridge.notify.webhook.transport import Transport
 
-log = logging.getLogger("openwop_bridge.host.v2.webhooks")
+log = logging.getLogger("openwop_bridge.host.v2.webhooks")  # its name as before the move: log filters name it
 
 #: How often the subscriptions are read again from the store (those registered on other instances).
 REFRESH_S = 2.0
@@ -53,18 +54,63 @@ class WebhookSettings:
     per_tenant: int = 100
 
 
+class WireFormat(Protocol):
+    """The v2 wire form of a delivery, handed down by the host that serves the webhook surface."""
+
+    def body(self, tenant: str, run_id: str, event: dict[str, Any]) -> dict[str, Any]:
+        """The delivery body of a run's event document (``{runId, event}``, ids tenant-bound)."""
+        ...
+
+    def webhook_id(self, tenant: str, webhook_id: str) -> str:
+        """A subscription's v2 id (``<tenant>/whk-<ULID>``)."""
+        ...
+
+
+class SubscriptionState(KeyValue, Protocol):
+    """Where subscriptions are kept (``engine.adapter_state(NAMESPACE)``), with the guarded writes registration uses."""
+
+    async def put_capped(self, key: str, value: dict[str, Any], *, field: str, cap: int) -> bool:
+        """Store a new object unless ``cap`` objects with this one's ``field`` are stored already."""
+        ...
+
+    async def replace(self, key: str, expected: Any, value: Any) -> bool:
+        """Store ``value`` only while ``key`` still holds ``expected``."""
+        ...
+
+    async def forget_if(self, key: str, expected: Any) -> bool:
+        """Delete ``key`` only while it still holds ``expected``."""
+        ...
+
+
+class WebhookEngine(Protocol):
+    """The engine as the webhook channel uses it."""
+
+    notify: NotifyService
+    clock: Clock
+
+    @property
+    def store_shared(self) -> bool:
+        """Whether other instances share the store."""
+        ...
+
+    def adapter_state(self, namespace: str) -> SubscriptionState:
+        """One namespace of key-value state."""
+        ...
+
+
 class Webhooks:
     """The webhook surface's engine side: subscriptions, the planner, the channel, connections."""
 
     name = "webhook"
 
-    def __init__(self, engine: Engine, settings: WebhookSettings) -> None:
+    def __init__(self, engine: WebhookEngine, settings: WebhookSettings, wire: WireFormat) -> None:
         self.engine = engine
         self.settings = settings
+        self.wire = wire
         self.egress = Egress(settings.allow_loopback)
         self.state = engine.adapter_state(NAMESPACE)
         self._snapshot = Snapshot()
-        #: Connections to receivers (:mod:`.webhook_transport`).
+        #: Connections to receivers (:mod:`.transport`).
         self.transport = Transport()
         self._rand = random.SystemRandom()
         self._refresh: asyncio.Task[None] | None = None
@@ -72,7 +118,7 @@ class Webhooks:
     def install(self) -> None:
         """Plan and deliver through the engine's outbox."""
         self.engine.notify.add_planner(self.plan, idle=self.idle)
-        self.engine.notify.add_channel(self, self.engine.config.webhook_retry)
+        self.engine.notify.add_channel(self)  # its retries: the engine's ``webhook_retry``
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -162,7 +208,6 @@ class Webhooks:
             return []  # a replay fork re-emits fixed history: never delivered again
         tags = frozenset(t for t in run.spec.get("tags") or () if isinstance(t, str))
         drafts: list[NoticeDraft] = []
-        bound_run = ids.bind(run.tenant, run.run_id)
         cap = self.settings.per_subscription_queue
         for doc in events:
             event_type = str(doc.get("type", ""))
@@ -171,7 +216,7 @@ class Webhooks:
                 if event_type not in sub.events or (sub.tags and not sub.tags & tags):
                     continue
                 if body is None:
-                    body = {"runId": bound_run, "event": documents.event(doc, run.tenant)}
+                    body = self.wire.body(run.tenant, run.run_id, doc)
                 payload = {
                     "body": body,
                     "eventType": event_type,
@@ -184,7 +229,7 @@ class Webhooks:
     # --- the channel ------------------------------------------------------------------
 
     def bounds(self, notice: Notice) -> list[tuple[Hashable, int]]:
-        """The bounds of :mod:`.webhook_transport` a delivery counts against (its endpoint's, then its tenant's):
+        """The bounds of :mod:`.transport` a delivery counts against (its endpoint's, then its tenant's):
         the outbox worker starts an attempt only once it has a place under both, so a delivery waits its turn
         there instead of being claimed and deferred again and again."""
         sub = self.get(notice.recipient)
@@ -229,6 +274,7 @@ class Webhooks:
             timestamp=now_ms // 1000,
             raw=raw,
             now_ms=now_ms,
+            wire_id=self.wire.webhook_id(sub.tenant, sub.webhook_id),
         )
         headers["OpenWOP-Delivery-Attempt"] = str(notice.attempt)
         # The worker's own bound on the attempt is this timeout too: end the exchange a little before it.

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from openwop_bridge.core.errors import BridgeError
-from openwop_bridge.host.v2.resolver import AsyncResolver
+from openwop_bridge.notify.webhook.resolver import AsyncResolver
 
 #: Names of cloud metadata services (their addresses are link-local or private, refused as such too).
 METADATA_HOSTS = frozenset(
@@ -186,7 +186,7 @@ class Egress:
     """The egress rule of this host (see the module)."""
 
     allow_loopback: bool = False
-    #: Where names are resolved: c-ares, without threads (:class:`~openwop_bridge.host.v2.resolver.AsyncResolver`).
+    #: Where names are resolved: c-ares, without threads (:class:`.resolver.AsyncResolver`).
     resolver: Resolver = field(default_factory=AsyncResolver)
     lookup_timeout_s: float = LOOKUP_TIMEOUT_S
 
