@@ -135,3 +135,21 @@ async def test_openwop_v2_sdk_creates_and_reads_a_run_with_a_token(
     assert (read["value"]["runId"], read["value"]["status"]) == (run_id, "waiting-approval"), read
     refused = await _run_driver(server.url, "not-a-token", {"op": "runs_get", "args": [run_id]})
     assert (refused["wopError"]["status"], refused["wopError"]["error"]) == (401, "unauthenticated")
+
+
+async def test_the_a2a_card_declares_the_provider_as_an_openid_connect_scheme(
+    provider: OpenIdProvider, server: ServerProcess
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        card = await A2ACardResolver(http, server.url).get_agent_card()
+    schemes = dict(card.security_schemes)
+    assert schemes["oidc"].open_id_connect_security_scheme.open_id_connect_url == (
+        f"{provider.issuer}/.well-known/openid-configuration"
+    )
+    # Either credential is enough: an API key, or the provider's token.
+    assert schemes["bearer"].http_auth_security_scheme.scheme == "Bearer"
+    assert [sorted(r.schemes) for r in card.security_requirements] == [["bearer"], ["oidc"]]
+    # The URL it names is the provider's discovery document.
+    assert httpx.get(schemes["oidc"].open_id_connect_security_scheme.open_id_connect_url).json()["issuer"] == (
+        provider.issuer
+    )
