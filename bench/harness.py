@@ -317,6 +317,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "http", {"http_roundtrip": "ms", "http_throughput": "cycles/s"}, "openwop_bridge.bench.http", "HTTP round trip"
     ),
+    Scenario(
+        "http_bearer",
+        {"http_roundtrip_bearer": "x"},
+        "openwop_bridge.bench.http_bearer",
+        "HTTP round trip with a provider's token over with a key (Node.js oidc-provider)",
+    ),
     Scenario("agui", {"agui_roundtrip": "ms"}, "openwop_bridge.bench.agui", "AG-UI round trip"),
     Scenario("a2a", {"a2a_roundtrip": "ms"}, "openwop_bridge.bench.a2a", "A2A round trip"),
     Scenario(

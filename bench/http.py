@@ -35,10 +35,11 @@ FAILED_EVENTS = ("run.failed", "run.cancelled")
 
 
 class ApprovalClient:
-    """One client of one server: a connection for commands and one for the event stream."""
+    """One client of one server: a connection for commands and one for the event stream, with ``auth``'s
+    headers (the bench's API key by default)."""
 
-    def __init__(self, bench: Bench, port: int) -> None:
-        self.auth = bench.auth
+    def __init__(self, bench: Bench, port: int, auth: dict[str, str] | None = None) -> None:
+        self.auth = bench.auth if auth is None else auth
         self.commands = Connection("127.0.0.1", port, self.auth)
         self.events = Connection("127.0.0.1", port, self.auth)
 

@@ -1,6 +1,8 @@
-"""The agent card: one skill per workflow, the JSON-RPC interface, the bearer key."""
+"""The agent card: one skill per workflow, the JSON-RPC interface, the bearer key and the identity providers."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from a2a.types import (
     AgentCapabilities,
@@ -9,6 +11,7 @@ from a2a.types import (
     AgentProvider,
     AgentSkill,
     HTTPAuthSecurityScheme,
+    OpenIdConnectSecurityScheme,
     SecurityRequirement,
     SecurityScheme,
     StringList,
@@ -29,13 +32,31 @@ def skill(workflow: WorkflowDefinition) -> AgentSkill:
     return AgentSkill(id=workflow.id, name=workflow.name or workflow.id, description=description, tags=tags)
 
 
-def agent_card(engine: Engine, base_url: str, version: str) -> AgentCard:
-    """The public card of the bridge at ``base_url`` (absolute, no trailing slash)."""
-    scheme = SecurityScheme(
-        http_auth_security_scheme=HTTPAuthSecurityScheme(
-            scheme="Bearer", bearer_format="API key", description="An openwop-bridge API key"
+def oidc_schemes(issuers: Sequence[str]) -> dict[str, SecurityScheme]:
+    """An ``openIdConnect`` scheme per identity provider, named ``oidc`` (then ``oidc-2``, …), pointing at its
+    OpenID discovery document."""
+    return {
+        "oidc" if i == 0 else f"oidc-{i + 1}": SecurityScheme(
+            open_id_connect_security_scheme=OpenIdConnectSecurityScheme(
+                open_id_connect_url=issuer.rstrip("/") + "/.well-known/openid-configuration",
+                description=f"A bearer token issued by {issuer}",
+            )
         )
-    )
+        for i, issuer in enumerate(issuers)
+    }
+
+
+def agent_card(engine: Engine, base_url: str, version: str, issuers: Sequence[str] = ()) -> AgentCard:
+    """The public card of the bridge at ``base_url`` (absolute, no trailing slash); any one of its schemes
+    is enough: the API key, or a token of one of the identity providers ``issuers``."""
+    schemes = {
+        SCHEME: SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(
+                scheme="Bearer", bearer_format="API key", description="An openwop-bridge API key"
+            )
+        ),
+        **oidc_schemes(issuers),
+    }
     return AgentCard(
         name="openwop-bridge",
         description="Workflows that pause for people: a waiting run is an input-required task.",
@@ -45,8 +66,8 @@ def agent_card(engine: Engine, base_url: str, version: str) -> AgentCard:
             AgentInterface(url=base_url + RPC_PATH, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION)
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False, extended_agent_card=False),
-        security_schemes={SCHEME: scheme},
-        security_requirements=[SecurityRequirement(schemes={SCHEME: StringList()})],
+        security_schemes=schemes,
+        security_requirements=[SecurityRequirement(schemes={name: StringList()}) for name in schemes],
         default_input_modes=["application/json", "text/plain"],
         default_output_modes=["application/json"],
         skills=[skill(wf) for wf in engine.workflows()],

@@ -12,7 +12,8 @@ from openwop_bridge.host import ServerBuild
 
 
 def install(build: ServerBuild) -> None:
-    """Add the agent card and the JSON-RPC endpoint, document them, and add the ``a2a`` block of discovery."""
-    build.routes.extend(a2a_routes(build.engine))
+    """Add the agent card (naming the identity file's providers) and the JSON-RPC endpoint, document them, and
+    add the ``a2a`` block of discovery."""
+    build.routes.extend(a2a_routes(build.engine, issuers=build.identity_issuers))
     build.discovery.append(a2a_facet)
     build.openapi.append(a2a_openapi())

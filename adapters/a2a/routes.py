@@ -7,6 +7,7 @@ The ``a2a`` SDK (and ``protobuf``) is imported on the first request that needs i
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import orjson
@@ -22,15 +23,16 @@ if TYPE_CHECKING:
     from openwop_bridge.a2a.rpc import A2AServer
 
 
-def a2a_routes(engine: Engine) -> list[BaseRoute]:
-    """``GET /.well-known/agent-card.json`` (public) and ``POST /a2a`` (JSON-RPC, a key required)."""
+def a2a_routes(engine: Engine, *, issuers: Sequence[str] = ()) -> list[BaseRoute]:
+    """``GET /.well-known/agent-card.json`` (public) and ``POST /a2a`` (JSON-RPC, a key or a token of one of
+    ``issuers``, the identity providers the card names, required)."""
     built: list[A2AServer] = []
 
     def server() -> A2AServer:
         if not built:
             from openwop_bridge.a2a.rpc import A2AServer
 
-            built.append(A2AServer(engine))
+            built.append(A2AServer(engine, issuers))
         return built[0]
 
     async def jsonrpc(request: Request) -> Response:

@@ -6,6 +6,7 @@ that serving starts without the ``a2a`` SDK and ``protobuf``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -53,8 +54,9 @@ def _replaying(request: Request, raw: bytes) -> Request:
 class A2AServer:
     """The SDK's JSON-RPC endpoint over one engine, and the agent card it serves."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, issuers: Sequence[str] = ()) -> None:
         self.engine = engine
+        self.issuers = tuple(issuers)
         rpc = create_jsonrpc_routes(EngineRequestHandler(engine), RPC_PATH, context_builder=CallerContext())[0]
         assert isinstance(rpc, Route)
         self._dispatch = rpc.endpoint
@@ -67,4 +69,4 @@ class A2AServer:
 
     def card(self, base_url: str) -> dict[str, Any]:
         """The agent card of the bridge at ``base_url``, as JSON."""
-        return agent_card_to_dict(agent_card(self.engine, base_url, self.version))
+        return agent_card_to_dict(agent_card(self.engine, base_url, self.version, self.issuers))

@@ -179,7 +179,8 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         ),
         token_secrets=secrets,
     )
-    build = _install(engine, args)
+    issuers = () if identity_config is None else tuple(i.issuer for i in identity_config.issuers)
+    build = _install(engine, args, issuers)
     keys = _load_keys(args)
     ring = KeyRing(keys)
     dev: dict[str, str] = {}
@@ -257,9 +258,11 @@ def _auth_lanes(identity: Identity) -> list[dict[str, Any]]:
     return auth_lanes(identity.config)
 
 
-def _install(engine: Engine, args: argparse.Namespace) -> ServerBuild:
-    """Install the plugins, then give the engine the demo, folder and plugin workflows."""
-    build = ServerBuild(engine=engine, db=args.db, options={"graph": list(args.graph), "no_agui": args.no_agui})
+def _install(engine: Engine, args: argparse.Namespace, issuers: tuple[str, ...] = ()) -> ServerBuild:
+    """Install the plugins (told the identity file's ``issuers``), then give the engine the demo, folder and
+    plugin workflows."""
+    options = {"graph": list(args.graph), "no_agui": args.no_agui}
+    build = ServerBuild(engine=engine, db=args.db, options=options, identity_issuers=issuers)
     for name, install in plugins.installed():
         log.debug("installing plugin %s", name)
         install(build)

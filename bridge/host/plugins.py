@@ -50,6 +50,8 @@ class ServerBuild:
     startup: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
     shutdown: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
     claimed: set[str] = field(default_factory=set)
+    #: The issuers of the identity file (``--identity-config``) whose bearer tokens the host accepts, in order.
+    identity_issuers: tuple[str, ...] = ()
 
     def claim(self, option: str) -> Any:
         """Take responsibility for a command-line option and return its value."""

@@ -23,6 +23,7 @@ FIGURES = {
     "durable_commit_ms": "ms",
     "http_roundtrip": "ms",
     "http_throughput": "cycles/s",
+    "http_roundtrip_bearer": "x",
     "agui_roundtrip": "ms",
     "a2a_roundtrip": "ms",
     "pending_rss_mb": "MiB",
@@ -92,6 +93,18 @@ def test_quick_run_reports_every_figure(tmp_path: Path) -> None:
     assert header.split("|")[1].strip() == "scenario" and "target" in header
     assert all(name in proc.stdout for name in set(FIGURES) - ON_POSTGRES)
     assert "-- engine round trip" in proc.stderr
+
+
+def test_without_node_the_bearer_figure_is_an_error_row(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    proc = _bench("--quick", "--only", "http_roundtrip_bearer", "--json", str(out), timeout=120, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-4000:]
+    entry = json.loads(out.read_text())["http_roundtrip_bearer"]
+    assert entry["bridge"] is None and "Node.js is needed" in entry["error"]
+    assert "| error " in proc.stdout
 
 
 def test_the_engine_note_says_what_a_cycle_at_the_target_leaves_beside_its_two_commits() -> None:
