@@ -154,6 +154,10 @@ class ReplayDivergedError(InternalError, code="replay_diverged", status=500, ret
     """Re-executing a node produced different commands than its history."""
 
 
+class StatusTransitionError(InternalError, retryable=False):
+    """A write would change a run's or an interrupt's status in a way ``core/statuses.py`` forbids."""
+
+
 # --- errors raised into node code -----------------------------------------------
 
 

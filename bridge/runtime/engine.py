@@ -208,7 +208,7 @@ class Engine:
         The runs executing here are handed over: their leases are released, so another instance
         sharing the store resumes them at once (a single-instance store resumes them at its next start).
         """
-        self.executors.stopping = True
+        self.executors.refuse_new()
         await self._timers.stop()
         await self.notify.stop()
         if self._heartbeat is not None:

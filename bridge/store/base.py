@@ -42,6 +42,7 @@ from openwop_bridge.core.records import (
     RunDecision,
     RunRecord,
 )
+from openwop_bridge.core.statuses import InterruptStatus, RunStatus
 
 
 @dataclass(slots=True)
@@ -108,10 +109,10 @@ class RunCommit:
     now_ms: int
     events: list[EventDraft] = field(default_factory=list)
     state: dict[str, Any] | None = None
-    status: str | None = None
+    status: RunStatus | None = None
     new_interrupts: list[InterruptRecord] = field(default_factory=list)
     consume: list[str] = field(default_factory=list)
-    close_interrupts: dict[str, str] = field(default_factory=dict)  # id → new status
+    close_interrupts: dict[str, InterruptStatus] = field(default_factory=dict)  # id → new status
     children: list[ChildStart] = field(default_factory=list)
     wake_run: str | None = None  # e.g. the parent, when this run ends
     parent_run_id: str | None = None  # the run's parent, whose stored status follows a waiting child's
@@ -130,6 +131,20 @@ class CommitResult:
     released: bool
     wake: int
     child_events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerStepResult:
+    """What :meth:`Store.answer_and_step` did with an answer and the step it woke, in one transaction."""
+
+    #: The answer's mutation, as applied.
+    mutation: MutationResult
+    #: The decision's error, not raised: the caller raises it once the transaction committed (its audit stays).
+    error: BridgeError | None
+    #: The step's commit; None when the step was left out of the transaction.
+    step: CommitResult | None
+    #: Whether the run and interrupt rows were still those the answer was decided on (else it was decided again).
+    as_seen: bool
 
 
 @dataclass(slots=True)
@@ -299,13 +314,11 @@ class Store(Protocol):
         now_ms: int,
         claim: Claim,
         step: RunCommit | None,
-    ) -> tuple[MutationResult, BridgeError | None, CommitResult | None, bool]:
+    ) -> AnswerStepResult:
         """Apply an answer ``decided`` on the rows ``seen`` and the step it woke, in one transaction.
 
         If either row changed since, ``decide`` runs again under the lock and ``step`` is left out;
-        ``step`` is also left out unless the answer leased the run to its epoch. Returns the
-        mutation, the decision's error (not raised), the step's result (None when left out) and
-        whether the rows were still those seen.
+        ``step`` is also left out unless the answer leased the run to its epoch.
         """
 
     async def mutate_run(

@@ -24,6 +24,7 @@ from openwop_bridge.core.errors import (
 )
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core.statuses import InterruptStatus
 
 AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required"
 
@@ -174,7 +175,7 @@ def settle(
     now: int,
     new_id: NewId,
     *,
-    status: str,
+    status: InterruptStatus,
     by: str,
     value: Any,
     emitted: list[dict[str, Any]],

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from openwop_bridge.core.statuses import RunStatus
+
 
 def present(**fields: Any) -> dict[str, Any]:
     """The ``fields`` that are not None, in their order: the optional members of a payload or its data."""
@@ -26,7 +28,7 @@ class Kind:
     #: The definition of ``data`` in ``suspend-request.schema.json``.
     data_def: ClassVar[str]
     #: Run status while an interrupt of this kind is the one the run waits on.
-    waiting_status: ClassVar[str] = "waiting-input"
+    waiting_status: ClassVar[RunStatus] = "waiting-input"
     #: ``reason`` of the ``node.suspended`` event.
     suspend_reason: ClassVar[str]
     #: A short human name of the kind ("Approval").

@@ -13,6 +13,7 @@ from openwop_bridge.core.kinds.conversation import CONVERSATION_CLOSE, CONVERSAT
 from openwop_bridge.core.kinds.custom import CUSTOM
 from openwop_bridge.core.kinds.external_event import EXTERNAL_EVENT
 from openwop_bridge.core.kinds.low_confidence import LOW_CONFIDENCE
+from openwop_bridge.core.statuses import RunStatus
 
 REGISTRY: Mapping[str, Kind] = MappingProxyType(
     {
@@ -36,7 +37,7 @@ KINDS: tuple[str, ...] = tuple(REGISTRY)
 CONVERSATION_KINDS = frozenset(k.name for k in (CONVERSATION_START, CONVERSATION_EXCHANGE, CONVERSATION_CLOSE))
 
 #: Run status while an interrupt of this kind is the one the run waits on.
-WAITING_STATUS: Mapping[str, str] = MappingProxyType({name: k.waiting_status for name, k in REGISTRY.items()})
+WAITING_STATUS: Mapping[str, RunStatus] = MappingProxyType({name: k.waiting_status for name, k in REGISTRY.items()})
 
 
 def kind_of(name: object) -> Kind:
@@ -47,7 +48,7 @@ def kind_of(name: object) -> Kind:
     return kind
 
 
-def waiting_status(kind: str) -> str:
+def waiting_status(kind: str) -> RunStatus:
     """The run status while waiting on an interrupt of this kind."""
     found = REGISTRY.get(kind)
     return found.waiting_status if found is not None else "waiting-input"
