@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from openwop_bridge.core.errors import ValidationError
 from openwop_bridge.core.kinds.approval import APPROVAL
@@ -34,7 +35,7 @@ REGISTRY: Mapping[str, Kind] = MappingProxyType(
 #: The eight kind names, in the order the specification lists them.
 KINDS: tuple[str, ...] = tuple(REGISTRY)
 
-CONVERSATION_KINDS = frozenset(k.name for k in (CONVERSATION_START, CONVERSATION_EXCHANGE, CONVERSATION_CLOSE))
+CONVERSATION_KINDS = frozenset(name for name, k in REGISTRY.items() if k.in_conversation)
 
 #: Run status while an interrupt of this kind is the one the run waits on.
 WAITING_STATUS: Mapping[str, RunStatus] = MappingProxyType({name: k.waiting_status for name, k in REGISTRY.items()})
@@ -46,6 +47,13 @@ def kind_of(name: object) -> Kind:
     if kind is None:
         raise ValidationError(f"interrupt kind must be one of {', '.join(KINDS)}; got {name!r}")
     return kind
+
+
+def coerce_short_answer(kind: str, data: Mapping[str, Any], value: Any) -> Any:
+    """The answer a surface's short form ``value`` stands for on an interrupt of ``kind`` whose ``data`` is given
+    (:meth:`Kind.coerce_short_answer`); ``value`` itself for no short form, or a kind this bridge does not know."""
+    found = REGISTRY.get(kind)
+    return value if found is None else found.coerce_short_answer(data, value)
 
 
 def waiting_status(kind: str) -> RunStatus:
