@@ -106,12 +106,12 @@ class InterruptGoneError(BridgeError, code="interrupt_gone", status=410):
     """The interrupt was invalidated by a parent-cancel cascade."""
 
 
-class InterruptCancelledStateError(BridgeError, code="interrupt_cancelled", status=422):
-    """The run was cancelled while the interrupt was pending (run-scoped surface)."""
+class AnswerAfterCancelError(BridgeError, code="interrupt_cancelled", status=422):
+    """An answer to an interrupt whose run was cancelled while it was pending (run-scoped surface)."""
 
 
-class InterruptCancelledConflictError(InterruptCancelledStateError, status=409):
-    """The same, on the legacy approvals route, whose callers expect 409 when a cancel won the race."""
+class LegacyAnswerAfterCancelError(AnswerAfterCancelError, status=409):
+    """The same answer after a cancel, on the legacy approvals route, whose callers expect 409 there."""
 
 
 class CorrelationMismatchError(BridgeError, code="correlation_mismatch", status=422):

@@ -17,9 +17,9 @@ from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.conversation_limits import ConversationLimits
 from openwop_bridge.core.errors import (
+    AnswerAfterCancelError,
     ForbiddenError,
     InterruptAlreadyResolvedError,
-    InterruptCancelledStateError,
     InterruptGoneError,
 )
 from openwop_bridge.core.events import EventDraft
@@ -104,7 +104,7 @@ def closed_error(intr: InterruptRecord, surface: str) -> Exception:
     if intr.status == "cancelled":
         if surface == "token":
             return InterruptAlreadyResolvedError("this link is no longer valid: the interrupt was cancelled")
-        return InterruptCancelledStateError(
+        return AnswerAfterCancelError(
             "the run was cancelled while this interrupt was pending", details={"interruptId": intr.interrupt_id}
         )
     return InterruptAlreadyResolvedError(
