@@ -277,3 +277,14 @@ def test_the_error_declaration_check_sees_a_body_declaration() -> None:
         'class Y(X, code="y"):\n    """y"""\n'
     )
     assert _errors_declared_apart(source) == ["X (line 4)", "X (line 5)"]
+
+
+#: The most lines a module of bridge/, adapters/ or bench/ may have.
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines() -> None:
+    long = {
+        module: n for module, path in MODULES.items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"split these modules by concern (at most {MAX_MODULE_LINES} lines each)"
