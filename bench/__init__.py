@@ -16,14 +16,16 @@ from typing import TYPE_CHECKING, Any
 from openwop_bridge.bench.options import add_arguments
 
 if TYPE_CHECKING:
-    from openwop_bridge.bench.harness import SCENARIOS, Result, Target, main, run
+    from openwop_bridge.bench.harness import SCENARIOS, main, run
+    from openwop_bridge.bench.results import Result, Target
 
 __all__ = ["SCENARIOS", "Result", "Target", "add_arguments", "main", "run"]
-_LAZY = frozenset({"SCENARIOS", "Result", "Target", "main", "run"})
+#: Each public name and the module that holds it, imported on first use.
+_LAZY = {"SCENARIOS": "harness", "Result": "results", "Target": "results", "main": "harness", "run": "harness"}
 
 
 def __getattr__(name: str) -> Any:
     """The harness's public names, imported on first use."""
     if name in _LAZY:
-        return getattr(importlib.import_module("openwop_bridge.bench.harness"), name)
+        return getattr(importlib.import_module(f"openwop_bridge.bench.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'bench' has no attribute {name!r}")

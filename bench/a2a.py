@@ -19,8 +19,9 @@ from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 from google.protobuf import json_format, struct_pb2
 
 from openwop_bridge.bench import workflows
-from openwop_bridge.bench.harness import Bench, Result, Target, alternate
+from openwop_bridge.bench.harness import Bench, alternate
 from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.results import Result, Target
 from openwop_bridge.bench.servers import Server
 
 NAME = "a2a_roundtrip"

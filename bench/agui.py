@@ -24,8 +24,9 @@ from typing import Any
 
 from openwop_bridge.bench import agui_peer, workflows
 from openwop_bridge.bench.client import Connection, HttpError
-from openwop_bridge.bench.harness import Bench, Result, Target, measure_cycles
+from openwop_bridge.bench.harness import Bench, measure_cycles
 from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.results import Result, Target
 from openwop_bridge.bench.servers import Server
 
 NAME = "agui_roundtrip"

@@ -21,8 +21,9 @@ from typing import Any
 
 from openwop_bridge.bench import workflows
 from openwop_bridge.bench.engine import EngineCycles
-from openwop_bridge.bench.harness import Bench, Result, Target
+from openwop_bridge.bench.harness import Bench
 from openwop_bridge.bench.http import CLIENTS, ApprovalClient
+from openwop_bridge.bench.results import Result, Target
 from openwop_bridge.core.auth import KeyRing, make_key
 from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime.engine import Engine

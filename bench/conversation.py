@@ -18,8 +18,9 @@ import time
 
 from openwop_bridge.bench import workflows
 from openwop_bridge.bench.client import Connection
-from openwop_bridge.bench.harness import Bench, Result, Target, median
+from openwop_bridge.bench.harness import Bench
 from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.results import Result, Target, median
 from openwop_bridge.bench.servers import Server
 
 NAME = "conversation_turn_ratio"

@@ -36,7 +36,8 @@ from collections.abc import Callable
 from typing import Any
 
 from openwop_bridge.bench import workflows
-from openwop_bridge.bench.harness import Bench, Result, Target, alternate
+from openwop_bridge.bench.harness import Bench, alternate
+from openwop_bridge.bench.results import Result, Target
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.runtime.engine import Engine
 from openwop_bridge.store.base import Store

@@ -23,7 +23,8 @@ import time
 
 from openwop_bridge.bench import workflows
 from openwop_bridge.bench.client import Connection
-from openwop_bridge.bench.harness import Bench, Result, Target, alternate, median
+from openwop_bridge.bench.harness import Bench, alternate
+from openwop_bridge.bench.results import Result, Target, median
 from openwop_bridge.bench.servers import Server, bridge_command
 
 ROUNDTRIP = "http_roundtrip"

@@ -23,8 +23,9 @@ from pathlib import Path
 import httpx
 
 from openwop_bridge.bench import workflows
-from openwop_bridge.bench.harness import Bench, Result, Target, alternate, median
+from openwop_bridge.bench.harness import Bench, alternate
 from openwop_bridge.bench.http import ApprovalClient
+from openwop_bridge.bench.results import Result, Target, median
 from openwop_bridge.bench.servers import Server, bridge_command
 
 NAME = "http_roundtrip_bearer"

@@ -33,8 +33,9 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from openwop_bridge.bench import workflows
-from openwop_bridge.bench.harness import Bench, Result, Target, measure_cycles
+from openwop_bridge.bench.harness import Bench, measure_cycles
 from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.results import Result, Target
 from openwop_bridge.bench.servers import Server
 
 NAME = "langgraph_client_roundtrip"

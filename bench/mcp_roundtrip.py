@@ -17,8 +17,9 @@ import time
 from typing import Any
 
 from openwop_bridge.bench import workflows
-from openwop_bridge.bench.harness import Bench, Result, alternate
+from openwop_bridge.bench.harness import Bench, alternate
 from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.results import Result
 
 NAME = "mcp_roundtrip"
 

@@ -28,8 +28,9 @@ from collections.abc import Awaitable, Callable
 from openwop_bridge.bench import notify_file, workflows
 from openwop_bridge.bench.commits import PER_CYCLE_TARGET
 from openwop_bridge.bench.engine import EngineCycles
-from openwop_bridge.bench.harness import Bench, Result, Target, alternate, median
+from openwop_bridge.bench.harness import Bench, alternate
 from openwop_bridge.bench.receivers import MailReceiver, Tally
+from openwop_bridge.bench.results import Result, Target, median
 from openwop_bridge.host.notifying import install_notify
 from openwop_bridge.notify.worker import Settled
 from openwop_bridge.runtime.engine import Engine

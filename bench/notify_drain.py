@@ -17,8 +17,9 @@ import time
 from typing import Any
 
 from openwop_bridge.bench import notify_file, workflows
-from openwop_bridge.bench.harness import Bench, Result, Target
+from openwop_bridge.bench.harness import Bench
 from openwop_bridge.bench.receivers import HookReceiver, MailReceiver, Tally
+from openwop_bridge.bench.results import Result, Target
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.host.app import webhook_surface
 from openwop_bridge.host.notifying import install_notify

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 from openwop_bridge.bench import populate, sweep, workflows
 from openwop_bridge.bench.client import Connection
-from openwop_bridge.bench.harness import Bench, Result, Target, alternate, median, median_ms
+from openwop_bridge.bench.harness import Bench, alternate
 from openwop_bridge.bench.http import bridge_servers
+from openwop_bridge.bench.results import Result, Target, median, median_ms
 from openwop_bridge.bench.servers import Server
 
 RSS = "pending_rss_mb"

@@ -16,7 +16,7 @@ from xml.sax.saxutils import escape
 
 import orjson
 
-from openwop_bridge.bench.harness import median, median_ms
+from openwop_bridge.bench.results import median, median_ms
 
 if TYPE_CHECKING:
     from openwop_bridge.bench.scale import Point

@@ -23,6 +23,7 @@ from openwop_bridge.core.errors import (
 )
 from openwop_bridge.core.kinds import TOOL_CALL_ARTIFACT, approval, clarification, custom, external_event
 from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.statuses import InterruptStatus, RunStatus
 from openwop_bridge.core.workflow import WorkflowDefinition, load_workflow, load_workflow_dir, load_workflow_file
 from openwop_bridge.runtime.activation import InterruptHandle
 from openwop_bridge.runtime.adapter_state import AdapterState
@@ -48,6 +49,7 @@ __all__ = [
     "InterruptCancelledError",
     "InterruptHandle",
     "InterruptRecord",
+    "InterruptStatus",
     "InterruptTimeoutError",
     "KeyRing",
     "NodeContext",
@@ -58,6 +60,7 @@ __all__ = [
     "NotFoundError",
     "Principal",
     "RunRecord",
+    "RunStatus",
     "SqliteStore",
     "ValidationError",
     "Workflow",

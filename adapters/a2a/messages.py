@@ -83,9 +83,11 @@ def answer_for(interrupt: Mapping[str, Any], message: Message) -> Any:
         if "action" not in value:
             raise InvalidParamsError(f"an approval answer names an action: one of {', '.join(ACTIONS)}")
         return value
-    questions = interrupt.get("questions") or []
-    if kind == kinds.CLARIFICATION.name and not data and len(texts) == 1 and len(questions) == 1:
-        return {"answers": {str(questions[0]["id"]): texts[0]}}
+    if not data and len(texts) == 1:
+        # The kind's short answer (a one-question clarification's bare value), if the text is one.
+        answer = kinds.coerce_short_answer(kind, interrupt, texts[0])
+        if answer is not texts[0]:
+            return answer
     if len(data) != 1:
         raise InvalidParamsError("answer this interrupt with one data part holding the value its resumeSchema asks for")
     return data[0]

@@ -100,46 +100,35 @@ def interrupt_to_agui(view: Mapping[str, Any]) -> Interrupt:
 def resume_payload_to_value(view: Mapping[str, Any], payload: Any) -> Any:
     """The OpenWOP ``resumeValue`` for an AG-UI resume payload.
 
-    Approvals take ``{action, …}`` as is; ``{approved, editedArgs?, feedback?}`` (the
-    tool-call convention, also fine for confirmations) maps to accept /
-    edit-accept / reject. Clarifications take ``{answers}``, an object keyed by
-    question id, or a bare value when there is one question.
+    The kind's short answers first (:func:`openwop_bridge.kinds.coerce_short_answer`: an
+    approval's bare action or true/false, a clarification's object keyed by question id or
+    bare value when there is one question). Approvals take ``{action, …}`` as is;
+    ``{approved, editedArgs?, feedback?}`` (the tool-call convention, also fine for
+    confirmations) maps to accept / edit-accept / reject.
     """
     kind = view["kind"]
     data = _data(view)
-    if kinds.kind_of(kind).votes:
-        if isinstance(payload, bool):
-            payload = {"approved": payload}
-        if isinstance(payload, str):
-            return {"action": payload}
-        if isinstance(payload, Mapping) and "approved" in payload and "action" not in payload:
-            if not isinstance(payload["approved"], bool):
-                raise ValidationError("'approved' must be true or false")
-            feedback = payload.get("feedback") or payload.get("reason")
-            if not payload["approved"]:
-                return {"action": "reject", **({"feedback": str(feedback)} if feedback else {})}
-            if "editedArgs" in payload:
-                if not isinstance(payload["editedArgs"], Mapping):
-                    raise ValidationError("'editedArgs' must be an object of arguments")
-                if data.get("artifactType") == TOOL_CALL_ARTIFACT:
-                    edited = {**dict(data.get("artifactData") or {}), "args": dict(payload["editedArgs"])}
-                else:
-                    # Any other gate: the edited arguments are the edited artifact.
-                    edited = dict(payload["editedArgs"])
-                return {"action": "edit-accept", "editedArtifactData": edited}
-            if "editedArtifactData" in payload:
-                return {"action": "edit-accept", "editedArtifactData": payload["editedArtifactData"]}
-            return {"action": "accept", **({"feedback": str(feedback)} if feedback else {})}
+    payload = kinds.coerce_short_answer(kind, data, payload)
+    approved = isinstance(payload, Mapping) and "approved" in payload and "action" not in payload
+    if not (approved and kinds.kind_of(kind).votes):
         return payload
-    if kind == kinds.CLARIFICATION.name:
-        questions = [q["id"] for q in data.get("questions", [])]
-        if isinstance(payload, Mapping) and "answers" in payload:
-            return payload
-        if isinstance(payload, Mapping) and payload and set(payload) <= set(questions):
-            return {"answers": dict(payload)}
-        if len(questions) == 1 and not isinstance(payload, Mapping):
-            return {"answers": {questions[0]: payload}}
-    return payload
+    if not isinstance(payload["approved"], bool):
+        raise ValidationError("'approved' must be true or false")
+    feedback = payload.get("feedback") or payload.get("reason")
+    if not payload["approved"]:
+        return {"action": "reject", **({"feedback": str(feedback)} if feedback else {})}
+    if "editedArgs" in payload:
+        if not isinstance(payload["editedArgs"], Mapping):
+            raise ValidationError("'editedArgs' must be an object of arguments")
+        if data.get("artifactType") == TOOL_CALL_ARTIFACT:
+            edited = {**dict(data.get("artifactData") or {}), "args": dict(payload["editedArgs"])}
+        else:
+            # Any other gate: the edited arguments are the edited artifact.
+            edited = dict(payload["editedArgs"])
+        return {"action": "edit-accept", "editedArtifactData": edited}
+    if "editedArtifactData" in payload:
+        return {"action": "edit-accept", "editedArtifactData": payload["editedArtifactData"]}
+    return {"action": "accept", **({"feedback": str(feedback)} if feedback else {})}
 
 
 def _legacy_resume(resume: Any, open_ids: Sequence[str]) -> list[dict[str, Any]]:

@@ -179,10 +179,6 @@ def _approval_answer(data: Mapping[str, Any], value: Any) -> Any:
         if len(value) != 1 or not isinstance(value[0], Mapping):
             raise ValidationError("an Agent Inbox resume is a list of one response")
         value = value[0]
-    if isinstance(value, bool):
-        return {"action": "accept" if value else "reject"}
-    if isinstance(value, str):
-        return {"action": value}
     if not isinstance(value, Mapping) or "action" in value:
         return value
     if isinstance(value.get("decisions"), list):
@@ -207,17 +203,8 @@ def answer_for(view: Mapping[str, Any], value: Any) -> Any:
     """The OpenWOP answer for a LangGraph resume value given to one interrupt."""
     data = _data(view)
     kind = _kind(view)
-    if kind is kinds.APPROVAL:
-        return _approval_answer(data, value)
-    if kind is kinds.CLARIFICATION:
-        questions = [q.get("id") for q in data.get("questions", []) if isinstance(q, Mapping)]
-        if isinstance(value, Mapping) and "answers" in value:
-            return value
-        if isinstance(value, Mapping) and value and set(value) <= set(questions):
-            return {"answers": dict(value)}
-        if len(questions) == 1 and not isinstance(value, Mapping):
-            return {"answers": {questions[0]: value}}
-    return value
+    value = kind.coerce_short_answer(data, value)
+    return _approval_answer(data, value) if kind is kinds.APPROVAL else value
 
 
 def _split_decisions(resume: Mapping[str, Any], views: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any]] | None:

@@ -106,12 +106,12 @@ class InterruptGoneError(BridgeError, code="interrupt_gone", status=410):
     """The interrupt was invalidated by a parent-cancel cascade."""
 
 
-class InterruptCancelledStateError(BridgeError, code="interrupt_cancelled", status=422):
-    """The run was cancelled while the interrupt was pending (run-scoped surface)."""
+class AnswerAfterCancelError(BridgeError, code="interrupt_cancelled", status=422):
+    """An answer to an interrupt whose run was cancelled while it was pending (run-scoped surface)."""
 
 
-class InterruptCancelledConflictError(InterruptCancelledStateError, status=409):
-    """The same, on the legacy approvals route, whose callers expect 409 when a cancel won the race."""
+class LegacyAnswerAfterCancelError(AnswerAfterCancelError, status=409):
+    """The same answer after a cancel, on the legacy approvals route, whose callers expect 409 there."""
 
 
 class CorrelationMismatchError(BridgeError, code="correlation_mismatch", status=422):
@@ -152,6 +152,10 @@ class StaleOwnerError(InternalError, code="stale_owner", status=409):
 
 class ReplayDivergedError(InternalError, code="replay_diverged", status=500, retryable=False):
     """Re-executing a node produced different commands than its history."""
+
+
+class StatusTransitionError(InternalError, retryable=False):
+    """A write would change a run's or an interrupt's status in a way ``core/statuses.py`` forbids."""
 
 
 # --- errors raised into node code -----------------------------------------------

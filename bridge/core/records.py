@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 
 from openwop_bridge.core.errors import BridgeError
 from openwop_bridge.core.events import EventDraft
+from openwop_bridge.core.statuses import OPEN_INTERRUPT, TERMINAL_RUN, InterruptStatus, RunStatus
 
-TERMINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
-OPEN_INTERRUPT = "pending"
+TERMINAL_RUN_STATUSES = TERMINAL_RUN
 
 
 def has_nul(values: Sequence[Any]) -> bool:
@@ -32,12 +32,13 @@ def has_nul(values: Sequence[Any]) -> bool:
 
 @dataclass(slots=True)
 class RunRecord:
-    """One run row. ``spec`` is fixed at creation; ``state`` is the executor's projection."""
+    """One run row. ``spec`` is fixed at creation; ``state`` is the executor's projection; ``status`` is one of
+    :data:`openwop_bridge.RunStatus`, changed only as ``core/statuses.py`` allows."""
 
     run_id: str
     tenant: str
     workflow_id: str
-    status: str
+    status: RunStatus
     created_at_ms: int
     updated_at_ms: int
     spec: dict[str, Any]
@@ -63,7 +64,8 @@ class RunRecord:
 
 @dataclass(slots=True)
 class InterruptRecord:
-    """One interrupt row: the request, its state (votes, asks) and its resolution."""
+    """One interrupt row: the request, its state (votes, asks) and its resolution; ``status`` is one of
+    :data:`openwop_bridge.InterruptStatus` (``pending`` while open), changed only as ``core/statuses.py`` allows."""
 
     interrupt_id: str
     run_id: str
@@ -75,7 +77,7 @@ class InterruptRecord:
     ordinal: int
     key: str
     kind: str
-    status: str
+    status: InterruptStatus
     payload: dict[str, Any]
     requested_at_ms: int
     deadline_ms: int | None = None
@@ -135,14 +137,14 @@ class Mutation:
     request itself is refused.
     """
 
-    interrupt_status: str | None = None
+    interrupt_status: InterruptStatus | None = None
     interrupt_state: dict[str, Any] | None = None
     resolution: dict[str, Any] | None = None
     resolved_at_ms: int | None = None
     events: list[EventDraft] = field(default_factory=list)
     wake: bool = False
-    run_status: str | None = None
-    cancel_interrupts: str | None = None  # new status for every open interrupt of the run
+    run_status: RunStatus | None = None
+    cancel_interrupts: InterruptStatus | None = None  # new status for every open interrupt of the run
     control: dict[str, Any] | None = None  # replaces the run's control requests
     audit: list[dict[str, Any]] = field(default_factory=list)
     result: Any = None
@@ -153,7 +155,7 @@ InterruptDecision = Callable[[InterruptRecord, RunRecord], Mutation]
 RunDecision = Callable[[RunRecord, list[InterruptRecord]], Mutation]
 
 
-def cancel_committed(status: str, control: Mapping[str, Any] | None) -> str | None:
+def cancel_committed(status: str, control: Mapping[str, Any] | None) -> InterruptStatus | None:
     """The status interrupts get on a run whose cancel has committed, else None.
 
     ``gone`` when a parent's cancel cascaded to the run, ``cancelled`` otherwise:

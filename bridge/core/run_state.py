@@ -16,6 +16,7 @@ from typing import Any
 from openwop_bridge.core import graph
 from openwop_bridge.core.kinds import CUSTOM, waiting_status
 from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.core.statuses import RunStatus
 from openwop_bridge.core.workflow import WorkflowDefinition, initial_variables
 
 LIVE = ("running", "suspended")
@@ -86,7 +87,7 @@ def _human_waits(state: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def run_status(state: dict[str, Any], *, busy: bool) -> str:
+def run_status(state: dict[str, Any], *, busy: bool) -> RunStatus:
     """The status a live run reports: ``running`` or the waiting status of its oldest interrupt."""
     nodes = state["nodes"]
     if busy or state.get("ready") or any(ns.get("status") == "running" for ns in nodes.values()):
@@ -108,15 +109,15 @@ def child_waits(state: dict[str, Any]) -> list[str]:
     return [str(w["child"]) for w in sorted(waits, key=lambda w: w.get("at", 0))]
 
 
-def reported_status(state: dict[str, Any], own: str, children: Mapping[str, str]) -> str:
+def reported_status(state: dict[str, Any], own: RunStatus, children: Mapping[str, RunStatus]) -> RunStatus:
     """The status a run reports and is stored with: ``own`` (its :func:`run_status`), except that a running run
     that only waits on children reports the waiting status of the first of them (oldest wait first) that
     waits for a person (``children``: child run id → its stored status, itself reported so, through nesting)."""
     if own != "running":
         return own
     for child in child_waits(state):
-        status = children.get(child, "")
-        if status.startswith("waiting-"):
+        status = children.get(child)
+        if status is not None and status.startswith("waiting-"):
             return status
     return own
 

@@ -63,13 +63,13 @@ class Engine:
     """An OpenWOP host engine over a :class:`~openwop_bridge.store.base.Store`.
 
     A thin facade: it owns the store, the workflow registry and the timers, and
-    hands each concept to a service of its own — :attr:`executors`
-    (:class:`~openwop_bridge.runtime.executors.Executors`), :attr:`runs`
-    (:class:`~openwop_bridge.runtime.runs.RunService`), :attr:`views`
-    (:class:`~openwop_bridge.runtime.run_views.RunViews`), :attr:`answers`
-    (:class:`~openwop_bridge.runtime.answers.AnswerService`), :attr:`links`
+    hands each concept to a private service of its own — the executors
+    (:class:`~openwop_bridge.runtime.executors.Executors`), runs
+    (:class:`~openwop_bridge.runtime.runs.RunService`), views
+    (:class:`~openwop_bridge.runtime.run_views.RunViews`), answers
+    (:class:`~openwop_bridge.runtime.answers.AnswerService`), links
     (:class:`~openwop_bridge.runtime.links.LinkService`) and the run follower. Their
-    methods are the engine's methods too (``engine.create_run``, ``engine.resolve`` …).
+    methods are reached as the engine's methods, and only so (``engine.create_run``, ``engine.resolve`` …).
     """
 
     def __init__(
@@ -99,14 +99,15 @@ class Engine:
         self._follower = RunFollower(store, self.hub)
         #: ``Idempotency-Key`` records (see :mod:`openwop_bridge.runtime.idempotency`).
         self.idempotency = IdempotencyLedger(store, self.clock, self.config)
-        self.links = LinkService(self, token_secrets)
-        self.runs = RunService(self)
-        self.views = RunViews(self, self.runs, self.links)
-        self.answers = AnswerService(self, self.runs, self.links)
+        # The services (private: their methods are the engine's, below, the one way to reach them).
+        self._links = LinkService(self, token_secrets)
+        self._runs = RunService(self)
+        self._views = RunViews(self, self._runs, self._links)
+        self._answers = AnswerService(self, self._runs, self._links)
         self._workflows: dict[str, WorkflowDefinition] = {}
         self._timers = TimerService(self.store.next_deadline, self._fire_due, self.clock.now_ms)
-        #: The runs executing here (:mod:`openwop_bridge.runtime.executors`).
-        self.executors = Executors(self, self._timers.poke)
+        # The runs executing here (:mod:`openwop_bridge.runtime.executors`).
+        self._executing = Executors(self, self._timers.poke)
         #: The outbox: notice planners, delivery channels, the worker (:mod:`openwop_bridge.notify.service`).
         self.notify = NotifyService(
             store,
@@ -116,7 +117,7 @@ class Engine:
             webhook_retry=self.config.webhook_retry,
             in_flight=self.config.notify_in_flight,
             per_destination=self.config.notify_per_destination,
-            recipient_key=lambda: self.links.derived_keys(KEY_PURPOSE)[0],
+            recipient_key=lambda: self._links.derived_keys(KEY_PURPOSE)[0],
             span=notice_span,
         )
         self.notify.set_limits(self.config.outbox_limits)
@@ -195,7 +196,7 @@ class Engine:
         if self.store.single_instance:
             await self.store.reset_owners()
         await self.store.listen(
-            self.instance_id, self.executors.on_remote_wake, self._on_remote_events, self._timers.poke
+            self.instance_id, self._executing.on_remote_wake, self._on_remote_events, self._timers.poke
         )
         self._timers.start()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="openwop-bridge-heartbeat")
@@ -209,14 +210,14 @@ class Engine:
         The runs executing here are handed over: their leases are released, so another instance
         sharing the store resumes them at once (a single-instance store resumes them at its next start).
         """
-        self.executors.stopping = True
+        self._executing.refuse_new()
         await self._timers.stop()
         await self.notify.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        await self.executors.stop()
+        await self._executing.stop()
         if self._started:
             try:
                 released = await self.store.release_owned(self.instance_id)
@@ -261,7 +262,7 @@ class Engine:
                 # Runs of dead instances (shared stores), and runs whose executor here
                 # ended without releasing them (a store outage), once their lease ran out.
                 await self.recover()
-                if shared and not self.links.keys_given:
+                if shared and not self._links.keys_given:
                     # Keys rotated or retired on another instance take effect here too.
                     await self.load_signing_keys()
             except asyncio.CancelledError:
@@ -293,7 +294,7 @@ class Engine:
         """Time out every interrupt due at ``now``; returns how many fired."""
         fired = 0
         for interrupt_id in await self.store.due_interrupts(now):
-            if self.executors.answers_in_flight:
+            if self._executing.answers_in_flight:
                 # An answer that came first may be in flight with the step it woke: it goes first.
                 record = await self.store.get_interrupt(interrupt_id)
                 if record is not None:
@@ -313,7 +314,7 @@ class Engine:
     @property
     def _executors(self) -> dict[str, RunExecutor]:
         """The executors of this process, by run."""
-        return self.executors.running
+        return self._executing.running
 
     @property
     def claim(self) -> Claim:
@@ -323,53 +324,53 @@ class Engine:
     @property
     def signer(self) -> TokenSigner | None:
         """The link signer, once the keys are loaded."""
-        return self.links.signer
+        return self._links.signer
 
     # --- the services' methods, under the engine's names ------------------------------
 
-    recover = Delegate("executors", Executors.recover)
-    dispatch = Delegate("executors", Executors.dispatch)
-    start_executor = Delegate("executors", Executors.start_executor)
-    start_new_run = Delegate("executors", Executors.start_new_run)
-    start_joint = Delegate("executors", Executors.start_joint)
-    joint_settled = Delegate("executors", Executors.joint_settled)
-    after_commit = Delegate("executors", Executors.after_commit)
-    after_mutation = Delegate("executors", Executors.after_mutation)
-    wait_idle = Delegate("executors", Executors.wait_idle)
-    uses_conversation = Delegate("runs", RunService.uses_conversation)
-    create_run = Delegate("runs", RunService.create_run)
-    fork_run = Delegate("runs", RunService.fork_run)
-    cancel_run = Delegate("runs", RunService.cancel_run)
-    cancel_children = Delegate("runs", RunService.cancel_children)
-    visible_run = Delegate("runs", RunService.visible_run)
-    list_runs = Delegate("runs", RunService.list_runs)
-    events = Delegate("runs", RunService.events)
-    find_child = Delegate("runs", RunService.find_child)
-    prepare_child = Delegate("runs", RunService.prepare_child)
-    snapshot = Delegate("views", RunViews.snapshot)
-    snapshot_of = Delegate("views", RunViews.snapshot_of)
-    channels = Delegate("views", RunViews.channels)
-    channel = Delegate("views", RunViews.channel)
-    load_signing_keys = Delegate("links", LinkService.load_signing_keys)
-    rotate_signing_key = Delegate("links", LinkService.rotate_signing_key)
-    retire_signing_key = Delegate("links", LinkService.retire_signing_key)
-    signing_key_ids = Delegate("links", LinkService.signing_key_ids)
-    derived_keys = Delegate("links", LinkService.derived_keys)
-    mint_token = Delegate("links", LinkService.mint_token)
-    interrupt_view = Delegate("links", LinkService.interrupt_view)
+    recover = Delegate("_executing", Executors.recover)
+    dispatch = Delegate("_executing", Executors.dispatch)
+    start_executor = Delegate("_executing", Executors.start_executor)
+    start_new_run = Delegate("_executing", Executors.start_new_run)
+    start_joint = Delegate("_executing", Executors.start_joint)
+    joint_settled = Delegate("_executing", Executors.joint_settled)
+    after_commit = Delegate("_executing", Executors.after_commit)
+    after_mutation = Delegate("_executing", Executors.after_mutation)
+    wait_idle = Delegate("_executing", Executors.wait_idle)
+    uses_conversation = Delegate("_runs", RunService.uses_conversation)
+    create_run = Delegate("_runs", RunService.create_run)
+    fork_run = Delegate("_runs", RunService.fork_run)
+    cancel_run = Delegate("_runs", RunService.cancel_run)
+    cancel_children = Delegate("_runs", RunService.cancel_children)
+    visible_run = Delegate("_runs", RunService.visible_run)
+    list_runs = Delegate("_runs", RunService.list_runs)
+    events = Delegate("_runs", RunService.events)
+    find_child = Delegate("_runs", RunService.find_child)
+    prepare_child = Delegate("_runs", RunService.prepare_child)
+    snapshot = Delegate("_views", RunViews.snapshot)
+    snapshot_of = Delegate("_views", RunViews.snapshot_of)
+    channels = Delegate("_views", RunViews.channels)
+    channel = Delegate("_views", RunViews.channel)
+    load_signing_keys = Delegate("_links", LinkService.load_signing_keys)
+    rotate_signing_key = Delegate("_links", LinkService.rotate_signing_key)
+    retire_signing_key = Delegate("_links", LinkService.retire_signing_key)
+    signing_key_ids = Delegate("_links", LinkService.signing_key_ids)
+    derived_keys = Delegate("_links", LinkService.derived_keys)
+    mint_token = Delegate("_links", LinkService.mint_token)
+    interrupt_view = Delegate("_links", LinkService.interrupt_view)
     link_for = staticmethod(LinkService.link_for)
-    verify_token = Delegate("links", LinkService.verify_token)
-    inspect_token = Delegate("links", LinkService.inspect_token)
-    interrupt_at = Delegate("answers", AnswerService.interrupt_at)
-    resolve = Delegate("answers", AnswerService.resolve)
-    resolve_token = Delegate("answers", AnswerService.resolve_token)
-    preview_answer = Delegate("answers", AnswerService.preview_answer)
-    preview_cancel = Delegate("answers", AnswerService.preview_cancel)
-    may_answer = Delegate("answers", AnswerService.may_answer)
-    cancel_interrupt = Delegate("answers", AnswerService.cancel_interrupt)
-    open_interrupts = Delegate("answers", AnswerService.open_interrupts)
-    inbox = Delegate("answers", AnswerService.inbox)
-    inbox_count = Delegate("answers", AnswerService.inbox_count)
+    verify_token = Delegate("_links", LinkService.verify_token)
+    inspect_token = Delegate("_links", LinkService.inspect_token)
+    interrupt_at = Delegate("_answers", AnswerService.interrupt_at)
+    resolve = Delegate("_answers", AnswerService.resolve)
+    resolve_token = Delegate("_answers", AnswerService.resolve_token)
+    preview_answer = Delegate("_answers", AnswerService.preview_answer)
+    preview_cancel = Delegate("_answers", AnswerService.preview_cancel)
+    may_answer = Delegate("_answers", AnswerService.may_answer)
+    cancel_interrupt = Delegate("_answers", AnswerService.cancel_interrupt)
+    open_interrupts = Delegate("_answers", AnswerService.open_interrupts)
+    inbox = Delegate("_answers", AnswerService.inbox)
+    inbox_count = Delegate("_answers", AnswerService.inbox_count)
 
     # --- following and reading runs (surfaces that checked visibility) -----------------
 

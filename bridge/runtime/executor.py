@@ -24,13 +24,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from openwop_bridge.core import run_state
 from openwop_bridge.core.errors import StaleOwnerError
-from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.records import InterruptRecord, RunRecord
+from openwop_bridge.core.statuses import RunStatus
 from openwop_bridge.core.workflow import WorkflowDefinition
 from openwop_bridge.runtime import launch
 from openwop_bridge.runtime.context import NodeContext
@@ -40,7 +40,7 @@ from openwop_bridge.runtime.kernel import ExecutorHost
 from openwop_bridge.runtime.outcome import Outcome, run_node
 from openwop_bridge.runtime.step import Step
 from openwop_bridge.runtime.wake import Wake, settle_once
-from openwop_bridge.store.base import ChildStart, KvWrite, RunCommit
+from openwop_bridge.store.base import ChildStart, RunCommit
 
 log = logging.getLogger("openwop_bridge.runtime.executor")
 
@@ -51,7 +51,9 @@ FLUSH_AFTER_S = 0.05
 class RunExecutor:
     """Owns one run in this process; see the module docstring."""
 
-    def __init__(self, engine: ExecutorHost, run_id: str) -> None:
+    def __init__(self, engine: ExecutorHost, run_id: str, first: FirstCommit | None = None) -> None:
+        """Drive ``run_id`` for ``engine``; ``first``: what its first commit carries besides its step (a new run
+        to insert, an answer in flight), if anything."""
         self.engine = engine
         self.store = engine.store
         self.run_id = run_id
@@ -71,7 +73,7 @@ class RunExecutor:
         self.conversation_enabled = engine.conversation_enabled
         self._transient: tuple[type[BaseException], ...] = engine.store.transient_errors
         #: What the first commit carries besides its step (a new run, an answer in flight).
-        self.first = FirstCommit(engine.store)
+        self.first = first or FirstCommit(engine.store)
         #: The interrupts of the node an answer resumes, when they are known without reading them.
         self._read_ahead: tuple[str, list[InterruptRecord]] | None = None
 
@@ -135,10 +137,6 @@ class RunExecutor:
         }
 
     # --- lifecycle -----------------------------------------------------------------
-
-    def prime(self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()) -> asyncio.Future[bool]:
-        """Make this executor's first commit insert the new run ``run``; the future resolves once it is durable."""
-        return self.first.prime(run, events, writes)
 
     def notify(self) -> None:
         """Something changed for this run (a resolution, a cancel, a child ended)."""
@@ -374,7 +372,12 @@ class RunExecutor:
     # --- committing -------------------------------------------------------------------
 
     async def _commit(
-        self, *, release: bool = False, status: str | None = None, terminal: bool = False, wake_run: str | None = None
+        self,
+        *,
+        release: bool = False,
+        status: RunStatus | None = None,
+        terminal: bool = False,
+        wake_run: str | None = None,
     ) -> bool:
         assert self.run is not None
         self.step.check_limit(self.state, run_state.execution_limit(self.run.spec, self.engine.max_node_executions))

@@ -23,6 +23,7 @@ from openwop_bridge.core.workflow import WorkflowDefinition
 from openwop_bridge.notify.service import NotifyService
 from openwop_bridge.runtime.config import EngineConfig
 from openwop_bridge.runtime.executor import RunExecutor
+from openwop_bridge.runtime.first_commit import FirstCommit
 from openwop_bridge.runtime.hub import EventHub
 from openwop_bridge.runtime.joint import Handoff
 from openwop_bridge.runtime.kernel import ExecutorHost
@@ -55,6 +56,10 @@ class Executors:
         self._tasks: set[asyncio.Task[Any]] = set()
         #: Set when the engine stops: nothing new starts.
         self.stopping = False
+
+    def refuse_new(self) -> None:
+        """Start nothing new from now on: the engine is stopping."""
+        self.stopping = True
 
     async def stop(self) -> None:
         """Stop every executor (their runs stay durable)."""
@@ -108,8 +113,8 @@ class Executors:
         """
         if self.stopping:
             return None
-        executor = RunExecutor(self._host, run.run_id)
-        created = executor.prime(run, events, writes)
+        first, created = FirstCommit.inserting(self._host.store, run, events, writes)
+        executor = RunExecutor(self._host, run.run_id, first)
         # The executor works on its own copy: ``run`` keeps the state it is inserted with. The
         # document is JSON, so a JSON round trip copies it (several times faster than deepcopy).
         own = replaced(run)
@@ -127,8 +132,7 @@ class Executors:
             return None
         loop = asyncio.get_running_loop()
         handoff = Handoff(loop.create_future(), loop.create_future(), loop.create_future())
-        executor = RunExecutor(self._host, run.run_id)
-        executor.first.handoff, executor.first.settled = handoff, settled
+        executor = RunExecutor(self._host, run.run_id, FirstCommit.joining(self._host.store, handoff, settled))
         task = self._run(executor, run)
 
         def drop() -> None:

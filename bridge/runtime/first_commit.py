@@ -25,28 +25,47 @@ from openwop_bridge.store.base import ChildStart, CommitResult, KvWrite, RunComm
 class FirstCommit:
     """What an executor's first commit carries besides its step, and how it is sent."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        create: ChildStart | None = None,
+        handoff: Handoff | None = None,
+        settled: InterruptRecord | None = None,
+    ) -> None:
+        """An ordinary first commit; with ``create`` (:meth:`inserting`), it inserts a new run; with ``handoff``
+        and ``settled`` (:meth:`joining`), it rides with the answer that resumed the run."""
         self.store = store
         #: The new run and its first events, until the commit that inserts them.
-        self.create: ChildStart | None = None
-        #: True once the new run is durable (with its first step), False if it was not inserted; see :meth:`prime`.
-        self.created: asyncio.Future[bool] | None = None
+        self.create = create
+        #: True once the new run is durable (with its first step), False if it was not inserted; see :meth:`inserting`.
+        self.created: asyncio.Future[bool] | None = (
+            None if create is None else asyncio.get_running_loop().create_future()
+        )
         #: The commit that would have inserted the run failed: the run was never created.
         self.uncreated = False
         #: Resumed for an answer not yet committed: the first commit goes to it (see joint.py) ...
-        self.handoff: Handoff | None = None
+        self.handoff = handoff
         #: ... and until then, the interrupt that answer settles, as it will be stored.
-        self.settled: InterruptRecord | None = None
+        self.settled = settled
 
-    def prime(self, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()) -> asyncio.Future[bool]:
-        """Make the first commit insert the new run ``run`` (and ``writes``).
+    @classmethod
+    def inserting(
+        cls, store: Store, run: RunRecord, events: list[EventDraft], writes: Sequence[KvWrite] = ()
+    ) -> tuple[FirstCommit, asyncio.Future[bool]]:
+        """A first commit that inserts the new run ``run`` (and ``writes``), and its :attr:`created` future.
 
-        The future is True once the run is durable, False when this executor stopped before it was inserted
-        (the run was never created); it is its creator's alone, who may cancel it by going away.
+        The future is True once the run is durable, False when the executor stopped before it was inserted (the
+        run was never created); it is the run's creator's alone, who may cancel it by going away.
         """
-        self.create = ChildStart(run, events, writes)
-        self.created = asyncio.get_running_loop().create_future()
-        return self.created
+        first = cls(store, create=ChildStart(run, events, writes))
+        assert first.created is not None
+        return first, first.created
+
+    @classmethod
+    def joining(cls, store: Store, handoff: Handoff, settled: InterruptRecord) -> FirstCommit:
+        """A first commit handed to the answer not yet committed that resumed the run and settles ``settled``."""
+        return cls(store, handoff=handoff, settled=settled)
 
     def take_create(self) -> ChildStart | None:
         """The new run the next commit inserts, if any (only the first one does)."""

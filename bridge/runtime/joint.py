@@ -199,7 +199,7 @@ async def _join(
     try:
         step = await _offered_within(handoff.offered, BUDGET_S)
         handoff.closed = step is None
-        result, error, committed, held = await host.store.answer_and_step(seen, decided, decide, now, claim, step)
+        answered = await host.store.answer_and_step(seen, decided, decide, now, claim, step)
     except BaseException as exc:
         # Told first: the executor may be waiting for it, and stopping it would cancel that wait.
         _answered(handoff)
@@ -208,7 +208,8 @@ async def _join(
         raise
     finally:
         _answered(handoff)
-    if held and result.claimed and result.run is not None and result.run.epoch == seen[0].epoch + 1:
+    result, committed = answered.mutation, answered.step
+    if answered.as_seen and result.claimed and result.run is not None and result.run.epoch == seen[0].epoch + 1:
         host.hub.publish(run_id, result.events)
         if step is not None and committed is None:
             # Left out of the answer's transaction: it follows in its own.
@@ -222,8 +223,8 @@ async def _join(
     else:
         _stop(handoff, StaleOwnerError(f"run {run_id} changed before the answer committed"))
         host.after_mutation(result)
-    if error is not None:
-        raise error
+    if answered.error is not None:
+        raise answered.error
     return result
 
 

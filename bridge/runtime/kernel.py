@@ -120,7 +120,7 @@ class ExecutorHost(Protocol):
 
 
 class Delegate(Generic[S, P, R]):
-    """An engine method that is a service's method: ``create_run = Delegate("runs", RunService.create_run)``.
+    """An engine method that is a service's method: ``create_run = Delegate("_runs", RunService.create_run)``.
 
     Read on an engine, it is the service's bound method, with the service
     method's own signature for type checkers; the engine keeps its public names

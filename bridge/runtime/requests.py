@@ -146,7 +146,7 @@ class InterruptRequests:
             # re-execution would make a long conversation slower with every turn.
             return self._known(self._by_key[known_key])
         p = kinds.normalize_payload(payload, default_key)
-        if p["kind"] in kinds.CONVERSATION_KINDS and not self._host.conversation_enabled:
+        if kinds.kind_of(p["kind"]).in_conversation and not self._host.conversation_enabled:
             raise CapabilityRefusedError(
                 "conversationPrimitive",
                 f"node {self.node_id!r} opened a conversation, which this host does not offer "

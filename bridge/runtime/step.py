@@ -14,6 +14,7 @@ from openwop_bridge.core import graph, kinds, run_state
 from openwop_bridge.core.clock import Clock
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.core.statuses import InterruptStatus, RunStatus
 from openwop_bridge.core.workflow import WorkflowDefinition
 from openwop_bridge.runtime.activation import Activation
 from openwop_bridge.runtime.context import NodeContext
@@ -29,7 +30,7 @@ class Step:
         self.events: list[EventDraft] = []
         self.new_interrupts: list[InterruptRecord] = []
         self.consume: list[str] = []
-        self.close: dict[str, str] = {}
+        self.close: dict[str, InterruptStatus] = {}
         self.children: list[ChildStart] = []
         self.failure: dict[str, Any] | None = None
         self.node_cancelled: dict[str, Any] | None = None
@@ -48,13 +49,15 @@ class Step:
         """Add an event to the step."""
         self.events.append(self.draft(type_, payload, node_id))
 
-    def drain(self) -> tuple[list[EventDraft], list[InterruptRecord], list[str], dict[str, str], list[ChildStart]]:
+    def drain(
+        self,
+    ) -> tuple[list[EventDraft], list[InterruptRecord], list[str], dict[str, InterruptStatus], list[ChildStart]]:
         """Hand over what the step gathered (events, new, consumed and closed interrupts, children) and start anew."""
         taken = self.events, self.new_interrupts, self.consume, self.close, self.children
         self.events, self.new_interrupts, self.consume, self.close, self.children = [], [], [], {}, []
         return taken
 
-    def close_open_interrupts(self, state: dict[str, Any], status: str) -> None:
+    def close_open_interrupts(self, state: dict[str, Any], status: InterruptStatus) -> None:
         """Close every interrupt the run still has open, with ``status``."""
         for interrupt_id in run_state.open_interrupt_ids(state):
             self.close[interrupt_id] = status
@@ -67,7 +70,7 @@ class Step:
                 "failedNodeId": None,
             }
 
-    def end(self, state: dict[str, Any], workflow: WorkflowDefinition, duration_ms: int) -> str:
+    def end(self, state: dict[str, Any], workflow: WorkflowDefinition, duration_ms: int) -> RunStatus:
         """Record how the run ends (failed, cancelled by a node, or completed); returns its final status."""
         self.close_open_interrupts(state, "cancelled")
         if self.diverged is not None:

@@ -6,10 +6,8 @@ the code knows refuses to start, naming both versions.
 
 from __future__ import annotations
 
-from openwop_bridge.core.kinds import CONVERSATION_EXCHANGE
-
-#: The kind whose rows migration 4 fills, as stored.
-EXCHANGE = CONVERSATION_EXCHANGE.name
+#: The kind whose rows migration 4 fills, as stored then (a migration never changes with the code).
+EXCHANGE = "conversation.exchange"
 
 SQLITE_MIGRATIONS: list[list[str]] = [
     [

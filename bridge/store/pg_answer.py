@@ -28,9 +28,9 @@ from psycopg import errors
 
 from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
 from openwop_bridge.store import codec
-from openwop_bridge.store.base import Claim, CommitResult, RunCommit
+from openwop_bridge.store.base import AnswerStepResult, Claim, RunCommit
 from openwop_bridge.store.codec import Dialect
-from openwop_bridge.store.plan import Decided, answer_as_seen
+from openwop_bridge.store.plan import answer_as_seen
 from openwop_bridge.store.steps import Note, Plan, Sql
 
 #: What a guard's error says (the text a failed cast to ``int`` quotes), to tell it from any other error.
@@ -101,7 +101,7 @@ def answer_guarded(
     now_ms: int,
     claim: Claim,
     step: RunCommit | None,
-) -> Plan[tuple[Decided, CommitResult | None]]:
+) -> Plan[AnswerStepResult]:
     """The guards, then the answer ``decided`` on the rows ``seen`` and the step it woke.
 
     The transaction's row locks are noted here, before the server granted them: the store runs this

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from openwop_bridge.core import statuses
 from openwop_bridge.core.errors import (
     BridgeError,
     InterruptNotFoundError,
@@ -32,8 +33,9 @@ from openwop_bridge.core.records import (
     has_nul,
 )
 from openwop_bridge.core.records import replaced as replace
+from openwop_bridge.core.statuses import OPEN_INTERRUPT, RunStatus
 from openwop_bridge.store import codec, plan_close, plan_status
-from openwop_bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
+from openwop_bridge.store.base import AnswerStepResult, Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from openwop_bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
 from openwop_bridge.store.plan_kv import kv_put_text, kv_replace_text
 from openwop_bridge.store.steps import Ahead, Note, Plan, Planned, Rows, Sql
@@ -111,7 +113,7 @@ def _new_interrupts(c: RunCommit, docs: list[dict[str, Any]]) -> Plan[None]:
         yield Note("deadline", c.run_id, at_ms=min(deadlines))
 
 
-def _fence(d: Dialect, c: RunCommit, held: RunRecord | None) -> Plan[tuple[str | None, int, int, int, str, Any]]:
+def _fence(d: Dialect, c: RunCommit, held: RunRecord | None) -> Plan[tuple[str | None, int, int, int, RunStatus, Any]]:
     """The run row a commit is fenced by, locked: ``held`` when this transaction wrote it already."""
     if held is not None:
         # Inserted or updated by this same transaction: its row is locked and its values are these.
@@ -159,6 +161,8 @@ def commit(
     # ``wake`` cannot move while this transaction holds the row, so the release check needs no statement of its own.
     released = c.release_if_wake is not None and not c.terminal and c.release_if_wake == wake
     sets = _run_sets(c, start, len(rows), closed_as, released, answered or {})
+    if "status" in sets:
+        statuses.check_run(status, sets["status"])
     if c.create is not None:
         yield Sql(codec.INSERT_RUN, codec.run_params(c.create.run, len(rows), sets))
         yield Note("locked", c.run_id)
@@ -201,6 +205,8 @@ def _update_interrupt(intr: InterruptRecord, m: Mutation, consume: bool) -> Plan
     """
     if not (m.interrupt_status or m.interrupt_state is not None or m.resolution is not None or consume):
         return intr
+    if m.interrupt_status is not None:
+        statuses.check_interrupt(intr.status, m.interrupt_status)
     state = None if m.interrupt_state is None else codec.dumps(m.interrupt_state)
     resolution = None if m.resolution is None else codec.dumps(m.resolution)
     answer = codec.answer_text(intr.kind, m.interrupt_status or intr.status, m.resolution)
@@ -236,6 +242,8 @@ def _run_after(run: RunRecord, m: Mutation, appended: int, now_ms: int, lease: C
     next_seq = run.next_seq + appended
     if not (m.wake or m.run_status or m.control is not None):
         return replace(run, next_seq=next_seq) if appended else run
+    if m.run_status is not None:
+        statuses.check_run(run.status, m.run_status)
     after = replace(
         run,
         wake=run.wake + int(m.wake),
@@ -314,6 +322,7 @@ def apply(
     """
     after_int = intr if intr is None else (yield from _update_interrupt(intr, m, consume))
     if m.cancel_interrupts:
+        statuses.check_interrupt(OPEN_INTERRUPT, m.cancel_interrupts)
         cancelled = yield Sql(
             "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending' "
             f"RETURNING {INT_COLS}",
@@ -425,13 +434,12 @@ def answer_and_step(
     now_ms: int,
     claim: Claim,
     step: RunCommit | None,
-) -> Plan[tuple[Decided, CommitResult | None, bool]]:
+) -> Plan[AnswerStepResult]:
     """An answer ``decided`` on the rows ``seen``, then the step it woke, in one transaction.
 
     The decision applies only if neither row changed since; otherwise it is taken again under
     the lock and the step, resumed on what no longer holds, is left out. The step is also left
-    out unless the answer leased the run to the step's epoch. The last value says whether the rows
-    were still those seen.
+    out unless the answer leased the run to the step's epoch.
     """
     run_seen, intr_seen = seen
     run, rows = yield from _locked(d, _run_lock(d, run_seen.run_id), _interrupt_lock(d, intr_seen.interrupt_id))
@@ -440,9 +448,8 @@ def answer_and_step(
     intr = d.interrupt(rows[0])
     if run_version(run) != run_version(run_seen) or intr != intr_seen:
         again = decide(intr, run)
-        return ((yield from apply(d, run, intr, again, now_ms, claim)), again.error), None, False
-    decided_and_step = yield from answer_as_seen(d, run, intr, decided, now_ms, claim, step)
-    return (*decided_and_step, True)
+        return AnswerStepResult((yield from apply(d, run, intr, again, now_ms, claim)), again.error, None, False)
+    return (yield from answer_as_seen(d, run, intr, decided, now_ms, claim, step))
 
 
 def answer_as_seen(
@@ -453,9 +460,9 @@ def answer_as_seen(
     now_ms: int,
     claim: Claim,
     step: RunCommit | None,
-) -> Plan[tuple[Decided, CommitResult | None]]:
-    """An answer ``decided`` on ``run`` and ``intr``, the rows as they are under the lock, then the step it
-    woke (when the answer leases the run to the step's epoch), in the same transaction."""
+) -> Plan[AnswerStepResult]:
+    """An answer ``decided`` on ``run`` and ``intr``, the rows as they are under the lock (so, as seen),
+    then the step it woke (when the answer leases the run to the step's epoch), in the same transaction."""
     # The step goes in only if the answer leases the run to the step's epoch; then the run's row is
     # written once, by the step's UPDATE, with what the answer set.
     joined = step is not None and _claimable(run, decided, claim, now_ms) and run.epoch + 1 == step.epoch
@@ -463,9 +470,9 @@ def answer_as_seen(
     consume = joined and step is not None and intr.interrupt_id in step.consume
     result = yield from apply(d, run, intr, decided, now_ms, claim, defer_run=joined, consume=consume)
     if step is None or not joined or result.run is None:
-        return (result, decided.error), None
+        return AnswerStepResult(result, decided.error, None, True)
     if consume:
         step = replace(step, consume=[i for i in step.consume if i != intr.interrupt_id])
     # The answer's lease left the run's row locked, and the row it leaves is the one the step is fenced by.
     answered = _answered_columns(result.run, decided)
-    return (result, decided.error), (yield from commit(d, step, result.run, answered))
+    return AnswerStepResult(result, decided.error, (yield from commit(d, step, result.run, answered)), True)

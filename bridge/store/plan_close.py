@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from openwop_bridge.core import statuses
 from openwop_bridge.core.clock import ulid
 from openwop_bridge.core.decisions.cancel import cancel_request, closed_unanswered
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.core.statuses import OPEN_INTERRUPT, InterruptStatus
 from openwop_bridge.store.base import RunCommit
 from openwop_bridge.store.codec import INT_COLS, Dialect
 from openwop_bridge.store.steps import Plan, Sql
@@ -26,7 +28,7 @@ def _draft(intr: InterruptRecord, now_ms: int, by: str, reason: str) -> EventDra
     return EventDraft(f"evt_{ulid(now_ms)}", event["type"], event["payload"], now_ms, node_id=event["nodeId"])
 
 
-def closing(d: Dialect, c: RunCommit, closed_as: str | None, control: Any) -> Plan[list[EventDraft]]:
+def closing(d: Dialect, c: RunCommit, closed_as: InterruptStatus | None, control: Any) -> Plan[list[EventDraft]]:
     """Close what the commit closes (``closed_as``: the status a committed cancel gives, see
     :func:`openwop_bridge.core.records.cancel_committed`; ``control``: the run's control requests) and return
     one ``interrupt.resolved`` draft for each interrupt closed here.
@@ -45,11 +47,13 @@ def closing(d: Dialect, c: RunCommit, closed_as: str | None, control: Any) -> Pl
         new_ids.add(intr.interrupt_id)
         status = closed_as or c.close_interrupts.get(intr.interrupt_id)
         if status and intr.open:
+            statuses.check_interrupt(intr.status, status)
             intr.status, intr.resolved_at_ms = status, now
             drafts.append(_draft(intr, now, by, reason))
     for iid, new_status in c.close_interrupts.items():
         if iid in new_ids:
             continue
+        statuses.check_interrupt(OPEN_INTERRUPT, closed_as or new_status)
         rows = yield Sql(
             "UPDATE interrupts SET status=%s, resolved_at=%s WHERE interrupt_id=%s AND status='pending' "
             f"RETURNING {INT_COLS}",
@@ -57,6 +61,7 @@ def closing(d: Dialect, c: RunCommit, closed_as: str | None, control: Any) -> Pl
         )
         drafts += [_draft(d.interrupt(row), now, by, reason) for row in rows]
     if closed_as:
+        statuses.check_interrupt(OPEN_INTERRUPT, closed_as)
         rows = yield Sql(
             "UPDATE interrupts SET status=%s, resolved_at=%s WHERE run_id=%s AND status='pending' "
             f"RETURNING {INT_COLS}",

@@ -9,7 +9,8 @@ waits on them, and a child's commit that changes its status recomputes its paren
 
 from __future__ import annotations
 
-from openwop_bridge.core import run_state
+from openwop_bridge.core import run_state, statuses
+from openwop_bridge.core.statuses import RunStatus
 from openwop_bridge.store.base import RunCommit
 from openwop_bridge.store.codec import Dialect
 from openwop_bridge.store.steps import Note, Plan, Sql
@@ -20,13 +21,13 @@ MAX_DEPTH = 32
 _CHILDREN = "SELECT run_id, status FROM runs WHERE parent_run_id=%s"
 
 
-def own_status(c: RunCommit) -> Plan[str | None]:
+def own_status(c: RunCommit) -> Plan[RunStatus | None]:
     """The status ``c`` stores: what its executor computed, or a waiting child's status when the run only
     waits on children."""
     if c.status != "running" or c.terminal or c.state is None or not run_state.child_waits(c.state):
         return c.status
     rows = yield Sql(_CHILDREN, (c.run_id,))
-    return run_state.reported_status(c.state, c.status, {str(r[0]): str(r[1]) for r in rows})
+    return run_state.reported_status(c.state, c.status, {str(r[0]): r[1] for r in rows})
 
 
 def to_parents(d: Dialect, parent_id: str | None) -> Plan[None]:
@@ -45,8 +46,9 @@ def to_parents(d: Dialect, parent_id: str | None) -> Plan[None]:
         state = d.json_in(raw_state)
         children = yield Sql(_CHILDREN, (parent_id,))
         own = run_state.run_status(state, busy=False)
-        new = run_state.reported_status(state, own, {str(r[0]): str(r[1]) for r in children})
+        new = run_state.reported_status(state, own, {str(r[0]): r[1] for r in children})
         if new == status:
             return
+        statuses.check_run(status, new)
         yield Sql("UPDATE runs SET status=%s WHERE run_id=%s", (new, parent_id))
         parent_id = grandparent

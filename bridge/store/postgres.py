@@ -34,7 +34,6 @@ from psycopg import AsyncConnection, errors
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from openwop_bridge.core.errors import BridgeError
 from openwop_bridge.core.notices import NoticePlanning
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 from openwop_bridge.store import pg_answer
@@ -42,10 +41,9 @@ from openwop_bridge.store import pg_sql as q
 from openwop_bridge.store.base import (
     IDEMPOTENCY_COLS,
     IDEMPOTENCY_PRUNE,
+    AnswerStepResult,
     Claim,
-    CommitResult,
     IdempotencyRecord,
-    MutationResult,
     RunCommit,
     idempotency_from_row,
 )
@@ -271,20 +269,20 @@ class PostgresStore(Writes, PostgresReads):
         now_ms: int,
         claim: Claim,
         step: RunCommit | None,
-    ) -> tuple[MutationResult, BridgeError | None, CommitResult | None, bool]:
+    ) -> AnswerStepResult:
         """The answer and its step in one message, guarded by the rows ``seen`` (see
         :mod:`openwop_bridge.store.pg_answer`);
         when a guard misses, the shared plan's two messages, which decide again on the rows they find."""
         if pg_answer.guardable(seen):
             try:
-                (result, error), committed = await self._plan(
+                answered = await self._plan(
                     lambda: pg_answer.answer_guarded(self._dialect, seen, decided, now_ms, claim, step), held_back=True
                 )
             except errors.InvalidTextRepresentation as exc:
                 if not pg_answer.missed(exc):
                     raise
             else:
-                return result, error, committed, True
+                return answered
         return await super().answer_and_step(seen, decided, decide, now_ms, claim, step)
 
     # --- signing keys -------------------------------------------------------

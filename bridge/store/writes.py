@@ -12,12 +12,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from openwop_bridge.core.errors import BridgeError
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.notices import Notice, NoticeDraft, NoticePlanning
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
 from openwop_bridge.store import plan, plan_kv, plan_outbox
-from openwop_bridge.store.base import Claim, CommitResult, KvWrite, MutationResult, RunCommit
+from openwop_bridge.store.base import AnswerStepResult, Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from openwop_bridge.store.codec import Dialect
 from openwop_bridge.store.steps import Plan
 
@@ -94,11 +93,8 @@ class Writes(ABC):
         now_ms: int,
         claim: Claim,
         step: RunCommit | None,
-    ) -> tuple[MutationResult, BridgeError | None, CommitResult | None, bool]:
-        (result, error), committed, held = await self._plan(
-            lambda: plan.answer_and_step(self._dialect, seen, decided, decide, now_ms, claim, step)
-        )
-        return result, error, committed, held
+    ) -> AnswerStepResult:
+        return await self._plan(lambda: plan.answer_and_step(self._dialect, seen, decided, decide, now_ms, claim, step))
 
     async def mutate_run(
         self, run_id: str, decide: RunDecision, now_ms: int, *, claim: Claim | None = None

@@ -23,7 +23,7 @@ import inspect
 import re
 import sys
 import types
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 #: A Sphinx role: ``:class:`~a.b.C``` or ``:meth:`name```.
 ROLE = re.compile(r":(?:class|func|meth|attr|mod|exc|data|obj|const|py:\w+):`(~?)([^`]+)`")
@@ -52,6 +52,8 @@ def _own_doc(obj: Any) -> str:
 
 
 def _value(value: Any) -> str:
+    if get_origin(value) is Literal:  # a type alias of strings: its values, one a line when long
+        return "Literal[" + ", ".join(repr(a) for a in get_args(value)) + "]"
     text = repr(value)
     return "…" if " at 0x" in text or len(text) > 80 else text
 
@@ -213,7 +215,7 @@ def render(path: str, level: int = 3) -> str:
                 parts.append(fields)
         parts += _members(obj, level + 1)
         return "\n\n".join(parts)
-    if callable(obj):
+    if callable(obj) and get_origin(obj) is None:
         prefix = "async def " if inspect.iscoroutinefunction(obj) else "def "
         name = getattr(obj, "__name__", attr)
         return "\n\n".join(p for p in (heading, _code(prefix + signature(obj, name)), markdown(_own_doc(obj))) if p)

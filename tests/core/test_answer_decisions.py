@@ -11,10 +11,10 @@ from openwop_bridge.core.decisions.cancel import cancel_decision, run_cancel_dec
 from openwop_bridge.core.decisions.common import AUTH_REQUIRED_PROFILE, Answer
 from openwop_bridge.core.decisions.timeout import timeout_decision
 from openwop_bridge.core.errors import (
+    AnswerAfterCancelError,
     CorrelationMismatchError,
     ForbiddenError,
     InterruptAlreadyResolvedError,
-    InterruptCancelledStateError,
     InterruptGoneError,
     InterruptNotFoundError,
     RunNotFoundError,
@@ -279,7 +279,7 @@ def test_cancelling_a_closed_or_foreign_interrupt_is_refused() -> None:
         cancel(interrupt("custom", {"customKind": "x"}, status="resolved"))
     with pytest.raises(InterruptGoneError):
         cancel(interrupt("custom", {"customKind": "x"}, status="gone"))
-    with pytest.raises(InterruptCancelledStateError):
+    with pytest.raises(AnswerAfterCancelError):
         cancel(interrupt("custom", {"customKind": "x"}, status="cancelled"))
     with pytest.raises(InterruptNotFoundError):
         cancel(interrupt("custom", {"customKind": "x"}), principal("olga", tenant="other"))

@@ -11,10 +11,10 @@ from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.decisions.answer import answer_decision
 from openwop_bridge.core.decisions.common import Answer
 from openwop_bridge.core.errors import (
+    AnswerAfterCancelError,
     ConflictError,
     ForbiddenError,
     InterruptAlreadyResolvedError,
-    InterruptCancelledStateError,
     InterruptGoneError,
     InterruptNotFoundError,
     PayloadTooLargeError,
@@ -221,8 +221,8 @@ def test_a_vote_after_the_quorum_closed_is_refused() -> None:
 @pytest.mark.parametrize(
     ("control", "status", "error"),
     [
-        ({"cancel": {"reason": "stop", "cancelledBy": "alice"}}, "cancelling", InterruptCancelledStateError),
-        (None, "cancelled", InterruptCancelledStateError),
+        ({"cancel": {"reason": "stop", "cancelledBy": "alice"}}, "cancelling", AnswerAfterCancelError),
+        (None, "cancelled", AnswerAfterCancelError),
         ({"cancel": {"reason": "stop", "cancelledBy": "alice", "parentRunId": "p"}}, "cancelling", InterruptGoneError),
     ],
 )

@@ -15,9 +15,8 @@ import httpx
 import pytest
 
 from openwop_bridge import Engine, Workflow
-from openwop_bridge.core.errors import BridgeError
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
-from openwop_bridge.store.base import Claim, MutationResult, RunCommit
+from openwop_bridge.store.base import AnswerStepResult, Claim, RunCommit
 from tests.conftest import auth
 from tests.helpers import ADMIN, envelope, event_types, events, settle
 
@@ -57,7 +56,7 @@ async def test_the_second_of_two_bare_answers_is_409_and_never_answers_the_next_
         now_ms: int,
         claim: Claim,
         step: RunCommit | None,
-    ) -> tuple[MutationResult, BridgeError | None, Any, bool]:
+    ) -> AnswerStepResult:
         done = await real_answer(seen, decided, decide, now_ms, claim, step)
         if not second:
             # Committed with the step that opened turn 2, not yet returned: the second answer comes now.

@@ -308,3 +308,54 @@ def test_routes_and_idempotency_are_declared_only_in_the_route_tables() -> None:
             if called in ("Route", "idempotent", "scoped"):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} calls {called}")
     assert found == []
+
+
+_ERROR_FIELDS = frozenset({"code", "status", "retryable"})
+
+
+def _errors_declared_apart(source: str) -> list[str]:
+    """Error classes that set their wire code, status or retryability in their body, not in their class line."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [
+            b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases
+        ]
+        if not any(b.endswith("Error") for b in bases):
+            continue
+        for stmt in node.body:
+            targets = (
+                stmt.targets
+                if isinstance(stmt, ast.Assign)
+                else [stmt.target]
+                if isinstance(stmt, ast.AnnAssign)
+                else []
+            )
+            if any(isinstance(t, ast.Name) and t.id in _ERROR_FIELDS for t in targets):
+                found.append(f"{node.name} (line {stmt.lineno})")
+    return found
+
+
+def test_every_error_names_its_code_and_status_in_its_class_line() -> None:
+    apart = [f"{module}: {cls}" for module, path in MODULES.items() for cls in _errors_declared_apart(path.read_text())]
+    assert apart == [], "declare them as class X(BridgeError, code=..., status=...):"
+
+
+def test_the_error_declaration_check_sees_a_body_declaration() -> None:
+    source = (
+        'class X(BridgeError):\n    """x"""\n\n    code = "x"\n    status = 400\n\n\n'
+        'class Y(X, code="y"):\n    """y"""\n'
+    )
+    assert _errors_declared_apart(source) == ["X (line 4)", "X (line 5)"]
+
+
+#: The most lines a module of bridge/, adapters/ or bench/ may have.
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines() -> None:
+    long = {
+        module: n for module, path in MODULES.items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"split these modules by concern (at most {MAX_MODULE_LINES} lines each)"

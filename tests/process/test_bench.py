@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from openwop_bridge.bench import engine, langgraph_client, profiles
-from openwop_bridge.bench.harness import SCENARIOS, Result, Target, select, table
+from openwop_bridge.bench.harness import SCENARIOS, select, table
+from openwop_bridge.bench.results import Result, Target
 
 FIGURES = {
     "engine_roundtrip": "ms",

@@ -42,7 +42,7 @@ async def test_an_answerer_that_goes_away_leaves_the_answer_and_its_step_committ
     run = await engine.create_run(ADMIN, "one-gate")
     await settle(engine, run.run_id)
     answering = asyncio.ensure_future(engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="gate"))
-    while not engine.executors.answers_in_flight:
+    while not engine._executing.answers_in_flight:
         await asyncio.sleep(0)
     answering.cancel()
     with pytest.raises(asyncio.CancelledError):

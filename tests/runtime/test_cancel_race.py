@@ -15,7 +15,7 @@ import pytest
 from openwop_bridge import Engine, NodeContext, Workflow, approval
 from openwop_bridge.core.decisions.answer import answer_decision
 from openwop_bridge.core.decisions.common import Answer
-from openwop_bridge.core.errors import InterruptAlreadyResolvedError, InterruptCancelledStateError
+from openwop_bridge.core.errors import AnswerAfterCancelError, InterruptAlreadyResolvedError
 from openwop_bridge.core.records import InterruptRecord, RunRecord
 from openwop_bridge.runtime import joint
 from openwop_bridge.store.base import CommitResult, RunCommit
@@ -69,7 +69,7 @@ async def test_an_interrupt_opened_after_the_cancel_committed_is_closed(
     token, _ = engine.mint_token(g2)
     with pytest.raises(InterruptAlreadyResolvedError):
         await engine.resolve_token(token, {"action": "accept"})
-    with pytest.raises(InterruptCancelledStateError):
+    with pytest.raises(AnswerAfterCancelError):
         await engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="g2")
     after = await engine.store.interrupt_at(run.run_id, "g2")
     assert after is not None and after.status == "cancelled" and after.resolution is None
@@ -103,7 +103,7 @@ def _records(run_status: str, control: dict[str, Any] | None) -> tuple[Interrupt
 def test_an_answer_on_a_run_whose_cancel_committed_is_refused(status: str, control: dict[str, Any] | None) -> None:
     intr, run = _records(status, control)
     run_scoped = answer_decision(Answer(principal=ADMIN, value={"action": "accept"}), 2, lambda p: f"{p}_1")
-    with pytest.raises(InterruptCancelledStateError):
+    with pytest.raises(AnswerAfterCancelError):
         run_scoped(intr, run)
     by_link = answer_decision(
         Answer(principal=None, value={"action": "accept"}, surface="token", token_intent="resolve"),

@@ -16,7 +16,7 @@ import pytest
 from openwop_bridge import Engine, Workflow
 from openwop_bridge.core.errors import BridgeError, InterruptAlreadyResolvedError
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
-from openwop_bridge.store.base import Claim, MutationResult, RunCommit
+from openwop_bridge.store.base import AnswerStepResult, Claim, RunCommit
 from tests.helpers import ADMIN, event_types, events, settle
 
 
@@ -65,7 +65,7 @@ async def test_a_bare_answer_arriving_while_another_commits_the_next_prompt_is_4
         now_ms: int,
         claim: Claim,
         step: RunCommit | None,
-    ) -> tuple[MutationResult, BridgeError | None, Any, bool]:
+    ) -> AnswerStepResult:
         # The first answer commits with the step that opens turn 2; before it returns, a second
         # bare answer arrives, and it reads the address only after that commit.
         done = await real(seen, decided, decide, now_ms, claim, step)

@@ -18,9 +18,9 @@ from openwop_bridge import (
     external_event,
 )
 from openwop_bridge.core.errors import (
+    AnswerAfterCancelError,
     CorrelationMismatchError,
     InterruptAlreadyResolvedError,
-    InterruptCancelledStateError,
     ValidationError,
 )
 from openwop_bridge.runtime import executor, joint
@@ -253,7 +253,7 @@ async def test_cancel_raises_interrupt_cancelled_in_the_suspended_node(engine: E
     types = await event_types(engine, run.run_id)
     assert types[-1] == "run.cancelled" and "acme.cleanup.done" in types and "node.cancelled" in types
     assert (await engine.store.interrupt_at(run.run_id, "n")).status == "cancelled"
-    with pytest.raises(InterruptCancelledStateError):
+    with pytest.raises(AnswerAfterCancelError):
         await engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="n")
     with pytest.raises(InterruptAlreadyResolvedError):
         await engine.resolve_token(token, {"action": "accept"})

@@ -17,13 +17,14 @@ from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.conversation_limits import ConversationLimits
 from openwop_bridge.core.errors import (
+    AnswerAfterCancelError,
     ForbiddenError,
     InterruptAlreadyResolvedError,
-    InterruptCancelledStateError,
     InterruptGoneError,
 )
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
+from openwop_bridge.core.statuses import InterruptStatus
 
 AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required"
 
@@ -103,7 +104,7 @@ def closed_error(intr: InterruptRecord, surface: str) -> Exception:
     if intr.status == "cancelled":
         if surface == "token":
             return InterruptAlreadyResolvedError("this link is no longer valid: the interrupt was cancelled")
-        return InterruptCancelledStateError(
+        return AnswerAfterCancelError(
             "the run was cancelled while this interrupt was pending", details={"interruptId": intr.interrupt_id}
         )
     return InterruptAlreadyResolvedError(
@@ -174,7 +175,7 @@ def settle(
     now: int,
     new_id: NewId,
     *,
-    status: str,
+    status: InterruptStatus,
     by: str,
     value: Any,
     emitted: list[dict[str, Any]],

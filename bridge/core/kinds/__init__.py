@@ -3,8 +3,10 @@
 Each kind object (:class:`Kind`) owns everything about its kind: data
 definition and builder, waiting status and suspend reason, label and title,
 whether it is answered and listed, the normalisation of its resume value, the
-JSON Schema it advertises for that answer, and whether a cancel or a timeout
-fails it closed. Ask the registry (:func:`kind_of`) instead of branching on a
+JSON Schema it advertises for that answer, whether a cancel or a timeout
+fails it closed, and the short answers a surface may give for it
+(:func:`coerce_short_answer`: a bare value for a one-question clarification, a
+bare action for an approval). Ask the registry (:func:`kind_of`) instead of branching on a
 kind's name.
 
 Everything here is pure: a payload or a resume value goes in, a normalised
@@ -45,6 +47,7 @@ from openwop_bridge.core.kinds.registry import (
     KINDS,
     REGISTRY,
     WAITING_STATUS,
+    coerce_short_answer,
     kind_of,
     waiting_status,
 )
@@ -75,6 +78,7 @@ __all__ = [
     "LowConfidenceKind",
     "approval",
     "clarification",
+    "coerce_short_answer",
     "compile_schema",
     "correlation_matches",
     "custom",

@@ -83,6 +83,14 @@ class ApprovalKind(Kind):
         """The answer as an :class:`~openwop_bridge.core.approvals.ApprovalAnswer` (votes are applied by resolution)."""
         return approvals.normalize_answer(data, value)
 
+    def coerce_short_answer(self, data: Mapping[str, Any], value: Any) -> Any:
+        """``{action}`` for a bare action name, ``accept`` or ``reject`` for true or false."""
+        if isinstance(value, bool):
+            return {"action": "accept" if value else "reject"}
+        if isinstance(value, str):
+            return {"action": value}
+        return value
+
     @staticmethod
     def action_of(value: Any) -> str:
         """The action of a settled approval's resume value (``{action}``, a legacy ``{decision}``, a bare name)."""

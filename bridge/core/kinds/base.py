@@ -4,7 +4,8 @@ A :class:`Kind` owns its data definition (the ``suspend-request`` schema def),
 the payload builder, the run status and suspend reason while it waits, its
 label and title, whether it is answered and listed, how its resume value is
 checked and normalised, the JSON Schema it advertises for that answer, and
-whether a cancel or a timeout fails it closed. Other modules ask the registry
+whether a cancel or a timeout fails it closed, and the short answers surfaces may
+give for it (:meth:`Kind.coerce_short_answer`). Other modules ask the registry
 (:func:`openwop_bridge.core.kinds.kind_of`) instead of branching on kind names.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, ClassVar
+
+from openwop_bridge.core.statuses import RunStatus
 
 
 def present(**fields: Any) -> dict[str, Any]:
@@ -26,7 +29,7 @@ class Kind:
     #: The definition of ``data`` in ``suspend-request.schema.json``.
     data_def: ClassVar[str]
     #: Run status while an interrupt of this kind is the one the run waits on.
-    waiting_status: ClassVar[str] = "waiting-input"
+    waiting_status: ClassVar[RunStatus] = "waiting-input"
     #: ``reason`` of the ``node.suspended`` event.
     suspend_reason: ClassVar[str]
     #: A short human name of the kind ("Approval").
@@ -43,6 +46,8 @@ class Kind:
     turn: ClassVar[bool] = False
     #: Opens a conversation, whose turns fold into a messages channel.
     opens_conversation: ClassVar[bool] = False
+    #: Part of a conversation (RFC 0005): raised only on a host that offers the conversation capability.
+    in_conversation: ClassVar[bool] = False
     #: Answered once per event: the resolution records the event's id, and the same id again is idempotent.
     event_keyed: ClassVar[bool] = False
     #: The logged resume value hides values under secret-looking keys.
@@ -89,6 +94,12 @@ class Kind:
         """Check a resume value beyond its ``resumeSchema`` and return it normalised.
 
         Raises :class:`~openwop_bridge.core.errors.ValidationError` (or a subclass) when it is refused."""
+        return value
+
+    def coerce_short_answer(self, data: Mapping[str, Any], value: Any) -> Any:
+        """The answer a surface's short form ``value`` stands for, on an interrupt of this kind whose ``data`` is
+        given; ``value`` itself when it is no short form. Every surface (AG-UI, the LangGraph API, A2A) takes its
+        short answers through this one method, before the conventions of its own protocol."""
         return value
 
     def event_id(self, value: Any) -> str | None:

@@ -48,6 +48,17 @@ class ClarificationKind(Kind):
     def normalize_resume(self, data: Mapping[str, Any], value: Any) -> dict[str, Any]:
         return normalize_clarification(data, value)
 
+    def coerce_short_answer(self, data: Mapping[str, Any], value: Any) -> Any:
+        """``{answers}`` for an object keyed by question ids, or for a bare value when there is one question."""
+        questions = [q.get("id") for q in data.get("questions", []) if isinstance(q, Mapping)]
+        if isinstance(value, Mapping) and "answers" in value:
+            return value
+        if isinstance(value, Mapping) and value and set(value) <= set(questions):
+            return {"answers": dict(value)}
+        if len(questions) == 1 and not isinstance(value, Mapping):
+            return {"answers": {questions[0]: value}}
+        return value
+
 
 CLARIFICATION = ClarificationKind()
 

@@ -22,6 +22,7 @@ class ConversationStartKind(Kind):
     answerable = False
     listed = False
     opens_conversation = True
+    in_conversation = True
 
     def refusal(self, data: Mapping[str, Any]) -> str:
         return "a conversation start is not answerable"
@@ -36,6 +37,7 @@ class ConversationExchangeKind(Kind):
     suspend_reason = "conversation-input"
     label = "Conversation"
     turn = True
+    in_conversation = True
 
     def title(self, data: Mapping[str, Any]) -> str:
         return str(data.get("prompt", "Conversation"))
@@ -64,6 +66,7 @@ class ConversationCloseKind(Kind):
     label = "conversation.close"
     answerable = False
     listed = False
+    in_conversation = True
 
     def refusal(self, data: Mapping[str, Any]) -> str:
         return f"conversation {data.get('conversationId')} is closed; no more exchanges"

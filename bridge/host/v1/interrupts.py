@@ -12,10 +12,10 @@ from starlette.responses import Response
 
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.errors import (
+    AnswerAfterCancelError,
     ForbiddenError,
     InterruptAlreadyResolvedError,
-    InterruptCancelledConflictError,
-    InterruptCancelledStateError,
+    LegacyAnswerAfterCancelError,
     ValidationError,
 )
 from openwop_bridge.host.http import operations
@@ -53,9 +53,9 @@ async def legacy_approval(request: Request) -> Response:
         result = await engine(request).resolve(
             who, value, run_id=request.path_params["run_id"], node_id=request.path_params["node_id"]
         )
-    except InterruptCancelledStateError as exc:
+    except AnswerAfterCancelError as exc:
         # A cancel that won the race: this route's callers expect 409 (the run-scoped route keeps 422).
-        raise InterruptCancelledConflictError(str(exc), details=exc.details) from exc
+        raise LegacyAnswerAfterCancelError(str(exc), details=exc.details) from exc
     return JSONResponse(result)
 
 

@@ -39,18 +39,12 @@ CODE_MAP: dict[str, tuple[str, int]] = {
 }
 
 
-class RunTerminalError(BridgeError):
+class RunTerminalError(BridgeError, code="run_terminal", status=409):
     """409: cancel on a run that already ended (runs.md §Cancel)."""
 
-    code = "run_terminal"
-    status = 409
 
-
-class RunAlreadyActiveError(BridgeError):
+class RunAlreadyActiveError(BridgeError, code="run_already_active", status=409):
     """409: ``OpenWOP-Dedup`` on create, and another run holds the ``(tenantId, scopeId)`` claim."""
-
-    code = "run_already_active"
-    status = 409
 
     def __init__(self, message: str, retry_after_s: int, details: dict[str, Any] | None = None) -> None:
         super().__init__(message, details=details)

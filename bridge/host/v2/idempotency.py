@@ -22,11 +22,8 @@ from openwop_bridge.host.http.idempotency import Rules
 KEY_PATTERN = re.compile(r"[A-Za-z0-9._~-]{22,128}")
 
 
-class IdempotencyKeyInvalidError(BridgeError):
+class IdempotencyKeyInvalidError(BridgeError, code="idempotency_key_invalid", status=400):
     """400: an ``Idempotency-Key`` outside v2's grammar."""
-
-    code = "idempotency_key_invalid"
-    status = 400
 
 
 def _invalid() -> BridgeError:

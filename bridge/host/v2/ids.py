@@ -27,11 +27,8 @@ _OPAQUE = re.compile(r"[A-Za-z0-9._~-]{16,128}")
 _BARE_V1 = re.compile(r"[A-Za-z0-9._~-]{1,128}")
 
 
-class IdTenantMismatchError(BridgeError):
+class IdTenantMismatchError(BridgeError, code="id_tenant_mismatch", status=403):
     """403: a tenant-bound id names another tenant than the caller's."""
-
-    code = "id_tenant_mismatch"
-    status = 403
 
 
 def opaque(engine_id: str) -> str:

@@ -24,11 +24,8 @@ LEGACY_KID = "legacy"
 _KID = re.compile(r"[A-Za-z0-9_~-]{1,128}")
 
 
-class InterruptTokenInvalidError(BridgeError):
+class InterruptTokenInvalidError(BridgeError, code="interrupt_token_invalid", status=401):
     """401: the token's MAC, ``alg`` or ``kid`` is not accepted."""
-
-    code = "interrupt_token_invalid"
-    status = 401
 
 
 def signed_kid(v1_token: str) -> str | None:

@@ -48,11 +48,8 @@ DEAD_LETTER_PAGE = 100
 UNPROJECTABLE = "payload_unprojectable"
 
 
-class WebhookEndpointUnverifiedError(BridgeError):
+class WebhookEndpointUnverifiedError(BridgeError, code="webhook_endpoint_unverified", status=400):
     """400: the endpoint did not echo the verification challenge."""
-
-    code = "webhook_endpoint_unverified"
-    status = 400
 
 
 class RegisterBody(ClosedModel):

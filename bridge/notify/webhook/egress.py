@@ -91,11 +91,8 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 
 
-class WebhookUrlRejectedError(BridgeError):
+class WebhookUrlRejectedError(BridgeError, code="webhook_url_rejected", status=400):
     """400: the webhook URL names a destination this host does not send to."""
-
-    code = "webhook_url_rejected"
-    status = 400
 
 
 class LookupFailedError(WebhookUrlRejectedError):
