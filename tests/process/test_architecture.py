@@ -14,86 +14,32 @@ inside functions and under ``TYPE_CHECKING``).
   faces, ``openwop_bridge`` and ``openwop_bridge.host``;
 - protocol SDKs and the bench's peers are imported only in ``adapters`` and ``bench``;
 - no two modules of ``bridge`` import each other, directly or around a loop;
+- the host and the adapters reach the store only through the engine (``engine.store.x`` nowhere
+  but in the command line, which opens stores);
 - everything imports the one installed name, ``openwop_bridge``, never a folder's name.
 
-The checks speak of the repository's folders: an import of ``openwop_bridge.x`` is of ``bridge.x``,
-``openwop_bridge.agui.x`` of ``adapters.agui.x`` and ``openwop_bridge.bench.x`` of ``bench.x``.
-- the host and the adapters reach the store only through the engine (``engine.store.x`` nowhere
-  but in the command line, which opens stores).
+The checks speak of the repository's folders (see :mod:`tests.imports`): an import of
+``openwop_bridge.x`` is of ``bridge.x``, ``openwop_bridge.agui.x`` of ``adapters.agui.x`` and
+``openwop_bridge.bench.x`` of ``bench.x``.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.imports import ADAPTERS, MODULES, ROOT
+from tests.imports import cycles as _cycles
+from tests.imports import graph as _graph
+from tests.imports import imports as _imports
+from tests.imports import raw_imports as _raw_imports
+from tests.imports import within as _within
+
 SDKS = frozenset(
     {"ag_ui", "ag_ui_langgraph", "langgraph", "langchain", "langchain_core", "fastapi", "openwop_client"}
     | {"langgraph_sdk", "a2a", "mcp"}
 )
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _modules(*packages: str) -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for package in packages:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            found[_module_name(path)] = path
-    return found
-
-
-MODULES = _modules("bridge", "adapters", "bench")
-ADAPTERS = sorted(p.name for p in (ROOT / "adapters").iterdir() if (p / "__init__.py").exists())
-
-
-def _folder_name(module: str) -> str:
-    """The repository's name of an imported module: ``openwop_bridge.agui.x`` is ``adapters.agui.x``."""
-    head, _, rest = module.partition(".")
-    if head != "openwop_bridge":
-        return module
-    first = rest.split(".")[0]
-    if first in ADAPTERS:
-        return f"adapters.{rest}"
-    if first == "bench":
-        return rest
-    return f"bridge.{rest}" if rest else "bridge"
-
-
-def _raw_imports(path: Path) -> Iterator[tuple[int, str, list[str]]]:
-    """``(line, module, names)`` for every absolute import in a file, as written."""
-    tree = ast.parse(path.read_text(), str(path))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name, []
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield node.lineno, node.module, [a.name for a in node.names]
-
-
-def _imports(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line, module)`` for every import in a file, by folder name; ``from a import b`` is ``a.b``
-    when that is a module."""
-    for line, written, names in _raw_imports(path):
-        module = _folder_name(written)
-        submodules = [f"{module}.{name}" for name in names if f"{module}.{name}" in MODULES]
-        if not names or len(submodules) < len(names):
-            yield line, module  # some name is defined by the module itself
-        for candidate in submodules:
-            yield line, candidate
-
-
-def _within(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + ".")
 
 
 def _violations(source_package: str, allowed: tuple[str, ...] = (), denied: tuple[str, ...] = ()) -> list[str]:
@@ -205,46 +151,6 @@ def test_the_checks_see_a_violation() -> None:
     assert "bridge.runtime.engine" in imports  # module level
     assert any(_within(t, "bench") for t in imports)  # inside the bench command's function
     assert _violations("bridge.host", allowed=("bridge.core",)) != []
-
-
-def _graph(package: str) -> dict[str, set[str]]:
-    return {
-        name: {t for _, t in _imports(path) if t in MODULES and _within(t, package) and t != name}
-        for name, path in MODULES.items()
-        if _within(name, package)
-    }
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The loops of an import graph (strongly connected components of two or more modules)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:  # Tarjan's algorithm; the graph is a few hundred modules
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for nxt in graph[node]:
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                top = stack.pop()
-                component.append(top)
-                if top == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in graph:
-        if node not in index:
-            visit(node)
-    return found
 
 
 def test_bridge_has_no_import_cycles() -> None:

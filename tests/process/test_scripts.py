@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,3 +163,14 @@ def test_scripts_test_says_what_it_installs_and_builds_before_each_long_step(tmp
         "scripts/test: building agent-chat-ui",
     ], result.stderr
     assert result.stdout.splitlines()[:3] == ["== ruff", "== mypy", "== pytest"], result.stdout
+
+
+def test_scripts_structure_draws_the_layers_with_no_arrow_up_and_no_cycle() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "structure")], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "layers, bottom up: spec < core < store < identity < notify < runtime < host" in result.stdout
+    assert "     host -> runtime" in result.stdout  # an arrow down is drawn
+    assert "arrows up a layer: 0" in result.stdout
+    assert "import cycles among the modules of bridge/: 0" in result.stdout
