@@ -8,7 +8,7 @@ The engine (:class:`Engine`) runs workflows whose nodes call
 from __future__ import annotations
 
 from openwop_bridge.core import kinds
-from openwop_bridge.core.auth import KeyRing, Principal
+from openwop_bridge.core.auth import KeyRing, Principal, Subject
 from openwop_bridge.core.errors import (
     ApprovalRejectedError,
     BridgeError,
@@ -62,6 +62,7 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "SqliteStore",
+    "Subject",
     "ValidationError",
     "Workflow",
     "WorkflowDefinition",

@@ -44,14 +44,39 @@ _SPEC = re.compile(
 )
 
 
+#: The lanes a credential may come through (identity.md §2): a key, a provider's token, an inbox session.
+LANES: tuple[str, ...] = ("api-key", "oidc", "oauth2", "session")
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """Who a person is at an identity provider, and the lane their credential came through.
+
+    ``issuer`` is the trust root (the provider's issuer identifier), ``subject_id`` the person's
+    id there (the token's ``sub``), ``lane`` one of :data:`LANES`. ``name`` and ``email`` are
+    what the provider says, for display only: nothing is authorised by them.
+    """
+
+    issuer: str
+    subject_id: str
+    lane: str
+    name: str | None = None
+    email: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who is calling: an opaque id, a tenant, scopes and roles."""
+    """Who is calling: an opaque id, a tenant, scopes and roles.
+
+    ``subject`` says who the person is at their identity provider when the credential came from
+    one (a token, an inbox session); None for an API key.
+    """
 
     id: str
     tenant: str = DEFAULT_TENANT
     scopes: frozenset[str] = field(default_factory=lambda: frozenset({"*"}))
     roles: frozenset[str] = field(default_factory=frozenset)
+    subject: Subject | None = None
 
     def has_scope(self, scope: str) -> bool:
         """True when any granted scope covers ``scope`` (exact, ``*`` or ``prefix:*``)."""

@@ -32,7 +32,7 @@ import httpx
 from joserfc import jws, jwt
 from joserfc.errors import JoseError, SecurityWarning
 
-from openwop_bridge.core.auth import Principal, known_scope
+from openwop_bridge.core.auth import Principal, Subject, known_scope
 from openwop_bridge.identity.config import ALGORITHMS, IdentityConfig, IssuerConfig
 from openwop_bridge.identity.errors import (
     AudienceMismatchError,
@@ -234,13 +234,17 @@ def _resolve(issuer: IssuerConfig, claims: Mapping[str, Any], expires_at: float)
         scopes.update(issuer.role_scopes.get(role, ()))
     sub = claims.get("sub")
     name, email = claims.get(names.name), claims.get(names.email)
+    subject_id = sub if isinstance(sub, str) and sub else principal
+    display = name if isinstance(name, str) else None
+    mail = email if isinstance(email, str) else None
+    who = Subject(issuer=issuer.issuer, subject_id=subject_id, lane=issuer.lane, name=display, email=mail)
     return Verified(
         # Scopes are always given: a Principal without them would hold every scope.
-        principal=Principal(id=principal, tenant=tenant, scopes=frozenset(scopes), roles=roles),
+        principal=Principal(id=principal, tenant=tenant, scopes=frozenset(scopes), roles=roles, subject=who),
         issuer=issuer.issuer,
         lane=issuer.lane,
-        subject_id=sub if isinstance(sub, str) and sub else principal,
-        name=name if isinstance(name, str) else None,
-        email=email if isinstance(email, str) else None,
+        subject_id=subject_id,
+        name=display,
+        email=mail,
         expires_at=expires_at,
     )
