@@ -43,6 +43,7 @@ from openwop_bridge.store.base import Store
 if TYPE_CHECKING:
     import uvicorn
 
+    from openwop_bridge.host.web.signin import SignIn
     from openwop_bridge.identity.layer import Identity
 
 log = logging.getLogger("openwop_bridge.host.cli")
@@ -196,6 +197,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         identity = Identity(identity_config, TokenVerifier(identity_config), args.public_url)
         ring.use_tokens(identity.resolve)
         routes += metadata_routes(identity)
+    sign_in = _sign_in(engine, identity, ring) if identity is not None and not args.no_ui else None
+    if sign_in is not None:
+        from openwop_bridge.host.web.signin import signin_routes
+
+        routes += signin_routes(sign_in)
     if notify is not None:
         from openwop_bridge.host.notifying import install_notify  # its channels' libraries load only when used
 
@@ -219,7 +225,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         public_url=args.public_url,
         link_page=None if args.no_ui else web.link_page,
         on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
-        on_shutdown=[*build.shutdown, *([identity.verifier.aclose] if identity is not None else [])],
+        on_shutdown=[
+            *build.shutdown,
+            *([identity.verifier.aclose] if identity is not None else []),
+            *([sign_in.flow.aclose] if sign_in is not None else []),
+        ],
         openapi=fragments,
         facets=build.discovery,
         allowed_hosts=allowed_hosts(args),
@@ -234,28 +244,47 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             allow_loopback=args.webhook_allow_loopback or (not keys and identity is None),
             rotation_overlap_s=args.webhook_rotation_overlap_seconds,
         ),
-        layers=_identity_layers(identity),
-        auth_lanes=[] if identity is None else _auth_lanes(identity),
+        layers=_identity_layers(identity, sign_in),
+        auth_lanes=[] if identity is None else _auth_lanes(identity, sessions=sign_in is not None),
     )
     return app, engine, ring, banner
 
 
-def _identity_layers(identity: Identity | None) -> list[Any]:
-    """The ASGI layer verifying the identity providers' tokens, when an identity file is configured."""
+def _sign_in(engine: Engine, identity: Identity, ring: KeyRing) -> SignIn | None:
+    """The inbox's sign-in through the provider, when the identity file has an ``inbox`` section."""
+    config = identity.config
+    if config.inbox is None:
+        return None
+    from openwop_bridge.host.web.sessions import InboxSessions
+    from openwop_bridge.host.web.signin import SignIn, session_principal
+    from openwop_bridge.identity.signin import InboxSignIn
+
+    sessions = InboxSessions(engine, idle_ms=config.sessions.idle_ms, absolute_ms=config.sessions.absolute_ms)
+    ring.use_sessions(session_principal)
+    return SignIn(InboxSignIn(config, identity.verifier), sessions, identity.public_url)
+
+
+def _identity_layers(identity: Identity | None, sign_in: SignIn | None) -> list[Any]:
+    """The ASGI layers verifying the identity providers' tokens and the inbox's session cookie."""
     if identity is None:
         return []
     from starlette.middleware import Middleware
 
     from openwop_bridge.identity.layer import BearerTokens
 
-    return [Middleware(BearerTokens, identity=identity)]
+    layers = [Middleware(BearerTokens, identity=identity)]
+    if sign_in is not None:
+        from openwop_bridge.host.web.signin import SessionCookies
+
+        layers.append(Middleware(SessionCookies, sign_in=sign_in))
+    return layers
 
 
-def _auth_lanes(identity: Identity) -> list[dict[str, Any]]:
-    """The ``auth.lanes[]`` of the identity file's providers (v2 discovery)."""
+def _auth_lanes(identity: Identity, *, sessions: bool) -> list[dict[str, Any]]:
+    """The ``auth.lanes[]`` of the identity file's providers (v2 discovery), and the inbox's sessions."""
     from openwop_bridge.identity.layer import auth_lanes
 
-    return auth_lanes(identity.config)
+    return auth_lanes(identity.config, sessions=sessions)
 
 
 def _install(engine: Engine, args: argparse.Namespace, issuers: tuple[str, ...] = ()) -> ServerBuild:

@@ -20,6 +20,7 @@ a request with a token costs about what one with an API key costs.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import time
 import warnings
@@ -133,7 +134,14 @@ class TokenVerifier:
             self._cache.popitem(last=False)
         return verified
 
-    async def _verify(self, token: str) -> Verified:
+    async def verify_id_token(self, token: str, *, client_id: str, nonce: str) -> Verified:
+        """An OpenID Connect ID token of a sign-in (never remembered): verified as a bearer token of its issuer
+        is (keys, algorithm, ``iss``, ``exp``/``nbf``/``iat``, claims mapping, tenant rules), except that its
+        ``aud`` must be exactly ``client_id`` and its ``nonce`` the one the sign-in sent; no lifetime window
+        applies (the session it opens has its own limits)."""
+        return await self._verify(token, (client_id, nonce))
+
+    async def _verify(self, token: str, id_token: tuple[str, str] | None = None) -> Verified:
         if len(token) > MAX_TOKEN_BYTES or not looks_like_jwt(token):
             raise IdentityUnverifiedError("the bearer token is not a signed JWT")
         try:
@@ -161,8 +169,11 @@ class TokenVerifier:
         claims: dict[str, Any] = dict(decoded.claims)
         if claims.get("iss") != issuer.issuer:
             raise IdentityUnverifiedError("the token's issuer is not one this host trusts")
-        _check_audience(issuer, claims, str(header.get("typ", "")).lower())
-        expires_at = _check_times(issuer, claims, self._now())
+        if id_token is None:
+            _check_audience(issuer, claims, str(header.get("typ", "")).lower())
+        else:
+            _check_id_token(claims, *id_token)
+        expires_at = _check_times(issuer, claims, self._now(), bounded=id_token is None)
         return _resolve(issuer, claims, expires_at)
 
 
@@ -177,6 +188,15 @@ def _check_audience(issuer: IssuerConfig, claims: Mapping[str, Any], typ: str) -
     raise AudienceMismatchError(f"the token is not for this host (its audience must be {issuer.audience!r})")
 
 
+def _check_id_token(claims: Mapping[str, Any], client_id: str, nonce: str) -> None:
+    aud = claims.get("aud")
+    if (aud if isinstance(aud, list) else [aud]) != [client_id]:
+        raise AudienceMismatchError("the ID token is not for this host's inbox client")
+    found = claims.get("nonce")
+    if not isinstance(found, str) or not hmac.compare_digest(found.encode(), nonce.encode()):
+        raise IdentityUnverifiedError("the ID token's nonce is not the one this sign-in sent")
+
+
 def _number(claims: Mapping[str, Any], name: str) -> float | None:
     value = claims.get(name)
     if value is None:
@@ -186,7 +206,7 @@ def _number(claims: Mapping[str, Any], name: str) -> float | None:
     return float(value)
 
 
-def _check_times(issuer: IssuerConfig, claims: Mapping[str, Any], now: float) -> float:
+def _check_times(issuer: IssuerConfig, claims: Mapping[str, Any], now: float, *, bounded: bool = True) -> float:
     """``exp``, after checking ``exp``, ``nbf``, ``iat`` and (``exp-only``) the lifetime bounds."""
     leeway = issuer.leeway_seconds
     exp, nbf, iat = _number(claims, "exp"), _number(claims, "nbf"), _number(claims, "iat")
@@ -198,7 +218,7 @@ def _check_times(issuer: IssuerConfig, claims: Mapping[str, Any], now: float) ->
         raise IdentityUnverifiedError("the token is not valid yet ('nbf')")
     if iat is not None and iat > now + leeway:
         raise IdentityUnverifiedError("the token was issued in the future ('iat')")
-    if issuer.revocation == "exp-only":
+    if bounded and issuer.revocation == "exp-only":
         window = issuer.revocation_window_seconds
         if iat is None:
             raise CredentialLifetimeExceededError("the token has no 'iat', so its lifetime cannot be bounded")

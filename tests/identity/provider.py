@@ -39,9 +39,24 @@ CLIENTS = [
 class OpenIdProvider:
     """``node oidc_provider.mjs`` in its own process, until :meth:`stop`."""
 
-    def __init__(self, clients: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        clients: list[dict[str, Any]] | None = None,
+        *,
+        redirect_uris: list[str] | None = None,
+        accounts: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """``redirect_uris``: where the inbox client may be sent back to; ``accounts``: the claims of people
+        signing in, by login name (each also has ``sub``, ``name`` and ``preferred_username`` equal to it)."""
         self.clients = {c["client_id"]: c for c in clients or CLIENTS}
-        config = {"audience": AUDIENCE, "scope": SCOPE, "clients": list(self.clients.values()), "inbox": INBOX}
+        inbox = {**INBOX, "redirect_uris": redirect_uris or INBOX["redirect_uris"]}
+        config = {
+            "audience": AUDIENCE,
+            "scope": SCOPE,
+            "clients": list(self.clients.values()),
+            "inbox": inbox,
+            "accounts": accounts or {},
+        }
         node = node_binary("identity", "oidc-provider")
         self.proc = subprocess.Popen(
             [node, "oidc_provider.mjs"],

@@ -5,7 +5,8 @@
 //    "scope": "runs:read …",                     the scopes the resource grants
 //    "clients": [{"client_id", "client_secret",  client_credentials clients (services, or a person's
 //                 "ttl"?, "claims"?}],           claims for the tests), each with its token lifetime
-//    "inbox": {"client_id", "client_secret", "redirect_uris"}}   the inbox (authorization code flow)
+//    "inbox": {"client_id", "client_secret", "redirect_uris"},   the inbox (authorization code flow)
+//    "accounts": {"<login>": {claims}}}          claims of people signing in (beside sub, name, preferred_username)
 // Prints "OIDC_PROVIDER_READY <issuer>" once it listens. Test controls (loopback only):
 //   POST /_test/rotate?keep=1   a new signing key; the old one stays published with keep=1, else it is removed
 //   GET  /_test/signing-key     the current private signing key (so a test can sign tokens of its own)
@@ -61,7 +62,13 @@ function build(issuer, keys) {
       },
     },
     extraTokenClaims: (_ctx, token) => byClient.get(token.clientId)?.claims,
-    findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id, name: id, preferred_username: id }) }),
+    // A person's claims go in the ID token (the inbox's sign-in maps them as it maps a token's).
+    claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'groups', 'org'], email: ['email'] },
+    conformIdTokenClaims: false,
+    findAccount: (_ctx, id) => ({
+      accountId: id,
+      claims: () => ({ sub: id, name: id, preferred_username: id, ...(config.accounts || {})[id] }),
+    }),
   });
   provider.on('server_error', (_ctx, err) => console.error(err));
   return provider;

@@ -82,9 +82,14 @@ async def to_inbox(request: Request) -> Response:
 async def whoami(request: Request) -> Response:
     """``GET /ui/api/me``: the signed-in principal and what its key allows."""
     who = principal(request)
+    subject = who.subject
     return JSONResponse(
         {
             "principal": who.id,
+            # Who the person is at their identity provider (a token or an inbox session), for display.
+            "name": subject.name if subject is not None else None,
+            "email": subject.email if subject is not None else None,
+            "lane": subject.lane if subject is not None else "api-key",
             "tenant": who.tenant,
             "roles": sorted(who.roles),
             "scopes": [s for s in SCOPES if who.has_scope(s)],
