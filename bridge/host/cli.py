@@ -197,11 +197,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         identity = Identity(identity_config, TokenVerifier(identity_config), args.public_url)
         ring.use_tokens(identity.resolve)
         routes += metadata_routes(identity)
-    sign_in = _sign_in(engine, identity, ring) if identity is not None and not args.no_ui else None
-    if sign_in is not None:
-        from openwop_bridge.host.web.signin import signin_routes
+    sign_in = None
+    if identity is not None and identity.config.inbox is not None and not args.no_ui:
+        from openwop_bridge.host.web.signin import install_sign_in
 
-        routes += signin_routes(sign_in)
+        sign_in = install_sign_in(engine, identity, ring, routes, fragments)
     if notify is not None:
         from openwop_bridge.host.notifying import install_notify  # its channels' libraries load only when used
 
@@ -248,20 +248,6 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         auth_lanes=[] if identity is None else _auth_lanes(identity, sessions=sign_in is not None),
     )
     return app, engine, ring, banner
-
-
-def _sign_in(engine: Engine, identity: Identity, ring: KeyRing) -> SignIn | None:
-    """The inbox's sign-in through the provider, when the identity file has an ``inbox`` section."""
-    config = identity.config
-    if config.inbox is None:
-        return None
-    from openwop_bridge.host.web.sessions import InboxSessions
-    from openwop_bridge.host.web.signin import SignIn, session_principal
-    from openwop_bridge.identity.signin import InboxSignIn
-
-    sessions = InboxSessions(engine, idle_ms=config.sessions.idle_ms, absolute_ms=config.sessions.absolute_ms)
-    ring.use_sessions(session_principal)
-    return SignIn(InboxSignIn(config, identity.verifier), sessions, identity.public_url)
 
 
 def _identity_layers(identity: Identity | None, sign_in: SignIn | None) -> list[Any]:

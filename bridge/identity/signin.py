@@ -35,7 +35,7 @@ from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.errors import UnauthenticatedError
 from openwop_bridge.identity.config import IdentityConfig, InboxClient, check_url
 from openwop_bridge.identity.errors import IdentityUnverifiedError
-from openwop_bridge.identity.keys import discovery_urls
+from openwop_bridge.identity.keys import REFETCH_INTERVAL_S, discovery_urls
 from openwop_bridge.identity.verifier import TokenVerifier
 
 __all__ = ["LOGIN_TTL_S", "InboxSignIn", "PendingLogin", "SignInError"]
@@ -112,6 +112,7 @@ class InboxSignIn:
         self._client = client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)
         self._now = now
         self._endpoints: tuple[str, str] | None = None
+        self._failed_at = float("-inf")
 
     @property
     def issuer(self) -> str:
@@ -126,6 +127,9 @@ class InboxSignIn:
         """The provider's authorization and token endpoints (from its discovery document, fetched once)."""
         if self._endpoints is not None:
             return self._endpoints
+        unreadable = IdentityUnverifiedError(f"the discovery document of {self._issuer.issuer!r} cannot be read")
+        if time.monotonic() - self._failed_at < REFETCH_INTERVAL_S:
+            raise unreadable  # asked a moment ago: sign-ins do not make the host hammer a failing provider
         for url in discovery_urls(self._issuer):
             try:
                 answer = await self._client.get(url, headers={"Accept": "application/json"})
@@ -142,7 +146,8 @@ class InboxSignIn:
                 continue
             self._endpoints = (authorize, token)
             return self._endpoints
-        raise IdentityUnverifiedError(f"the discovery document of {self._issuer.issuer!r} cannot be read")
+        self._failed_at = time.monotonic()
+        raise unreadable
 
     def _oauth(self, redirect_uri: str) -> AsyncOAuth2Client:
         secret = self.inbox.client_secret

@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
+from openapi_spec_validator import validate
 
 from openwop_bridge.identity.signin import PendingLogin
 from openwop_bridge.spec import v2 as spec
@@ -292,6 +293,11 @@ def test_discovery_advertises_the_session_lane(idp: OpenIdProvider, server: Serv
     }
     assert [lane["lane"] for lane in doc["auth"]["lanes"]] == ["api-key", "oidc", "session"]
     assert httpx.get(f"{server.url}/ui/auth/provider").json() == {"issuer": idp.issuer, "name": "127.0.0.1"}
+    document = httpx.get(f"{server.url}/v1/openapi.json").json()
+    validate(document)
+    paths = document["paths"]
+    assert {"get"} == set(paths["/ui/auth/login"]) == set(paths["/ui/auth/callback"]) == set(paths["/ui/auth/provider"])
+    assert set(paths["/ui/auth/logout"]) == {"post"}
 
 
 def test_without_an_inbox_section_there_is_no_sign_in(idp: OpenIdProvider, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextvars
 import time
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -33,12 +34,15 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.auth import KeyRing, Principal
 from openwop_bridge.core.errors import BridgeError, ForbiddenError
 from openwop_bridge.host.http.deps import base_url
+from openwop_bridge.host.http.openapi_ops import error_responses, json_response, operation
 from openwop_bridge.host.http.responses import JSONResponse
 from openwop_bridge.host.web.sessions import InboxSessions
+from openwop_bridge.identity.layer import Identity
 from openwop_bridge.identity.signin import LOGIN_TTL_S, InboxSignIn, PendingLogin, SignInError
+from openwop_bridge.runtime.engine import Engine
 
 __all__ = [
     "CALLBACK_PATH",
@@ -47,7 +51,9 @@ __all__ = [
     "CrossSiteRequestError",
     "SessionCookies",
     "SignIn",
+    "install_sign_in",
     "session_principal",
+    "signin_fragment",
     "signin_routes",
 ]
 
@@ -227,3 +233,65 @@ def signin_routes(sign_in: SignIn) -> list[BaseRoute]:
         Route(CALLBACK_PATH, callback, methods=["GET"]),
         Route("/ui/auth/logout", logout, methods=["POST"]),
     ]
+
+
+def signin_fragment() -> dict[str, Any]:
+    """The OpenAPI fragment of :func:`signin_routes`."""
+    location = {"Location": {"schema": {"type": "string"}}, "Set-Cookie": {"schema": {"type": "string"}}}
+    provider = {
+        "type": "object",
+        "required": ["issuer", "name"],
+        "properties": {"issuer": {"type": "string"}, "name": {"type": "string"}},
+    }
+    return {
+        "paths": {
+            "/ui/auth/provider": {
+                "get": operation(
+                    "The identity provider the inbox signs people in at",
+                    {"200": json_response(provider)},
+                    auth=False,
+                    tag="web",
+                    store=False,
+                )
+            },
+            "/ui/auth/login": {
+                "get": operation(
+                    "Starts signing in: redirects to the identity provider (authorization code flow with PKCE)",
+                    {"303": {"description": "To the provider", "headers": location}},
+                    auth=False,
+                    tag="web",
+                )
+            },
+            CALLBACK_PATH: {
+                "get": operation(
+                    "The redirect URI: checks the provider's answer, opens a session, redirects to the inbox",
+                    {"303": {"description": "To the inbox", "headers": location}, **error_responses(401, 429)},
+                    auth=False,
+                    tag="web",
+                )
+            },
+            "/ui/auth/logout": {
+                "post": operation(
+                    "Signs the session out (revoked on every instance)",
+                    {"204": {"description": "Signed out", "headers": location}, **error_responses(403)},
+                    auth=False,
+                    tag="web",
+                )
+            },
+        }
+    }
+
+
+def install_sign_in(
+    engine: Engine, identity: Identity, ring: KeyRing, routes: list[BaseRoute], fragments: list[Any]
+) -> SignIn:
+    """The inbox's sign-in of a host whose identity file has an ``inbox`` section: its sessions in ``engine``'s
+    store, the key ring taking their cookie, its routes and their OpenAPI fragment added to ``routes`` and
+    ``fragments`` (the ASGI layer, :class:`SessionCookies`, is the caller's to add)."""
+    config = identity.config
+    sessions = InboxSessions(engine, idle_ms=config.sessions.idle_ms, absolute_ms=config.sessions.absolute_ms)
+    ring.use_sessions(session_principal)
+    sign_in = SignIn(InboxSignIn(config, identity.verifier), sessions, identity.public_url)
+    routes += signin_routes(sign_in)
+    fragments.append(signin_fragment())
+    return sign_in
