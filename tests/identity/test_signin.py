@@ -108,6 +108,9 @@ def test_signing_in_opens_a_session_that_answers_as_the_person(idp: OpenIdProvid
         assert me.json()["canAnswer"] and me.json()["canReadInbox"]
 
         run_id = _approval(server)
+        assert browser.get(f"{server.url}/ui/api/inbox/count").json()["pending"] >= 1
+        with browser.stream("GET", f"{server.url}/ui/api/inbox/events") as feed:
+            assert feed.status_code == 200 and feed.headers["content-type"].startswith("text/event-stream")
         listed = browser.get(f"{server.url}/v1/interrupts", params={"status": "pending"})
         assert listed.status_code == 200 and run_id in {i["runId"] for i in listed.json()["items"]}
         where = f"{server.url}/v1/runs/{run_id}/interrupts/review"
@@ -300,13 +303,15 @@ def test_discovery_advertises_the_session_lane(idp: OpenIdProvider, server: Serv
     assert set(paths["/ui/auth/logout"]) == {"post"}
 
 
-def test_without_an_inbox_section_there_is_no_sign_in(idp: OpenIdProvider, tmp_path: Path) -> None:
-    path = identity_file(tmp_path, idp)
-    document = json.loads(path.read_text())
+def test_without_an_inbox_section_or_pages_there_is_no_sign_in(idp: OpenIdProvider, tmp_path: Path) -> None:
+    with_inbox = identity_file(tmp_path, idp)
+    document = json.loads(with_inbox.read_text())
     del document["inbox"]
-    path.write_text(json.dumps(document))
-    with ServerProcess(tmp_path / "serve.db", ["--identity-config", str(path)]) as plain:
-        assert httpx.get(f"{plain.url}/ui/auth/login").status_code == 404
-        assert httpx.get(f"{plain.url}/ui/auth/provider").status_code == 404
-        doc = httpx.get(f"{plain.url}/.well-known/openwop", headers={"OpenWOP-Version": "2"}).json()
-        assert "session" not in [lane["lane"] for lane in doc["auth"]["lanes"]]
+    without = tmp_path / "without-inbox.json"
+    without.write_text(json.dumps(document))
+    for args in (["--identity-config", str(without)], ["--identity-config", str(with_inbox), "--no-ui"]):
+        with ServerProcess(tmp_path / f"serve-{len(args)}.db", args, env=secret_env()) as plain:
+            assert httpx.get(f"{plain.url}/ui/auth/login").status_code == 404
+            assert httpx.get(f"{plain.url}/ui/auth/provider").status_code == 404
+            doc = httpx.get(f"{plain.url}/.well-known/openwop", headers={"OpenWOP-Version": "2"}).json()
+            assert "session" not in [lane["lane"] for lane in doc["auth"]["lanes"]]

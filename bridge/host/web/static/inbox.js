@@ -115,10 +115,11 @@ async function offerProvider() {
   try {
     provider = await callJson(uiUrl("auth/provider"));
   } catch {
-    return;
+    return false;
   }
   $("provider-name").textContent = provider.name;
   $("provider-sign-in").hidden = false;
+  return true;
 }
 
 function showSignIn() {
@@ -505,13 +506,15 @@ function init() {
   state.pageSize = Number($("page-size").value);
   setInterval(tick, 1000);
   const stored = sessionStorage.getItem(KEY_STORAGE);
-  if (stored) signIn(stored, { restoring: true });
-  else {
-    resumeSession().then((resumed) => {
-      if (!resumed) showSignIn();
-    });
+  if (stored) {
+    signIn(stored, { restoring: true });
+    offerProvider();
+    return;
   }
-  offerProvider();
+  // A session exists only where the host signs people in through a provider.
+  offerProvider().then(async (offered) => {
+    if (!(offered && (await resumeSession()))) showSignIn();
+  });
 }
 
 init();
