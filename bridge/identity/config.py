@@ -178,6 +178,8 @@ class IssuerConfig(_Model):
         # The host advertises only a window it enforces (identity.md §2.2): re-checking needs the provider's ear.
         if self.revocation == "exp-and-recheck" and self.introspection is None:
             raise ValueError("'exp-and-recheck' needs 'introspection', the client the host asks the provider with")
+        if self.revocation == "exp-only" and (self.introspection is not None or self.introspection_uri is not None):
+            raise ValueError("'introspection' is used with 'exp-and-recheck' only (this issuer is 'exp-only')")
         return self
 
     @field_validator("role_scopes")

@@ -118,6 +118,10 @@ def test_several_issuers_and_defaults() -> None:
             "issuers[0].introspection.clientSecret: the environment variable 'NO' is not set",
         ),
         (
+            {"introspection": {"clientId": "bridge", "clientSecret": "s"}},
+            "issuers[0]: 'introspection' is used with 'exp-and-recheck' only (this issuer is 'exp-only')",
+        ),
+        (
             {"introspectionUri": "http://idp.example.com/introspect"},
             "issuers[0].introspectionUri: introspectionUri must be https://",
         ),
