@@ -7,6 +7,7 @@ from openwop_bridge.core.errors import UnauthenticatedError
 __all__ = [
     "AudienceMismatchError",
     "CredentialLifetimeExceededError",
+    "CredentialRevokedError",
     "IdentityUnresolvableError",
     "IdentityUnverifiedError",
 ]
@@ -26,3 +27,7 @@ class CredentialLifetimeExceededError(UnauthenticatedError, code="credential_lif
 
 class IdentityUnresolvableError(UnauthenticatedError, code="identity_unresolvable"):
     """A verified token names no principal, or a tenant its issuer may not speak for."""
+
+
+class CredentialRevokedError(UnauthenticatedError, code="credential_revoked"):
+    """The credential was revoked where it was issued (``exp-and-recheck``: the provider says it is not active)."""
