@@ -165,6 +165,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         store,
         config=EngineConfig(
             conversation_enabled=not args.no_conversation,
+            separation_of_duties=args.separation_of_duties,
             default_threshold=args.escalation_threshold,
             lease_ms=args.lease_ms,
             idempotency_ttl_ms=args.idempotency_hours * 3600 * 1000,

@@ -30,4 +30,4 @@ class IdentityUnresolvableError(UnauthenticatedError, code="identity_unresolvabl
 
 
 class CredentialRevokedError(UnauthenticatedError, code="credential_revoked"):
-    """A revoked credential is presented: an inbox session that was signed out (identity.md §2.2)."""
+    """A revoked credential: a token its provider says is not active (``exp-and-recheck``), a signed-out session."""

@@ -11,14 +11,22 @@ registry's refusals (:mod:`openwop_bridge.identity.errors`):
   an RFC 9068 access token, an ID token say, must name exactly that audience, identity.md §2.1);
 - ``credential_lifetime_exceeded``: on an ``exp-only`` issuer, ``exp - iat`` or ``exp - now``
   exceeds ``revocationWindowSeconds``, or ``iat`` is missing (identity.md §2.2);
-- ``identity_unresolvable``: no principal claim, or a tenant the issuer may not speak for.
+- ``identity_unresolvable``: no principal claim, or a tenant the issuer may not speak for;
+- ``credential_revoked``: on an ``exp-and-recheck`` issuer, the provider's introspection
+  endpoint says the token is no longer active (:mod:`openwop_bridge.identity.introspection`;
+  a provider that cannot be asked is ``identity_unverified``).
 
 A verified token is remembered until its ``exp`` (the last :data:`CACHE_SIZE` of them), so
-a request with a token costs about what one with an API key costs.
+a request with a token costs about what one with an API key costs. On an ``exp-and-recheck``
+issuer it is remembered until ``revocationWindowSeconds`` after the provider was asked, or its
+``exp`` if sooner; then the next request asks again. A token the provider says is revoked is
+refused until its ``exp`` without asking again. Concurrent requests with a token not yet
+remembered share one verification (and one introspection).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -38,9 +46,11 @@ from openwop_bridge.identity.config import ALGORITHMS, IdentityConfig, IssuerCon
 from openwop_bridge.identity.errors import (
     AudienceMismatchError,
     CredentialLifetimeExceededError,
+    CredentialRevokedError,
     IdentityUnresolvableError,
     IdentityUnverifiedError,
 )
+from openwop_bridge.identity.introspection import Introspector
 from openwop_bridge.identity.keys import REFETCH_INTERVAL_S, IssuerKeys
 
 __all__ = ["CACHE_SIZE", "MAX_TOKEN_BYTES", "TokenVerifier", "Verified", "looks_like_jwt"]
@@ -98,7 +108,17 @@ class TokenVerifier:
             i.issuer: IssuerKeys(i, self._client, refetch_interval_s=refetch_interval_s, clock=clock)
             for i in config.issuers
         }
-        self._cache: OrderedDict[bytes, Verified] = OrderedDict()
+        self._introspectors = {
+            i.issuer: Introspector(i, self._client, self._keys[i.issuer])
+            for i in config.issuers
+            if i.revocation == "exp-and-recheck"
+        }
+        #: Verified tokens (by digest), each with the time it is trusted until.
+        self._cache: OrderedDict[bytes, tuple[Verified, float]] = OrderedDict()
+        #: Tokens the provider said are revoked (by digest), each with its ``exp``.
+        self._revoked: OrderedDict[bytes, float] = OrderedDict()
+        #: Verifications under way, shared by the requests presenting the same token.
+        self._pending: dict[bytes, asyncio.Future[Verified]] = {}
         self._cache_size = cache_size
         self._now = now
 
@@ -106,32 +126,62 @@ class TokenVerifier:
         """The key cache of a configured issuer."""
         return self._keys[issuer]
 
+    def introspector(self, issuer: str) -> Introspector:
+        """The introspection client of a configured ``exp-and-recheck`` issuer."""
+        return self._introspectors[issuer]
+
     async def aclose(self) -> None:
         """Close the HTTP client the keys are fetched with."""
         await self._client.aclose()
 
     def cached(self, token: str) -> Verified | None:
-        """The token's verification when it is remembered and not expired."""
-        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        """The token's verification when it is remembered and still trusted (before its ``exp``, and on an
+        ``exp-and-recheck`` issuer within the window since the provider was asked)."""
+        digest = _digest(token)
         found = self._cache.get(digest)
         if found is None:
             return None
-        if self._now() >= found.expires_at:
+        if self._now() >= found[1]:
             del self._cache[digest]
             return None
         self._cache.move_to_end(digest)
-        return found
+        return found[0]
 
     async def verify(self, token: str) -> Verified:
         """The verified token, or one of the registry's refusals (401)."""
         found = self.cached(token)
         if found is not None:
             return found
+        digest = _digest(token)
+        revoked_until = self._revoked.get(digest)
+        if revoked_until is not None:
+            if self._now() < revoked_until:
+                raise CredentialRevokedError("the token was revoked at its identity provider")
+            del self._revoked[digest]
+        pending = self._pending.get(digest)
+        if pending is None:
+            pending = asyncio.ensure_future(self._check(token, digest))
+            self._pending[digest] = pending
+            pending.add_done_callback(lambda done: self._settled(digest, done))
+        # Shielded: a request that goes away does not cancel the others' verification.
+        return await asyncio.shield(pending)
+
+    def _settled(self, digest: bytes, done: asyncio.Future[Verified]) -> None:
+        self._pending.pop(digest, None)
+        if not done.cancelled():
+            done.exception()  # retrieved, even when every request waiting for it went away
+
+    async def _check(self, token: str, digest: bytes) -> Verified:
         verified = await self._verify(token)
-        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-        self._cache[digest] = verified
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        trusted_until = verified.expires_at
+        introspector = self._introspectors.get(verified.issuer)
+        if introspector is not None:
+            asked_at = self._now()
+            if not await introspector.active(token):
+                _remember(self._revoked, digest, verified.expires_at, self._cache_size)
+                raise CredentialRevokedError("the token was revoked at its identity provider")
+            trusted_until = min(trusted_until, asked_at + introspector.issuer.revocation_window_seconds)
+        _remember(self._cache, digest, (verified, trusted_until), self._cache_size)
         return verified
 
     async def verify_id_token(self, token: str, *, client_id: str, nonce: str) -> Verified:
@@ -175,6 +225,17 @@ class TokenVerifier:
             _check_id_token(claims, *id_token)
         expires_at = _check_times(issuer, claims, self._now(), bounded=id_token is None)
         return _resolve(issuer, claims, expires_at)
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
+def _remember(cache: OrderedDict[bytes, Any], digest: bytes, value: Any, size: int) -> None:
+    cache[digest] = value
+    cache.move_to_end(digest)
+    while len(cache) > size:
+        cache.popitem(last=False)
 
 
 def _check_audience(issuer: IssuerConfig, claims: Mapping[str, Any], typ: str) -> None:

@@ -145,6 +145,11 @@ class Engine:
         return self.config.conversation_enabled
 
     @property
+    def separation_of_duties(self) -> bool:
+        """Whether every approval separates duties unless it says otherwise (``serve --separation-of-duties``)."""
+        return self.config.separation_of_duties
+
+    @property
     def max_node_executions(self) -> int:
         """Ceiling on node executions per run (``limits.maxNodeExecutions``)."""
         return self.config.max_node_executions

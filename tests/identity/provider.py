@@ -33,7 +33,10 @@ CLIENTS = [
     client("long-lived", ttl=7200, preferred_username="carol"),
     client("nameless"),
     client("other-tenant", preferred_username="mallory", org="tenant-b"),
+    client("introspector"),
 ]
+#: The client the host asks the provider about tokens with (``exp-and-recheck``).
+INTROSPECTOR = {"clientId": "introspector", "clientSecret": "introspector-secret-0123"}
 
 
 class OpenIdProvider:
@@ -96,6 +99,16 @@ class OpenIdProvider:
         assert answer.status_code == 200, answer.text
         token: str = answer.json()["access_token"]
         return token
+
+    def revoke(self, token: str, client_id: str) -> None:
+        """Revoke ``token`` at the provider (RFC 7009), as the client it was issued to."""
+        answer = httpx.post(
+            f"{self.issuer}/token/revocation",
+            data={"token": token, "token_type_hint": "access_token"},
+            auth=(client_id, self.clients[client_id]["client_secret"]),
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
 
     def rotate(self, *, keep_old: bool) -> str:
         """A new signing key (the old one still published with ``keep_old``); its kid."""
