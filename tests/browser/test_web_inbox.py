@@ -42,6 +42,7 @@ async def sign_in(page: Page, site: str, who: str = "bob") -> None:
 
 
 def rows(page: Page) -> Locator:
+    """The list's rows; their first cell is the batch selection, the request's title the second."""
     return page.locator("#inbox-rows tr[data-interrupt-id]")
 
 
@@ -95,9 +96,9 @@ async def test_sign_in_then_the_list_follows_the_server_live(
     run_id = await start(api, engine, "demo-expense-approval")
     row = rows(page).filter(has_text="Approve expense report EXP-1042")
     await expect(row).to_have_count(1)
-    await expect(row.locator("td").nth(1)).to_have_text("Approval")
-    await expect(row.locator("td").nth(2)).to_have_text("demo-expense-approval")
-    await expect(row.locator("td").nth(3)).to_have_text(re.compile(r"^\d+ s$"))
+    await expect(row.locator("td").nth(2)).to_have_text("Approval")
+    await expect(row.locator("td").nth(3)).to_have_text("demo-expense-approval")
+    await expect(row.locator("td").nth(4)).to_have_text(re.compile(r"^\d+ s$"))
 
     # Titles come from workflows: shown as text, never run as markup.
     hostile = "<img src=x onerror=\"document.title='pwned'\">"
@@ -165,8 +166,8 @@ async def test_filter_by_kind_and_page_through(page: Page, site: str, api: httpx
     await sign_in(page, site)
     await expect(rows(page)).to_have_count(11)
     release = rows(page).filter(has_text="Promote build 2026.11.21-3 to production")
-    await expect(release.locator("td").nth(5)).to_have_text("1/3 accepted")
-    await expect(release.locator("td").nth(4)).to_have_text(re.compile(r"^in 23 h 59 min$|^in 24 h$"))
+    await expect(release.locator("td").nth(6)).to_have_text("1/3 accepted")
+    await expect(release.locator("td").nth(5)).to_have_text(re.compile(r"^in 23 h 59 min$|^in 24 h$"))
 
     # Open, the request shows who voted, and follows new votes live.
     detail = await open_request(page, "Promote build 2026.11.21-3 to production")
@@ -182,7 +183,7 @@ async def test_filter_by_kind_and_page_through(page: Page, site: str, api: httpx
     assert r.json()["status"] == "pending", r.text
     await expect(votes).to_contain_text("Accepted 1 of 3 needed, 1 rejected (majority)")
     await expect(votes.locator("li")).to_have_text(["alice: accept", "carol: reject — Not on a Friday."])
-    await expect(release.locator("td").nth(5)).to_have_text("1/3 accepted, 1 rejected")
+    await expect(release.locator("td").nth(6)).to_have_text("1/3 accepted, 1 rejected")
 
     await page.get_by_label("Per page").select_option("5")
     seen: list[str] = []
@@ -201,7 +202,7 @@ async def test_filter_by_kind_and_page_through(page: Page, site: str, api: httpx
     await page.get_by_label("Kind").select_option(label="Clarification")
     await expect(page.locator("#page-label")).to_have_text("Page 1")
     await expect(rows(page)).to_have_count(2)
-    await expect(rows(page).locator("td:nth-child(2)")).to_have_text(["Clarification", "Clarification"])
+    await expect(rows(page).locator("td:nth-child(3)")).to_have_text(["Clarification", "Clarification"])
     await screenshot(page, "filtered")
 
     # A new clarification shows up under the filter; a new approval does not.
@@ -455,7 +456,7 @@ async def test_conversation_reply_then_close(page: Page, site: str, api: httpx.A
     reply = detail.get_by_label("Your reply")
     await expect(reply).to_be_enabled()
     await expect(reply).to_have_value("")
-    await expect(rows(page).locator("td").nth(5)).to_have_text("1 turn so far")
+    await expect(rows(page).locator("td").nth(6)).to_have_text("1 turn so far")
     await screenshot(page, "second-turn")
 
     await detail.get_by_label("Closing note (optional)").fill("That is all I know for now.")

@@ -7,6 +7,7 @@
 // have changed (/ui/api/inbox/events), and on every reconnection of that stream.
 
 import { ApiError, callJson, followEvents } from "./api.js";
+import { clearSelection, keepSelection, selectionCell, setupBatch } from "./batch.js";
 import { duration, h, utcTime } from "./dom.js";
 import { renderInterrupt } from "./forms.js";
 import { KIND_LABELS, conversationTurns } from "./summary.js";
@@ -141,6 +142,7 @@ function signOut(message = "") {
   state.open = null;
   state.items = [];
   $("inbox-rows").replaceChildren();
+  clearSelection();
   clearDetail();
   showSignIn();
   $("sign-in-error").textContent = message;
@@ -220,6 +222,7 @@ function renderRows() {
     return h(
       "tr",
       { dataset: { interruptId: item.interruptId, kind: item.kind }, class: open ? "current" : null },
+      selectionCell(item),
       h("td", {}, button),
       h("td", {}, KIND_LABELS[item.kind] || item.kind),
       h("td", {}, item.workflowId),
@@ -230,9 +233,10 @@ function renderRows() {
   });
   if (!rows.length) {
     const what = state.kind ? `${KIND_LABELS[state.kind] || state.kind} requests` : "requests";
-    rows.push(h("tr", {}, h("td", { colspan: "6", class: "empty" }, `No pending ${what}.`)));
+    rows.push(h("tr", {}, h("td", { colspan: "7", class: "empty" }, `No pending ${what}.`)));
   }
   $("inbox-rows").replaceChildren(...rows);
+  keepSelection(state.items);
   // The total is counted over every page; the pages it makes, at the current page size.
   const total = Math.max(state.total, state.items.length);
   const pages = Math.max(state.page + 1, Math.ceil(total / state.pageSize));
@@ -491,6 +495,10 @@ function init() {
     load();
   });
   $("refresh").addEventListener("click", () => scheduleRefresh(0));
+  setupBatch({
+    call: (body) => callJson(hostUrl("v1/interrupts/batch"), { method: "POST", body, ...auth() }),
+    onDone: () => scheduleRefresh(0),
+  });
   $("prev-page").addEventListener("click", () => {
     if (state.page === 0) return;
     state.page -= 1;
