@@ -290,7 +290,7 @@ def test_discovery_advertises_the_session_lane(idp: OpenIdProvider, server: Serv
     assert spec.problems("capabilities.schema.json", doc) == []
     assert doc["auth"]["lanes"][-1] == {
         "lane": "session",
-        "issuers": [idp.issuer],
+        "issuers": ["urn:openwop-bridge:session"],  # the host issues sessions: its own trust root (identity.md §2.2)
         "revocation": "next-request",
         "minimumAssurance": "bearer",
     }
