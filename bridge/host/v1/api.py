@@ -7,11 +7,16 @@ from typing import Any
 
 from openwop_bridge.host.http.openapi import Fragment
 from openwop_bridge.host.http.routing import Operation
-from openwop_bridge.host.v1 import interrupts, meta, runs
+from openwop_bridge.host.v1 import analytics, interrupts, meta, runs
 from openwop_bridge.host.v1.openapi import document
 
-#: Discovery, the document, liveness and metrics; runs and workflows; interrupts.
-OPERATIONS: tuple[Operation, ...] = (*meta.OPERATIONS, *runs.OPERATIONS, *interrupts.OPERATIONS)
+#: Discovery, the document, liveness and metrics; runs and workflows; interrupts; analytics.
+OPERATIONS: tuple[Operation, ...] = (
+    *meta.OPERATIONS,
+    *runs.OPERATIONS,
+    *interrupts.OPERATIONS,
+    *analytics.OPERATIONS,
+)
 
 
 def openapi_document(fragments: Sequence[Fragment] = (), *, link_page: bool = False) -> dict[str, Any]:
