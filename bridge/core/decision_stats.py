@@ -3,8 +3,8 @@
 Pure functions over the settled interrupts a store reads for a window
 (:class:`SettledInterrupt`, see :class:`~openwop_bridge.store.contract.analytics.AnalyticsStore`): each one
 yields one :class:`Decision` per person who decided it (each vote of an approval is its voter's
-decision; an interrupt without votes has one decision, by whoever settled it), and
-:func:`report` counts them by group.
+decision; an interrupt without votes has one decision, by whoever settled it), and a
+:class:`Tally` counts them by group, keeping no more of each than its group, outcome and times.
 
 Times are nearest-rank percentiles of whole milliseconds. A decision's reference time is the
 first notice delivered to a person about its interrupt, when one was delivered at or before the
@@ -33,6 +33,8 @@ GROUP_BY: tuple[GroupBy, ...] = ("workflow", "approver", "kind")
 FAST_MS = 5_000
 #: An approver with at least this share of fast decisions is flagged.
 RUBBER_STAMP_SHARE = 0.5
+#: The votes of one interrupt a store reads at most.
+VOTES_READ = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,22 +50,30 @@ class SettledInterrupt:
     #: ``resolution.resolvedBy``, and an approval's ``resolution.action`` (None when absent).
     resolved_by: str | None
     action: str | None
-    #: ``resolution.resumeValue.reason`` when it is a string (``cancelled``, ``timeout`` …).
+    #: ``cancelled`` when ``resolution.resumeValue.reason`` is (an approval cancelled), else None.
     reason: str | None
-    #: ``state.votes`` of an approval: ``[{voter, action, at}, …]`` (empty for other kinds).
+    #: The votes of an approval, ``[{voter, action, at, cancelled}, …]`` (the fields of ``state.votes`` the
+    #: report needs; ``cancelled``: its reason is ``cancelled``), at most :data:`VOTES_READ` of them.
     votes: Sequence[Any]
     #: When the first notice to a person about it was delivered (None: none was).
     first_notice_at: int | None
     #: Whether a notice to a person about it was dead-lettered.
     undeliverable: bool
+    #: Whether it held more than :data:`VOTES_READ` votes (the others are not counted).
+    votes_cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class SettledPage:
-    """The settled interrupts of a window, oldest settled first, and whether the read cap cut the window."""
+    """A page of the settled interrupts of a window, oldest settled first, and whether more follow."""
 
     rows: list[SettledInterrupt]
-    truncated: bool
+    more: bool
+
+    @property
+    def after(self) -> tuple[int, str] | None:
+        """Where the next page starts: after the last row's ``(resolved_at, interrupt_id)``."""
+        return (self.rows[-1].resolved_at, self.rows[-1].interrupt_id) if self.rows else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +124,7 @@ class Decision:
 
 
 def _vote_outcome(vote: Any) -> Outcome:
-    if vote.get("reason") == "cancelled":
+    if vote.get("cancelled"):
         return "cancelled"
     return "approved" if vote.get("action") in ACCEPTING else "rejected"
 
@@ -157,7 +167,7 @@ def decisions_of(row: SettledInterrupt) -> list[Decision]:
     if votes:
         return [made(v["voter"], _vote_outcome(v), _vote_at(v, row.resolved_at)) for v in votes]
     if row.action is not None:
-        outcome: Outcome = "cancelled" if row.reason == "cancelled" else _vote_outcome({"action": row.action})
+        outcome: Outcome = _vote_outcome({"action": row.action, "cancelled": row.reason == "cancelled"})
         return [made(by, outcome, row.resolved_at)]
     return [made(by, "answered", row.resolved_at)]
 
@@ -176,47 +186,80 @@ def _times(values: Iterable[int]) -> dict[str, int | None]:
 
 @dataclass
 class _Group:
-    decisions: list[Decision] = field(default_factory=list)
+    """One group's figures as decisions arrive: counts, and the times each decision took (whole ms)."""
+
+    decisions: int = 0
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    since_request: list[int] = field(default_factory=list)
+    since_notice: list[int] = field(default_factory=list)
+    undeliverable: set[str] = field(default_factory=set)
+    fast: int = 0
+
+    def add(self, d: Decision) -> None:
+        self.decisions += 1
+        self.outcomes[d.outcome] += 1
+        if d.undeliverable:
+            self.undeliverable.add(d.interrupt_id)
+        if not d.timed:
+            return
+        self.since_request.append(d.since_request)
+        if (since := d.since_notice) is not None:
+            self.since_notice.append(since)
+        self.fast += d.fast
 
     def figures(self, *, approver: bool) -> dict[str, Any]:
-        timed = [d for d in self.decisions if d.timed]
-        outcomes = dict.fromkeys(OUTCOMES, 0)
-        for d in self.decisions:
-            outcomes[d.outcome] += 1
         out: dict[str, Any] = {
-            "decisions": len(self.decisions),
-            "outcomes": outcomes,
-            "requestToDecisionMs": _times(d.since_request for d in timed),
-            "noticeToDecisionMs": _times(s for d in timed if (s := d.since_notice) is not None),
-            "undeliverable": len({d.interrupt_id for d in self.decisions if d.undeliverable}),
+            "decisions": self.decisions,
+            "outcomes": dict(self.outcomes),
+            "requestToDecisionMs": _times(self.since_request),
+            "noticeToDecisionMs": _times(self.since_notice),
+            "undeliverable": len(self.undeliverable),
         }
         if approver:
-            fast = sum(1 for d in timed if d.fast)
-            share = round(fast / len(timed), 4) if timed else None
-            out["fastDecisions"] = fast
+            timed = len(self.since_request)
+            share = round(self.fast / timed, 4) if timed else None
+            out["fastDecisions"] = self.fast
             out["fastShare"] = share
             out["rubberStamp"] = share is not None and share >= RUBBER_STAMP_SHARE
         return out
 
 
-def report(page: SettledPage, group_by: GroupBy, from_ms: int, to_ms: int, cap: int) -> dict[str, Any]:
-    """The figures of a window's settled interrupts, by group (largest group first), with the totals."""
-    groups: dict[str, _Group] = {}
-    total = _Group()
-    for row in page.rows:
+class Tally:
+    """A report in the making: settled interrupts are added one by one (a window is read a page at a time),
+    and only their decisions' groups, outcomes and times are kept."""
+
+    def __init__(self, group_by: GroupBy) -> None:
+        self.group_by: GroupBy = group_by
+        self.interrupts = 0
+        self.truncated = False
+        self._groups: dict[str, _Group] = {}
+        self._total = _Group()
+
+    @property
+    def decisions(self) -> int:
+        """How many decisions were added so far."""
+        return self._total.decisions
+
+    def add(self, row: SettledInterrupt) -> None:
+        """Count one settled interrupt's decisions."""
+        self.interrupts += 1
+        self.truncated |= row.votes_cut
         for d in decisions_of(row):
-            groups.setdefault(d.key(group_by), _Group()).decisions.append(d)
-            total.decisions.append(d)
-    approver = group_by == "approver"
-    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1].decisions), kv[0]))
-    return {
-        "from": iso_ms(from_ms),
-        "to": iso_ms(to_ms),
-        "groupBy": group_by,
-        "fastWithinMs": FAST_MS,
-        "interruptsRead": len(page.rows),
-        "cap": cap,
-        "truncated": page.truncated,
-        "total": total.figures(approver=False),
-        "groups": [{"key": key, **g.figures(approver=approver)} for key, g in ordered],
-    }
+            self._groups.setdefault(d.key(self.group_by), _Group()).add(d)
+            self._total.add(d)
+
+    def report(self, from_ms: int, to_ms: int, cap: int) -> dict[str, Any]:
+        """The figures by group (most decisions first), with the totals."""
+        approver = self.group_by == "approver"
+        ordered = sorted(self._groups.items(), key=lambda kv: (-kv[1].decisions, kv[0]))
+        return {
+            "from": iso_ms(from_ms),
+            "to": iso_ms(to_ms),
+            "groupBy": self.group_by,
+            "fastWithinMs": FAST_MS,
+            "interruptsRead": self.interrupts,
+            "cap": cap,
+            "truncated": self.truncated,
+            "total": self._total.figures(approver=False),
+            "groups": [{"key": key, **g.figures(approver=approver)} for key, g in ordered],
+        }

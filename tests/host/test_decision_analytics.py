@@ -318,3 +318,50 @@ async def test_the_cap_cuts_the_window_and_says_so(bridge: Build) -> None:
     exact = {"from": str(BASE), "to": str(BASE + 131_000)}
     body = (await client.get(ROUTE, params=exact, headers=AUDITOR_AUTH)).json()
     assert (body["truncated"], body["interruptsRead"]) == (False, 3), "a window holding just the cap is whole"
+
+
+async def test_a_window_read_a_few_rows_at_a_time_gives_the_same_figures(
+    bridge: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openwop_bridge.runtime import analytics
+
+    engine, clock, client = await bridge()
+    await _crafted(engine, clock)
+    whole = (await client.get(ROUTE, params=WINDOW, headers=AUDITOR_AUTH)).json()
+    monkeypatch.setattr(analytics, "CHUNK", 2)
+    chunked = (await client.get(ROUTE, params=WINDOW, headers=AUDITOR_AUTH)).json()
+    assert chunked == whole and chunked["interruptsRead"] == 7
+
+
+async def test_the_store_hands_over_the_votes_fields_the_report_needs_only(bridge: Build) -> None:
+    engine, clock, _ = await bridge()
+    clock.at = BASE
+    run_id, _ = await _open(engine, "quorum")
+    edited = {"editedArtifactData": {"text": "x" * 10_000}}
+    await _decide(engine, clock, BASE + 1_000, "alice", run_id, {"action": "accept", "reason": "fine", **edited})
+    await _decide(engine, clock, BASE + 2_000, "carol", run_id, {"action": "accept"})
+    page = await engine.store.settled_interrupts("default", BASE, BASE + 10_000, 10)
+    ((row), *_) = page.rows
+    assert list(row.votes) == [
+        {"voter": "alice", "action": "accept", "at": iso_ms(BASE + 1_000), "cancelled": False},
+        {"voter": "carol", "action": "accept", "at": iso_ms(BASE + 2_000), "cancelled": False},
+    ]
+    assert (row.resolved_by, row.action, row.requested_at, row.resolved_at) == (
+        "carol",
+        "edit-accept",
+        BASE,
+        BASE + 2_000,
+    )
+    after = await engine.store.settled_interrupts(
+        "default", BASE, BASE + 10_000, 10, after=(BASE + 2_000, row.interrupt_id)
+    )
+    assert after.rows == [] and not after.more
+
+
+async def test_from_alone_runs_to_now_and_must_be_before_it(bridge: Build) -> None:
+    engine, clock, client = await bridge()
+    await _crafted(engine, clock)
+    body = (await client.get(ROUTE, params={"from": str(BASE)}, headers=AUDITOR_AUTH)).json()
+    assert (body["from"], body["to"], body["interruptsRead"]) == (iso_ms(BASE), iso_ms(BASE + 800_000), 7)
+    later = {"from": iso_ms(BASE + 900_000)}
+    envelope(await client.get(ROUTE, params=later, headers=AUDITOR_AUTH), 400, "validation_error")

@@ -13,7 +13,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from openwop_bridge.core.clock import parse_iso_ms
+from openwop_bridge.core.clock import iso_ms, parse_iso_ms
 from openwop_bridge.core.decision_stats import GROUP_BY, GroupBy
 from openwop_bridge.core.errors import ValidationError
 from openwop_bridge.host.http.deps import engine, principal
@@ -49,16 +49,14 @@ def instant(request: Request, name: str) -> int | None:
 
 
 def window(request: Request, now_ms: int) -> tuple[int, int]:
-    """``[from, to)`` of the request: ``to`` defaults to now, ``from`` to 30 days before ``to``."""
+    """``[from, to)`` of the request: ``to`` defaults to now, ``from`` to 30 days before ``to``; 400 unless
+    ``from`` comes before ``to`` and at most :data:`MAX_WINDOW_MS` before it."""
     to_ms = instant(request, "to")
+    to_ms = now_ms if to_ms is None else to_ms
     from_ms = instant(request, "from")
-    if to_ms is None:
-        to_ms = now_ms if from_ms is None else min(now_ms, from_ms + DEFAULT_WINDOW_MS)
-        to_ms = max(to_ms, (from_ms or 0) + 1)
-    if from_ms is None:
-        from_ms = max(0, to_ms - DEFAULT_WINDOW_MS)
+    from_ms = max(0, to_ms - DEFAULT_WINDOW_MS) if from_ms is None else from_ms
     if from_ms >= to_ms:
-        raise ValidationError("'from' must be before 'to'", details={"from": from_ms, "to": to_ms})
+        raise ValidationError("'from' must be before 'to'", details={"from": iso_ms(from_ms), "to": iso_ms(to_ms)})
     if to_ms - from_ms > MAX_WINDOW_MS:
         raise ValidationError(f"the window may span at most {MAX_WINDOW_MS // DAY_MS} days")
     return from_ms, to_ms
