@@ -71,6 +71,7 @@ async function signIn(key, { restoring = false } = {}) {
   if (!restoring) $("inbox-title").focus();
   load();
   startLive();
+  document.dispatchEvent(new CustomEvent("inbox:signed-in", { detail: { key, me } }));
 }
 
 function showSignIn() {
@@ -89,6 +90,7 @@ function signOut(message = "") {
   $("inbox-rows").replaceChildren();
   clearDetail();
   showSignIn();
+  document.dispatchEvent(new CustomEvent("inbox:signed-out"));
   $("sign-in-error").textContent = message;
   $("api-key").focus();
 }
