@@ -287,6 +287,8 @@ async def test_audit_read_is_needed(bridge: Build) -> None:
     "params",
     [
         {"groupBy": "team"},
+        {"groupBy": ""},
+        {"to": ""},
         {"from": "yesterday"},
         {"to": "2026-13-01T00:00:00Z"},
         {"from": "-5"},

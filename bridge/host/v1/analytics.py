@@ -34,7 +34,7 @@ _DIGITS = re.compile(r"^[0-9]{1,15}$")
 def instant(request: Request, name: str) -> int | None:
     """The query parameter ``name`` as epoch milliseconds (ISO-8601 or epoch ms), None when absent; else 400."""
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return None
     if _DIGITS.match(raw):
         value = int(raw)
@@ -64,7 +64,7 @@ def window(request: Request, now_ms: int) -> tuple[int, int]:
 
 def group_by(request: Request) -> GroupBy:
     """``groupBy`` (``approver`` when absent), or 400."""
-    raw = request.query_params.get("groupBy") or "approver"
+    raw = request.query_params.get("groupBy", "approver")
     if raw not in GROUP_BY:
         raise ValidationError("'groupBy' must be one of " + ", ".join(GROUP_BY), details={"allowed": list(GROUP_BY)})
     return raw
@@ -125,7 +125,10 @@ _REPORT: dict[str, Any] = {
     },
     "required": ["from", "to", "groupBy", "truncated", "total", "groups"],
 }
-_TIME = {"type": "string", "description": "ISO-8601 or epoch milliseconds"}
+_TIME = {
+    "anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": "^[0-9]{1,15}$"}],
+    "description": "ISO-8601 or epoch milliseconds",
+}
 
 #: The analytics operations.
 OPERATIONS = (
