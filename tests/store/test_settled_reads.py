@@ -1,8 +1,10 @@
 """The decision report's read (``settled_interrupts``) is one range of ``interrupts_settled``, on both stores:
-no scan of the interrupts, no sort, and the outbox looked up by interrupt."""
+no scan of the interrupts, no sort, and the outbox looked up by interrupt; migration 12 adds that index to a
+database of schema 11, whose settled interrupts it then reports."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,12 @@ from typing import Any
 import pytest
 
 from openwop_bridge import SqliteStore
+from openwop_bridge.core.decision_stats import SettledInterrupt, SettledPage
+from openwop_bridge.store import open_store
+from openwop_bridge.store.base import Store
+from openwop_bridge.store.codec import SQLITE
+from tests import pg
+from tests.store.schemas import postgres_at, sqlite_at
 from tests.store.test_store_scale import plans_of
 
 
@@ -69,3 +77,65 @@ async def test_postgres_reads_the_window_off_its_index(pg_url: str, monkeypatch:
         assert "Sort" not in plan and "Seq Scan" not in plan, plan
         assert plan.count("outbox_interrupt") == 2, plan
     assert "ROW(resolved_at, interrupt_id) > ROW" in later, later
+
+
+#: An approval alice accepted (requested at 1 s, decided at 3 s) and one still open, as schema 11 stored them.
+_OLD = (
+    "INSERT INTO interrupts (interrupt_id, run_id, tenant, workflow_id, node_id, exec_node, visit, ordinal, key, kind, "
+    "status, payload, requested_at, resolved_at, resolution, state) "
+    "VALUES (%s, 'run_1', 'acme', 'wf', %s, %s, 0, 0, %s, 'approval', %s, '{\"kind\": \"approval\", \"data\": {}}', "
+    "1000, %s, %s, %s)"
+)
+_SETTLED = (
+    "int_1",
+    "gate",
+    "gate",
+    "gate:0",
+    "resolved",
+    3000,
+    '{"resumeValue": {"action": "accept"}, "resolvedBy": "alice", "action": "accept"}',
+    '{"votes": [{"voter": "alice", "action": "accept", "at": "1970-01-01T00:00:03.000Z", "feedback": "ok"}]}',
+)
+_OPEN = ("int_2", "other", "other", "other:0", "pending", None, None, None)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_a_database_from_schema_11_reports_the_interrupts_it_settled(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if backend == "sqlite":
+        with contextlib.closing(sqlite_at(tmp_path / "old.db", 11)) as conn, conn:
+            for row in (_SETTLED, _OPEN):
+                conn.execute(SQLITE.sql(_OLD), row)
+        store: Store = SqliteStore(tmp_path / "old.db")
+    else:
+        url = request.getfixturevalue("pg_url")
+        postgres_at(url, 11)
+        for row in (_SETTLED, _OPEN):
+            pg.execute(url, _OLD, *row)
+        store = open_store(url)
+    await store.open()
+    try:
+        page = await store.settled_interrupts("acme", 0, 10_000, 10)
+        assert await store.settled_interrupts("other", 0, 10_000, 10) == SettledPage([], more=False)
+    finally:
+        await store.close()
+    assert page == SettledPage(
+        [
+            SettledInterrupt(
+                interrupt_id="int_1",
+                workflow_id="wf",
+                kind="approval",
+                status="resolved",
+                requested_at=1_000,
+                resolved_at=3_000,
+                resolved_by="alice",
+                action="accept",
+                reason=None,
+                votes=[{"voter": "alice", "action": "accept", "at": "1970-01-01T00:00:03.000Z", "cancelled": False}],
+                first_notice_at=None,
+                undeliverable=False,
+            )
+        ],
+        more=False,
+    )
