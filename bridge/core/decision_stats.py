@@ -158,14 +158,13 @@ def decisions_of(row: SettledInterrupt) -> list[Decision]:
         )
 
     by = row.resolved_by or "unknown"
+    votes = [made(v["voter"], _vote_outcome(v), _vote_at(v, row.resolved_at)) for v in _people(row.votes)]
     if row.status == "expired":
-        before = [made(v["voter"], _vote_outcome(v), _vote_at(v, row.resolved_at)) for v in _people(row.votes)]
-        return [*before, made(by, "expired", row.resolved_at)]
-    if row.status in ("cancelled", "gone"):
-        return [made(by, "cancelled", row.resolved_at)]
-    votes = _people(row.votes)
+        return [*votes, made(by, "expired", row.resolved_at)]
+    if row.status in ("cancelled", "gone"):  # closed unanswered: the votes cast before still count
+        return [*votes, made(by, "cancelled", row.resolved_at)]
     if votes:
-        return [made(v["voter"], _vote_outcome(v), _vote_at(v, row.resolved_at)) for v in votes]
+        return votes
     if row.action is not None:
         outcome: Outcome = _vote_outcome({"action": row.action, "cancelled": row.reason == "cancelled"})
         return [made(by, outcome, row.resolved_at)]
