@@ -31,6 +31,7 @@ SCOPES: tuple[str, ...] = (
     "workflows:read",
     "metrics:read",
     "webhooks:manage",
+    "audit:read",
 )
 
 #: Roles allowed to vote or answer on behalf of another principal.
