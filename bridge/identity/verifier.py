@@ -13,6 +13,10 @@ registry's refusals (:mod:`openwop_bridge.identity.errors`):
   exceeds ``revocationWindowSeconds``, or ``iat`` is missing (identity.md §2.2);
 - ``identity_unresolvable``: no principal claim, or a tenant the issuer may not speak for.
 
+``people`` maps ``(issuer, sub)`` to a principal id: a token of a person so named resolves to that
+id whatever its principal claim says (the host builds it from the notify file's ``people.*.subject``,
+so one person is one principal on every channel).
+
 A verified token is remembered until its ``exp`` (the last :data:`CACHE_SIZE` of them), so
 a request with a token costs about what one with an API key costs.
 """
@@ -90,8 +94,10 @@ class TokenVerifier:
         cache_size: int = CACHE_SIZE,
         now: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
+        people: Mapping[tuple[str, str], str] | None = None,
     ) -> None:
         self.config = config
+        self._people = dict(people or {})
         self._client = client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)
         self._keys = {
             i.issuer: IssuerKeys(i, self._client, refetch_interval_s=refetch_interval_s, clock=clock)
@@ -163,7 +169,7 @@ class TokenVerifier:
             raise IdentityUnverifiedError("the token's issuer is not one this host trusts")
         _check_audience(issuer, claims, str(header.get("typ", "")).lower())
         expires_at = _check_times(issuer, claims, self._now())
-        return _resolve(issuer, claims, expires_at)
+        return _resolve(issuer, claims, expires_at, self._people)
 
 
 def _check_audience(issuer: IssuerConfig, claims: Mapping[str, Any], typ: str) -> None:
@@ -218,9 +224,13 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def _resolve(issuer: IssuerConfig, claims: Mapping[str, Any], expires_at: float) -> Verified:
+def _resolve(
+    issuer: IssuerConfig, claims: Mapping[str, Any], expires_at: float, people: Mapping[tuple[str, str], str]
+) -> Verified:
     names = issuer.claims
-    principal = claims.get(names.principal)
+    sub = claims.get("sub")
+    person = people.get((issuer.issuer, sub)) if isinstance(sub, str) else None
+    principal = person or claims.get(names.principal)
     if not isinstance(principal, str) or not principal.strip() or len(principal) > 256:
         raise IdentityUnresolvableError(f"the token names no principal (claim {names.principal!r})")
     tenant: Any = issuer.default_tenant
@@ -232,7 +242,6 @@ def _resolve(issuer: IssuerConfig, claims: Mapping[str, Any], expires_at: float)
     scopes = {s for s in _strings(claims.get(names.scopes)) if known_scope(s)}
     for role in roles:
         scopes.update(issuer.role_scopes.get(role, ()))
-    sub = claims.get("sub")
     name, email = claims.get(names.name), claims.get(names.email)
     subject_id = sub if isinstance(sub, str) and sub else principal
     display = name if isinstance(name, str) else None

@@ -103,7 +103,8 @@ def test_protected_resource_metadata_and_the_v2_auth_facet(provider: OpenIdProvi
     assert doc["auth"]["lanes"] == [
         {
             "lane": "api-key",
-            "issuers": ["urn:openwop-bridge:api-key"],
+            # Keys, and the secrets a decision by signed link or by Slack button is checked with.
+            "issuers": ["urn:openwop-bridge:api-key", "urn:openwop-bridge:link", "urn:openwop-bridge:slack"],
             "revocation": "next-request",
             "minimumAssurance": "bearer",
         },

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from openwop_bridge.core.auth import LINK_ISSUER, SLACK_ISSUER
 from openwop_bridge.core.events import ENGINE_VERSION
 from openwop_bridge.host.http.deps import PAGE_LIMIT
 from openwop_bridge.host.v2 import snapshots, tokens
@@ -16,10 +17,12 @@ if TYPE_CHECKING:
     from openwop_bridge.runtime.engine import Engine
 
 
-#: The API-key lane (identity.md §2.2): the host's own keys, a removed key refused on the next request.
+#: The API-key lane (identity.md §2.2): the secrets the host holds, each refused on the next request once
+#: removed: its API keys, its link-signing secret (a decision by signed link) and the Slack app's signing
+#: secret (a decision by Slack button), each realm a trust root of its own.
 API_KEY_LANE: dict[str, Any] = {
     "lane": "api-key",
-    "issuers": [API_KEY_ISSUER],
+    "issuers": [API_KEY_ISSUER, LINK_ISSUER, SLACK_ISSUER],
     "revocation": "next-request",
     "minimumAssurance": "bearer",
 }
