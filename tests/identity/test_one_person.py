@@ -229,3 +229,11 @@ def test_serve_resolves_a_person_by_their_subject_and_refuses_an_unknown_issuer(
         f"openwop-bridge: notify file {str(notify)!r}: people.alice.subject.issuer: {unknown!r}: the identity file "
         "names no such issuer (--identity-config)"
     ]
+    # Without an identity file, no token can be anyone's: a subject names an issuer nobody trusts.
+    assert main(["serve", "--db", str(tmp_path / "refused.db"), "--notify-config", str(notify)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"openwop-bridge: notify file {str(notify)!r}: people.alice.subject.issuer: {unknown!r}: no identity file "
+        "is given (--identity-config)"
+    ]
+    assert not (tmp_path / "refused.db").exists(), "refused before anything opens"
