@@ -18,6 +18,7 @@ import pytest
 
 from openwop_bridge.host.cli import main
 from openwop_bridge.host.v2 import ids
+from openwop_bridge.notify.worker import Settled
 from openwop_bridge.spec import v2 as spec
 from tests.helpers import events, settle
 from tests.identity.provider import OpenIdProvider, client, issuer_config
@@ -195,6 +196,30 @@ async def test_links_and_keys_keep_their_subjects(provider: OpenIdProvider, tmp_
         discovery = (await host.client.get("/.well-known/openwop", headers=V2)).json()
         key_lane = next(lane for lane in discovery["auth"]["lanes"] if lane["lane"] == "api-key")
         assert {g["issuer"] for g in granted} <= set(key_lane["issuers"])
+
+
+async def test_a_vote_by_token_spares_its_person_the_reminder(provider: OpenIdProvider, tmp_path: Path) -> None:
+    """Alice votes with her token (principal claim "a.smith"): she is the notify file's alice, who has voted, so the
+    reminder goes to bob alone."""
+    people = {name: {k: v for k, v in p.items() if k != "slack"} for name, p in _people(provider).items()}
+    wf = gate("expense", requiredApprovals=2, approversList=["alice", "bob"])
+    routes = [{"match": {"workflowId": "expense"}, "notify": ["role:finance"], "remindAfterMs": 1000}]
+    identity = {"issuers": [issuer_config(provider)]}
+    async with notify_host(
+        tmp_path, routes=routes, workflows=[wf], people=people, with_teams=False, identity=identity
+    ) as host:
+        settled: list[Settled] = []
+        host.engine.notify.on_settled(settled.append)
+        run_id, _ = await host.start_gate()
+        await host.until(lambda: len(host.smtp.mails) == 2, "a mail to alice and one to bob")
+        where = f"/v1/runs/{run_id}/interrupts/review"
+        voted = await host.client.post(where, json=ACCEPT, headers=_bearer(provider.token("alice-app")))
+        assert voted.status_code == 200 and voted.json()["status"] == "pending", voted.text
+        await host.until(
+            lambda: sum(1 for s in settled if s.notice.payload.get("purpose") == "reminder") == 2, "both reminders due"
+        )
+        reminded = [rcpts for rcpts, m in host.smtp.mails if str(m["Subject"]).startswith("Reminder")]
+        assert reminded == [["bob@example.com"]], "alice voted, by token: no reminder for her"
 
 
 def test_serve_resolves_a_person_by_their_subject_and_refuses_an_unknown_issuer(
