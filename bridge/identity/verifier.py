@@ -15,7 +15,8 @@ registry's refusals (:mod:`openwop_bridge.identity.errors`):
 
 ``people`` maps ``(issuer, sub)`` to a principal id: a token of a person so named resolves to that
 id whatever its principal claim says (the host builds it from the notify file's ``people.*.subject``,
-so one person is one principal on every channel).
+so one person is one principal on every channel). Such an id is bound to that identity: a token
+whose principal claim names it with another ``iss`` or ``sub`` is ``identity_unresolvable``.
 
 A verified token is remembered until its ``exp`` (the last :data:`CACHE_SIZE` of them), so
 a request with a token costs about what one with an API key costs.
@@ -98,6 +99,7 @@ class TokenVerifier:
     ) -> None:
         self.config = config
         self._people = dict(people or {})
+        self._bound = frozenset(self._people.values())
         self._client = client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)
         self._keys = {
             i.issuer: IssuerKeys(i, self._client, refetch_interval_s=refetch_interval_s, clock=clock)
@@ -169,7 +171,7 @@ class TokenVerifier:
             raise IdentityUnverifiedError("the token's issuer is not one this host trusts")
         _check_audience(issuer, claims, str(header.get("typ", "")).lower())
         expires_at = _check_times(issuer, claims, self._now())
-        return _resolve(issuer, claims, expires_at, self._people)
+        return _resolve(issuer, claims, expires_at, self._people, self._bound)
 
 
 def _check_audience(issuer: IssuerConfig, claims: Mapping[str, Any], typ: str) -> None:
@@ -225,7 +227,11 @@ def _strings(value: Any) -> list[str]:
 
 
 def _resolve(
-    issuer: IssuerConfig, claims: Mapping[str, Any], expires_at: float, people: Mapping[tuple[str, str], str]
+    issuer: IssuerConfig,
+    claims: Mapping[str, Any],
+    expires_at: float,
+    people: Mapping[tuple[str, str], str],
+    bound: frozenset[str] = frozenset(),
 ) -> Verified:
     names = issuer.claims
     sub = claims.get("sub")
@@ -233,6 +239,8 @@ def _resolve(
     principal = person or claims.get(names.principal)
     if not isinstance(principal, str) or not principal.strip() or len(principal) > 256:
         raise IdentityUnresolvableError(f"the token names no principal (claim {names.principal!r})")
+    if person is None and principal in bound:
+        raise IdentityUnresolvableError("the token's principal claim names a person bound to another identity")
     tenant: Any = issuer.default_tenant
     if names.tenant is not None and claims.get(names.tenant) is not None:
         tenant = claims[names.tenant]

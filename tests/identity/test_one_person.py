@@ -40,6 +40,7 @@ def provider() -> Iterator[OpenIdProvider]:
         [
             client("alice-app", preferred_username="a.smith", groups=["approvers"]),
             client("bob-app", preferred_username="bob", groups=["approvers"]),
+            client("mallory-app", preferred_username="alice"),
         ]
     )
     yield started
@@ -244,6 +245,9 @@ def test_serve_resolves_a_person_by_their_subject_and_refuses_an_unknown_issuer(
         assert snap.json()["owner"]["subject"] == _subject(provider, "alice-app")
         v1 = httpx.get(f"{server.url}/v1/runs/{run_id}", headers=_bearer(provider.token("alice-app")))
         assert v1.json()["owner"]["principal"] == "alice"
+        # alice names her identity: a token claiming her name with another sub is nobody.
+        claimed = httpx.get(f"{server.url}/v1/runs", headers=_bearer(provider.token("mallory-app")))
+        assert claimed.status_code == 401 and claimed.json()["error"] == "identity_unresolvable", claimed.text
 
     unknown = "https://idp.example.com"
     people = {"alice": {"subject": {"issuer": unknown, "subjectId": "248289761001"}}}
