@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from openwop_bridge import spec as v1_spec
 from openwop_bridge.host.cli import main
 from openwop_bridge.host.v2 import ids
 from openwop_bridge.notify.worker import Settled
@@ -131,6 +132,11 @@ async def test_a_token_a_slack_click_and_a_link_of_one_person_are_one_vote(
         # v1 keeps its shape: the owner is the principal; the decision records its subject beside decidedBy.
         v1 = (await host.client.get(f"/v1/runs/{run_id}", headers=alice)).json()
         assert v1["owner"] == {"tenant": "default", "principal": "alice"}
+        assert [e.message for e in v1_spec.validator("run-snapshot.schema.json").iter_errors(v1)] == []
+        for doc in await host.engine.store.read_events(run_id):
+            assert v1_spec.validate_event(doc) == [], (doc["type"], doc)
+        (started,) = [e["payload"] for e in await events(host.engine, run_id, "run.started")]
+        assert started["owner"] == {"tenant": "default", "principal": "alice"} and started["ownerSubject"] == alice_ref
         (received,) = [e["payload"] for e in await events(host.engine, run_id, "approval.received")]
         assert received["decidedBy"] == "bob"
         assert received["decidedBySubject"] == {"issuer": provider.issuer, "subjectId": "bob-app", "lane": "oauth2"}
