@@ -11,7 +11,8 @@ registry's refusals (:mod:`openwop_bridge.identity.errors`):
   an RFC 9068 access token, an ID token say, must name exactly that audience, identity.md §2.1);
 - ``credential_lifetime_exceeded``: on an ``exp-only`` issuer, ``exp - iat`` or ``exp - now``
   exceeds ``revocationWindowSeconds``, or ``iat`` is missing (identity.md §2.2);
-- ``identity_unresolvable``: no principal claim, or a tenant the issuer may not speak for.
+- ``identity_unresolvable``: no principal claim, a ``sub`` over 256 characters, or a tenant the issuer
+  may not speak for.
 
 ``people`` maps ``(issuer, sub)`` to a principal id: a token of a person so named resolves to that
 id whatever its principal claim says (the host builds it from the notify file's ``people.*.subject``,
@@ -235,6 +236,8 @@ def _resolve(
 ) -> Verified:
     names = issuer.claims
     sub = claims.get("sub")
+    if isinstance(sub, str) and len(sub) > 256:  # recorded with every run and decision (v2's subjectId grammar)
+        raise IdentityUnresolvableError("the token's 'sub' is longer than 256 characters")
     person = people.get((issuer.issuer, sub)) if isinstance(sub, str) else None
     principal = person or claims.get(names.principal)
     if not isinstance(principal, str) or not principal.strip() or len(principal) > 256:
