@@ -33,12 +33,15 @@ def _one_node(state: Any, name: str, node: Any) -> Any:
     return g.compile()
 
 
-def approve_graph() -> Any:
+def approve_graph(*, separation_of_duties: bool | None = None) -> Any:
     """draft → review (helper approval) → publish."""
 
     def review(state: Doc) -> Doc:
         result = approval(
-            "Publish the post?", actions=["accept", "reject", "edit-accept"], artifact={"text": state.get("text", "")}
+            "Publish the post?",
+            actions=["accept", "reject", "edit-accept"],
+            artifact={"text": state.get("text", "")},
+            separation_of_duties=separation_of_duties,
         )
         text = result.edited["text"] if result.action == "edit-accept" else state.get("text", "")
         return {"decision": result.action, "decided_by": result.decided_by or "", "text": text}

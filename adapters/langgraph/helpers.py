@@ -71,8 +71,12 @@ def approval(
     approvers: Sequence[str] | None = None,
     rejection_policy: str | None = None,
     timeout_ms: int | None = None,
+    separation_of_duties: bool | None = None,
 ) -> ApprovalResult:
-    """Ask for an approval (quorum, approvers and deadline optional); returns the decision."""
+    """Ask for an approval (quorum, approvers and deadline optional); returns the decision.
+
+    ``separation_of_duties=True``: whoever started the run may not decide it.
+    """
     payload = kinds.approval(
         title,
         actions=actions,
@@ -84,6 +88,7 @@ def approval(
         approvers=approvers,
         rejection_policy=rejection_policy,
         timeout_ms=timeout_ms,
+        separation_of_duties=separation_of_duties,
     )
     return ApprovalResult.from_value(_ask(payload))
 

@@ -236,6 +236,7 @@ class KeyRing:
     def __init__(self, keys: Iterable[ApiKey]) -> None:
         self._by_digest: dict[bytes, ApiKey] = {}
         self._tokens: Callable[[str], Principal | None] | None = None
+        self._session: Callable[[], Principal | None] | None = None
         for k in keys:
             self._by_digest[k.digest] = k
 
@@ -243,6 +244,12 @@ class KeyRing:
         """Also accept bearer credentials that are not keys: ``resolve`` maps one to its principal, returns
         None when it is none of its kind, or raises its refusal (the identity providers' JWTs)."""
         self._tokens = resolve
+
+    def use_sessions(self, resolve: Callable[[], Principal | None]) -> None:
+        """Also accept, on a request without an Authorization header, the credential the request carries
+        elsewhere (the inbox's session cookie): ``resolve`` returns its principal, None when the request
+        carries none, or raises its refusal."""
+        self._session = resolve
 
     @property
     def takes_tokens(self) -> bool:
@@ -263,6 +270,9 @@ class KeyRing:
     def authenticate(self, authorization: str | None) -> Principal:
         """Resolve an ``Authorization`` header to a principal, or raise 401."""
         if not authorization:
+            carried = self._session() if self._session is not None else None
+            if carried is not None:
+                return carried
             raise UnauthenticatedError("missing Authorization: Bearer <api key>")
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():

@@ -43,6 +43,7 @@ from openwop_bridge.store.base import Store
 if TYPE_CHECKING:
     import uvicorn
 
+    from openwop_bridge.host.web.signin import SignIn
     from openwop_bridge.identity.layer import Identity
 
 log = logging.getLogger("openwop_bridge.host.cli")
@@ -169,6 +170,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         store,
         config=EngineConfig(
             conversation_enabled=not args.no_conversation,
+            separation_of_duties=args.separation_of_duties,
             default_threshold=args.escalation_threshold,
             lease_ms=args.lease_ms,
             idempotency_ttl_ms=args.idempotency_hours * 3600 * 1000,
@@ -201,6 +203,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         identity = Identity(identity_config, TokenVerifier(identity_config, people=people), args.public_url)
         ring.use_tokens(identity.resolve)
         routes += metadata_routes(identity)
+    sign_in = None
+    if identity is not None and identity.config.inbox is not None and not args.no_ui:
+        from openwop_bridge.host.web.signin import install_sign_in
+
+        sign_in = install_sign_in(engine, identity, ring, routes, fragments)
     if notify is not None:
         from openwop_bridge.host.notifying import install_notify  # its channels' libraries load only when used
 
@@ -224,7 +231,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         public_url=args.public_url,
         link_page=None if args.no_ui else web.link_page,
         on_startup=[ensure_dev_key, *build.startup, lambda: _async(banner)],
-        on_shutdown=[*build.shutdown, *([identity.verifier.aclose] if identity is not None else [])],
+        on_shutdown=[
+            *build.shutdown,
+            *([identity.verifier.aclose] if identity is not None else []),
+            *([sign_in.flow.aclose] if sign_in is not None else []),
+        ],
         openapi=fragments,
         facets=build.discovery,
         allowed_hosts=allowed_hosts(args),
@@ -239,28 +250,33 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
             allow_loopback=args.webhook_allow_loopback or (not keys and identity is None),
             rotation_overlap_s=args.webhook_rotation_overlap_seconds,
         ),
-        layers=_identity_layers(identity),
-        auth_lanes=[] if identity is None else _auth_lanes(identity),
+        layers=_identity_layers(identity, sign_in),
+        auth_lanes=[] if identity is None else _auth_lanes(identity, sessions=sign_in is not None),
     )
     return app, engine, ring, banner
 
 
-def _identity_layers(identity: Identity | None) -> list[Any]:
-    """The ASGI layer verifying the identity providers' tokens, when an identity file is configured."""
+def _identity_layers(identity: Identity | None, sign_in: SignIn | None) -> list[Any]:
+    """The ASGI layers verifying the identity providers' tokens and the inbox's session cookie."""
     if identity is None:
         return []
     from starlette.middleware import Middleware
 
     from openwop_bridge.identity.layer import BearerTokens
 
-    return [Middleware(BearerTokens, identity=identity)]
+    layers = [Middleware(BearerTokens, identity=identity)]
+    if sign_in is not None:
+        from openwop_bridge.host.web.signin import SessionCookies
+
+        layers.append(Middleware(SessionCookies, sign_in=sign_in))
+    return layers
 
 
-def _auth_lanes(identity: Identity) -> list[dict[str, Any]]:
-    """The ``auth.lanes[]`` of the identity file's providers (v2 discovery)."""
+def _auth_lanes(identity: Identity, *, sessions: bool) -> list[dict[str, Any]]:
+    """The ``auth.lanes[]`` of the identity file's providers (v2 discovery), and the inbox's sessions."""
     from openwop_bridge.identity.layer import auth_lanes
 
-    return auth_lanes(identity.config)
+    return auth_lanes(identity.config, sessions=sessions)
 
 
 def _install(engine: Engine, args: argparse.Namespace, issuers: tuple[str, ...] = ()) -> ServerBuild:

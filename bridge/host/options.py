@@ -57,8 +57,8 @@ def _env_list(name: str, sep: str) -> list[str]:
     return [p for p in raw.split(sep) if p.strip()] if raw else []
 
 
-def _switch_off(serve: argparse.ArgumentParser, flag: str, help: str) -> None:
-    """A ``--no-…`` flag, also set by ``OPENWOP_BRIDGE_NO_…=1``."""
+def _switch(serve: argparse.ArgumentParser, flag: str, help: str) -> None:
+    """A yes/no flag (``--no-ui``, ``--separation-of-duties``), also set by ``OPENWOP_BRIDGE_<FLAG>=1``."""
     default = switch_default(ENV_PREFIX + flag[2:].upper().replace("-", "_"))
     serve.add_argument(flag, action="store_true", default=default, help=help)
 
@@ -89,7 +89,7 @@ def _add_source_arguments(serve: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="load every *.json workflow in DIR (repeatable)",
     )
-    _switch_off(serve, "--no-demo", "do not load the bundled demo workflows")
+    _switch(serve, "--no-demo", "do not load the bundled demo workflows")
     _repeatable(
         serve,
         "--graph",
@@ -142,12 +142,17 @@ def _add_access_arguments(serve: argparse.ArgumentParser) -> None:
 
 def _add_feature_arguments(serve: argparse.ArgumentParser) -> None:
     """``serve``: the primitives and surfaces switched on, and the escalation threshold."""
-    _switch_off(serve, "--no-conversation", "switch off the conversation primitive (workflows using it are refused)")
-    _switch_off(serve, "--no-agui", "do not serve workflows as AG-UI agents")
-    _switch_off(
+    _switch(serve, "--no-conversation", "switch off the conversation primitive (workflows using it are refused)")
+    _switch(serve, "--no-agui", "do not serve workflows as AG-UI agents")
+    _switch(
         serve,
         "--no-ui",
         "do not serve the operator inbox (/ui/), the signed-link page, the landing page or the API page (/docs/)",
+    )
+    _switch(
+        serve,
+        "--separation-of-duties",
+        'whoever requested a run may not decide its approvals, unless a gate says "separationOfDuties": false',
     )
     serve.add_argument(
         "--escalation-threshold",

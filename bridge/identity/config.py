@@ -7,16 +7,21 @@ One JSON document, read and checked once at start-up::
                   "claims": {"principal": "preferred_username", "tenant": "org", "roles": "groups",
                              "scopes": "scope", "name": "name", "email": "email"},
                   "defaultTenant": "default",
-                  "roleScopes": {"approvers": ["runs:read", "interrupts:read", "approvals:respond"]}}],
+                  "roleScopes": {"approvers": ["runs:read", "interrupts:read", "approvals:respond"]}},
+                 {"issuer": "https://login.example.org", "audience": "openwop-bridge",
+                  "revocation": "exp-and-recheck", "revocationWindowSeconds": 300,
+                  "introspection": {"clientId": "bridge", "clientSecret": {"env": "INTROSPECTION_SECRET"}}}],
      "inbox": {"issuer": "https://idp.example.com", "clientId": "bridge-inbox",
                "clientSecret": {"env": "INBOX_CLIENT_SECRET"}, "scopes": ["openid", "profile", "email"]},
      "sessions": {"idleMs": 3600000, "absoluteMs": 43200000}}
 
 An issuer is ``https://``, or ``http://`` on a loopback address only (tests and local
-development). The inbox's client secret may be written inline or as ``{"env": "NAME"}``;
-either way it is held as :class:`pydantic.SecretStr`, so no ``repr``, log line or error
-message shows it. Any mistake stops start-up with one line naming the field
-(``issuers[0].audience: …``).
+development). An ``exp-and-recheck`` issuer names the client the host asks its RFC 7662
+introspection endpoint with (the endpoint is the discovery document's
+``introspection_endpoint``, or ``introspectionUri``). A client secret (the inbox's, an
+introspection client's) may be written inline or as ``{"env": "NAME"}``; either way it is
+held as :class:`pydantic.SecretStr`, so no ``repr``, log line or error message shows it.
+Any mistake stops start-up with one line naming the field (``issuers[0].audience: …``).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ __all__ = [
     "IdentityConfig",
     "IdentityConfigError",
     "InboxClient",
+    "IntrospectionClient",
     "IssuerConfig",
     "Sessions",
     "load_identity_config",
@@ -83,6 +89,31 @@ def check_url(value: str, what: str) -> str:
     return value
 
 
+def secret_from(value: Any, info: ValidationInfo) -> Any:
+    """A client secret as written: a string, or ``{"env": "NAME"}`` read from the environment."""
+    if isinstance(value, Mapping):
+        if set(value) != {"env"} or not isinstance(value["env"], str) or not value["env"]:
+            raise ValueError('a secret is a string or {"env": "NAME"}')
+        environ: Mapping[str, str] = (info.context or {}).get("environ", os.environ)
+        found = environ.get(value["env"])
+        if not found:
+            raise ValueError(f"the environment variable {value['env']!r} is not set")
+        return found
+    return value
+
+
+class IntrospectionClient(_Model):
+    """The client an ``exp-and-recheck`` issuer knows the host as, to ask it about tokens (RFC 7662)."""
+
+    client_id: str = Field(min_length=1)
+    client_secret: SecretStr
+
+    @field_validator("client_secret", mode="before")
+    @classmethod
+    def _secret(cls, value: Any, info: ValidationInfo) -> Any:
+        return secret_from(value, info)
+
+
 class ClaimNames(_Model):
     """Which claim of a token carries what. ``tenant`` and ``roles`` are optional: without them every
     token of the issuer is in its ``defaultTenant`` and holds no role."""
@@ -114,6 +145,10 @@ class IssuerConfig(_Model):
     keys_max_age_seconds: int = Field(default=300, ge=1, le=86_400)
     #: Clock skew allowed on ``exp``, ``nbf`` and ``iat``.
     leeway_seconds: int = Field(default=60, ge=0, le=300)
+    #: ``exp-and-recheck``: the client the host introspects tokens with.
+    introspection: IntrospectionClient | None = None
+    #: The RFC 7662 endpoint, when the discovery document names none (else read from it).
+    introspection_uri: str | None = None
 
     @field_validator("issuer")
     @classmethod
@@ -133,13 +168,19 @@ class IssuerConfig(_Model):
     def _jwks(cls, value: str | None) -> str | None:
         return None if value is None else check_url(value, "jwksUri")
 
-    @field_validator("revocation")
+    @field_validator("introspection_uri")
     @classmethod
-    def _revocation(cls, value: str) -> str:
-        if value == "exp-and-recheck":
-            # The host advertises only a window it enforces (identity.md §2.2): no introspection yet.
-            raise ValueError("'exp-and-recheck' (RFC 7662 introspection) is not supported yet; use 'exp-only'")
-        return value
+    def _introspection_uri(cls, value: str | None) -> str | None:
+        return None if value is None else check_url(value, "introspectionUri")
+
+    @model_validator(mode="after")
+    def _recheck(self) -> IssuerConfig:
+        # The host advertises only a window it enforces (identity.md §2.2): re-checking needs the provider's ear.
+        if self.revocation == "exp-and-recheck" and self.introspection is None:
+            raise ValueError("'exp-and-recheck' needs 'introspection', the client the host asks the provider with")
+        if self.revocation == "exp-only" and (self.introspection is not None or self.introspection_uri is not None):
+            raise ValueError("'introspection' is used with 'exp-and-recheck' only (this issuer is 'exp-only')")
+        return self
 
     @field_validator("role_scopes")
     @classmethod
@@ -169,15 +210,7 @@ class InboxClient(_Model):
     @field_validator("client_secret", mode="before")
     @classmethod
     def _secret(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, Mapping):
-            if set(value) != {"env"} or not isinstance(value["env"], str) or not value["env"]:
-                raise ValueError('a secret is a string or {"env": "NAME"}')
-            environ: Mapping[str, str] = (info.context or {}).get("environ", os.environ)
-            found = environ.get(value["env"])
-            if not found:
-                raise ValueError(f"the environment variable {value['env']!r} is not set")
-            return found
-        return value
+        return secret_from(value, info)
 
 
 class Sessions(_Model):

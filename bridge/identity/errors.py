@@ -7,6 +7,7 @@ from openwop_bridge.core.errors import UnauthenticatedError
 __all__ = [
     "AudienceMismatchError",
     "CredentialLifetimeExceededError",
+    "CredentialRevokedError",
     "IdentityUnresolvableError",
     "IdentityUnverifiedError",
 ]
@@ -26,3 +27,7 @@ class CredentialLifetimeExceededError(UnauthenticatedError, code="credential_lif
 
 class IdentityUnresolvableError(UnauthenticatedError, code="identity_unresolvable"):
     """A verified token names no principal, or a tenant its issuer may not speak for."""
+
+
+class CredentialRevokedError(UnauthenticatedError, code="credential_revoked"):
+    """A revoked credential: a token its provider says is not active (``exp-and-recheck``), a signed-out session."""

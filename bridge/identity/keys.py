@@ -62,6 +62,7 @@ class IssuerKeys:
         self._keys: KeySet | None = None
         self._fetched_at = float("-inf")
         self._jwks_uri = issuer.jwks_uri
+        self._metadata: dict[str, Any] | None = None
         self._lock = asyncio.Lock()
         #: How many times the key set was fetched (the tests read it).
         self.fetches = 0
@@ -99,6 +100,15 @@ class IssuerKeys:
         return keys
 
     async def _find_jwks_uri(self) -> str:
+        jwks_uri = (await self.metadata()).get("jwks_uri")
+        if not isinstance(jwks_uri, str):
+            raise ValueError(f"the metadata of {self.issuer.issuer} names no jwks_uri")
+        return check_url(jwks_uri, "jwks_uri")
+
+    async def metadata(self) -> dict[str, Any]:
+        """The issuer's discovery document (fetched once; a failure is raised and asked again next time)."""
+        if self._metadata is not None:
+            return self._metadata
         last: Exception | None = None
         for url in discovery_urls(self.issuer):
             try:
@@ -108,10 +118,8 @@ class IssuerKeys:
                 continue
             if metadata.get("issuer") != self.issuer.issuer:
                 raise ValueError(f"the metadata at {url} names the issuer {metadata.get('issuer')!r}")
-            jwks_uri = metadata.get("jwks_uri")
-            if not isinstance(jwks_uri, str):
-                raise ValueError(f"the metadata at {url} names no jwks_uri")
-            return check_url(jwks_uri, "jwks_uri")
+            self._metadata = metadata
+            return metadata
         raise ValueError(f"no discovery document: {last}")
 
     async def _get_json(self, url: str) -> dict[str, Any]:

@@ -111,8 +111,9 @@ def metadata_routes(identity: Identity) -> list[Route]:
     return [Route(METADATA_PATH + path, endpoint(path), methods=["GET"]) for path in ("", *_SUB_RESOURCES)]
 
 
-def auth_lanes(config: IdentityConfig) -> list[dict[str, Any]]:
-    """The ``auth.lanes[]`` members of the configured issuers (``auth.schema.json``), one per lane."""
+def auth_lanes(config: IdentityConfig, *, sessions: bool = False) -> list[dict[str, Any]]:
+    """The ``auth.lanes[]`` members of the configured issuers (``auth.schema.json``), one per lane; with
+    ``sessions`` (the inbox's sign-in is served) the ``session`` lane too, its sessions revoked at once."""
     lanes: list[dict[str, Any]] = []
     for issuer in config.issuers:
         lane = next(
@@ -135,6 +136,15 @@ def auth_lanes(config: IdentityConfig) -> list[dict[str, Any]]:
             }
             lanes.append(lane)
         lane["issuers"].append(issuer.issuer)
+    if sessions and config.inbox is not None:
+        lanes.append(
+            {
+                "lane": "session",
+                "issuers": [config.inbox.issuer],
+                "revocation": "next-request",
+                "minimumAssurance": "bearer",
+            }
+        )
     return lanes
 
 

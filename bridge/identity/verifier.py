@@ -12,7 +12,10 @@ registry's refusals (:mod:`openwop_bridge.identity.errors`):
 - ``credential_lifetime_exceeded``: on an ``exp-only`` issuer, ``exp - iat`` or ``exp - now``
   exceeds ``revocationWindowSeconds``, or ``iat`` is missing (identity.md §2.2);
 - ``identity_unresolvable``: no principal claim, a ``sub`` over 256 characters, or a tenant the issuer
-  may not speak for.
+  may not speak for;
+- ``credential_revoked``: on an ``exp-and-recheck`` issuer, the provider's introspection
+  endpoint says the token is no longer active (:mod:`openwop_bridge.identity.introspection`;
+  a provider that cannot be asked is ``identity_unverified``).
 
 ``people`` maps ``(issuer, sub)`` to a principal id: a token of a person so named resolves to that
 id whatever its principal claim says (the host builds it from the notify file's ``people.*.subject``,
@@ -20,12 +23,18 @@ so one person is one principal on every channel). Such an id is bound to that id
 whose principal claim names it with another ``iss`` or ``sub`` is ``identity_unresolvable``.
 
 A verified token is remembered until its ``exp`` (the last :data:`CACHE_SIZE` of them), so
-a request with a token costs about what one with an API key costs.
+a request with a token costs about what one with an API key costs. On an ``exp-and-recheck``
+issuer it is remembered until ``revocationWindowSeconds`` after the provider was asked, or its
+``exp`` if sooner; then the next request asks again. A token the provider says is revoked is
+refused until its ``exp`` without asking again. Concurrent requests with a token not yet
+remembered share one verification (and one introspection).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import hmac
 import json
 import time
 import warnings
@@ -43,9 +52,11 @@ from openwop_bridge.identity.config import ALGORITHMS, IdentityConfig, IssuerCon
 from openwop_bridge.identity.errors import (
     AudienceMismatchError,
     CredentialLifetimeExceededError,
+    CredentialRevokedError,
     IdentityUnresolvableError,
     IdentityUnverifiedError,
 )
+from openwop_bridge.identity.introspection import Introspector
 from openwop_bridge.identity.keys import REFETCH_INTERVAL_S, IssuerKeys
 
 __all__ = ["CACHE_SIZE", "MAX_TOKEN_BYTES", "TokenVerifier", "Verified", "looks_like_jwt"]
@@ -106,7 +117,17 @@ class TokenVerifier:
             i.issuer: IssuerKeys(i, self._client, refetch_interval_s=refetch_interval_s, clock=clock)
             for i in config.issuers
         }
-        self._cache: OrderedDict[bytes, Verified] = OrderedDict()
+        self._introspectors = {
+            i.issuer: Introspector(i, self._client, self._keys[i.issuer])
+            for i in config.issuers
+            if i.revocation == "exp-and-recheck"
+        }
+        #: Verified tokens (by digest), each with the time it is trusted until.
+        self._cache: OrderedDict[bytes, tuple[Verified, float]] = OrderedDict()
+        #: Tokens the provider said are revoked (by digest), each with its ``exp``.
+        self._revoked: OrderedDict[bytes, float] = OrderedDict()
+        #: Verifications under way, shared by the requests presenting the same token.
+        self._pending: dict[bytes, asyncio.Future[Verified]] = {}
         self._cache_size = cache_size
         self._now = now
 
@@ -114,35 +135,72 @@ class TokenVerifier:
         """The key cache of a configured issuer."""
         return self._keys[issuer]
 
+    def introspector(self, issuer: str) -> Introspector:
+        """The introspection client of a configured ``exp-and-recheck`` issuer."""
+        return self._introspectors[issuer]
+
     async def aclose(self) -> None:
         """Close the HTTP client the keys are fetched with."""
         await self._client.aclose()
 
     def cached(self, token: str) -> Verified | None:
-        """The token's verification when it is remembered and not expired."""
-        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        """The token's verification when it is remembered and still trusted (before its ``exp``, and on an
+        ``exp-and-recheck`` issuer within the window since the provider was asked)."""
+        digest = _digest(token)
         found = self._cache.get(digest)
         if found is None:
             return None
-        if self._now() >= found.expires_at:
+        if self._now() >= found[1]:
             del self._cache[digest]
             return None
         self._cache.move_to_end(digest)
-        return found
+        return found[0]
 
     async def verify(self, token: str) -> Verified:
         """The verified token, or one of the registry's refusals (401)."""
         found = self.cached(token)
         if found is not None:
             return found
+        digest = _digest(token)
+        revoked_until = self._revoked.get(digest)
+        if revoked_until is not None:
+            if self._now() < revoked_until:
+                raise CredentialRevokedError("the token was revoked at its identity provider")
+            del self._revoked[digest]
+        pending = self._pending.get(digest)
+        if pending is None:
+            pending = asyncio.ensure_future(self._check(token, digest))
+            self._pending[digest] = pending
+            pending.add_done_callback(lambda done: self._settled(digest, done))
+        # Shielded: a request that goes away does not cancel the others' verification.
+        return await asyncio.shield(pending)
+
+    def _settled(self, digest: bytes, done: asyncio.Future[Verified]) -> None:
+        self._pending.pop(digest, None)
+        if not done.cancelled():
+            done.exception()  # retrieved, even when every request waiting for it went away
+
+    async def _check(self, token: str, digest: bytes) -> Verified:
         verified = await self._verify(token)
-        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-        self._cache[digest] = verified
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        trusted_until = verified.expires_at
+        introspector = self._introspectors.get(verified.issuer)
+        if introspector is not None:
+            asked_at = self._now()
+            if not await introspector.active(token):
+                _remember(self._revoked, digest, verified.expires_at, self._cache_size)
+                raise CredentialRevokedError("the token was revoked at its identity provider")
+            trusted_until = min(trusted_until, asked_at + introspector.issuer.revocation_window_seconds)
+        _remember(self._cache, digest, (verified, trusted_until), self._cache_size)
         return verified
 
-    async def _verify(self, token: str) -> Verified:
+    async def verify_id_token(self, token: str, *, client_id: str, nonce: str) -> Verified:
+        """An OpenID Connect ID token of a sign-in (never remembered): verified as a bearer token of its issuer
+        is (keys, algorithm, ``iss``, ``exp``/``nbf``/``iat``, claims mapping, tenant rules), except that its
+        ``aud`` must be exactly ``client_id`` and its ``nonce`` the one the sign-in sent; no lifetime window
+        applies (the session it opens has its own limits)."""
+        return await self._verify(token, (client_id, nonce))
+
+    async def _verify(self, token: str, id_token: tuple[str, str] | None = None) -> Verified:
         if len(token) > MAX_TOKEN_BYTES or not looks_like_jwt(token):
             raise IdentityUnverifiedError("the bearer token is not a signed JWT")
         try:
@@ -170,9 +228,23 @@ class TokenVerifier:
         claims: dict[str, Any] = dict(decoded.claims)
         if claims.get("iss") != issuer.issuer:
             raise IdentityUnverifiedError("the token's issuer is not one this host trusts")
-        _check_audience(issuer, claims, str(header.get("typ", "")).lower())
-        expires_at = _check_times(issuer, claims, self._now())
+        if id_token is None:
+            _check_audience(issuer, claims, str(header.get("typ", "")).lower())
+        else:
+            _check_id_token(claims, *id_token)
+        expires_at = _check_times(issuer, claims, self._now(), bounded=id_token is None)
         return _resolve(issuer, claims, expires_at, self._people, self._bound)
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
+def _remember(cache: OrderedDict[bytes, Any], digest: bytes, value: Any, size: int) -> None:
+    cache[digest] = value
+    cache.move_to_end(digest)
+    while len(cache) > size:
+        cache.popitem(last=False)
 
 
 def _check_audience(issuer: IssuerConfig, claims: Mapping[str, Any], typ: str) -> None:
@@ -186,6 +258,15 @@ def _check_audience(issuer: IssuerConfig, claims: Mapping[str, Any], typ: str) -
     raise AudienceMismatchError(f"the token is not for this host (its audience must be {issuer.audience!r})")
 
 
+def _check_id_token(claims: Mapping[str, Any], client_id: str, nonce: str) -> None:
+    aud = claims.get("aud")
+    if (aud if isinstance(aud, list) else [aud]) != [client_id]:
+        raise AudienceMismatchError("the ID token is not for this host's inbox client")
+    found = claims.get("nonce")
+    if not isinstance(found, str) or not hmac.compare_digest(found.encode(), nonce.encode()):
+        raise IdentityUnverifiedError("the ID token's nonce is not the one this sign-in sent")
+
+
 def _number(claims: Mapping[str, Any], name: str) -> float | None:
     value = claims.get(name)
     if value is None:
@@ -195,7 +276,7 @@ def _number(claims: Mapping[str, Any], name: str) -> float | None:
     return float(value)
 
 
-def _check_times(issuer: IssuerConfig, claims: Mapping[str, Any], now: float) -> float:
+def _check_times(issuer: IssuerConfig, claims: Mapping[str, Any], now: float, *, bounded: bool = True) -> float:
     """``exp``, after checking ``exp``, ``nbf``, ``iat`` and (``exp-only``) the lifetime bounds."""
     leeway = issuer.leeway_seconds
     exp, nbf, iat = _number(claims, "exp"), _number(claims, "nbf"), _number(claims, "iat")
@@ -207,7 +288,7 @@ def _check_times(issuer: IssuerConfig, claims: Mapping[str, Any], now: float) ->
         raise IdentityUnverifiedError("the token is not valid yet ('nbf')")
     if iat is not None and iat > now + leeway:
         raise IdentityUnverifiedError("the token was issued in the future ('iat')")
-    if issuer.revocation == "exp-only":
+    if bounded and issuer.revocation == "exp-only":
         window = issuer.revocation_window_seconds
         if iat is None:
             raise CredentialLifetimeExceededError("the token has no 'iat', so its lifetime cannot be bounded")

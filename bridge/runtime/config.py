@@ -16,6 +16,9 @@ class EngineConfig:
     """Knobs with sensible defaults."""
 
     conversation_enabled: bool = True
+    #: Every approval separates duties unless it says ``"separationOfDuties": false``
+    #: (``serve --separation-of-duties``; see :mod:`openwop_bridge.core.separation`).
+    separation_of_duties: bool = False
     default_threshold: float = 0.7
     lease_ms: int = 30_000
     token_ttl_ms: int = DEFAULT_TTL_MS

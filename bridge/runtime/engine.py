@@ -39,6 +39,7 @@ from openwop_bridge.notify.worker import Settled
 from openwop_bridge.runtime.adapter_state import AdapterState
 from openwop_bridge.runtime.answers import AnswerService
 from openwop_bridge.runtime.ask import AskService, RecordingAskService
+from openwop_bridge.runtime.batch import BatchAnswers
 from openwop_bridge.runtime.config import EngineConfig
 from openwop_bridge.runtime.executor import RunExecutor
 from openwop_bridge.runtime.executors import Executors
@@ -104,6 +105,7 @@ class Engine:
         self._runs = RunService(self)
         self._views = RunViews(self, self._runs, self._links)
         self._answers = AnswerService(self, self._runs, self._links)
+        self._batch = BatchAnswers(self, self._runs, self._answers)
         self._workflows: dict[str, WorkflowDefinition] = {}
         self._timers = TimerService(self.store.next_deadline, self._fire_due, self.clock.now_ms)
         # The runs executing here (:mod:`openwop_bridge.runtime.executors`).
@@ -143,6 +145,11 @@ class Engine:
     def conversation_enabled(self) -> bool:
         """Whether the conversation primitive is offered."""
         return self.config.conversation_enabled
+
+    @property
+    def separation_of_duties(self) -> bool:
+        """Whether every approval separates duties unless it says otherwise (``serve --separation-of-duties``)."""
+        return self.config.separation_of_duties
 
     @property
     def max_node_executions(self) -> int:
@@ -364,6 +371,7 @@ class Engine:
     interrupt_at = Delegate("_answers", AnswerService.interrupt_at)
     resolve = Delegate("_answers", AnswerService.resolve)
     resolve_token = Delegate("_answers", AnswerService.resolve_token)
+    resolve_batch = Delegate("_batch", BatchAnswers.resolve_batch)
     preview_answer = Delegate("_answers", AnswerService.preview_answer)
     preview_cancel = Delegate("_answers", AnswerService.preview_cancel)
     may_answer = Delegate("_answers", AnswerService.may_answer)

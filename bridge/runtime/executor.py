@@ -71,6 +71,7 @@ class RunExecutor:
         self._cancel: dict[str, Any] | None = None
         self.default_threshold = engine.default_threshold
         self.conversation_enabled = engine.conversation_enabled
+        self.separation_of_duties = engine.separation_of_duties
         self._transient: tuple[type[BaseException], ...] = engine.store.transient_errors
         #: What the first commit carries besides its step (a new run, an answer in flight).
         self.first = first or FirstCommit(engine.store)
@@ -81,6 +82,10 @@ class RunExecutor:
 
     def clock_now_ms(self) -> int:
         return self.engine.clock.now_ms()
+
+    def requesters_spec(self) -> Mapping[str, Any]:
+        assert self.run is not None
+        return self.run.spec
 
     def new_id(self, prefix: str) -> str:
         return self.engine.clock.new_id(prefix)

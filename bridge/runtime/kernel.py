@@ -95,6 +95,10 @@ class ExecutorHost(Protocol):
         """Whether nodes may open conversations."""
 
     @property
+    def separation_of_duties(self) -> bool:
+        """Whether every approval separates duties unless it says otherwise."""
+
+    @property
     def max_node_executions(self) -> int:
         """The default cap on node activations per run."""
 

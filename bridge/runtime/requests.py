@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
-from openwop_bridge.core import kinds
+from openwop_bridge.core import kinds, separation
 from openwop_bridge.core.decisions.exchange import REBUILT_KINDS, rebuilt_events
 from openwop_bridge.core.errors import (
     CapabilityRefusedError,
@@ -46,6 +46,11 @@ class RequestHost(Protocol):
     """What interrupt requests need from the executor running the activation."""
 
     conversation_enabled: bool
+    #: Whether every approval separates duties unless it says otherwise (``serve --separation-of-duties``).
+    separation_of_duties: bool
+
+    def requesters_spec(self) -> Mapping[str, Any]:
+        """The run's spec, which names who requested it (:func:`openwop_bridge.core.separation.requesters`)."""
 
     def clock_now_ms(self) -> int:
         """The current time in epoch milliseconds."""
@@ -152,6 +157,8 @@ class InterruptRequests:
                 f"node {self.node_id!r} opened a conversation, which this host does not offer "
                 "(declare it with conversation=True to have such workflows refused at run creation)",
             )
+        if p["kind"] == kinds.APPROVAL.name:
+            p = self._separated(p)
         key = p["key"]
         # Explicit keys carry their identity; the place check guards code that relies on order.
         if slot is not None and slot.key != key and key == default_key:
@@ -169,6 +176,17 @@ class InterruptRequests:
         if record is not None:
             return self._known(record)
         return InterruptHandle(self._new_record(p, ordinal, address, extra, instant))
+
+    def _separated(self, p: dict[str, Any]) -> dict[str, Any]:
+        """The approval with the host's separation of duties stamped on (unless it says), refused when the run's
+        requesters are all its approvers could be."""
+        data = p["data"]
+        if self._host.separation_of_duties and separation.FIELD not in data:
+            p = {**p, "data": {**data, separation.FIELD: True}}
+        problem = separation.opening_problem(p["data"], self._host.requesters_spec())
+        if problem is not None:
+            raise ValidationError("invalid approval interrupt payload: " + problem, details={"problems": [problem]})
+        return p
 
     def _known(self, record: InterruptRecord) -> InterruptHandle:
         """The handle of an interrupt the run already holds (marking a settled one consumed)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from openwop_bridge.core import kinds
+from openwop_bridge.core import kinds, separation
 from openwop_bridge.core.auth import SYSTEM, Principal, subject_ref
 from openwop_bridge.core.decisions.cancel import run_cancel_decision
 from openwop_bridge.core.errors import (
@@ -279,6 +279,7 @@ class RunService:
             metadata=source.spec.get("metadata"),
             tenant=source.tenant,
             replay_of=source.run_id,
+            extra={"requesters": separation.carried_requesters(source.spec)},
         )
 
     async def list_runs(

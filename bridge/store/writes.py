@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.notices import Notice, NoticeDraft, NoticePlanning
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
-from openwop_bridge.store import plan, plan_kv, plan_outbox
+from openwop_bridge.store import plan, plan_batch, plan_kv, plan_outbox
 from openwop_bridge.store.base import AnswerStepResult, Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from openwop_bridge.store.codec import Dialect
 from openwop_bridge.store.steps import Plan
@@ -84,6 +84,11 @@ class Writes(ABC):
         if error is not None:
             raise error
         return result
+
+    async def mutate_interrupts(
+        self, decisions: plan_batch.Decisions, now_ms: int, *, claim: Claim | None = None
+    ) -> list[MutationResult]:
+        return await self._plan(lambda: plan_batch.mutate_all(self._dialect, decisions, now_ms, claim))
 
     async def answer_and_step(
         self,

@@ -7,36 +7,37 @@ page's blocks run in order in one ``bash -euo pipefail`` session (so a block may
 what an earlier one set), with ``BRIDGE_KEY`` exported and the project's
 interpreter first on ``PATH``; Python blocks run as programs with that
 interpreter, JavaScript blocks with Node and the packages of ``tests/node``.
-The conventions are in ``tests/docs/snippets.py``.
+The conventions are in ``tests/docs/snippets.py``. A page that starts a host of its own on that
+address (with an identity file, say) runs without the suite's host, in ``test_own_host_pages.py``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
-import signal
-import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.docs.snippets import ROOT, RUN, SHOWN, Block, blocks, matches, pages
+from tests.docs.snippets import (
+    PORT,
+    ROOT,
+    RUN,
+    SHOWN,
+    blocks,
+    matches,
+    pages,
+    require_free_port,
+    run_page,
+    runnable,
+    serves_its_own_host,
+)
 from tests.server import ServerProcess
 
-PORT = 8000
-PAGE_TIMEOUT_S = 300
-NODE_MODULES = ROOT / "tests" / "node" / "node_modules"
-
-
-def _runnable(page: Path) -> list[Block]:
-    return [b for b in blocks(page) if b.kind and not b.skip_reason]
-
-
-PAGES = [p for p in pages() if _runnable(p)]
+#: The pages run against the suite's host (a page serving its own runs in test_own_host_pages.py).
+PAGES = [p for p in pages() if runnable(p) and not serves_its_own_host(p)]
 
 
 def test_every_block_is_known_and_every_skip_has_a_reason() -> None:
@@ -54,16 +55,7 @@ def test_every_block_is_known_and_every_skip_has_a_reason() -> None:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """``openwop-bridge serve`` on 127.0.0.1:8000 with its defaults; yields the dev key it printed, and its output."""
-    with socket.socket() as probe:
-        # As serve binds: connections of an earlier server left in TIME_WAIT do not hold the port.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", PORT))
-        except OSError:
-            pytest.fail(
-                f"port {PORT} on 127.0.0.1 is in use: the documentation's examples address http://127.0.0.1:{PORT}, "
-                "so the docs test serves there; stop whatever listens on it and run again"
-            )
+    require_free_port()
     folder = tmp_path_factory.mktemp("docs-host")
     server = ServerProcess(folder / "openwop-bridge.db", port=PORT)
     server.start()
@@ -82,77 +74,9 @@ def test_the_banner_is_the_one_get_started_shows(served: tuple[str, str]) -> Non
     assert matches(shown.text, "\n".join(printed)), f"{shown.where} shows\n{shown.text}--- serve printed\n{served[1]}"
 
 
-def _session(page: Path, runnable: list[Block], work: Path) -> str:
-    """The bash script that runs ``runnable`` in order, each block's output into ``work/out.<n>``."""
-    lines = ["set -euo pipefail", f"cd {shlex.quote(str(ROOT))}"]
-    for n, block in enumerate(runnable):
-        out = shlex.quote(str(work / f"out.{n}"))
-        lines.append(f"echo {n} > {shlex.quote(str(work / 'current'))}")
-        if block.kind == "sh":
-            path = work / f"block.{n}.sh"
-            path.write_text(block.text)
-            lines.append(f"source {shlex.quote(str(path))} > {out} 2>&1 < /dev/null")
-        elif block.kind == "python":
-            path = work / f"block.{n}.py"
-            path.write_text(block.text)
-            lines.append(f"python {shlex.quote(str(path))} > {out} 2>&1 < /dev/null")
-        else:
-            path = work / f"block.{n}.mjs"
-            path.write_text(block.text)
-            lines.append(f"node {shlex.quote(str(path))} > {out} 2>&1 < /dev/null")
-    lines.append(f"echo done > {shlex.quote(str(work / 'current'))}")
-    return "\n".join(lines) + "\n"
-
-
-def _run_page(page: Path, key: str, work: Path) -> list[str]:
-    """Run ``page``'s examples in one session against the served host; what went wrong, naming block and output."""
-    runnable = _runnable(page)
-    if any(b.kind == "js" for b in runnable) and not NODE_MODULES.is_dir():
-        return [f"{runnable[0].where}: the page has JavaScript examples: run `npm ci` in tests/node first"]
-    (work / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
-    script = work / "session.sh"
-    script.write_text(_session(page, runnable, work))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENWOP_BRIDGE_")}
-    env |= {"BRIDGE_KEY": key, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
-    proc = subprocess.Popen(
-        ["bash", str(script)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    session_out, timed_out = "", False
-    try:
-        session_out, _ = proc.communicate(timeout=PAGE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    finally:
-        # Whatever a block left in the background (a second host) goes with the session.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(10)
-    current = (work / "current").read_text().strip() if (work / "current").exists() else "0"
-    if current != "done":
-        block = runnable[int(current)]
-        out = work / f"out.{current}"
-        output = out.read_text() if out.exists() else ""
-        why = f"timed out after {PAGE_TIMEOUT_S} s" if timed_out else f"exited with {proc.returncode}"
-        said = f"{output}{session_out}\n--- the block:\n{block.text}"
-        return [f"{block.where} ({block.lang} block) {why}; its output:\n{said}"]
-    problems = []
-    for n, block in enumerate(runnable):
-        actual = (work / f"out.{n}").read_text()
-        if block.expected is not None and not matches(block.expected, actual):
-            problems.append(f"{block.where}: the page shows\n{block.expected}--- but the block printed\n{actual}")
-    return problems
-
-
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_page_examples_run(page: Path, served: tuple[str, str], tmp_path: Path) -> None:
-    problems = _run_page(page, served[0], tmp_path)
+    problems = run_page(page, served[0], tmp_path)
     assert not problems, "\n\n".join(problems)
 
 
@@ -167,7 +91,7 @@ def test_a_failing_request_fails_its_block_and_names_page_line_and_output(
     )
     work = tmp_path / "work"
     work.mkdir()
-    [problem] = _run_page(page, served[0], work)
+    [problem] = run_page(page, served[0], work)
     assert problem.startswith(f"{page}:7 (sh block) exited with 22; its output:\nasking\n")
     assert "404" in problem and "never" not in problem.split("--- the block:")[0]
 
@@ -180,7 +104,7 @@ def test_output_unlike_the_page_fails_and_a_skipped_block_does_not_run(served: t
     )
     work = tmp_path / "work"
     work.mkdir()
-    assert _run_page(page, served[0], work) == [
+    assert run_page(page, served[0], work) == [
         f"{page}:14: the page shows\ngoodbye\n--- but the block printed\nhello\n"
     ]
 
@@ -190,7 +114,7 @@ def test_the_readmes_first_example_with_a_wrong_key_stops_with_an_error(
 ) -> None:
     """Pasted into a shell (no ``set -e``) with a wrong ``BRIDGE_KEY``, the first example ends with curl's
     401 instead of polling ``/v1/runs/`` with an empty id forever."""
-    first = _runnable(ROOT / "README.md")[0]
+    first = runnable(ROOT / "README.md")[0]
     assert first.kind == "sh" and "/v1/runs" in first.text, first.text
     script = tmp_path / "first.sh"
     script.write_text(first.text)

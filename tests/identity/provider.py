@@ -33,15 +33,33 @@ CLIENTS = [
     client("long-lived", ttl=7200, preferred_username="carol"),
     client("nameless"),
     client("other-tenant", preferred_username="mallory", org="tenant-b"),
+    client("introspector"),
 ]
+#: The client the host asks the provider about tokens with (``exp-and-recheck``).
+INTROSPECTOR = {"clientId": "introspector", "clientSecret": "introspector-secret-0123"}
 
 
 class OpenIdProvider:
     """``node oidc_provider.mjs`` in its own process, until :meth:`stop`."""
 
-    def __init__(self, clients: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        clients: list[dict[str, Any]] | None = None,
+        *,
+        redirect_uris: list[str] | None = None,
+        accounts: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """``redirect_uris``: where the inbox client may be sent back to; ``accounts``: the claims of people
+        signing in, by login name (each also has ``sub``, ``name`` and ``preferred_username`` equal to it)."""
         self.clients = {c["client_id"]: c for c in clients or CLIENTS}
-        config = {"audience": AUDIENCE, "scope": SCOPE, "clients": list(self.clients.values()), "inbox": INBOX}
+        inbox = {**INBOX, "redirect_uris": redirect_uris or INBOX["redirect_uris"]}
+        config = {
+            "audience": AUDIENCE,
+            "scope": SCOPE,
+            "clients": list(self.clients.values()),
+            "inbox": inbox,
+            "accounts": accounts or {},
+        }
         node = node_binary("identity", "oidc-provider")
         self.proc = subprocess.Popen(
             [node, "oidc_provider.mjs"],
@@ -81,6 +99,16 @@ class OpenIdProvider:
         assert answer.status_code == 200, answer.text
         token: str = answer.json()["access_token"]
         return token
+
+    def revoke(self, token: str, client_id: str) -> None:
+        """Revoke ``token`` at the provider (RFC 7009), as the client it was issued to."""
+        answer = httpx.post(
+            f"{self.issuer}/token/revocation",
+            data={"token": token, "token_type_hint": "access_token"},
+            auth=(client_id, self.clients[client_id]["client_secret"]),
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
 
     def rotate(self, *, keep_old: bool) -> str:
         """A new signing key (the old one still published with ``keep_old``); its kid."""

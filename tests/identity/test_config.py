@@ -111,7 +111,19 @@ def test_several_issuers_and_defaults() -> None:
         ({"audience": ""}, "issuers[0].audience: String should have at least 1 character"),
         (
             {"revocation": "exp-and-recheck"},
-            "issuers[0].revocation: 'exp-and-recheck' (RFC 7662 introspection) is not supported yet; use 'exp-only'",
+            "issuers[0]: 'exp-and-recheck' needs 'introspection', the client the host asks the provider with",
+        ),
+        (
+            {"revocation": "exp-and-recheck", "introspection": {"clientId": "bridge", "clientSecret": {"env": "NO"}}},
+            "issuers[0].introspection.clientSecret: the environment variable 'NO' is not set",
+        ),
+        (
+            {"introspection": {"clientId": "bridge", "clientSecret": "s"}},
+            "issuers[0]: 'introspection' is used with 'exp-and-recheck' only (this issuer is 'exp-only')",
+        ),
+        (
+            {"introspectionUri": "http://idp.example.com/introspect"},
+            "issuers[0].introspectionUri: introspectionUri must be https://",
         ),
         ({"revocation": "never"}, "issuers[0].revocation: Input should be 'exp-only' or 'exp-and-recheck'"),
         ({"revocationWindowSeconds": 0}, "issuers[0].revocationWindowSeconds: Input should be greater than or equal"),
@@ -151,6 +163,22 @@ def test_a_secret_in_a_refused_file_is_never_printed(tmp_path: Path, capsys: pyt
     assert main(["serve", "--db", str(tmp_path / "s.db"), "--identity-config", str(path)]) == 2
     err = capsys.readouterr().err
     assert "inbox.clientId: Input should be a valid string" in err and SECRET not in err
+
+
+def test_recheck_takes_the_introspection_client_and_never_shows_its_secret() -> None:
+    doc = _doc(
+        revocation="exp-and-recheck",
+        revocationWindowSeconds=60,
+        introspectionUri="https://idp.example.com/oauth/introspect",
+        introspection={"clientId": "bridge", "clientSecret": {"env": "INTROSPECTION_SECRET"}},
+    )
+    config = parse_identity_config(doc, environ={"INBOX_SECRET": SECRET, "INTROSPECTION_SECRET": SECRET + "-2"})
+    [issuer] = config.issuers
+    assert issuer.revocation == "exp-and-recheck" and issuer.introspection is not None
+    assert issuer.introspection.client_id == "bridge"
+    assert issuer.introspection.client_secret.get_secret_value() == SECRET + "-2"
+    assert issuer.introspection_uri == "https://idp.example.com/oauth/introspect"
+    assert SECRET not in repr(config) and SECRET not in str(config)
 
 
 def test_unreadable_and_non_json_files_are_named(tmp_path: Path) -> None:

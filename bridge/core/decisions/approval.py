@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from openwop_bridge.core import approvals, kinds
+from openwop_bridge.core import approvals, kinds, separation
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.decisions.common import (
@@ -40,9 +40,12 @@ from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
 def gate_denial(
     intr: InterruptRecord, run: RunRecord, principal: Principal, now: int, new_id: NewId, voter: str | None = None
 ) -> Mutation | None:
-    """The refusal when this principal may not decide this approval gate (role, scope and,
-    given the ``voter``, ``approversList``), else None."""
+    """The refusal when this principal may not decide this approval gate (role, scope, separation of
+    duties and, given the ``voter``, ``approversList``), else None."""
     data = intr.payload.get("data", {})
+    separated = separation.refusal(data, run.spec, (voter, principal.id))
+    if separated is not None:
+        return deny(intr, run, principal, now, new_id, separated)
     role = data.get("requiredRole")
     scope = data.get("requiredScope")
     approvers = list(data.get("approversList") or [])
@@ -157,8 +160,12 @@ def _voter(
         denied = gate_denial(intr, run, principal, now, new_id, voter)  # role, scope, approvers
         if denied is not None:
             return denied
-    elif data.get("approversList") and voter not in data["approversList"]:
-        raise ForbiddenError(f"{voter!r} is not among this gate's approvers")
+    else:
+        separated = separation.refusal(data, run.spec, (voter,))
+        if separated is not None:
+            raise ForbiddenError(separated)
+        if data.get("approversList") and voter not in data["approversList"]:
+            raise ForbiddenError(f"{voter!r} is not among this gate's approvers")
     return voter, acting
 
 

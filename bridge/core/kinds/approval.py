@@ -42,7 +42,10 @@ class ApprovalKind(Kind):
     fails_closed = True
 
     def data_problems(self, data: Mapping[str, Any]) -> list[str]:
-        """A quorum the listed approvers cannot reach would settle rejected on the first vote: refused instead."""
+        """A quorum the listed approvers cannot reach would settle rejected on the first vote: refused instead.
+        ``separationOfDuties`` is a boolean."""
+        if "separationOfDuties" in data and not isinstance(data["separationOfDuties"], bool):
+            return ["data.separationOfDuties: must be true or false"]
         required = data.get("requiredApprovals") or 1
         approvers = approvals.distinct_approvers(data)  # one person listed twice is one voter
         if approvers and required > len(approvers):
@@ -123,11 +126,16 @@ def approval(
     required_approvals: int | None = None,
     approvers: Sequence[str] | None = None,
     rejection_policy: str | None = None,
+    separation_of_duties: bool | None = None,
     key: str | None = None,
     timeout_ms: int | None = None,
     resume_schema: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An ``approval`` interrupt payload."""
+    """An ``approval`` interrupt payload.
+
+    ``separation_of_duties=True``: whoever requested the run may not decide it
+    (:mod:`openwop_bridge.core.separation`); ``False`` keeps a host-wide default off.
+    """
     data: dict[str, Any] = {
         "artifactId": artifact_id,
         "artifactType": artifact_type,
@@ -139,6 +147,7 @@ def approval(
             requiredApprovals=required_approvals,
             approversList=None if approvers is None else list(approvers),
             rejectionPolicy=rejection_policy,
+            separationOfDuties=separation_of_duties,
         ),
     }
     return APPROVAL.payload(data, key=key, timeout_ms=timeout_ms, resume_schema=resume_schema)

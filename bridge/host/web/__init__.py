@@ -1,7 +1,8 @@
 """The web pages people answer interrupts in, served by the host itself.
 
 ``web_routes()`` adds the operator inbox at ``/ui/`` (a static page that talks
-to the OpenWOP endpoints with the API key the person pastes in), its assets
+to the OpenWOP endpoints with the API key the person pastes in, or with the
+session of a sign-in through the identity provider), its assets
 under ``/ui/static/`` and two small endpoints under ``/ui/api/``.
 ``link_page`` renders ``GET /v1/interrupts/{token}`` for browsers: the one
 interrupt a signed link points at, or a page saying why the link is no longer

@@ -2,8 +2,9 @@
 
 The page itself is static. It signs in with an API key the person pastes (kept
 in the tab's ``sessionStorage``, sent only as ``Authorization: Bearer``, never in
-a URL) and calls the OpenWOP endpoints directly, so it can do nothing the key
-could not do with curl. ``/ui/api/me`` tells it whose key it holds;
+a URL), or through the identity provider (:mod:`openwop_bridge.host.web.signin`:
+an ``HttpOnly`` session cookie), and calls the OpenWOP endpoints directly, so it
+can do nothing the credential could not do with curl. ``/ui/api/me`` tells it whose key it holds;
 ``/ui/api/inbox/count`` how many requests wait over all pages; ``/ui/api/inbox/events``
 tells it when to re-read the inbox.
 """
@@ -82,9 +83,14 @@ async def to_inbox(request: Request) -> Response:
 async def whoami(request: Request) -> Response:
     """``GET /ui/api/me``: the signed-in principal and what its key allows."""
     who = principal(request)
+    subject = who.subject
     return JSONResponse(
         {
             "principal": who.id,
+            # Who the person is at their identity provider (a token or an inbox session), for display.
+            "name": subject.name if subject is not None else None,
+            "email": subject.email if subject is not None else None,
+            "lane": subject.lane if subject is not None else "api-key",
             "tenant": who.tenant,
             "roles": sorted(who.roles),
             "scopes": [s for s in SCOPES if who.has_scope(s)],

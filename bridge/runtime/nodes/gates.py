@@ -16,7 +16,7 @@ from openwop_bridge.core.errors import ApprovalRejectedError, InterruptTimeoutEr
 from openwop_bridge.core.workflow import NodeSpec, thaw
 from openwop_bridge.runtime.context import NodeContext
 
-_GOVERNANCE = ("requiredRole", "requiredScope", "override", "overrideBypassesQuorum", "profile")
+_GOVERNANCE = ("requiredRole", "requiredScope", "override", "overrideBypassesQuorum", "profile", "separationOfDuties")
 
 
 def approval_payload(node: NodeSpec, config: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:

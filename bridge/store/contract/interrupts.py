@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from openwop_bridge.core.notices import Audience
@@ -51,6 +52,12 @@ class InterruptStore(Protocol):
         claim: Claim | None = None,
     ) -> MutationResult:
         """Apply a decision to one interrupt (by id or by run-scoped address)."""
+
+    async def mutate_interrupts(
+        self, decisions: Sequence[tuple[str, str, InterruptDecision]], now_ms: int, *, claim: Claim | None = None
+    ) -> list[MutationResult]:
+        """Apply a decision to each ``(run_id, node_id)`` in one transaction: all, or none when one refuses
+        (:class:`openwop_bridge.store.plan_batch.BatchItemRefused`, naming the item, is raised)."""
 
     async def inbox(self, tenant: str, *, kind: str | None, status: str, limit: int, cursor: str | None) -> InboxPage:
         """Interrupts of a tenant by status (and kind), oldest first, cursor-paginated."""

@@ -489,3 +489,24 @@ async def test_a_task_waiting_on_a_child_that_waits_for_a_person_is_input_requir
     done = await send(client, message(task_id=task.id, interrupt={"action": "accept"}))
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert (await engine.store.load_run(child.run_id)).status == "completed"
+
+
+async def test_separation_of_duties_refuses_the_tasks_requester(agent: Agent, engine: Engine) -> None:
+    from openwop_bridge import Workflow
+
+    wf = Workflow("sod-a2a")
+    wf.node("gate", type_id="core.approvalGate", config={"title": "Ship?", "separationOfDuties": True})
+    wf.register(engine)
+    bob = agent.client("bob")
+    task = await send(bob, message(Part(text="please"), skill="sod-a2a"))
+    assert task.status.state == INPUT
+    with pytest.raises(InvalidRequestError) as refused:
+        await send(bob, message(task_id=task.id, interrupt={"action": "accept"}))
+    assert "forbidden" in str(refused.value) and "separation of duties" in str(refused.value)
+    still = await bob.get_task(GetTaskRequest(id=task.id))
+    assert still.status.state == INPUT
+    record = await engine.store.interrupt_at(task.id, "gate")
+    assert record is not None and record.open and not record.state.get("votes")
+    assert not [e for e in await engine.store.read_events(task.id) if e["type"] == "approval.received"]
+    done = await send(agent.client("admin"), message(task_id=task.id, interrupt={"action": "accept"}))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED

@@ -827,3 +827,17 @@ async def test_a_run_waiting_on_a_waiting_child_reports_the_childs_status(agui: 
     state = next(e for e in first if e["type"] == "STATE_SNAPSHOT")["snapshot"]
     assert state["openwop"]["status"] == "waiting-approval"
     assert first[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_separation_of_duties_refuses_the_threads_requester(agui: Agui, engine: Engine) -> None:
+    wf = Workflow("sod-agui")
+    wf.node("gate", type_id="core.approvalGate", config={"title": "Ship?", "separationOfDuties": True})
+    wf.register(engine)
+    [it] = interrupts(await agui.run("sod-agui", "th-sod"))
+    resume = [{"interruptId": it["id"], "status": "resolved", "payload": {"action": "accept"}}]
+    [body] = await agui.run("sod-agui", "th-sod", status=403, resume=resume)
+    assert body["error"] == "forbidden" and "separation of duties" in body["message"]
+    record = await engine.store.get_interrupt(it["id"])
+    assert record is not None and record.status == "pending" and not record.state.get("votes")
+    done = await Agui(agui.client, who="bob").run("sod-agui", "th-sod", resume=resume)
+    assert done[-1]["outcome"] == {"type": "success"} and done[-1]["result"]["gate"]["decidedBy"] == "bob"

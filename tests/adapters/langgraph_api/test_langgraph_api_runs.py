@@ -229,3 +229,22 @@ def test_every_route_is_documented_in_a_valid_openapi_document(engine: Engine) -
     served = {(route.path, m.lower()) for route in langgraph_routes(engine) for m in route.methods or () if m != "HEAD"}
     documented = {(path, m) for path, ops in document["paths"].items() if path.startswith("/langgraph") for m in ops}
     assert served == documented
+
+
+async def test_separation_of_duties_refuses_the_threads_requester(base: str, engine: Engine) -> None:
+    wf = Workflow("sod-langgraph")
+    wf.node("gate", type_id="core.approvalGate", config={"title": "Ship?", "separationOfDuties": True})
+    wf.register(engine)
+    bob = client(base, "bob")
+    thread = await bob.threads.create()
+    waiting = await bob.runs.wait(thread["thread_id"], "sod-langgraph", input={})
+    [interrupt] = waiting["__interrupt__"]
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await bob.runs.wait(thread["thread_id"], "sod-langgraph", command=Command(resume="accept"))
+    assert refused.value.response.status_code == 403
+    body = refused.value.response.json()
+    assert body["error"] == "forbidden" and "separation of duties" in body["message"], body
+    assert interrupt["id"] in open_ids(await bob.threads.get(thread["thread_id"]))
+    done = await client(base, "admin").runs.wait(thread["thread_id"], "sod-langgraph", command=Command(resume="accept"))
+    assert "__interrupt__" not in done
+    assert interrupt["id"] not in open_ids(await bob.threads.get(thread["thread_id"]))

@@ -295,8 +295,9 @@ def _gates(engine: Engine, workflow_id: str, gates: list[str], **config: Any) ->
         ("bob", {"requiredScope": "deploy:approve"}),
         ("bob", {"approversList": ["alice"]}),
         ("alice-narrow", {}),
+        ("bob", {"separationOfDuties": True}),
     ],
-    ids=["role", "scope", "approvers", "no-approvals-respond"],
+    ids=["role", "scope", "approvers", "no-approvals-respond", "separation-of-duties"],
 )
 async def test_a_key_that_cannot_answer_gets_no_form_but_the_interrupt_described(
     served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str, who: str, config: dict[str, Any]

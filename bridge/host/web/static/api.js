@@ -11,13 +11,33 @@ export class ApiError extends Error {
   }
 }
 
+/** What the inbox sends beside its session cookie: the host refuses a cookie-authenticated change without it. */
+const SESSION_HEADER = { "X-Requested-With": "openwop-inbox" };
+
 /**
- * fetch() a JSON endpoint. `key` goes into the Authorization header (never the URL);
- * `body` is sent as JSON. Resolves to the parsed body; rejects with ApiError.
+ * How a request authenticates: with a pasted `key` in the Authorization header (never the URL, and
+ * no cookie), or with `session` the host's session cookie (same origin only), the inbox's header and
+ * an Origin the host can check (this page's no-referrer policy would send "null" on a POST).
  */
-export async function callJson(url, { method = "GET", key = null, body, signal } = {}) {
+function credentialsFor(key, session, headers) {
+  if (key) {
+    headers.Authorization = `Bearer ${key}`;
+    return { credentials: "omit" };
+  }
+  if (session) {
+    Object.assign(headers, SESSION_HEADER);
+    return { credentials: "same-origin", referrerPolicy: "same-origin" };
+  }
+  return { credentials: "omit" };
+}
+
+/**
+ * fetch() a JSON endpoint with a `key` or the `session` cookie (see credentialsFor); `body` is sent
+ * as JSON. Resolves to the parsed body; rejects with ApiError.
+ */
+export async function callJson(url, { method = "GET", key = null, session = false, body, signal } = {}) {
   const headers = { Accept: "application/json" };
-  if (key) headers.Authorization = `Bearer ${key}`;
+  const credentials = credentialsFor(key, session, headers);
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
@@ -27,7 +47,7 @@ export async function callJson(url, { method = "GET", key = null, body, signal }
       body: body === undefined ? undefined : JSON.stringify(body),
       signal,
       cache: "no-store",
-      credentials: "omit",
+      ...credentials,
     });
   } catch (err) {
     if (err && err.name === "AbortError") throw err;
@@ -59,13 +79,10 @@ export async function callJson(url, { method = "GET", key = null, body, signal }
  * Follow a text/event-stream with fetch (EventSource cannot send an Authorization header).
  * Calls onEvent(type, data) per event; resolves when the server ends the stream.
  */
-export async function followEvents(url, { key, signal, onOpen, onEvent }) {
-  const response = await fetch(url, {
-    headers: { Accept: "text/event-stream", Authorization: `Bearer ${key}` },
-    signal,
-    cache: "no-store",
-    credentials: "omit",
-  });
+export async function followEvents(url, { key = null, session = false, signal, onOpen, onEvent }) {
+  const headers = { Accept: "text/event-stream" };
+  const credentials = credentialsFor(key, session, headers);
+  const response = await fetch(url, { headers, signal, cache: "no-store", ...credentials });
   if (!response.ok || !response.body) {
     let envelope = { error: `http_${response.status}`, message: `The server answered ${response.status}.` };
     try {

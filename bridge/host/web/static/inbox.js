@@ -1,7 +1,9 @@
-// The operator inbox: sign in with an API key, list pending interrupts live, open one, answer it.
+// The operator inbox: sign in (through the organisation's identity provider, or with an API key),
+// list pending interrupts live, open one, answer it.
 //
-// The key lives in this tab's sessionStorage and travels only in the Authorization
-// header. The list is re-read from GET /v1/interrupts whenever the host says it may
+// Signed in through the provider, the host's HttpOnly session cookie authenticates every call
+// (the page never sees it). A pasted key lives in this tab's sessionStorage and travels only in
+// the Authorization header. The list is re-read from GET /v1/interrupts whenever the host says it may
 // have changed (/ui/api/inbox/events), and on every reconnection of that stream.
 
 import { ApiError, callJson, followEvents } from "./api.js";
@@ -19,6 +21,7 @@ const enc = encodeURIComponent;
 
 const state = {
   key: null,
+  session: false,
   me: null,
   kind: "",
   pageSize: 20,
@@ -61,16 +64,62 @@ async function signIn(key, { restoring = false } = {}) {
   }
   sessionStorage.setItem(KEY_STORAGE, key);
   state.key = key;
+  state.session = false;
+  showApp(me, { focus: !restoring });
+}
+
+/** The call options of the current sign-in: the pasted key, or the session cookie. */
+function auth() {
+  return state.key ? { key: state.key } : { session: state.session };
+}
+
+function signedIn() {
+  return Boolean(state.key || state.session);
+}
+
+function showApp(me, { focus }) {
   state.me = me;
   $("api-key").value = "";
   $("sign-in").hidden = true;
   $("app").hidden = false;
   $("account").hidden = false;
   const access = me.canAnswer ? "" : " · read only";
-  $("whoami").textContent = `Signed in as ${me.principal} (tenant ${me.tenant})${access}`;
-  if (!restoring) $("inbox-title").focus();
+  const who = me.name ? `${me.name} (${me.principal}, tenant ${me.tenant})` : `${me.principal} (tenant ${me.tenant})`;
+  $("whoami").textContent = `Signed in as ${who}${access}`;
+  if (focus) $("inbox-title").focus();
   load();
   startLive();
+}
+
+/** Signed in through the identity provider already (the session cookie)? Then show the inbox. */
+async function resumeSession() {
+  let me;
+  try {
+    me = await callJson(uiUrl("api/me"), { session: true });
+  } catch {
+    return false;
+  }
+  state.session = true;
+  state.key = null;
+  if (!me.canReadInbox) {
+    signOut(`${me.name || me.principal} cannot read the inbox: it needs the interrupts:read scope.`);
+    return true;
+  }
+  showApp(me, { focus: false });
+  return true;
+}
+
+/** Offer "Sign in with <provider>" when the host signs people in through one. */
+async function offerProvider() {
+  let provider;
+  try {
+    provider = await callJson(uiUrl("auth/provider"));
+  } catch {
+    return false;
+  }
+  $("provider-name").textContent = provider.name;
+  $("provider-sign-in").hidden = false;
+  return true;
 }
 
 function showSignIn() {
@@ -82,6 +131,11 @@ function showSignIn() {
 function signOut(message = "") {
   sessionStorage.removeItem(KEY_STORAGE);
   stopLive();
+  if (state.session) {
+    // The host revokes the session; the page forgets it either way.
+    callJson(uiUrl("auth/logout"), { method: "POST", session: true }).catch(() => {});
+  }
+  state.session = false;
   state.key = null;
   state.me = null;
   state.open = null;
@@ -101,7 +155,7 @@ function resetPages() {
 }
 
 async function load() {
-  if (!state.key) return;
+  if (!signedIn()) return;
   const seq = ++loadSeq;
   const params = new URLSearchParams({ status: "pending", limit: String(state.pageSize) });
   if (state.kind) params.set("kind", state.kind);
@@ -112,19 +166,19 @@ async function load() {
   let counted;
   try {
     [page, counted] = await Promise.all([
-      callJson(hostUrl(`v1/interrupts?${params}`), { key: state.key }),
-      callJson(uiUrl(`api/inbox/count?${counting}`), { key: state.key }),
+      callJson(hostUrl(`v1/interrupts?${params}`), auth()),
+      callJson(uiUrl(`api/inbox/count?${counting}`), auth()),
     ]);
   } catch (err) {
     if (seq !== loadSeq) return;
     if (err instanceof ApiError && err.status === 401) {
-      signOut(`Your key is no longer accepted: ${err.message}`);
+      signOut(`${state.session ? "Your sign-in has ended" : "Your key is no longer accepted"}: ${err.message}`);
       return;
     }
     $("inbox-error").textContent = `Could not load the inbox: ${err.message}`;
     return;
   }
-  if (seq !== loadSeq || !state.key) return;
+  if (seq !== loadSeq || !signedIn()) return;
   $("inbox-error").textContent = "";
   if (!page.items.length && state.page > 0) {
     // Everything on this page was answered meanwhile: step back.
@@ -247,7 +301,7 @@ function startLive() {
       const opened = Date.now();
       try {
         await followEvents(uiUrl("api/inbox/events"), {
-          key: state.key,
+          ...auth(),
           signal: controller.signal,
           onOpen() {
             failures = 0;
@@ -265,7 +319,7 @@ function startLive() {
       } catch (err) {
         if (controller.signal.aborted) return;
         if (err instanceof ApiError && err.status === 401) {
-          signOut(`Your key is no longer accepted: ${err.message}`);
+          signOut(`${state.session ? "Your sign-in has ended" : "Your key is no longer accepted"}: ${err.message}`);
           return;
         }
         failures += 1;
@@ -299,7 +353,7 @@ function detailUrl(ref) {
 
 async function transcriptFor(ref, view) {
   if (view.kind !== "conversation.exchange") return null;
-  const snapshot = await callJson(hostUrl(`v1/runs/${enc(ref.runId)}`), { key: state.key });
+  const snapshot = await callJson(hostUrl(`v1/runs/${enc(ref.runId)}`), auth());
   return conversationTurns(snapshot.channels, view.conversationId);
 }
 
@@ -314,7 +368,7 @@ async function openInterrupt(item) {
   $("detail-body").replaceChildren(h("p", { class: "muted" }, "Loading…"));
   renderRows();
   try {
-    const view = await callJson(detailUrl(ref), { key: state.key });
+    const view = await callJson(detailUrl(ref), auth());
     const transcript = await transcriptFor(ref, view);
     if (seq !== openSeq) return;
     showPanel(ref, view, transcript);
@@ -366,7 +420,7 @@ function showPanel(ref, view, transcript) {
     mode: state.me && state.me.canAnswer ? "answer" : "read",
     transcript,
     async submit(resumeValue) {
-      const result = await callJson(detailUrl(ref), { method: "POST", key: state.key, body: { resumeValue } });
+      const result = await callJson(detailUrl(ref), { method: "POST", ...auth(), body: { resumeValue } });
       // Do not wait for the event stream to show what this answer changed.
       scheduleRefresh();
       return result;
@@ -383,10 +437,10 @@ function showPanel(ref, view, transcript) {
 
 async function refreshOpen() {
   const ref = state.open;
-  if (!ref || !ref.panel || !state.key) return;
+  if (!ref || !ref.panel || !signedIn()) return;
   let view;
   try {
-    view = await callJson(detailUrl(ref), { key: state.key });
+    view = await callJson(detailUrl(ref), auth());
   } catch {
     return;
   }
@@ -452,8 +506,15 @@ function init() {
   state.pageSize = Number($("page-size").value);
   setInterval(tick, 1000);
   const stored = sessionStorage.getItem(KEY_STORAGE);
-  if (stored) signIn(stored, { restoring: true });
-  else showSignIn();
+  if (stored) {
+    signIn(stored, { restoring: true });
+    offerProvider();
+    return;
+  }
+  // A session exists only where the host signs people in through a provider.
+  offerProvider().then(async (offered) => {
+    if (!(offered && (await resumeSession()))) showSignIn();
+  });
 }
 
 init();
