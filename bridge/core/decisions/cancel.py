@@ -98,6 +98,13 @@ def cancel_request(control: Mapping[str, Any] | None) -> tuple[str, str]:
     return str(cancel.get("cancelledBy") or "system"), str(cancel.get("reason") or "cancelled")
 
 
+def cancel_subject(control: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """The recorded subject of whoever requested a run's committed cancel (``cancelledBySubject``), if any."""
+    cancel = (control or {}).get("cancel")
+    found = cancel.get("cancelledBySubject") if isinstance(cancel, Mapping) else None
+    return dict(found) if isinstance(found, Mapping) else None
+
+
 def run_cancel_decision(
     principal: Principal, now: int, reason: str | None, new_id: NewId, *, parent_run_id: str | None = None
 ) -> Callable[[RunRecord, list[InterruptRecord]], Mutation]:
