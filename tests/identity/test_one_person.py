@@ -202,6 +202,12 @@ async def test_links_and_keys_keep_their_subjects(provider: OpenIdProvider, tmp_
         ]
         discovery = (await host.client.get("/.well-known/openwop", headers=V2)).json()
         key_lane = next(lane for lane in discovery["auth"]["lanes"] if lane["lane"] == "api-key")
+        # Every realm a decision can record is advertised: keys, links and (Slack is configured here) Slack.
+        assert key_lane["issuers"] == [
+            "urn:openwop-bridge:api-key",
+            "urn:openwop-bridge:link",
+            "urn:openwop-bridge:slack",
+        ]
         assert {g["issuer"] for g in granted} <= set(key_lane["issuers"])
 
 

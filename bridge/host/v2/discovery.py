@@ -18,14 +18,21 @@ if TYPE_CHECKING:
 
 
 #: The API-key lane (identity.md §2.2): the secrets the host holds, each refused on the next request once
-#: removed: its API keys, its link-signing secret (a decision by signed link) and the Slack app's signing
-#: secret (a decision by Slack button), each realm a trust root of its own.
+#: removed: its API keys and its link-signing secret (a decision by signed link), each realm a trust root of
+#: its own; with Slack configured, the Slack app's signing secret too (:func:`api_key_lane`).
 API_KEY_LANE: dict[str, Any] = {
     "lane": "api-key",
-    "issuers": [API_KEY_ISSUER, LINK_ISSUER, SLACK_ISSUER],
+    "issuers": [API_KEY_ISSUER, LINK_ISSUER],
     "revocation": "next-request",
     "minimumAssurance": "bearer",
 }
+
+
+def api_key_lane(engine: Engine) -> dict[str, Any]:
+    """:data:`API_KEY_LANE`, with the Slack realm when the engine sends Slack notices (a click decides there)."""
+    if "slack" not in engine.notify.channels:
+        return API_KEY_LANE
+    return {**API_KEY_LANE, "issuers": [*API_KEY_LANE["issuers"], SLACK_ISSUER]}
 
 
 def discovery_document(engine: Engine, *, lanes: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
@@ -58,7 +65,7 @@ def discovery_document(engine: Engine, *, lanes: Sequence[Mapping[str, Any]] = (
             "status": "stable",
             "since": V2,
             "witness": "witnessable-gated",
-            "lanes": [API_KEY_LANE, *(dict(lane) for lane in lanes)],
+            "lanes": [api_key_lane(engine), *(dict(lane) for lane in lanes)],
         },
         **_webhooks(engine),
     }
