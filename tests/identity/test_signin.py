@@ -119,9 +119,11 @@ def test_signing_in_opens_a_session_that_answers_as_the_person(idp: OpenIdProvid
         answered = browser.post(where, json=answer, headers={**INBOX_HEADER, "Origin": origin(server.url)})
         assert answered.status_code == 200, answered.text
         assert answered.json()["resumeValue"]["decidedBy"] == "alice"
-        # The decision records the session's subject: the provider's issuer and sub, on the session lane.
+        # The decision records the session's subject: the host's session root and the person's sub, on the session lane.
         decided = answered.json()["resumeValue"]["decidedBySubject"]
-        assert (decided["issuer"], decided["lane"]) == (idp.issuer, "session") and decided["subjectId"]
+        assert (decided["issuer"], decided["lane"]) == ("urn:openwop-bridge:session", "session") and decided[
+            "subjectId"
+        ]
 
         # An Authorization header wins over the cookie.
         assert browser.get(f"{server.url}/ui/api/me", headers=OPS).json()["principal"] == "ops"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from openwop_bridge import Engine
 from openwop_bridge.runtime.answers import AnswerService
+from openwop_bridge.runtime.batch import BatchAnswers
 from openwop_bridge.runtime.executors import Executors
 from openwop_bridge.runtime.kernel import Delegate
 from openwop_bridge.runtime.links import LinkService
@@ -11,14 +12,14 @@ from openwop_bridge.runtime.run_views import RunViews
 from openwop_bridge.runtime.runs import RunService
 from openwop_bridge.store import SqliteStore
 
-SERVICES = (AnswerService, Executors, LinkService, RunViews, RunService)
+SERVICES = (AnswerService, BatchAnswers, Executors, LinkService, RunViews, RunService)
 
 
 def test_no_service_is_a_public_attribute_of_the_engine() -> None:
     engine = Engine(SqliteStore(":memory:"))
     public = {name: value for name, value in vars(engine).items() if not name.startswith("_")}
     assert [name for name, value in public.items() if isinstance(value, SERVICES)] == []
-    for gone in ("runs", "views", "links", "answers", "executors"):
+    for gone in ("runs", "views", "links", "answers", "batch", "executors"):
         assert not hasattr(engine, gone), gone
 
 
