@@ -320,3 +320,17 @@ def test_without_an_inbox_section_or_pages_there_is_no_sign_in(idp: OpenIdProvid
             assert httpx.get(f"{plain.url}/ui/auth/provider").status_code == 404
             doc = httpx.get(f"{plain.url}/.well-known/openwop", headers={"OpenWOP-Version": "2"}).json()
             assert "session" not in [lane["lane"] for lane in doc["auth"]["lanes"]]
+
+
+def test_a_browser_refused_at_sign_in_gets_a_page_saying_why(idp: OpenIdProvider, server: ServerProcess) -> None:
+    html_first = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    refused = httpx.get(f"{server.url}/ui/auth/callback?code=x&state=y", headers=html_first)
+    assert refused.status_code == 401 and refused.headers["content-type"].startswith("text/html")
+    assert "no sign-in is in progress in this browser" in refused.text
+    assert 'href="../"' in refused.text and "Content-Security-Policy" in refused.headers
+    # The message is text, never markup.
+    tampered = httpx.get(f"{server.url}/ui/auth/callback?error=<b>x</b>&state=y", headers=html_first)
+    assert tampered.status_code == 401 and "<b>" not in tampered.text
+    # A client asking for JSON keeps the envelope.
+    plain = httpx.get(f"{server.url}/ui/auth/callback?code=x&state=y")
+    assert plain.status_code == 401 and plain.json()["error"]

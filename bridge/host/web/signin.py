@@ -24,13 +24,14 @@ never authorises a cross-site request.
 from __future__ import annotations
 
 import contextvars
+import html
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -39,6 +40,7 @@ from openwop_bridge.core.errors import BridgeError, ForbiddenError
 from openwop_bridge.host.http.deps import base_url
 from openwop_bridge.host.http.openapi_ops import error_responses, json_response, operation
 from openwop_bridge.host.http.responses import JSONResponse
+from openwop_bridge.host.web.pages import page_headers
 from openwop_bridge.host.web.sessions import InboxSessions
 from openwop_bridge.identity.layer import Identity
 from openwop_bridge.identity.signin import LOGIN_TTL_S, InboxSignIn, PendingLogin, SignInError
@@ -175,6 +177,40 @@ def _no_store(response: Response) -> Response:
     return response
 
 
+_REFUSED_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign-in refused</title>
+<link rel="stylesheet" href="../static/style.css">
+</head>
+<body>
+<main class="card sign-in">
+<h1>Sign-in refused</h1>
+<p class="error">{message}</p>
+<p class="muted">{code}</p>
+<p><a class="button" href="../">Back to the inbox</a></p>
+</main>
+</body>
+</html>
+"""
+
+
+def _wants_page(request: Request) -> bool:
+    """A browser navigating here (HTML first in its Accept) rather than a client asking for JSON."""
+    accept = request.headers.get("accept", "")
+    return accept.split(",", 1)[0].strip().startswith("text/html")
+
+
+def _refused(request: Request, exc: BridgeError) -> Response:
+    """A refused sign-in: a page saying why to a browser, the OpenWOP envelope to anything else."""
+    if not _wants_page(request):
+        raise exc
+    page = _REFUSED_PAGE.format(message=html.escape(exc.message), code=html.escape(exc.code))
+    return HTMLResponse(page, status_code=exc.status, headers=page_headers())
+
+
 def signin_routes(sign_in: SignIn) -> list[BaseRoute]:
     """``GET /ui/auth/login``, ``GET /ui/auth/callback`` and ``POST /ui/auth/logout``, and
     ``GET /ui/auth/provider`` (the provider's issuer and the name the page shows)."""
@@ -183,7 +219,10 @@ def signin_routes(sign_in: SignIn) -> list[BaseRoute]:
         return base_url(request) + CALLBACK_PATH
 
     async def login(request: Request) -> Response:
-        url, pending = await sign_in.flow.begin(redirect_uri(request))
+        try:
+            url, pending = await sign_in.flow.begin(redirect_uri(request))
+        except BridgeError as exc:
+            return _refused(request, exc)
         secure = sign_in.https(request.url.scheme)
         response = RedirectResponse(url, status_code=303)
         sealed = pending.seal(await sign_in.sessions.secret())
@@ -195,11 +234,14 @@ def signin_routes(sign_in: SignIn) -> list[BaseRoute]:
     async def callback(request: Request) -> Response:
         name = sign_in.cookie("owb_login", request.url.scheme)
         sealed = request.cookies.get(name)
-        if not sealed:
-            raise SignInError("no sign-in is in progress in this browser: start it again")
-        pending = PendingLogin.open(sealed, await sign_in.sessions.secret(), time.time())
-        principal = await sign_in.flow.finish(pending, dict(request.query_params), redirect_uri(request))
-        session_id = await sign_in.sessions.open(principal)
+        try:
+            if not sealed:
+                raise SignInError("no sign-in is in progress in this browser: start it again")
+            pending = PendingLogin.open(sealed, await sign_in.sessions.secret(), time.time())
+            principal = await sign_in.flow.finish(pending, dict(request.query_params), redirect_uri(request))
+            session_id = await sign_in.sessions.open(principal)
+        except BridgeError as exc:
+            return _refused(request, exc)
         secure = sign_in.https(request.url.scheme)
         response = RedirectResponse("../", status_code=303)  # /ui/, relative: right behind a prefixing proxy too
         _clear_cookie(response, name, secure=secure)
