@@ -206,6 +206,8 @@ class InboxClient(_Model):
     client_id: str = Field(min_length=1)
     client_secret: SecretStr | None = None
     scopes: tuple[str, ...] = ("openid", "profile", "email")
+    #: What the inbox's button names the provider ("Sign in with <name>"); default the issuer's host name.
+    name: str | None = Field(default=None, min_length=1, max_length=64)
 
     @field_validator("client_secret", mode="before")
     @classmethod

@@ -19,11 +19,14 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import httpx
 import pytest
 
+from tests.identity.provider import OpenIdProvider
+from tests.identity.signin_flow import INBOX_HEADER, origin, sign_in
 from tests.nodejs import node_binary
 from tests.server import ServerProcess, wait_for_status
 
@@ -69,7 +72,9 @@ def example_provider() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def server(example_provider: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     folder = tmp_path_factory.mktemp("example-identity")
-    with ServerProcess(folder / "serve.db", ["--identity-config", str(EXAMPLE / "identity.json")]) as started:
+    # On the address the example's inbox client returns to, as the sign-in page serves it.
+    args = ["--identity-config", str(EXAMPLE / "identity.json")]
+    with ServerProcess(folder / "serve.db", args, port=8000) as started:
         yield started
 
 
@@ -158,3 +163,37 @@ def test_alice_signs_in_and_answers_an_approval(server: ServerProcess) -> None:
 def test_bob_is_an_approver_too(server: ServerProcess) -> None:
     identity = _claims(_sign_in("bob")["id_token"])
     assert (identity["preferred_username"], identity["name"], identity["groups"]) == ("bob", "Bob Chen", ["approvers"])
+
+
+def test_alice_signs_in_to_the_inbox_through_the_bridge_and_answers_as_herself(server: ServerProcess) -> None:
+    """The page's browser steps, by httpx: the inbox's sign-in with the example's provider and identity file."""
+    assert httpx.get(f"{server.url}/ui/auth/provider").json() == {"issuer": ISSUER, "name": "the local provider"}
+    service = httpx.post(
+        f"{ISSUER}/token",
+        data={"grant_type": "client_credentials", "scope": "runs:create runs:read"},
+        auth=("demo-service", "demo-service-dev-secret"),
+    ).json()["access_token"]
+    started = httpx.post(
+        f"{server.url}/v1/runs",
+        json={"workflowId": "demo-expense-approval"},
+        headers={"Authorization": f"Bearer {service}"},
+    )
+    assert started.status_code == 201, started.text
+    run_id = started.json()["runId"]
+    wait_for_status(server.url, {"Authorization": f"Bearer {service}"}, run_id, ("waiting-approval",))
+    with httpx.Client(timeout=30) as browser:
+        provider = cast(OpenIdProvider, SimpleNamespace(issuer=ISSUER))
+        assert sign_in(browser, server.url, provider, "alice").status_code == 303
+        me = browser.get(f"{server.url}/ui/api/me").json()
+        assert (me["principal"], me["name"], me["lane"]) == ("alice", "Alice Martin", "session")
+        answered = browser.post(
+            f"{server.url}/v1/runs/{run_id}/interrupts/review",
+            json={"resumeValue": {"action": "accept"}},
+            headers={**INBOX_HEADER, "Origin": origin(server.url)},
+        )
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["resumeValue"]["decidedBy"] == "alice"
+        signed_out = browser.post(
+            f"{server.url}/ui/auth/logout", headers={**INBOX_HEADER, "Origin": origin(server.url)}
+        )
+        assert signed_out.status_code == 204

@@ -334,3 +334,17 @@ def test_a_browser_refused_at_sign_in_gets_a_page_saying_why(idp: OpenIdProvider
     # A client asking for JSON keeps the envelope.
     plain = httpx.get(f"{server.url}/ui/auth/callback?code=x&state=y")
     assert plain.status_code == 401 and plain.json()["error"]
+
+
+def test_the_sign_in_button_names_the_provider_as_the_file_says(idp: OpenIdProvider, tmp_path: Path) -> None:
+    named = identity_file(tmp_path, idp)
+    document = json.loads(named.read_text())
+    document["inbox"]["name"] = "Acme SSO"
+    named.write_text(json.dumps(document))
+    with ServerProcess(tmp_path / "named.db", ["--identity-config", str(named)], env=secret_env()) as host:
+        assert httpx.get(f"{host.url}/ui/auth/provider").json() == {"issuer": idp.issuer, "name": "Acme SSO"}
+    document["inbox"]["name"] = "x" * 65
+    named.write_text(json.dumps(document))
+    refused = ServerProcess(tmp_path / "too-long.db", ["--identity-config", str(named)], env=secret_env())
+    with pytest.raises(RuntimeError, match=r"inbox\.name"):
+        refused.start()

@@ -266,7 +266,7 @@ def signin_routes(sign_in: SignIn) -> list[BaseRoute]:
 
     async def provider(request: Request) -> Response:
         """What the inbox page shows on its sign-in button."""
-        name = urlsplit(sign_in.flow.issuer).hostname or sign_in.flow.issuer
+        name = sign_in.flow.inbox.name or urlsplit(sign_in.flow.issuer).hostname or sign_in.flow.issuer
         return JSONResponse({"issuer": sign_in.flow.issuer, "name": name}, headers={"Cache-Control": "no-cache"})
 
     return [
