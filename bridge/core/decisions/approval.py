@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from openwop_bridge.core import approvals, kinds, separation
+from openwop_bridge.core import approvals, assurance, kinds, separation
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.decisions.common import (
@@ -85,6 +85,7 @@ def decide_approval(
 ) -> Mutation:
     """The decision for one answer to an open ``approval`` interrupt, ``normalized`` by
     :func:`checked_answer` before the transaction (see the module docstring)."""
+    assurance.require(intr.payload["data"], answer.assurance)  # before anything is recorded
     chosen = _voter(intr, run, answer, normalized, now, new_id)
     if isinstance(chosen, Mutation):
         return chosen
@@ -94,7 +95,7 @@ def decide_approval(
         return denied
     if normalized.action == "ask":
         return _ask(intr, answer, normalized, voter, now, new_id)
-    return _vote(intr, run, normalized, voter, acting, now, new_id)
+    return _vote(intr, run, normalized, voter, acting, now, new_id, answer.assurance)
 
 
 def checked_answer(intr: InterruptRecord, answer: Answer, now: int) -> approvals.ApprovalAnswer:
@@ -241,8 +242,9 @@ def _vote(
     acting: str,
     now: int,
     new_id: NewId,
+    used: str = assurance.BEARER,
 ) -> Mutation:
-    """Count a vote; the gate settles when the tally has an outcome."""
+    """Count a vote (given with the ``used`` assurance); the gate settles when the tally has an outcome."""
     data = intr.payload["data"]
     state = dict(intr.state)
     votes = list(state.get("votes", []))
@@ -258,9 +260,11 @@ def _vote(
     vote = normalized.as_vote(voter, iso_ms(now))
     if acting != voter:
         vote["actingPrincipal"] = acting
+    vote["assurance"] = used
     votes.append(vote)
     t = approvals.tally(data, votes, bypass=bypass)
     _record_vote(log, normalized, t, voter, acting)
+    log.audit[-1]["details"]["assurance"] = used
     state["votes"] = votes
     if t.outcome == "pending":
         return Mutation(
@@ -270,7 +274,7 @@ def _vote(
             result={"status": "pending", "votes": t.progress()},
         )
     final = approvals.final_value(t, vote, iso_ms(now))
-    return settle_approval(intr, now, new_id, final, state, log.events, log.audit, t.outcome)
+    return settle_approval(intr, now, new_id, final, state, log.events, log.audit, t.outcome, used)
 
 
 def _duplicate_vote(
@@ -329,8 +333,11 @@ def settle_approval(
     events: list[EventDraft],
     audit: list[dict[str, Any]],
     outcome: str,
+    used: str | None = None,
 ) -> Mutation:
-    """Close an approval with its final value: ``approval.received`` and ``interrupt.resolved``, and wake the run."""
+    """Close an approval with its final value: ``approval.received`` and ``interrupt.resolved``, and wake the run.
+
+    ``used``: the assurance of the answer that settled it (None for a timeout or a cancel)."""
     received: dict[str, Any] = {
         "nodeId": intr.node_id,
         "action": final["action"],
@@ -364,7 +371,7 @@ def settle_approval(
         by=final["decidedBy"],
         value=final,
         emitted=emitted,
-        extra={"action": final["action"], "decision": decision},
+        extra={"action": final["action"], "decision": decision, **({"assurance": used} if used else {})},
         state=state,
         events=events,
         audit=audit,
