@@ -64,9 +64,9 @@ async def registered(api: httpx.AsyncClient, who: str = "bob") -> SoftAuthentica
 
 
 async def confirmed(
-    api: httpx.AsyncClient, key: SoftAuthenticator, interrupt_id: str, value: Any, who: str = "bob"
+    api: httpx.AsyncClient, key: SoftAuthenticator, run_id: str, value: Any, who: str = "bob"
 ) -> dict[str, str]:
-    body = {"interruptId": interrupt_id, "resumeValue": value}
+    body = {"runId": run_id, "nodeId": "gate", "resumeValue": value}
     r = await api.post("/ui/api/passkeys/challenge", json=body, headers=auth(who))
     assert r.status_code == 200, r.text
     return header(key.assert_(r.json()))
@@ -91,9 +91,9 @@ async def test_a_passkey_confirms_a_decision_and_the_decision_says_so(api: httpx
     key = await registered(api)
     listed = (await api.get("/ui/api/passkeys", headers=auth("bob"))).json()["passkeys"]
     assert [p["credentialId"] for p in listed] == [b64url(key.credential_id)]
-    run_id, interrupt_id = await start(api, engine)
+    run_id, _ = await start(api, engine)
     value = {"action": "accept"}
-    r = await answer(api, run_id, value, await confirmed(api, key, interrupt_id, value))
+    r = await answer(api, run_id, value, await confirmed(api, key, run_id, value))
     assert r.status_code == 200, r.text
     assert r.json()["status"] == "resolved"
     record = await engine.store.get_interrupt(interrupt_id)
@@ -128,18 +128,18 @@ async def test_an_assertion_for_another_answer_is_refused(
     api: httpx.AsyncClient, engine: Engine, signed: Any, sent: Any
 ) -> None:
     key = await registered(api)
-    run_id, interrupt_id = await start(api, engine)
-    r = await answer(api, run_id, sent, await confirmed(api, key, interrupt_id, signed))
+    run_id, _ = await start(api, engine)
+    r = await answer(api, run_id, sent, await confirmed(api, key, run_id, signed))
     assert r.status_code == 401 and r.json()["error"] == "sender_constraint_missing", r.text
     await still_open(api, engine, run_id)
 
 
 async def test_an_assertion_for_another_interrupt_is_refused(api: httpx.AsyncClient, engine: Engine) -> None:
     key = await registered(api)
-    run_a, interrupt_a = await start(api, engine)
+    run_a, _ = await start(api, engine)
     run_b, _ = await start(api, engine)
     value = {"action": "accept"}
-    r = await answer(api, run_b, value, await confirmed(api, key, interrupt_a, value))
+    r = await answer(api, run_b, value, await confirmed(api, key, run_a, value))
     assert r.status_code == 401 and r.json()["error"] == "sender_constraint_missing", r.text
     await still_open(api, engine, run_b)
     await still_open(api, engine, run_a)
@@ -148,8 +148,8 @@ async def test_an_assertion_for_another_interrupt_is_refused(api: httpx.AsyncCli
 async def test_a_challenge_answers_once_even_when_refused(api: httpx.AsyncClient, engine: Engine) -> None:
     key = await registered(api)
     value = {"action": "reject", "feedback": "no"}
-    run_id, interrupt_id = await start(api, engine)
-    proof = await confirmed(api, key, interrupt_id, value)
+    run_id, _ = await start(api, engine)
+    proof = await confirmed(api, key, run_id, value)
     # Bob's proof presented by Alice is refused, and spent:
     refused = await answer(api, run_id, value, proof, who="admin")
     assert refused.status_code == 401, refused.text
@@ -161,8 +161,8 @@ async def test_a_challenge_answers_once_even_when_refused(api: httpx.AsyncClient
 async def test_a_replayed_assertion_is_refused(api: httpx.AsyncClient, engine: Engine) -> None:
     key = await registered(api)
     value = {"action": "accept"}
-    run_id, interrupt_id = await start(api, engine)
-    proof = await confirmed(api, key, interrupt_id, value)
+    run_id, _ = await start(api, engine)
+    proof = await confirmed(api, key, run_id, value)
     assert (await answer(api, run_id, value, proof)).status_code == 200
     replayed = await answer(api, run_id, value, proof)
     assert replayed.status_code == 401 and replayed.json()["error"] == "sender_constraint_missing", replayed.text
@@ -171,10 +171,10 @@ async def test_a_replayed_assertion_is_refused(api: httpx.AsyncClient, engine: E
 async def test_someone_elses_passkey_is_refused(api: httpx.AsyncClient, engine: Engine) -> None:
     await registered(api, "bob")
     alices = await registered(api, "admin")
-    run_id, interrupt_id = await start(api, engine)
+    run_id, _ = await start(api, engine)
     value = {"action": "accept"}
     # Alice's passkey signs a challenge issued to Alice; Bob presents it.
-    proof = await confirmed(api, alices, interrupt_id, value, who="admin")
+    proof = await confirmed(api, alices, run_id, value, who="admin")
     r = await answer(api, run_id, value, proof)
     assert r.status_code == 401 and r.json()["error"] == "sender_constraint_missing", r.text
     await still_open(api, engine, run_id)

@@ -3,7 +3,7 @@
 - ``GET /ui/api/passkeys``: the signed-in principal's passkeys;
 - ``POST /ui/api/passkeys/options``: WebAuthn creation options for a new one;
 - ``POST /ui/api/passkeys {credential}``: the browser's registration, verified and kept;
-- ``POST /ui/api/passkeys/challenge {interruptId | token, resumeValue}``: WebAuthn request options
+- ``POST /ui/api/passkeys/challenge {runId, nodeId | token, resumeValue}``: WebAuthn request options
   whose challenge binds that decision (by the signed-in principal, or by a signed link's subject).
 
 What is kept and how a decision is verified is :mod:`openwop_bridge.host.passkeys`'s.
@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from openwop_bridge.core.clock import iso_ms
-from openwop_bridge.core.errors import InterruptNotFoundError, SenderConstraintMissingError, ValidationError
+from openwop_bridge.core.errors import SenderConstraintMissingError, ValidationError
 from openwop_bridge.host.http.body import read_json
 from openwop_bridge.host.http.deps import base_url, engine, optional_principal, principal
 from openwop_bridge.host.http.responses import JSONResponse
@@ -61,10 +61,10 @@ async def register(request: Request) -> Response:
 
 
 async def decision_challenge(request: Request) -> Response:
-    """``POST /ui/api/passkeys/challenge {interruptId | token, resumeValue}``: request options for this decision."""
+    """``POST /ui/api/passkeys/challenge {runId, nodeId | token, resumeValue}``: request options for this decision."""
     body = await read_json(request)
     if not isinstance(body, dict) or "resumeValue" not in body:
-        raise ValidationError('the body must be {"interruptId" or "token", "resumeValue"}')
+        raise ValidationError('the body must be {"runId", "nodeId" (or "token"), "resumeValue"}')
     value: Any = body["resumeValue"]
     eng = engine(request)
     token = body.get("token")
@@ -77,14 +77,11 @@ async def decision_challenge(request: Request) -> Response:
                 "this link names no one whose passkey could confirm the decision: ask for a link made out to you"
             )
     else:
-        interrupt_id = body.get("interruptId")
-        if not isinstance(interrupt_id, str):
-            raise ValidationError('the body must name "interruptId" (or a link\'s "token")')
+        run_id, node_id = body.get("runId"), body.get("nodeId")
+        if not isinstance(run_id, str) or not isinstance(node_id, str):
+            raise ValidationError('the body must name the interrupt\'s "runId" and "nodeId" (or a link\'s "token")')
         caller = principal(request)
-        found = await eng.store.get_interrupt(interrupt_id)
-        if found is None or caller.tenant not in (found.tenant, "*"):
-            raise InterruptNotFoundError(f"no interrupt {interrupt_id!r}")
-        record, answerer = found, caller.id
+        record, answerer = await eng.interrupt_at(run_id, node_id, caller), caller.id
     rp = RelyingParty.of(base_url(request))
     return _options(await passkeys_of(request).decision_options(answerer, record.interrupt_id, value, rp))
 
