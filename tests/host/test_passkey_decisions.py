@@ -91,7 +91,7 @@ async def test_a_passkey_confirms_a_decision_and_the_decision_says_so(api: httpx
     key = await registered(api)
     listed = (await api.get("/ui/api/passkeys", headers=auth("bob"))).json()["passkeys"]
     assert [p["credentialId"] for p in listed] == [b64url(key.credential_id)]
-    run_id, _ = await start(api, engine)
+    run_id, interrupt_id = await start(api, engine)
     value = {"action": "accept"}
     r = await answer(api, run_id, value, await confirmed(api, key, run_id, value))
     assert r.status_code == 200, r.text
