@@ -14,8 +14,7 @@ from typing import Any
 
 import mcp_types as types
 
-from openwop_bridge import Engine, InterruptRecord, Principal, RunRecord, kinds
-from openwop_bridge.core import assurance
+from openwop_bridge import Engine, InterruptRecord, Principal, RunRecord, assurance, kinds
 from openwop_bridge.mcp.forms import Form, approval_variant, flatten
 
 Progress = Callable[[int, str], Awaitable[None]]
