@@ -87,6 +87,7 @@ async def test_the_inbox_registers_a_passkey_and_approves_a_key_bound_gate(
 
     await page.locator("#inbox-rows").get_by_role("button", name="Pay the invoice?").click()
     detail = page.locator("#detail")
+    await expect(detail.locator("#passkey-needed")).to_contain_text("confirmed with your passkey")
     await detail.get_by_label("Accept", exact=True).check()
     await detail.get_by_role("button", name="Submit decision").click()
     await expect(said(detail, "Decide")).to_have_text("Decision recorded: Accept.")

@@ -435,6 +435,10 @@ function showPanel(ref, view, transcript) {
   });
   $("detail-title").textContent = view.title;
   $("detail-notice").replaceChildren();
+  if (keyBound(view) && view.status === "pending") {
+    const why = "This decision is confirmed with your passkey: your browser will ask for it when you submit.";
+    $("detail-notice").replaceChildren(h("p", { class: "notice", id: "passkey-needed" }, why));
+  }
   $("detail-body").replaceChildren(detailFacts(view), ref.panel.element);
   if (hadFocus) {
     const first = ref.panel.element.querySelector("form textarea, form input, form select");
