@@ -135,3 +135,48 @@ async def test_the_link_page_confirms_its_subjects_decision_with_a_passkey(
     record = await engine.interrupt_at(run_id, "gate", KEYS["admin"].principal)
     assert record.resolution is not None and record.resolution["assurance"] == "key-bound"
     assert record.resolution["resolvedBy"] == "bob"
+
+
+@pytest.mark.browser
+async def test_assertions_chromium_made_for_one_decision_confirm_no_other(
+    page: Page, api: httpx.AsyncClient, engine: Engine, site: str
+) -> None:
+    run_a = await start(api, engine, "kb-pay")
+    run_b = await start(api, engine, "kb-pay")
+    await sign_in_and_register(page, site)
+    # The page's own module asks the virtual authenticator for an assertion over one decision,
+    # then the answer is sent with another value, to another interrupt, or a second time.
+    outcome = await page.evaluate(
+        """async ([key, runA, runB]) => {
+          const { confirmation } = await import("./static/passkeys.js");
+          const post = async (run, value, headers) => {
+            const r = await fetch(`/v1/runs/${run}/interrupts/gate`, {
+              method: "POST",
+              headers: { "Content-Type": "application/json", Authorization: `Bearer ${key}`, ...headers },
+              body: JSON.stringify({ resumeValue: value }),
+            });
+            return [r.status, (await r.json()).error || "ok"];
+          };
+          const accept = { action: "accept" };
+          const decision = { runId: runA, nodeId: "gate", resumeValue: accept };
+          const proof = () => confirmation("api/passkeys/challenge", decision, { key });
+          return {
+            usedToReject: await post(runA, { action: "reject" }, await proof()),
+            otherInterrupt: await post(runB, accept, await proof()),
+            none: await post(runA, accept, {}),
+            replayed: await (async () => {
+              const once = await proof();
+              return [await post(runA, accept, once), await post(runA, accept, once)];
+            })(),
+          };
+        }""",
+        [TOKENS["bob"], run_a, run_b],
+    )
+    refused = [401, "sender_constraint_missing"]
+    assert outcome["usedToReject"] == refused
+    assert outcome["otherInterrupt"] == refused
+    assert outcome["none"] == refused
+    # The first use decides; the same assertion again is refused: its challenge is used up.
+    assert outcome["replayed"] == [[200, "ok"], refused]
+    view_b = (await api.get(f"/v1/runs/{run_b}/interrupts/gate", headers=auth("admin"))).json()
+    assert view_b["status"] == "pending"
