@@ -126,15 +126,24 @@ def _passkey_paths() -> dict[str, Any]:
         "properties": {"passkeys": {"type": "array", "maxItems": 10, "items": {"type": "object"}}},
     }
     credential = {"type": "object", "required": ["credential"], "properties": {"credential": {"type": "object"}}}
+    value = {"description": "the answer the passkey will confirm"}
     decision = {
-        "type": "object",
-        "required": ["resumeValue"],
-        "properties": {
-            "runId": {"type": "string"},
-            "nodeId": {"type": "string"},
-            "token": {"type": "string", "description": "a signed link's token, instead of runId and nodeId"},
-            "resumeValue": {"description": "the answer the passkey will confirm"},
-        },
+        "oneOf": [
+            {
+                "type": "object",
+                "description": "signed in: the interrupt at this run and node",
+                "required": ["runId", "nodeId", "resumeValue"],
+                "properties": {"runId": {"type": "string"}, "nodeId": {"type": "string"}, "resumeValue": value},
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "description": "a signed link's token (its subject answers)",
+                "required": ["token", "resumeValue"],
+                "properties": {"token": {"type": "string"}, "resumeValue": value},
+                "additionalProperties": False,
+            },
+        ]
     }
     return {
         "/ui/api/passkeys": {
