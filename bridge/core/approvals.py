@@ -349,6 +349,8 @@ def final_value(t: Tally, closing: Mapping[str, Any], decided_at: str) -> dict[s
         else ("accept" if accepted else "reject")
     )
     value: dict[str, Any] = {"action": action, "decidedBy": closing["voter"], "decidedAt": decided_at}
+    if isinstance(closing.get("subject"), Mapping):
+        value["decidedBySubject"] = dict(closing["subject"])
     for name in ("feedback", "refineFeedback", "reason"):
         if name in closing:
             value[name] = closing[name]

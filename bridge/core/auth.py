@@ -31,6 +31,7 @@ SCOPES: tuple[str, ...] = (
     "workflows:read",
     "metrics:read",
     "webhooks:manage",
+    "audit:read",
 )
 
 #: Roles allowed to vote or answer on behalf of another principal.
@@ -46,6 +47,13 @@ _SPEC = re.compile(
 
 #: The lanes a credential may come through (identity.md §2): a key, a provider's token, an inbox session.
 LANES: tuple[str, ...] = ("api-key", "oidc", "oauth2", "session")
+#: The trust root of the ``session`` lane: the host issues inbox sessions (identity.md §2.2: ``urn:<host>:session``).
+SESSION_ISSUER = "urn:openwop-bridge:session"
+
+#: The trust root of a decision by signed link: the host's link-signing secret (a realm of the API-key lane).
+LINK_ISSUER = "urn:openwop-bridge:link"
+#: The trust root of a decision by Slack button: the Slack app's signing secret (a realm of the API-key lane).
+SLACK_ISSUER = "urn:openwop-bridge:slack"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +70,15 @@ class Subject:
     lane: str
     name: str | None = None
     email: str | None = None
+
+    def ref(self) -> dict[str, str]:
+        """``{issuer, subjectId, lane}``: what runs and decisions record of this subject (never name or email)."""
+        return {"issuer": self.issuer, "subjectId": self.subject_id, "lane": self.lane}
+
+
+def subject_ref(principal: Principal | None) -> dict[str, str] | None:
+    """The recorded form of ``principal``'s subject (:meth:`Subject.ref`); None for an API key or nobody."""
+    return principal.subject.ref() if principal is not None and principal.subject is not None else None
 
 
 @dataclass(frozen=True, slots=True)

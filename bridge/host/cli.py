@@ -159,6 +159,11 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         from openwop_bridge.identity.config import load_identity_config  # pydantic's models of it load only when used
 
         identity_config = load_identity_config(args.identity_config)
+    people: dict[tuple[str, str], str] = {}
+    if notify is not None:  # a person naming their identity must name an issuer of the identity file
+        from openwop_bridge.host.people import person_subjects
+
+        people = person_subjects(notify, identity_config, path=args.notify_config)
     store = open_store(_database(args.db))
     secrets = [parse_secret_spec(s) for s in args.token_secret]
     engine = Engine(
@@ -195,7 +200,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         from openwop_bridge.identity.layer import Identity, metadata_routes
         from openwop_bridge.identity.verifier import TokenVerifier
 
-        identity = Identity(identity_config, TokenVerifier(identity_config), args.public_url)
+        identity = Identity(identity_config, TokenVerifier(identity_config, people=people), args.public_url)
         ring.use_tokens(identity.resolve)
         routes += metadata_routes(identity)
     sign_in = None

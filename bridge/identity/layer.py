@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from openwop_bridge.core.auth import SCOPES, Principal
+from openwop_bridge.core.auth import SCOPES, SESSION_ISSUER, Principal
 from openwop_bridge.core.errors import BridgeError
 from openwop_bridge.identity.config import IdentityConfig
 from openwop_bridge.identity.errors import IdentityUnverifiedError
@@ -140,7 +140,7 @@ def auth_lanes(config: IdentityConfig, *, sessions: bool = False) -> list[dict[s
         lanes.append(
             {
                 "lane": "session",
-                "issuers": [config.inbox.issuer],
+                "issuers": [SESSION_ISSUER],
                 "revocation": "next-request",
                 "minimumAssurance": "bearer",
             }

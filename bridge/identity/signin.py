@@ -31,7 +31,7 @@ from joserfc import jwe
 from joserfc.errors import JoseError
 from joserfc.jwk import OctKey
 
-from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.auth import SESSION_ISSUER, Principal
 from openwop_bridge.core.errors import UnauthenticatedError
 from openwop_bridge.identity.config import IdentityConfig, InboxClient, check_url
 from openwop_bridge.identity.errors import IdentityUnverifiedError
@@ -205,4 +205,7 @@ class InboxSignIn:
         verified = await self._verifier.verify_id_token(id_token, client_id=self.inbox.client_id, nonce=pending.nonce)
         principal = verified.principal
         assert principal.subject is not None  # a verified token's principal names its subject
-        return dataclasses.replace(principal, subject=dataclasses.replace(principal.subject, lane="session"))
+        # The session is the host's own credential: its trust root is the host (identity.md §2.2); the person keeps
+        # the id their provider gave them.
+        subject = dataclasses.replace(principal.subject, issuer=SESSION_ISSUER, lane="session")
+        return dataclasses.replace(principal, subject=subject)

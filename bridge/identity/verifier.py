@@ -11,10 +11,16 @@ registry's refusals (:mod:`openwop_bridge.identity.errors`):
   an RFC 9068 access token, an ID token say, must name exactly that audience, identity.md §2.1);
 - ``credential_lifetime_exceeded``: on an ``exp-only`` issuer, ``exp - iat`` or ``exp - now``
   exceeds ``revocationWindowSeconds``, or ``iat`` is missing (identity.md §2.2);
-- ``identity_unresolvable``: no principal claim, or a tenant the issuer may not speak for;
+- ``identity_unresolvable``: no principal claim, a ``sub`` over 256 characters, or a tenant the issuer
+  may not speak for;
 - ``credential_revoked``: on an ``exp-and-recheck`` issuer, the provider's introspection
   endpoint says the token is no longer active (:mod:`openwop_bridge.identity.introspection`;
   a provider that cannot be asked is ``identity_unverified``).
+
+``people`` maps ``(issuer, sub)`` to a principal id: a token of a person so named resolves to that
+id whatever its principal claim says (the host builds it from the notify file's ``people.*.subject``,
+so one person is one principal on every channel). Such an id is bound to that identity: a token
+whose principal claim names it with another ``iss`` or ``sub`` is ``identity_unresolvable``.
 
 A verified token is remembered until its ``exp`` (the last :data:`CACHE_SIZE` of them), so
 a request with a token costs about what one with an API key costs. On an ``exp-and-recheck``
@@ -101,8 +107,11 @@ class TokenVerifier:
         cache_size: int = CACHE_SIZE,
         now: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
+        people: Mapping[tuple[str, str], str] | None = None,
     ) -> None:
         self.config = config
+        self._people = dict(people or {})
+        self._bound = frozenset(self._people.values())
         self._client = client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)
         self._keys = {
             i.issuer: IssuerKeys(i, self._client, refetch_interval_s=refetch_interval_s, clock=clock)
@@ -224,7 +233,7 @@ class TokenVerifier:
         else:
             _check_id_token(claims, *id_token)
         expires_at = _check_times(issuer, claims, self._now(), bounded=id_token is None)
-        return _resolve(issuer, claims, expires_at)
+        return _resolve(issuer, claims, expires_at, self._people, self._bound)
 
 
 def _digest(token: str) -> bytes:
@@ -299,11 +308,23 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def _resolve(issuer: IssuerConfig, claims: Mapping[str, Any], expires_at: float) -> Verified:
+def _resolve(
+    issuer: IssuerConfig,
+    claims: Mapping[str, Any],
+    expires_at: float,
+    people: Mapping[tuple[str, str], str],
+    bound: frozenset[str] = frozenset(),
+) -> Verified:
     names = issuer.claims
-    principal = claims.get(names.principal)
+    sub = claims.get("sub")
+    if isinstance(sub, str) and len(sub) > 256:  # recorded with every run and decision (v2's subjectId grammar)
+        raise IdentityUnresolvableError("the token's 'sub' is longer than 256 characters")
+    person = people.get((issuer.issuer, sub)) if isinstance(sub, str) else None
+    principal = person or claims.get(names.principal)
     if not isinstance(principal, str) or not principal.strip() or len(principal) > 256:
         raise IdentityUnresolvableError(f"the token names no principal (claim {names.principal!r})")
+    if person is None and principal in bound:
+        raise IdentityUnresolvableError("the token's principal claim names a person bound to another identity")
     tenant: Any = issuer.default_tenant
     if names.tenant is not None and claims.get(names.tenant) is not None:
         tenant = claims[names.tenant]
@@ -313,7 +334,6 @@ def _resolve(issuer: IssuerConfig, claims: Mapping[str, Any], expires_at: float)
     scopes = {s for s in _strings(claims.get(names.scopes)) if known_scope(s)}
     for role in roles:
         scopes.update(issuer.role_scopes.get(role, ()))
-    sub = claims.get("sub")
     name, email = claims.get(names.name), claims.get(names.email)
     subject_id = sub if isinstance(sub, str) and sub else principal
     display = name if isinstance(name, str) else None

@@ -4,7 +4,8 @@ One JSON document, read and checked once at start-up::
 
     {"publicBaseUrl": "https://approvals.example.com",
      "people": {"alice": {"tenant": "tenant-a", "email": "alice@example.com", "slack": "U0ALICE",
-                          "roles": ["finance"]}},
+                          "roles": ["finance"],
+                          "subject": {"issuer": "https://idp.example.com", "subjectId": "248289761001"}}},
      "channels": {"email": {"smtp": "smtp://mail.example.com:587", "starttls": true,
                             "from": "Approvals <approvals@example.com>"},
                   "slack": {"token": {"env": "SLACK_BOT_TOKEN"}, "signingSecret": {"env": "SLACK_SIGNING_SECRET"}},
@@ -12,7 +13,10 @@ One JSON document, read and checked once at start-up::
      "routes": [{"match": {"workflowId": "expense-approval", "kind": "approval"},
                  "notify": ["alice", "role:finance", "email:finance-team@example.com", "slack:C0FINANCE"]}]}
 
-A person's key in ``people`` is their principal id (what their API key names). ``channels`` holds a
+A person's key in ``people`` is their principal id (what their API key names); their ``subject``, when
+given, is who they are at an identity provider of the identity file, so that the provider's tokens for
+them resolve to this principal id whatever their principal claim says (the host checks the issuer
+against the identity file at start: :mod:`openwop_bridge.host.people`). ``channels`` holds a
 section per channel, each checked by its channel type's model (:mod:`openwop_bridge.notify.channel_types`:
 e-mail, Slack and Teams are the bridge's own; another package may register more), and a route target
 ``<prefix>:ADDRESS`` names a shared address on the configured channel with that prefix. Secrets
@@ -54,6 +58,7 @@ __all__ = [
     "NotifyConfig",
     "NotifyConfigError",
     "Person",
+    "PersonSubject",
     "Route",
     "RouteMatch",
     "load_notify_config",
@@ -98,13 +103,22 @@ def secret(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+class PersonSubject(ConfigModel):
+    """Who a person is at an identity provider: its ``issuer`` (as the identity file names it) and their
+    ``subjectId`` there (a token's ``sub``). A token with that ``iss`` and ``sub`` is this person."""
+
+    issuer: str = Field(min_length=1, max_length=1024, pattern=r"^\S+$")
+    subject_id: str = Field(min_length=1, max_length=256)
+
+
 class Person(ConfigModel):
-    """Someone who may be told: their tenant, addresses and roles."""
+    """Someone who may be told: their tenant, addresses and roles, and who they are at an identity provider."""
 
     tenant: str = "default"
     email: str | None = None
     slack: str | None = None
     roles: tuple[str, ...] = ()
+    subject: PersonSubject | None = None
     #: Take one e-mail every this long listing everything waiting on them, instead of a mail per interrupt.
     digest_every_ms: int | None = Field(default=None, ge=1000)
 
@@ -218,7 +232,13 @@ class NotifyConfig(ConfigModel):
 
     def _people_problems(self) -> list[str]:
         out = []
+        named: dict[tuple[str, str], str] = {}
         for pid, person in self.people.items():
+            if person.subject is not None:
+                who = (person.subject.issuer, person.subject.subject_id)
+                if who in named:
+                    out.append(f"people.{pid}.subject: {named[who]!r} already names this identity")
+                named.setdefault(who, pid)
             if person.email and self.channels.get("email") is None:
                 out.append(f"people.{pid}.email: no channels.email is configured to send it")
             if person.slack and self.channels.get("slack") is None:

@@ -10,7 +10,8 @@ and its timestamp lies within five minutes: otherwise ``401`` and nothing is dec
 The Slack user who clicked is mapped to a person of the notify file (``people.*.slack``); an
 unknown user is ``403``. The click then answers as that person, through the engine's one
 resolve path: their roles and tenant, the gate's ``approversList`` and quorum, one winner,
-and the audit (``decidedBy`` is their principal id). A gate that does not allow them is
+and the audit (``decidedBy`` is their principal id, recorded beside the click's subject: the Slack user,
+issuer ``urn:openwop-bridge:slack``, lane ``api-key``). A gate that does not allow them is
 ``403`` and decides nothing; a replayed click decides nothing twice (a second vote by the
 same person changes nothing, and a closed gate answers ``409``).
 
@@ -29,7 +30,7 @@ from urllib.parse import parse_qs
 from slack_sdk.models.blocks import Block, ContextBlock, MarkdownTextObject
 from slack_sdk.signature import SignatureVerifier
 
-from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.auth import SLACK_ISSUER, Principal, Subject
 from openwop_bridge.core.errors import ForbiddenError, UnauthenticatedError, ValidationError
 from openwop_bridge.notify.config import NotifyConfig, Person
 from openwop_bridge.notify.ports import NotifyEngine
@@ -91,8 +92,13 @@ class SlackClicks:
         if answer is None:  # a link button: Slack reports its click too, and wants it acknowledged
             return
         interrupt_id = str(action.get("value", ""))
+        # The click's subject is the Slack user, vouched for by the Slack app's signing secret (identity.md).
         principal = Principal(
-            id=pid, tenant=person.tenant, scopes=frozenset({"approvals:respond"}), roles=frozenset(person.roles)
+            id=pid,
+            tenant=person.tenant,
+            scopes=frozenset({"approvals:respond"}),
+            roles=frozenset(person.roles),
+            subject=Subject(issuer=SLACK_ISSUER, subject_id=str(person.slack), lane="api-key"),
         )
         result = await self._engine.resolve(principal, {"action": answer}, interrupt_id=interrupt_id)
         # Slack wants its answer within three seconds: the message is rewritten after it, not before.

@@ -33,6 +33,9 @@ class EngineConfig:
     #: The entries of a message channel a run snapshot shows: the last ones, with a count and a link to
     #: the rest (``GET /v1/runs/{runId}/channels/{name}``).
     snapshot_messages: int = 50
+    #: The settled interrupts one decision report reads at most (``GET /v1/analytics/decisions``); a window
+    #: holding more is cut there and the report says ``truncated``.
+    decision_rows_cap: int = 100_000
     #: How fast one key may create runs on this instance (see :mod:`openwop_bridge.core.quota`); None: no bound.
     run_rate: RunRate | None = None
     #: Retries of e-mail, Slack and Teams notices (``--notify-retry-base-ms``, ``--notify-max-attempts``).

@@ -18,7 +18,9 @@ import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
+from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import Clock, SystemClock
+from openwop_bridge.core.decision_stats import GroupBy
 from openwop_bridge.core.decisions.common import AnswerCheck
 from openwop_bridge.core.decisions.timeout import timeout_decision
 from openwop_bridge.core.errors import (
@@ -37,6 +39,7 @@ from openwop_bridge.notify.service import NotifyService
 from openwop_bridge.notify.states import KEY_PURPOSE
 from openwop_bridge.notify.worker import Settled
 from openwop_bridge.runtime.adapter_state import AdapterState
+from openwop_bridge.runtime.analytics import decision_report
 from openwop_bridge.runtime.answers import AnswerService
 from openwop_bridge.runtime.ask import AskService, RecordingAskService
 from openwop_bridge.runtime.batch import BatchAnswers
@@ -439,6 +442,12 @@ class Engine:
     async def run_interrupts(self, run_id: str, *, open_only: bool = False) -> list[InterruptRecord]:
         """A run's interrupts, oldest first, with no visibility check (for surfaces that made one)."""
         return await self.store.run_interrupts(run_id, open_only=open_only)
+
+    async def decision_report(
+        self, principal: Principal, group_by: GroupBy, from_ms: int, to_ms: int
+    ) -> dict[str, Any]:
+        """Decision analytics of the caller's tenant (scope ``audit:read``; :mod:`openwop_bridge.runtime.analytics`)."""
+        return await decision_report(self.store, principal, group_by, from_ms, to_ms, self.config.decision_rows_cap)
 
     async def interrupt_record(self, interrupt_id: str) -> InterruptRecord | None:
         """An interrupt's record as stored, with no visibility check (for surfaces that make their own)."""

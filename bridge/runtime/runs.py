@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from openwop_bridge.core import kinds, separation
-from openwop_bridge.core.auth import SYSTEM, Principal
+from openwop_bridge.core.auth import SYSTEM, Principal, subject_ref
 from openwop_bridge.core.decisions.cancel import run_cancel_decision
 from openwop_bridge.core.errors import (
     CapabilityRefusedError,
@@ -135,6 +135,9 @@ class RunService:
             "metadata": dict(metadata or {}),
             "principal": principal.id,
         }
+        owner = subject_ref(principal)
+        if owner is not None:
+            run_spec["subject"] = owner  # who the owner is at their identity provider (v2's owner.subject)
         if replay_of:
             run_spec["replayOf"] = replay_of
         if extra:
@@ -190,6 +193,9 @@ class RunService:
             "engineVersion": ENGINE_VERSION,
             "owner": {"tenant": run.tenant, "principal": run.spec.get("principal") or "anonymous"},
         }
+        if isinstance(run.spec.get("subject"), dict):
+            # Beside v1's closed owner block, which names the principal only (v2 spells it owner.subject).
+            payload["ownerSubject"] = run.spec["subject"]
         for name in ("tags", "metadata"):
             if run.spec.get(name):
                 payload[name] = run.spec[name]
@@ -315,6 +321,7 @@ class RunService:
             "inputs": dict(inputs),
             "configurable": parent.spec.get("configurable") or {},
             "principal": parent.spec.get("principal"),
+            **({"subject": parent.spec["subject"]} if parent.spec.get("subject") else {}),
             "propagateCancellation": bool(ctx.config.get("propagateCancellation", True)),
             "transport": "rest",
         }

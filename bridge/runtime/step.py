@@ -102,7 +102,7 @@ class Step:
                 ns.pop("waits", None)
                 self.record("node.cancelled", {"nodeId": node_id, "reason": reason}, node_id)
         state["ready"] = []
-        kept = ("reason", "cancelledBy", "parentRunId")
+        kept = ("reason", "cancelledBy", "cancelledBySubject", "parentRunId")
         payload: dict[str, Any] = {k: v for k, v in cancel.items() if k in kept and v}
         payload["durationMs"] = duration_ms
         self.record("run.cancelled", payload)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from openwop_bridge.store.contract import (
+    AnalyticsStore,
     IdempotencyStore,
     InterruptStore,
     KeyValueStore,
@@ -48,6 +49,7 @@ __all__ = [
     "IDEMPOTENCY_COLS",
     "IDEMPOTENCY_PRUNE",
     "KV_SCAN_MAX",
+    "AnalyticsStore",
     "AnswerStepResult",
     "ChildStart",
     "Claim",
@@ -79,6 +81,7 @@ class Store(
     KeyValueStore,
     IdempotencyStore,
     OutboxStore,
+    AnalyticsStore,
     Protocol,
 ):
     """Persistence for runs, events, interrupts and signing keys.
@@ -98,5 +101,6 @@ class Store(
 
     The methods are declared by concern in :mod:`openwop_bridge.store.contract`: its lifecycle
     (:class:`~openwop_bridge.store.contract.lifecycle.StoreLifecycle`), signing keys, runs, their logs
-    (events and audit), interrupts, adapters' key-value state, ``Idempotency-Key`` records and the outbox.
+    (events and audit), interrupts, adapters' key-value state, ``Idempotency-Key`` records, the outbox and
+    the reads of reports.
     """

@@ -127,6 +127,12 @@ SQLITE_MIGRATIONS: list[list[str]] = [
     # 11: the queued notices by lane (tenant, destination), each lane's oldest due first: a claim steps from
     # lane to lane through it (:func:`openwop_bridge.store.plan_outbox.claim`), so one lane's backlog is one seek.
     ["CREATE INDEX outbox_lane ON outbox(tenant, channel, recipient, next_attempt) WHERE status = 'queued'"],
+    # 12: the decision report (``GET /v1/analytics/decisions``) reads a tenant's interrupts settled in a window,
+    # in settling order, as one range of this index (open interrupts have no ``resolved_at`` and stay out of it).
+    [
+        """CREATE INDEX interrupts_settled ON interrupts(tenant, resolved_at, interrupt_id)
+            WHERE resolved_at IS NOT NULL"""
+    ],
 ]
 
 
@@ -238,6 +244,11 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
     ],
     # 11: as SQLite's 11.
     ["CREATE INDEX outbox_lane ON outbox(tenant, channel, recipient, next_attempt) WHERE status = 'queued'"],
+    # 12: as SQLite's 12.
+    [
+        """CREATE INDEX interrupts_settled ON interrupts(tenant, resolved_at, interrupt_id)
+            WHERE resolved_at IS NOT NULL"""
+    ],
 ]
 
 

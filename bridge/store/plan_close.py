@@ -14,7 +14,7 @@ from typing import Any
 
 from openwop_bridge.core import statuses
 from openwop_bridge.core.clock import ulid
-from openwop_bridge.core.decisions.cancel import cancel_request, closed_unanswered
+from openwop_bridge.core.decisions.cancel import cancel_request, cancel_subject, closed_unanswered
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.core.statuses import OPEN_INTERRUPT, InterruptStatus
@@ -23,8 +23,10 @@ from openwop_bridge.store.codec import INT_COLS, Dialect
 from openwop_bridge.store.steps import Plan, Sql
 
 
-def _draft(intr: InterruptRecord, now_ms: int, by: str, reason: str) -> EventDraft:
-    event = closed_unanswered(intr, now_ms, by, reason)
+def _draft(
+    intr: InterruptRecord, now_ms: int, by: str, reason: str, by_subject: dict[str, str] | None = None
+) -> EventDraft:
+    event = closed_unanswered(intr, now_ms, by, reason, by_subject)
     return EventDraft(f"evt_{ulid(now_ms)}", event["type"], event["payload"], now_ms, node_id=event["nodeId"])
 
 
@@ -37,6 +39,7 @@ def closing(d: Dialect, c: RunCommit, closed_as: InterruptStatus | None, control
     under the run's lock, whose returned rows are the interrupts this commit closed.
     """
     now = c.now_ms
+    who = cancel_subject(control) if closed_as else None
     if closed_as:
         by, reason = cancel_request(control)
     else:
@@ -49,7 +52,7 @@ def closing(d: Dialect, c: RunCommit, closed_as: InterruptStatus | None, control
         if status and intr.open:
             statuses.check_interrupt(intr.status, status)
             intr.status, intr.resolved_at_ms = status, now
-            drafts.append(_draft(intr, now, by, reason))
+            drafts.append(_draft(intr, now, by, reason, who))
     for iid, new_status in c.close_interrupts.items():
         if iid in new_ids:
             continue
@@ -59,7 +62,7 @@ def closing(d: Dialect, c: RunCommit, closed_as: InterruptStatus | None, control
             f"RETURNING {INT_COLS}",
             (closed_as or new_status, now, iid),
         )
-        drafts += [_draft(d.interrupt(row), now, by, reason) for row in rows]
+        drafts += [_draft(d.interrupt(row), now, by, reason, who) for row in rows]
     if closed_as:
         statuses.check_interrupt(OPEN_INTERRUPT, closed_as)
         rows = yield Sql(
@@ -67,5 +70,5 @@ def closing(d: Dialect, c: RunCommit, closed_as: InterruptStatus | None, control
             f"RETURNING {INT_COLS}",
             (closed_as, now, c.run_id),
         )
-        drafts += [_draft(d.interrupt(row), now, by, reason) for row in rows]
+        drafts += [_draft(d.interrupt(row), now, by, reason, who) for row in rows]
     return drafts

@@ -25,6 +25,7 @@ from openwop_bridge.core.records import InterruptRecord, RunRecord, has_nul
 from openwop_bridge.store.base import KV_SCAN_MAX, InboxPage
 from openwop_bridge.store.codec import EVENT_COLS, INT_COLS, RUN_COLS, Dialect, event_doc
 from openwop_bridge.store.cursor import encode_cursor, page_cursor
+from openwop_bridge.store.reads_analytics import AnalyticsReads
 
 #: The kinds an inbox lists when no kind is asked for (the others are not listed among open interrupts).
 LISTED_KINDS: tuple[str, ...] = tuple(name for name, k in REGISTRY.items() if k.listed)
@@ -38,7 +39,7 @@ _RUN_AND_INTERRUPT_AT = (
 )
 
 
-class Reads(ABC):
+class Reads(AnalyticsReads, ABC):
     """Queries of the :class:`~openwop_bridge.store.base.Store` contract written once for both dialects."""
 
     _dialect: Dialect

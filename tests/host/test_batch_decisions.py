@@ -133,7 +133,14 @@ async def test_a_quorum_vote_in_a_batch_leaves_its_gate_pending(client: httpx.As
 async def test_bounds_duplicates_and_scope(client: httpx.AsyncClient, engine: Engine) -> None:
     _gate(engine, "batch-gate")
     (run_id,) = await _waiting(client, engine)
-    for body in ({"items": []}, {"items": _items([run_id] * 101)}, {"items": "all"}, {}):
+    for body in (
+        {"items": []},
+        {"items": _items([run_id] * 101)},
+        {"items": "all"},
+        {},
+        {"items": _items([run_id]), "atomic": 0},
+        {"items": _items([run_id]), "atomic": "yes"},
+    ):
         envelope(await client.post(BATCH, json=body, headers=auth("bob")), 400, "validation_error")
     twice = envelope(
         await client.post(BATCH, json={"items": _items([run_id, run_id])}, headers=auth("bob")), 400, "validation_error"

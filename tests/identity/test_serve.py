@@ -103,7 +103,8 @@ def test_protected_resource_metadata_and_the_v2_auth_facet(provider: OpenIdProvi
     assert doc["auth"]["lanes"] == [
         {
             "lane": "api-key",
-            "issuers": ["urn:openwop-bridge:api-key"],
+            # Keys, and the secret a decision by signed link is checked with (no Slack here: no Slack realm).
+            "issuers": ["urn:openwop-bridge:api-key", "urn:openwop-bridge:link"],
             "revocation": "next-request",
             "minimumAssurance": "bearer",
         },

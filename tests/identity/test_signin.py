@@ -119,6 +119,9 @@ def test_signing_in_opens_a_session_that_answers_as_the_person(idp: OpenIdProvid
         answered = browser.post(where, json=answer, headers={**INBOX_HEADER, "Origin": origin(server.url)})
         assert answered.status_code == 200, answered.text
         assert answered.json()["resumeValue"]["decidedBy"] == "alice"
+        # The decision records the session's subject: the provider's issuer and sub, on the session lane.
+        decided = answered.json()["resumeValue"]["decidedBySubject"]
+        assert (decided["issuer"], decided["lane"]) == (idp.issuer, "session") and decided["subjectId"]
 
         # An Authorization header wins over the cookie.
         assert browser.get(f"{server.url}/ui/api/me", headers=OPS).json()["principal"] == "ops"
@@ -290,7 +293,7 @@ def test_discovery_advertises_the_session_lane(idp: OpenIdProvider, server: Serv
     assert spec.problems("capabilities.schema.json", doc) == []
     assert doc["auth"]["lanes"][-1] == {
         "lane": "session",
-        "issuers": [idp.issuer],
+        "issuers": ["urn:openwop-bridge:session"],  # the host issues sessions: its own trust root (identity.md §2.2)
         "revocation": "next-request",
         "minimumAssurance": "bearer",
     }

@@ -146,6 +146,8 @@ async def test_a_rotated_key_verifies_without_restart_and_a_removed_key_stops() 
         ({"iat": 50, "exp": 3650}, "credential_lifetime_exceeded", "lives longer"),
         ({"preferred_username": None}, "identity_unresolvable", "no principal"),
         ({"org": "tenant-b"}, "identity_unresolvable", "tenant"),
+        # Runs and decisions record the sub: OpenID Connect bounds it at 255 characters, so does the host.
+        ({"sub": "s" * 257}, "identity_unresolvable", "'sub'"),
     ],
 )
 async def test_a_token_signed_by_the_provider_is_refused_for_its_claims(

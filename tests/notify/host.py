@@ -107,8 +107,12 @@ async def notify_host(
     with_teams: bool = True,
     email_options: dict[str, Any] | None = None,
     config: EngineConfig | None = None,
+    identity: dict[str, Any] | None = None,
 ) -> AsyncIterator[NotifyHost]:
-    """A served bridge whose notify file sends e-mail, Slack and Teams notices to loopback receivers."""
+    """A served bridge whose notify file sends e-mail, Slack and Teams notices to loopback receivers.
+
+    ``identity``: an identity file; the host then takes its providers' tokens beside the keys, each
+    person of the notify file who names a ``subject`` resolved as ``serve`` resolves them."""
     with smtp_server() as (smtp, smtp_port):
         async with (
             contextlib.AsyncExitStack() as stack,
@@ -118,14 +122,6 @@ async def notify_host(
             engine = Engine(await stack.enter_async_context(_store(tmp_path)), config=config)
             for wf in workflows:
                 wf.register(engine)
-            app = create_app(
-                engine,
-                KeyRing(KEYS.values()),
-                manage_engine=False,
-                link_page=web.link_page,
-                extra_routes=web.web_routes(),
-                keepalive_s=0.2,
-            )
             all_channels: dict[str, Any] = {
                 "email": {
                     "smtp": f"smtp://127.0.0.1:{smtp_port}",
@@ -137,16 +133,25 @@ async def notify_host(
             if with_teams:
                 all_channels["teams"] = {"ops": {"url": teams_url}}
             all_channels.update(channels or {})
+            everyone = PEOPLE if people is None else people
+            ring = KeyRing(KEYS.values())
+            extra: dict[str, Any] = {}
+            if identity is not None:
+                extra = await stack.enter_async_context(_identity(identity, everyone, all_channels, ring))
+            app = create_app(
+                engine,
+                ring,
+                manage_engine=False,
+                link_page=web.link_page,
+                extra_routes=web.web_routes(),
+                keepalive_s=0.2,
+                **extra,
+            )
             await engine.start()
             try:
                 async with uvicorn_server(app) as url:
                     notify_file = parse_notify_config(
-                        {
-                            "publicBaseUrl": url,
-                            "people": PEOPLE if people is None else people,
-                            "channels": all_channels,
-                            "routes": routes,
-                        },
+                        {"publicBaseUrl": url, "people": everyone, "channels": all_channels, "routes": routes},
                         environ={},
                     )
                     setup = install_notify(engine, notify_file)
@@ -156,3 +161,26 @@ async def notify_host(
                         yield NotifyHost(engine, url, client, smtp, slack, teams, setup, notify_file)
             finally:
                 await engine.stop()
+
+
+@contextlib.asynccontextmanager
+async def _identity(
+    document: dict[str, Any], people: dict[str, Any], channels: dict[str, Any], ring: KeyRing
+) -> AsyncIterator[dict[str, Any]]:
+    """The identity file's providers on ``ring``, as ``serve`` installs them: ``create_app``'s ``layers``
+    and ``auth_lanes``, the verifier resolving the people who name a subject."""
+    from starlette.middleware import Middleware
+
+    from openwop_bridge.host.people import person_subjects
+    from openwop_bridge.identity.config import parse_identity_config
+    from openwop_bridge.identity.layer import BearerTokens, Identity, auth_lanes
+    from openwop_bridge.identity.verifier import TokenVerifier
+
+    config = parse_identity_config(document)
+    named = person_subjects(parse_notify_config({"people": people, "channels": channels}, environ={}), config)
+    found = Identity(config, TokenVerifier(config, people=named))
+    ring.use_tokens(found.resolve)
+    try:
+        yield {"layers": [Middleware(BearerTokens, identity=found)], "auth_lanes": auth_lanes(config)}
+    finally:
+        await found.verifier.aclose()

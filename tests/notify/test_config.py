@@ -17,7 +17,13 @@ def _doc(**over: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "publicBaseUrl": "https://approvals.example.com/",
         "people": {
-            "alice": {"tenant": "tenant-a", "email": "alice@example.com", "slack": "U0ALICE", "roles": ["finance"]}
+            "alice": {
+                "tenant": "tenant-a",
+                "email": "alice@example.com",
+                "slack": "U0ALICE",
+                "roles": ["finance"],
+                "subject": {"issuer": "https://idp.example.com", "subjectId": "248289761001"},
+            }
         },
         "channels": {
             "email": {"smtp": "smtp://mail.example.com:587", "starttls": True, "from": "Approvals <a@example.com>"},
@@ -52,6 +58,8 @@ def test_the_issue_example_parses_with_secrets_from_the_environment() -> None:
     config = parse_notify_config(_doc(), environ=ENV)
     assert config.public_base_url == "https://approvals.example.com"
     assert config.people["alice"].roles == ("finance",)
+    subject = config.people["alice"].subject
+    assert subject is not None and (subject.issuer, subject.subject_id) == ("https://idp.example.com", "248289761001")
     slack = config.channels.slack
     assert slack is not None and slack.token.get_secret_value() == SECRET
     assert slack.api_base == "http://127.0.0.1:9/api/"
@@ -110,6 +118,21 @@ def test_secrets_never_show_in_repr_or_dumps() -> None:
         (
             lambda d: d["routes"][0].pop("escalateTo"),
             "routes[0]: escalateAfterMs needs escalateTo",
+        ),
+        (
+            lambda d: d["people"]["alice"].update(subject={"issuer": "https://idp.example.com"}),
+            "people.alice.subject.subjectId: Field required",
+        ),
+        (
+            lambda d: d["people"]["alice"].update(subject={"issuer": "https://idp example", "subjectId": "1"}),
+            "people.alice.subject.issuer: String should match pattern",
+        ),
+        (
+            lambda d: d["people"].update(
+                alice={"subject": {"issuer": "https://idp.example.com", "subjectId": "248289761001"}},
+                alice2={"subject": {"issuer": "https://idp.example.com", "subjectId": "248289761001"}},
+            ),
+            "people.alice2.subject: 'alice' already names this identity",
         ),
     ],
 )

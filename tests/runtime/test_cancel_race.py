@@ -8,11 +8,13 @@ written. The store hook below makes that interleaving happen every time.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
 
 from openwop_bridge import Engine, NodeContext, Workflow, approval
+from openwop_bridge.core.auth import Subject
 from openwop_bridge.core.decisions.answer import answer_decision
 from openwop_bridge.core.decisions.common import Answer
 from openwop_bridge.core.errors import AnswerAfterCancelError, InterruptAlreadyResolvedError
@@ -112,3 +114,33 @@ def test_an_answer_on_a_run_whose_cancel_committed_is_refused(status: str, contr
     )
     with pytest.raises(InterruptAlreadyResolvedError):
         by_link(intr, run)
+
+
+async def test_a_cancel_by_token_names_its_subject_on_what_it_closed_even_later(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race above, cancelled with a provider's token: the interrupt closed after the cancel committed, and
+    the run's ``run.cancelled``, record the canceller's subject beside ``cancelledBy`` / ``resolvedBy``."""
+    who = Subject(issuer="https://idp.example.com", subject_id="248289761001", lane="oidc")
+    canceller = dataclasses.replace(ADMIN, subject=who)
+    two_gates(engine)
+    run = await engine.create_run(ADMIN, "two-gates")
+    await settle(engine, run.run_id)
+    real_commit = engine.store.commit
+    cancelled: list[bool] = []
+
+    async def cancel_first(commit: RunCommit) -> CommitResult:
+        if any(i.node_id == "g2" for i in commit.new_interrupts) and not cancelled:
+            cancelled.append(True)
+            await engine.cancel_run(run.run_id, canceller, "changed my mind")
+        return await real_commit(commit)
+
+    monkeypatch.setattr(engine.store, "commit", cancel_first)
+    monkeypatch.setattr(joint, "BUDGET_S", 0)
+    await engine.resolve(ADMIN, {"action": "accept"}, run_id=run.run_id, node_id="g1")
+    assert (await settle(engine, run.run_id, statuses=("completed", "failed", "cancelled"))).status == "cancelled"
+    docs = await engine.store.read_events(run.run_id)
+    late = [d["payload"] for d in docs if d["type"] == "interrupt.resolved" and d.get("nodeId") == "g2"]
+    assert [(p["resolvedBy"], p["resolvedBySubject"]) for p in late] == [("alice", who.ref())]
+    (ended,) = [d["payload"] for d in docs if d["type"] == "run.cancelled"]
+    assert (ended["cancelledBy"], ended["cancelledBySubject"]) == ("alice", who.ref())

@@ -28,7 +28,9 @@ from openwop_bridge.core.decisions.common import (
     Answer,
     NewId,
     closed_error,
+    decider_subject,
     deny,
+    link_subject,
     redact,
     resolved_event,
     resolver_id,
@@ -78,7 +80,9 @@ def prepare_answer(record: InterruptRecord, answer: Answer, now: int) -> Prepare
     key = (record.interrupt_id, answer, now)
     kind = kinds.kind_of(record.kind)
     if kind.turn:
-        who = answer.principal or Principal(id=resolver_id(answer), tenant=record.tenant)
+        who = answer.principal or Principal(
+            id=resolver_id(answer), tenant=record.tenant, subject=link_subject(answer.token_subject)
+        )
         return PreparedAnswer(*key, value=prepare_exchange(record, answer.value, who, now, answer.conversation_limits))
     if not kind.answerable:
         return PreparedAnswer(*key)
@@ -166,10 +170,13 @@ def _resolve(intr: InterruptRecord, kind: kinds.Kind, answer: Answer, value: Any
     """Resolve an interrupt that takes one answer (``value``, normalised by its kind); the log may redact it."""
     by = resolver_id(answer)
     extra: dict[str, Any] = {}
+    who = decider_subject(answer)
+    if who is not None:
+        extra["resolvedBySubject"] = who
     if kind.event_keyed:
         extra["eventId"] = kind.event_id(value) or answer.idempotency_key
     logged = redact(value) if kind.redacts_log else value
-    emitted = [resolved_event(intr, now, by, logged)]
+    emitted = [resolved_event(intr, now, by, logged, resolvedBySubject=who)]
     return settle(
         intr,
         now,

@@ -24,6 +24,7 @@ from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.decisions.common import (
     Answer,
     NewId,
+    decider_subject,
     deny,
     event_draft,
     resolved_event,
@@ -95,7 +96,9 @@ def decide_approval(
         return denied
     if normalized.action == "ask":
         return _ask(intr, answer, normalized, voter, now, new_id)
-    return _vote(intr, run, normalized, voter, acting, now, new_id, answer.assurance)
+    # The credential's subject is the voter's own only when no one acts on another's behalf.
+    who = decider_subject(answer) if voter == acting else None
+    return _vote(intr, run, normalized, _Voter(voter, acting, who), now, new_id, answer.assurance)
 
 
 def checked_answer(intr: InterruptRecord, answer: Answer, now: int) -> approvals.ApprovalAnswer:
@@ -234,17 +237,27 @@ class _GateLog:
         self.audit.append({"principal": principal, "action": action, "resource": resource, "details": details})
 
 
+@dataclass(frozen=True, slots=True)
+class _Voter:
+    """Who votes, who acts (the same, unless someone acts on the voter's behalf), and the recorded
+    ``{issuer, subjectId, lane}`` of the voter's credential (None for an API key)."""
+
+    voter: str
+    acting: str
+    subject: dict[str, str] | None = None
+
+
 def _vote(
     intr: InterruptRecord,
     run: RunRecord,
     normalized: approvals.ApprovalAnswer,
-    voter: str,
-    acting: str,
+    who: _Voter,
     now: int,
     new_id: NewId,
     used: str = assurance.BEARER,
 ) -> Mutation:
     """Count a vote (given with the ``used`` assurance); the gate settles when the tally has an outcome."""
+    voter, acting = who.voter, who.acting
     data = intr.payload["data"]
     state = dict(intr.state)
     votes = list(state.get("votes", []))
@@ -254,16 +267,18 @@ def _vote(
         votes = [v for v in votes if v["voter"] != voter]
     log = _GateLog(intr, run, now, new_id)
     if any(v["voter"] == voter for v in votes):
-        return _duplicate_vote(log, normalized, votes, voter, acting)
+        return _duplicate_vote(log, normalized, votes, who)
     if normalized.override:
         _record_override(log, normalized, voter, acting)
     vote = normalized.as_vote(voter, iso_ms(now))
     if acting != voter:
         vote["actingPrincipal"] = acting
+    if who.subject is not None:
+        vote["subject"] = who.subject
     vote["assurance"] = used
     votes.append(vote)
     t = approvals.tally(data, votes, bypass=bypass)
-    _record_vote(log, normalized, t, voter, acting)
+    _record_vote(log, normalized, t, who)
     log.audit[-1]["details"]["assurance"] = used
     state["votes"] = votes
     if t.outcome == "pending":
@@ -278,13 +293,24 @@ def _vote(
 
 
 def _duplicate_vote(
-    log: _GateLog, normalized: approvals.ApprovalAnswer, votes: list[dict[str, Any]], voter: str, acting: str
+    log: _GateLog, normalized: approvals.ApprovalAnswer, votes: list[dict[str, Any]], who: _Voter
 ) -> Mutation:
-    """A second vote by the same voter changes nothing; it is kept in the audit and the log."""
-    intr = log.intr
-    details = {"interruptId": intr.interrupt_id, "action": normalized.action, "actingPrincipal": acting}
+    """A second vote by the same voter (through any channel) changes nothing; it is kept in the audit and the log."""
+    intr, voter = log.intr, who.voter
+    details: dict[str, Any] = {
+        "interruptId": intr.interrupt_id,
+        "action": normalized.action,
+        "actingPrincipal": who.acting,
+    }
+    payload: dict[str, Any] = {
+        "nodeId": intr.node_id,
+        "interruptId": intr.interrupt_id,
+        "voter": voter,
+        "action": normalized.action,
+    }
+    if who.subject is not None:
+        details["subject"] = payload["subject"] = who.subject
     log.audited(voter, "approval.duplicate-vote", details)
-    payload = {"nodeId": intr.node_id, "interruptId": intr.interrupt_id, "voter": voter, "action": normalized.action}
     log.event("bridge.approval.duplicate-vote", payload)
     t = approvals.tally(intr.payload["data"], votes)
     return Mutation(
@@ -301,10 +327,10 @@ def _record_override(log: _GateLog, normalized: approvals.ApprovalAnswer, voter:
     log.audited(acting, "approval.overridden", details)
 
 
-def _record_vote(
-    log: _GateLog, normalized: approvals.ApprovalAnswer, t: approvals.Tally, voter: str, acting: str
-) -> None:
-    """``approval.granted`` or ``approval.rejected``, and the vote's audit entry."""
+def _record_vote(log: _GateLog, normalized: approvals.ApprovalAnswer, t: approvals.Tally, who: _Voter) -> None:
+    """``approval.granted`` or ``approval.rejected`` (v1 closes both: the vote's subject is in its entry in the
+    gate's ``votes``), and the vote's audit entry, naming the subject."""
+    voter, acting = who.voter, who.acting
     why = normalized.reason or normalized.feedback or (normalized.refine_feedback or {}).get("text")
     if normalized.action in approvals.ACCEPTING:
         progress = {"granted": t.accepts, "required": t.required}
@@ -319,6 +345,8 @@ def _record_vote(
         "progress": t.progress(),
         "actingPrincipal": acting,
     }
+    if who.subject is not None:
+        details["subject"] = who.subject
     if why:
         details["reason"] = str(why)
     log.audited(voter, f"approval.vote.{normalized.action}", details)
@@ -349,6 +377,9 @@ def settle_approval(
             received[name] = final[name]
     if "quorum" in final:
         received["quorum"] = final["quorum"]
+    who = final.get("decidedBySubject")
+    if who is not None:
+        received["decidedBySubject"] = who
     decision = "approved" if outcome == "accepted" else "rejected"
     timed_out = final["action"] == "timeout"
     emitted: list[dict[str, Any]] = [
@@ -361,6 +392,7 @@ def settle_approval(
             action=final["action"],
             decision=decision,
             reason=final.get("reason") if timed_out else None,
+            resolvedBySubject=who,
         ),
     ]
     return settle(
@@ -371,7 +403,12 @@ def settle_approval(
         by=final["decidedBy"],
         value=final,
         emitted=emitted,
-        extra={"action": final["action"], "decision": decision, **({"assurance": used} if used else {})},
+        extra={
+            "action": final["action"],
+            "decision": decision,
+            **({"resolvedBySubject": who} if who else {}),
+            **({"assurance": used} if used else {}),
+        },
         state=state,
         events=events,
         audit=audit,

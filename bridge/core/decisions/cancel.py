@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from openwop_bridge.core import kinds
-from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.auth import Principal, subject_ref
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.decisions.approval import gate_denial, settle_approval
 from openwop_bridge.core.decisions.common import NewId, closed_error, event_draft, resolved_event, settle
@@ -31,6 +31,9 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
     """Cancel one interrupt. An approval fails closed (rejected with reason ``cancelled``);
     anything else raises ``InterruptCancelledError`` in its node."""
 
+    who = subject_ref(principal)
+    by_subject = {"resolvedBySubject": who} if who is not None else {}
+
     def decide(intr: InterruptRecord, run: RunRecord) -> Mutation:
         if principal.tenant not in (run.tenant, "*"):
             raise InterruptNotFoundError("no interrupt at this address")
@@ -41,12 +44,17 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
             denied = gate_denial(intr, run, principal, now, new_id, principal.id)
             if denied is not None:
                 return denied
-            final = {"action": "reject", "decidedBy": principal.id, "decidedAt": iso_ms(now), "reason": reason}
+            final: dict[str, Any] = {
+                "action": "reject",
+                "decidedBy": principal.id,
+                "decidedAt": iso_ms(now),
+                "reason": reason,
+            }
+            vote: dict[str, Any] = {"voter": principal.id, "action": "reject", "at": iso_ms(now), "reason": reason}
+            if who is not None:
+                final["decidedBySubject"] = vote["subject"] = who
             state = dict(intr.state)
-            state["votes"] = [
-                *state.get("votes", []),
-                {"voter": principal.id, "action": "reject", "at": iso_ms(now), "reason": reason},
-            ]
+            state["votes"] = [*state.get("votes", []), vote]
             audit = [
                 {
                     "principal": principal.id,
@@ -56,7 +64,7 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
                 }
             ]
             return settle_approval(intr, now, new_id, final, state, [], audit, "rejected")
-        emitted = [resolved_event(intr, now, principal.id, None, reason=reason, cancelled=True)]
+        emitted = [resolved_event(intr, now, principal.id, None, reason=reason, cancelled=True, **by_subject)]
         return settle(
             intr,
             now,
@@ -65,17 +73,21 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
             by=principal.id,
             value=None,
             emitted=emitted,
-            extra={"reason": reason},
+            extra={"reason": reason, **by_subject},
             result={"status": "cancelled"},
         )
 
     return decide
 
 
-def closed_unanswered(intr: InterruptRecord, now: int, by: str, reason: str) -> dict[str, Any]:
+def closed_unanswered(
+    intr: InterruptRecord, now: int, by: str, reason: str, by_subject: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The ``interrupt.resolved`` of an interrupt closed with nobody answering it (no ``resumeValue``):
-    ``by`` cancelled its run, or its run ended while it was open, for ``reason``."""
-    return resolved_event(intr, now, by, None, reason=reason, cancelled=True)
+    ``by`` (whose recorded subject is ``by_subject``, if any) cancelled its run, or its run ended while it
+    was open, for ``reason``."""
+    who = dict(by_subject) if by_subject is not None else None
+    return resolved_event(intr, now, by, None, reason=reason, cancelled=True, resolvedBySubject=who)
 
 
 def cancel_request(control: Mapping[str, Any] | None) -> tuple[str, str]:
@@ -84,6 +96,13 @@ def cancel_request(control: Mapping[str, Any] | None) -> tuple[str, str]:
     if not isinstance(cancel, Mapping):
         return "system", "cancelled"
     return str(cancel.get("cancelledBy") or "system"), str(cancel.get("reason") or "cancelled")
+
+
+def cancel_subject(control: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """The recorded subject of whoever requested a run's committed cancel (``cancelledBySubject``), if any."""
+    cancel = (control or {}).get("cancel")
+    found = cancel.get("cancelledBySubject") if isinstance(cancel, Mapping) else None
+    return dict(found) if isinstance(found, Mapping) else None
 
 
 def run_cancel_decision(
@@ -101,9 +120,12 @@ def run_cancel_decision(
         if run.terminal or run.status == "cancelling":
             return Mutation(result={"runId": run.run_id, "status": run.status, "changed": False})
         request: dict[str, Any] = {"reason": reason or "cancelled", "cancelledBy": principal.id}
+        who = subject_ref(principal)
+        if who is not None:
+            request["cancelledBySubject"] = who
         if parent_run_id:
             request["parentRunId"] = parent_run_id
-        closed = [closed_unanswered(i, now, principal.id, request["reason"]) for i in open_interrupts]
+        closed = [closed_unanswered(i, now, principal.id, request["reason"], who) for i in open_interrupts]
         return Mutation(
             events=[event_draft(new_id, now, e["type"], e["payload"], e["nodeId"]) for e in closed],
             run_status="cancelling",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openwop_bridge.core import approvals, assurance
-from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.auth import LINK_ISSUER, Principal, Subject, subject_ref
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.conversation_limits import ConversationLimits
 from openwop_bridge.core.errors import (
@@ -160,6 +160,21 @@ def resolver_id(answer: Answer) -> str:
     if answer.principal is not None:
         return answer.principal.id
     return "signed-link"
+
+
+def link_subject(person: str | None) -> Subject | None:
+    """The subject of a signed link made out to ``person``: the host's link realm (API-key lane), else None."""
+    return Subject(issuer=LINK_ISSUER, subject_id=person, lane="api-key") if person else None
+
+
+def decider_subject(answer: Answer) -> dict[str, str] | None:
+    """What a decision records beside ``decidedBy`` / ``resolvedBy``: ``{issuer, subjectId, lane}`` of the
+    credential that gave ``answer`` (a token's issuer and ``sub``, a Slack click's user, a link's person).
+    None for an API key (its subject is the key realm's, derived from the principal id) or an anonymous link."""
+    if answer.principal is not None:
+        return subject_ref(answer.principal)
+    found = link_subject(answer.token_subject)
+    return found.ref() if found is not None else None
 
 
 def subject_clash(answer: Answer) -> str | None:

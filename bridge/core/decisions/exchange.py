@@ -14,7 +14,7 @@ from typing import Any
 
 from openwop_bridge import spec
 from openwop_bridge.core import kinds
-from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.auth import Principal, subject_ref
 from openwop_bridge.core.conversation_limits import ConversationLimits, message_bytes
 from openwop_bridge.core.decisions.common import NewId, resolution_of, resolved_payload, settle
 from openwop_bridge.core.errors import (
@@ -151,6 +151,8 @@ class PreparedExchange:
     by: str = ""
     turn: dict[str, Any] | None = None
     error: Exception | None = None
+    #: The answerer's subject as recorded (:func:`~openwop_bridge.core.auth.subject_ref`), when they have one.
+    by_subject: dict[str, str] | None = None
 
 
 def answered_bytes(record: InterruptRecord) -> int:
@@ -211,7 +213,19 @@ def prepare_exchange(
     except Exception as exc:  # raised by the decision, after the retry rules
         error = exc
     return PreparedExchange(
-        index, now, None, operation, content, outcome, reason, expected_id, supplied_id, principal.id, turn, error
+        index,
+        now,
+        None,
+        operation,
+        content,
+        outcome,
+        reason,
+        expected_id,
+        supplied_id,
+        principal.id,
+        turn,
+        error,
+        subject_ref(principal),
     )
 
 
@@ -328,6 +342,8 @@ def _exchanged(record: InterruptRecord, prepared: PreparedExchange, turn: dict[s
     operation, now = prepared.operation, prepared.now
     value = prepared.content if operation == "exchange" else None
     extra: dict[str, Any] = {"turn": turn, "operation": operation}
+    if prepared.by_subject is not None:
+        extra["resolvedBySubject"] = prepared.by_subject
     if operation == "close":
         extra.update({"closed": True, "outcome": prepared.outcome, "reason": prepared.reason or "closed-by-user"})
     return settle(
@@ -359,7 +375,8 @@ def answer_events(record: InterruptRecord, resolution: Mapping[str, Any]) -> lis
         value = resolution["resumeValue"]
         exchanged = {"conversationId": cid, "turnIndex": turn["turnIndex"], "turn": turn}
         said = {"type": "conversation.exchanged", "payload": exchanged, "nodeId": record.node_id}
-    resolved = resolved_payload(record, 0, resolution["resolvedBy"], value)
+    who = resolution.get("resolvedBySubject")
+    resolved = resolved_payload(record, 0, resolution["resolvedBy"], value, resolvedBySubject=who)
     resolved["resolvedAt"] = resolution["resolvedAt"]
     return [{"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id}, said]
 

@@ -7,12 +7,18 @@ from typing import Any
 
 from openwop_bridge.host.http.openapi import Fragment
 from openwop_bridge.host.http.routing import Operation
-from openwop_bridge.host.v1 import batch, interrupts, meta, runs
+from openwop_bridge.host.v1 import analytics, batch, interrupts, meta, runs
 from openwop_bridge.host.v1.openapi import document
 
 #: Discovery, the document, liveness and metrics; runs and workflows; interrupts (the batch before
-#: ``/v1/interrupts/{token}``, which its path would match too).
-OPERATIONS: tuple[Operation, ...] = (*meta.OPERATIONS, *runs.OPERATIONS, *batch.OPERATIONS, *interrupts.OPERATIONS)
+#: ``/v1/interrupts/{token}``, which its path would match too); analytics.
+OPERATIONS: tuple[Operation, ...] = (
+    *meta.OPERATIONS,
+    *runs.OPERATIONS,
+    *batch.OPERATIONS,
+    *interrupts.OPERATIONS,
+    *analytics.OPERATIONS,
+)
 
 
 def openapi_document(fragments: Sequence[Fragment] = (), *, link_page: bool = False) -> dict[str, Any]:

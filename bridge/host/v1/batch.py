@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -32,7 +32,7 @@ class BatchBody(ClosedModel):
 
     items: list[BatchEntry] = Field(min_length=1, max_length=MAX_ITEMS)
     #: All applied in one transaction or none (default); ``false``: each item stands alone.
-    atomic: bool = True
+    atomic: StrictBool = True
 
 
 _OUTCOME = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from openwop_bridge.core.auth import LINK_ISSUER, SLACK_ISSUER
 from openwop_bridge.core.events import ENGINE_VERSION
 from openwop_bridge.host.http.deps import PAGE_LIMIT
 from openwop_bridge.host.v2 import snapshots, tokens
@@ -16,13 +17,22 @@ if TYPE_CHECKING:
     from openwop_bridge.runtime.engine import Engine
 
 
-#: The API-key lane (identity.md §2.2): the host's own keys, a removed key refused on the next request.
+#: The API-key lane (identity.md §2.2): the secrets the host holds, each refused on the next request once
+#: removed: its API keys and its link-signing secret (a decision by signed link), each realm a trust root of
+#: its own; with Slack configured, the Slack app's signing secret too (:func:`api_key_lane`).
 API_KEY_LANE: dict[str, Any] = {
     "lane": "api-key",
-    "issuers": [API_KEY_ISSUER],
+    "issuers": [API_KEY_ISSUER, LINK_ISSUER],
     "revocation": "next-request",
     "minimumAssurance": "bearer",
 }
+
+
+def api_key_lane(engine: Engine) -> dict[str, Any]:
+    """:data:`API_KEY_LANE`, with the Slack realm when the engine sends Slack notices (a click decides there)."""
+    if "slack" not in engine.notify.channels:
+        return API_KEY_LANE
+    return {**API_KEY_LANE, "issuers": [*API_KEY_LANE["issuers"], SLACK_ISSUER]}
 
 
 def discovery_document(engine: Engine, *, lanes: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
@@ -55,7 +65,7 @@ def discovery_document(engine: Engine, *, lanes: Sequence[Mapping[str, Any]] = (
             "status": "stable",
             "since": V2,
             "witness": "witnessable-gated",
-            "lanes": [API_KEY_LANE, *(dict(lane) for lane in lanes)],
+            "lanes": [api_key_lane(engine), *(dict(lane) for lane in lanes)],
         },
         **_webhooks(engine),
     }

@@ -10,10 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from openwop_bridge.core.records import RunRecord
-from openwop_bridge.host.v2 import events, ids, snapshots, tokens
+from openwop_bridge.host.v2 import events, ids, snapshots, subjects, tokens
 from openwop_bridge.host.v2.subjects import API_KEY_ISSUER, subject
 
-__all__ = ["API_KEY_ISSUER", "event", "interrupt", "link", "poll_head", "poll_trailer", "snapshot", "subject"]
+__all__ = [
+    "API_KEY_ISSUER",
+    "event",
+    "interrupt",
+    "link",
+    "poll_head",
+    "poll_trailer",
+    "resolved_by",
+    "snapshot",
+    "subject",
+]
 
 
 def event(doc: dict[str, Any], tenant: str, interrupt_of: events.InterruptOf | None = None) -> dict[str, Any]:
@@ -35,8 +45,9 @@ def link(base_url: str, token: str) -> str:
 
 
 def interrupt(view: dict[str, Any], tenant: str, base_url: str) -> dict[str, Any]:
-    """An interrupt view under v2: bound ids, its token and links in the ``ow2`` grammar at root paths."""
-    out = dict(view)
+    """An interrupt view under v2: bound ids, its token and links in the ``ow2`` grammar at root paths, and
+    its resolution's ``resolvedBy`` as a Subject (the recorded one, else the API-key subject)."""
+    out = resolved_by(view, tenant)
     if "runId" in out:
         out["runId"] = ids.bind(tenant, out["runId"])
     if "interruptId" in out:
@@ -51,11 +62,25 @@ def interrupt(view: dict[str, Any], tenant: str, base_url: str) -> dict[str, Any
     return out
 
 
-def snapshot(snap: dict[str, Any], tenant: str, principal_id: str, base_url: str) -> dict[str, Any]:
-    """A ``RunSnapshot`` under v2, closed (:mod:`.snapshots`)."""
+def resolved_by(view: dict[str, Any], tenant: str) -> dict[str, Any]:
+    """A copy of an interrupt view whose resolution names its ``resolvedBy`` as a Subject (the one the
+    decision recorded, else the API-key subject of the principal)."""
+    out = dict(view)
+    resolution = out.get("resolution")
+    if isinstance(resolution, dict) and isinstance(resolution.get("resolvedBy"), str):
+        who = subjects.of(tenant, resolution["resolvedBy"], resolution.get("resolvedBySubject"))
+        out["resolution"] = {**{k: v for k, v in resolution.items() if k != "resolvedBySubject"}, "resolvedBy": who}
+    return out
+
+
+def snapshot(
+    snap: dict[str, Any], tenant: str, principal_id: str, base_url: str, owner_subject: Any = None
+) -> dict[str, Any]:
+    """A ``RunSnapshot`` under v2, closed (:mod:`.snapshots`); its owner's subject is the one the run
+    recorded (``owner_subject``, ``{issuer, subjectId, lane}``), else the API-key subject of ``principal_id``."""
     out = {k: v for k, v in snap.items() if k != "engineVersion"}
     out["runId"] = ids.bind(tenant, snap["runId"])
-    out["owner"] = {"tenant": tenant, "subject": subject(tenant, principal_id)}
+    out["owner"] = {"tenant": tenant, "subject": subjects.of(tenant, principal_id, owner_subject)}
     if snap.get("parentRunId"):
         out["parentRunId"] = ids.bind(tenant, snap["parentRunId"])
     if isinstance(snap.get("interrupt"), dict):

@@ -7,8 +7,11 @@ The engine writes one log; v1 reads it as written. Over v2 each payload is re-sp
   approval (v2 closes ``ApprovalData``; the gate is the event's ``nodeId``).
 - ``interrupt.resolved`` and the legacy ``approval.*`` / ``clarification.resolved``
   types share v2's ``interruptResolved`` shape: ``action``, ``decision`` (the engine's
-  ``approved`` is v2's ``granted``), ``reason``, and ``resolvedBy`` as a Subject.
-- Ids are tenant-bound; ``run.started`` names its owner as ``{tenant, subject}``.
+  ``approved`` is v2's ``granted``), ``reason``, and ``resolvedBy`` as a Subject: the one the decision
+  recorded (``resolvedBySubject`` / ``decidedBySubject``; a vote's, which v1's closed ``approval.granted``
+  cannot carry, from its entry in the gate's ``votes``), else the API-key subject of the principal.
+- Ids are tenant-bound; ``run.started`` names its owner as ``{tenant, subject}`` (the recorded
+  ``ownerSubject``, else the API-key subject).
 - ``node.failed`` says ``error.retryable: false``: the engine records it once, when the
   node has failed for good (interrupt.md §Rejection asks it of ``approval_rejected``).
 - A field the v2 definition does not name moves under ``x-<name>`` (v2 admits
@@ -17,12 +20,14 @@ The engine writes one log; v1 reads it as written. Over v2 each payload is re-sp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
+from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.kinds import APPROVAL, REGISTRY
-from openwop_bridge.host.v2 import ids
-from openwop_bridge.host.v2.subjects import subject
+from openwop_bridge.core.records import InterruptRecord
+from openwop_bridge.host.v2 import ids, subjects
 from openwop_bridge.spec import v2 as spec
 
 #: The ``InterruptPayload`` fields (``suspend-request.schema.json``).
@@ -43,10 +48,37 @@ ACTIONS = frozenset({"accept", "reject", "refine", "edit-accept", "timeout"})
 _VOTE_ACTION = {"approval.granted": "accept", "approval.rejected": "reject"}
 _BOUND_KEYS = ("interruptId", "childRunId", "parentRunId", "sourceRunId")
 _WHO_KEYS = ("resolvedBy", "decidedBy", "principal")
+_SUBJECT_KEYS = ("resolvedBySubject", "decidedBySubject")
 _EXTENSION = ("openwop-", "x-", "vendor.")
 
-#: ``(node id, event time in ms) → engine interrupt id`` for payloads that do not carry one.
-InterruptOf = Callable[[str, str], str | None]
+
+@dataclass(frozen=True)
+class InterruptOf:
+    """What a run's interrupts say that some payloads do not: ``(node id, event time) → engine interrupt
+    id`` (calling it), and the subject a vote was cast with (:meth:`vote_subject`)."""
+
+    held: list[tuple[str, str, str]] = field(default_factory=list)
+    votes: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, records: Iterable[InterruptRecord]) -> InterruptOf:
+        """The lookup over a run's interrupt records."""
+        held: list[tuple[str, str, str]] = []
+        votes: dict[tuple[str, str], dict[str, Any]] = {}
+        for r in records:
+            held.append((iso_ms(r.requested_at_ms), r.node_id, r.interrupt_id))
+            for vote in r.state.get("votes") or []:
+                if isinstance(vote, dict) and isinstance(vote.get("subject"), dict):
+                    votes.setdefault((r.interrupt_id, str(vote.get("voter"))), vote["subject"])
+        return cls(sorted(held), votes)
+
+    def __call__(self, node_id: str, at: str) -> str | None:
+        found = [iid for when, node, iid in self.held if node == node_id and when <= at]
+        return found[-1] if found else None
+
+    def vote_subject(self, interrupt_id: str, voter: str) -> dict[str, Any] | None:
+        """The recorded subject of ``voter``'s vote on the interrupt, if it has one."""
+        return self.votes.get((interrupt_id, voter))
 
 
 def _named(definition: str) -> set[str]:
@@ -72,17 +104,25 @@ def requested(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolved(
-    type_: str, p: dict[str, Any], node_id: str | None, tenant: str, interrupt_id: str | None
+    type_: str,
+    p: dict[str, Any],
+    node_id: str | None,
+    tenant: str,
+    interrupt_id: str | None,
+    lookup: InterruptOf | None = None,
 ) -> dict[str, Any]:
     """A v2 ``interruptResolved`` payload from any of the engine's resolution events."""
-    out: dict[str, Any] = {k: v for k, v in p.items() if k not in ("gateId", *_WHO_KEYS)}
+    out: dict[str, Any] = {k: v for k, v in p.items() if k not in ("gateId", *_WHO_KEYS, *_SUBJECT_KEYS)}
     out["nodeId"] = p.get("nodeId") or node_id or p.get("gateId")
     engine_interrupt = p.get("interruptId") or interrupt_id
     if engine_interrupt:
         out["interruptId"] = ids.bind(tenant, str(engine_interrupt))
     who = next((p[k] for k in _WHO_KEYS if isinstance(p.get(k), str)), None)
     if who:
-        out["resolvedBy"] = subject(tenant, who)
+        ref = next((p[k] for k in _SUBJECT_KEYS if isinstance(p.get(k), dict)), None)
+        if ref is None and lookup is not None and engine_interrupt:
+            ref = lookup.vote_subject(str(engine_interrupt), who)
+        out["resolvedBy"] = subjects.of(tenant, who, ref)
     action = p.get("action", _VOTE_ACTION.get(type_))
     if action in ACTIONS:
         out["action"] = action
@@ -113,11 +153,11 @@ def payload(doc: dict[str, Any], tenant: str, interrupt_of: InterruptOf | None =
         known = p.get("interruptId")
         if not known and interrupt_of is not None and node_id:
             known = interrupt_of(str(node_id), str(doc.get("timestamp", "")))
-        return resolved(type_, p, node_id, tenant, known)
+        return resolved(type_, p, node_id, tenant, known, interrupt_of)
     out = {k: ids.bind(tenant, v) if k in _BOUND_KEYS and isinstance(v, str) else v for k, v in p.items()}
     if type_ == "run.started" and isinstance(p.get("owner"), dict):
         who = str(p["owner"].get("principal") or "")
-        out["owner"] = {"tenant": tenant, "subject": subject(tenant, who)}
+        out["owner"] = {"tenant": tenant, "subject": subjects.of(tenant, who, out.pop("ownerSubject", None))}
     if type_ == "node.failed" and isinstance(p.get("error"), dict):
         out["error"] = {"retryable": False, **p["error"]}  # the engine records node.failed once, never retried
     if type_ == "run.started" and "engineVersion" in out and not isinstance(out["engineVersion"], int):

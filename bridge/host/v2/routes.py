@@ -19,7 +19,6 @@ from starlette.responses import Response
 
 from openwop_bridge.core import kinds
 from openwop_bridge.core.auth import Principal
-from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.errors import InterruptNotFoundError
 from openwop_bridge.core.records import RunRecord
 from openwop_bridge.host.http import operations, paged, sse
@@ -108,7 +107,7 @@ async def list_runs(request: Request) -> Response:
     snaps = []
     for run in page:
         snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who), reader=who.id)
-        snaps.append(documents.snapshot(snap, run.tenant, snap["owner"]["principal"], url))
+        snaps.append(documents.snapshot(snap, run.tenant, snap["owner"]["principal"], url, run.spec.get("subject")))
     return JSONResponse({"runs": snaps, **({"nextCursor": cursor} if cursor else {})})
 
 
@@ -117,8 +116,11 @@ async def get_run(request: Request) -> Response:
     who = principal(request)
     run_id, tenant = await _run(request, who)
     url = base_url(request)
-    snap = await engine(request).snapshot(run_id, who, base_url=url)
-    return JSONResponse(documents.snapshot(snap, tenant, snap["owner"]["principal"], url))
+    eng = engine(request)
+    who.require("runs:read")
+    run = await eng.visible_run(run_id, who)
+    snap = await eng.snapshot_of(run, base_url=url, link=eng.link_for(who), reader=who.id)
+    return JSONResponse(documents.snapshot(snap, tenant, snap["owner"]["principal"], url, run.spec.get("subject")))
 
 
 async def cancel_run(request: Request) -> Response:
@@ -141,14 +143,9 @@ async def fork_run(request: Request) -> Response:
 
 
 async def _interrupts_of(eng: Engine, run_id: str) -> events.InterruptOf:
-    """The interrupt a node held at an event's time, for legacy payloads that do not name it."""
-    held = sorted((iso_ms(r.requested_at_ms), r.node_id, r.interrupt_id) for r in await eng.run_interrupts(run_id))
-
-    def interrupt_of(node_id: str, at: str) -> str | None:
-        found = [iid for when, node, iid in held if node == node_id and when <= at]
-        return found[-1] if found else None
-
-    return interrupt_of
+    """The interrupt a node held at an event's time, for legacy payloads that do not name it, and the
+    subjects votes were cast with."""
+    return events.InterruptOf.of(await eng.run_interrupts(run_id))
 
 
 async def _frames(eng: Engine, seen: RunRecord, after: int, keepalive_s: float) -> AsyncGenerator[sse.Chunk]:
@@ -250,7 +247,7 @@ async def inspect_token(request: Request) -> Response:
     except InterruptNotFoundError as exc:
         raise tokens.InterruptTokenInvalidError("this host does not accept the token") from exc
     view = await eng.inspect_token(token, base_url=base_url(request))
-    return JSONResponse(_answer(view, record.tenant))
+    return JSONResponse(_answer(documents.resolved_by(view, record.tenant), record.tenant))
 
 
 async def resolve_token(request: Request) -> Response:

@@ -1,20 +1,54 @@
-"""The v2 Subject (``subject.schema.json``) of an API-key principal (identity.md §2.2)."""
+"""The v2 Subject (``subject.schema.json``) of a run's owner or a decision's maker (identity.md §1, §2.2).
+
+A run or decision records ``{issuer, subjectId, lane}`` when its credential named a subject (a provider's
+token, a Slack click, a signed link: :func:`openwop_bridge.core.auth.subject_ref`); :func:`recorded` spells
+that as a Subject. One made with an API key records only the principal id: :func:`subject` spells it in the
+key realm.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from openwop_bridge.core.auth import LANES
 
 #: The trust root of the API-key lane.
 API_KEY_ISSUER = "urn:openwop-bridge:api-key"
 _SUBJECT_ID_CHARS = str.maketrans({" ": "_", "/": "_", "\t": "_", "\n": "_"})
 
 
+def _subject_id(value: str) -> str:
+    return (value or "anonymous").translate(_SUBJECT_ID_CHARS)[:256]
+
+
 def subject(tenant: str, principal_id: str) -> dict[str, Any]:
     """The v2 Subject of an API-key principal."""
     return {
         "issuer": API_KEY_ISSUER,
-        "subjectId": (principal_id or "anonymous").translate(_SUBJECT_ID_CHARS)[:256],
+        "subjectId": _subject_id(principal_id),
         "tenant": tenant,
         "lane": "api-key",
         "kind": "user",
     }
+
+
+def recorded(tenant: str, ref: Any) -> dict[str, Any] | None:
+    """The v2 Subject of a recorded ``{issuer, subjectId, lane}``, or None when ``ref`` is not one."""
+    if not isinstance(ref, Mapping):
+        return None
+    issuer, subject_id, lane = ref.get("issuer"), ref.get("subjectId"), ref.get("lane")
+    if not (isinstance(issuer, str) and issuer and isinstance(subject_id, str) and lane in LANES):
+        return None
+    return {
+        "issuer": "".join(issuer.split())[:1024],
+        "subjectId": _subject_id(subject_id),
+        "tenant": tenant,
+        "lane": lane,
+        "kind": "user",
+    }
+
+
+def of(tenant: str, principal_id: str, ref: Any = None) -> dict[str, Any]:
+    """The recorded subject (:func:`recorded`) when there is one, else the API-key subject of ``principal_id``."""
+    return recorded(tenant, ref) or subject(tenant, principal_id)

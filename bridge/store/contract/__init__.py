@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from openwop_bridge.store.contract.analytics import AnalyticsStore
 from openwop_bridge.store.contract.events import RunLogStore
 from openwop_bridge.store.contract.idempotency import IdempotencyStore
 from openwop_bridge.store.contract.interrupts import InterruptStore
@@ -12,6 +13,7 @@ from openwop_bridge.store.contract.outbox import OutboxStore
 from openwop_bridge.store.contract.runs import RunStore
 
 __all__ = [
+    "AnalyticsStore",
     "IdempotencyStore",
     "InterruptStore",
     "KeyValueStore",

@@ -91,6 +91,7 @@ function showApp(me, { focus }) {
   if (focus) $("inbox-title").focus();
   load();
   startLive();
+  document.dispatchEvent(new CustomEvent("inbox:signed-in", { detail: { auth: auth(), me } }));
 }
 
 /** Signed in through the identity provider already (the session cookie)? Then show the inbox. */
@@ -146,6 +147,7 @@ function signOut(message = "") {
   clearSelection();
   clearDetail();
   showSignIn();
+  document.dispatchEvent(new CustomEvent("inbox:signed-out"));
   $("sign-in-error").textContent = message;
   $("api-key").focus();
 }
