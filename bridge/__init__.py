@@ -7,7 +7,7 @@ The engine (:class:`Engine`) runs workflows whose nodes call
 
 from __future__ import annotations
 
-from openwop_bridge.core import kinds
+from openwop_bridge.core import assurance, kinds
 from openwop_bridge.core.auth import KeyRing, Principal, Subject
 from openwop_bridge.core.errors import (
     ApprovalRejectedError,
@@ -68,6 +68,7 @@ __all__ = [
     "WorkflowDefinition",
     "WorkflowNotFoundError",
     "approval",
+    "assurance",
     "clarification",
     "custom",
     "default_registry",

@@ -83,7 +83,8 @@ def refusal_the_document_cannot_state(case: schemathesis.Case) -> str | None:
     OpenAPI cannot tie a header to a body field (v2's ``OpenWOP-Dedup`` needs a ``scopeId``), nor
     say which strings are cursors this host issued (a ``cursor`` is opaque: one it did not issue
     is a 400 ``malformed cursor``), nor tie one query parameter to another or to the time of the
-    request (the decision report's ``from`` must come before ``to``, or now, by at most 366 days).
+    request (the decision report's ``from`` must come before ``to``, or now, by at most 366 days),
+    nor say which passkey registrations answer a challenge it issued.
     """
     headers = {name.lower() for name in (case.headers or {})}
     body = case.body if isinstance(case.body, dict) else {}
@@ -94,4 +95,6 @@ def refusal_the_document_cannot_state(case: schemathesis.Case) -> str | None:
         return "cursor"
     if case.path == "/v1/analytics/decisions" and {"from", "to"} & set(case.query or {}):
         return "window"
+    if case.method.upper() == "POST" and case.path == "/ui/api/passkeys":
+        return "credential"  # a browser's answer to a challenge this host issued, which a document cannot name
     return None

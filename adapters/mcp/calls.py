@@ -14,7 +14,7 @@ from typing import Any
 
 import mcp_types as types
 
-from openwop_bridge import Engine, InterruptRecord, Principal, RunRecord, kinds
+from openwop_bridge import Engine, InterruptRecord, Principal, RunRecord, assurance, kinds
 from openwop_bridge.mcp.forms import Form, approval_variant, flatten
 
 Progress = Callable[[int, str], Awaitable[None]]
@@ -146,6 +146,13 @@ def waiting(
     )
 
 
+def needs_passkey(record: InterruptRecord) -> bool:
+    """Whether ``record`` is a key-bound gate: answered only with a passkey, which no MCP form carries."""
+    return (
+        kinds.kind_of(record.kind).votes and assurance.required(record.payload.get("data") or {}) == assurance.KEY_BOUND
+    )
+
+
 def answerable(records: list[InterruptRecord]) -> bool:
-    """Whether every open interrupt can be answered by a flat MCP form."""
-    return all(form_for(r)[1].complete for r in records)
+    """Whether every open interrupt can be answered by a flat MCP form (never a key-bound gate)."""
+    return all(form_for(r)[1].complete and not needs_passkey(r) for r in records)

@@ -39,7 +39,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from openwop_bridge import BridgeError, Engine, InterruptRecord, Principal, RunRecord, ValidationError
 from openwop_bridge.host import MAX_JSON_DEPTH, too_deep
-from openwop_bridge.mcp.calls import answerable, apply, elicitation, finished, preview, settle, waiting
+from openwop_bridge.mcp.calls import answerable, apply, elicitation, finished, needs_passkey, preview, settle, waiting
 from openwop_bridge.mcp.state import STATE_TTL_S, DerivedKeyCodec, ReloadUnknownKeys, claim, new_nonce
 from openwop_bridge.mcp.tools import tools_of
 
@@ -111,6 +111,8 @@ class McpService:
                         if not _has_forms(ctx)
                         else NOT_YOURS
                         if not mine
+                        else "it needs the person's passkey: answer in the inbox or on the link's page"
+                        if any(needs_passkey(r) for r in mine)
                         else "no form fits"
                     )
                     return waiting(self.engine, principal, run, opened, base, reason, {r.interrupt_id for r in mine})

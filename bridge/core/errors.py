@@ -58,6 +58,10 @@ class UnauthenticatedError(BridgeError, code="unauthenticated", status=401):
     """No credentials, or credentials the host does not recognise."""
 
 
+class SenderConstraintMissingError(UnauthenticatedError, code="sender_constraint_missing"):
+    """The answer is below the gate's assurance: a key-bound gate needs a passkey assertion over the decision."""
+
+
 class ForbiddenError(BridgeError, code="forbidden", status=403):
     """Authenticated, but not allowed to do this."""
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from openwop_bridge.core import kinds
+from openwop_bridge.core import assurance, kinds
 from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.core.views import interrupt_title
 
@@ -59,6 +59,8 @@ class NoticeContent:
     link_answers: bool
     purpose: str = "notice"
     votes: bool = False
+    #: A key-bound gate (:mod:`openwop_bridge.core.assurance`): answered only where a passkey can confirm it.
+    key_bound: bool = False
 
     @classmethod
     def of(cls, record: InterruptRecord, *, link: str, link_answers: bool, purpose: str = "notice") -> NoticeContent:
@@ -79,6 +81,7 @@ class NoticeContent:
             link_answers=link_answers,
             purpose=purpose,
             votes=kind.votes,
+            key_bound=kind.votes and assurance.required(data if isinstance(data, dict) else {}) == assurance.KEY_BOUND,
         )
 
     @property

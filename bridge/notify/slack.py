@@ -5,7 +5,8 @@ a post when it is a channel id): the title, what is asked, the deadline, and
 
 - for an approval, buttons whose ``action_id`` begin with ``accept`` and ``reject`` (a click
   comes back to ``POST /notify/slack/interactions`` and votes as the person who clicked), and
-  a button to the link page for the other answers (edit, refine, ask);
+  a button to the link page for the other answers (edit, refine, ask); on a key-bound gate
+  (``"assurance": "key-bound"``) Approve and Reject open the link page too, where the passkey is asked for;
 - for every other kind, a button to the link page, where its form is.
 
 The message's ``channel`` and ``ts`` are kept (the engine's adapter state, namespace
@@ -125,7 +126,13 @@ def request_blocks(content: NoticeContent) -> list[Block]:
         ),
     ]
     buttons: list[ButtonElement] = []
-    if content.votes:
+    if content.votes and content.key_bound:
+        # A click cannot carry a passkey: the buttons open the link page, which asks for it.
+        buttons += [
+            ButtonElement(text="Approve", action_id="open_link_accept", url=content.link, style="primary"),
+            ButtonElement(text="Reject", action_id="open_link_reject", url=content.link, style="danger"),
+        ]
+    elif content.votes:
         value = content.interrupt_id
         buttons += [
             ButtonElement(text="Approve", action_id="accept", value=value, style="primary"),

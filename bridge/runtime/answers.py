@@ -73,15 +73,18 @@ class AnswerService:
         node_id: str | None = None,
         interrupt_id: str | None = None,
         idempotency_key: str | None = None,
+        assurance: str = "bearer",
     ) -> dict[str, Any]:
         """Answer an interrupt by run-scoped address (or id). One guarded transaction.
 
         Returns ``{runId, nodeId, interruptId, status, …}``: ``resolved`` when the
         interrupt settled, ``pending`` when a quorum vote or an ``ask`` left it open.
+        ``assurance`` is ``key-bound`` only once the host verified a passkey assertion over this
+        answer (:mod:`openwop_bridge.core.assurance`).
         """
         principal.require("approvals:respond")
         with self._arrivals.answering() as me:
-            return await self._resolve(me, principal, value, run_id, node_id, interrupt_id, idempotency_key)
+            return await self._resolve(me, principal, value, run_id, node_id, interrupt_id, idempotency_key, assurance)
 
     async def _resolve(
         self,
@@ -92,6 +95,7 @@ class AnswerService:
         node_id: str | None,
         interrupt_id: str | None,
         idempotency_key: str | None,
+        assurance: str = "bearer",
     ) -> dict[str, Any]:
         if interrupt_id is not None:
             run = None if run_id is None else await self._runs.visible_run(run_id, principal)
@@ -121,6 +125,7 @@ class AnswerService:
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
             conversation_limits=self._k.config.conversation_limits,
+            assurance=assurance,
         )
         return await self._apply_answer(
             answer, current, me, interrupt_id=interrupt_id, run_id=run_id, node_id=node_id, run=run
@@ -276,9 +281,10 @@ class AnswerService:
         *,
         idempotency_key: str | None = None,
         verified: tuple[TokenClaims, InterruptRecord] | None = None,
+        assurance: str = "bearer",
     ) -> dict[str, Any]:
         """Answer through a signed link (``POST /v1/interrupts/{token}``); ``verified`` is
-        what :meth:`verify_token` already returned for it."""
+        what :meth:`verify_token` already returned for it, ``assurance`` as for :meth:`resolve`."""
         claims, record = verified or await self._links.verify_token(token)
         who = claims.subject or (principal.id if principal else "signed-link")
         # A link the decision refuses (it names no one, on a quorum gate) puts no question to the ask service.
@@ -294,6 +300,7 @@ class AnswerService:
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
             conversation_limits=self._k.config.conversation_limits,
+            assurance=assurance,
         )
         with self._arrivals.answering() as me:
             return await self._apply_answer(

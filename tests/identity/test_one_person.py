@@ -105,7 +105,13 @@ async def test_a_token_a_slack_click_and_a_link_of_one_person_are_one_vote(
         assert pending is not None and pending.open
         alice_ref = {"issuer": provider.issuer, "subjectId": "alice-app", "lane": "oauth2"}
         assert pending.state["votes"] == [
-            {"voter": "alice", "action": "accept", "at": pending.state["votes"][0]["at"], "subject": alice_ref}
+            {
+                "voter": "alice",
+                "action": "accept",
+                "at": pending.state["votes"][0]["at"],
+                "subject": alice_ref,
+                "assurance": "bearer",
+            }
         ]
         # Bob's token closes it.
         last = await host.client.post(f"/v1/runs/{run_id}/interrupts/review", json=ACCEPT, headers=bob)

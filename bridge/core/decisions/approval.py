@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from openwop_bridge.core import approvals, kinds, separation
+from openwop_bridge.core import approvals, assurance, kinds, separation
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.decisions.common import (
@@ -86,6 +86,7 @@ def decide_approval(
 ) -> Mutation:
     """The decision for one answer to an open ``approval`` interrupt, ``normalized`` by
     :func:`checked_answer` before the transaction (see the module docstring)."""
+    assurance.require(intr.payload["data"], answer.assurance)  # before anything is recorded
     chosen = _voter(intr, run, answer, normalized, now, new_id)
     if isinstance(chosen, Mutation):
         return chosen
@@ -97,7 +98,7 @@ def decide_approval(
         return _ask(intr, answer, normalized, voter, now, new_id)
     # The credential's subject is the voter's own only when no one acts on another's behalf.
     who = decider_subject(answer) if voter == acting else None
-    return _vote(intr, run, normalized, _Voter(voter, acting, who), now, new_id)
+    return _vote(intr, run, normalized, _Voter(voter, acting, who), now, new_id, answer.assurance)
 
 
 def checked_answer(intr: InterruptRecord, answer: Answer, now: int) -> approvals.ApprovalAnswer:
@@ -253,8 +254,9 @@ def _vote(
     who: _Voter,
     now: int,
     new_id: NewId,
+    used: str = assurance.BEARER,
 ) -> Mutation:
-    """Count a vote; the gate settles when the tally has an outcome."""
+    """Count a vote (given with the ``used`` assurance); the gate settles when the tally has an outcome."""
     voter, acting = who.voter, who.acting
     data = intr.payload["data"]
     state = dict(intr.state)
@@ -273,9 +275,11 @@ def _vote(
         vote["actingPrincipal"] = acting
     if who.subject is not None:
         vote["subject"] = who.subject
+    vote["assurance"] = used
     votes.append(vote)
     t = approvals.tally(data, votes, bypass=bypass)
     _record_vote(log, normalized, t, who)
+    log.audit[-1]["details"]["assurance"] = used
     state["votes"] = votes
     if t.outcome == "pending":
         return Mutation(
@@ -285,7 +289,7 @@ def _vote(
             result={"status": "pending", "votes": t.progress()},
         )
     final = approvals.final_value(t, vote, iso_ms(now))
-    return settle_approval(intr, now, new_id, final, state, log.events, log.audit, t.outcome)
+    return settle_approval(intr, now, new_id, final, state, log.events, log.audit, t.outcome, used)
 
 
 def _duplicate_vote(
@@ -357,8 +361,11 @@ def settle_approval(
     events: list[EventDraft],
     audit: list[dict[str, Any]],
     outcome: str,
+    used: str | None = None,
 ) -> Mutation:
-    """Close an approval with its final value: ``approval.received`` and ``interrupt.resolved``, and wake the run."""
+    """Close an approval with its final value: ``approval.received`` and ``interrupt.resolved``, and wake the run.
+
+    ``used``: the assurance of the answer that settled it (None for a timeout or a cancel)."""
     received: dict[str, Any] = {
         "nodeId": intr.node_id,
         "action": final["action"],
@@ -396,7 +403,12 @@ def settle_approval(
         by=final["decidedBy"],
         value=final,
         emitted=emitted,
-        extra={"action": final["action"], "decision": decision, **({"resolvedBySubject": who} if who else {})},
+        extra={
+            "action": final["action"],
+            "decision": decision,
+            **({"resolvedBySubject": who} if who else {}),
+            **({"assurance": used} if used else {}),
+        },
         state=state,
         events=events,
         audit=audit,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from openwop_bridge.core import approvals
+from openwop_bridge.core import approvals, assurance
 from openwop_bridge.core.auth import LINK_ISSUER, Principal, Subject, subject_ref
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.conversation_limits import ConversationLimits
@@ -21,6 +21,7 @@ from openwop_bridge.core.errors import (
     ForbiddenError,
     InterruptAlreadyResolvedError,
     InterruptGoneError,
+    ValidationError,
 )
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
@@ -57,6 +58,13 @@ class Answer:
     checks: Mapping[str, AnswerCheck] = field(default_factory=dict)
     ask_limits: approvals.AskLimits = field(default_factory=approvals.AskLimits)
     conversation_limits: ConversationLimits = field(default_factory=ConversationLimits)
+    #: How the answer is bound to its person: ``bearer``, or ``key-bound`` once the host verified a
+    #: passkey assertion over this very decision (:mod:`openwop_bridge.core.assurance`).
+    assurance: str = assurance.BEARER
+
+    def __post_init__(self) -> None:
+        if self.assurance not in assurance.LEVELS:
+            raise ValidationError(f"unknown assurance {self.assurance!r}")
 
 
 def redact(value: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from openwop_bridge.core import approvals
+from openwop_bridge.core import approvals, assurance
 from openwop_bridge.core.kinds.base import Kind, present
 
 #: ``artifactType`` of an approval that gates one tool call (``artifactData: {toolCallId, name, args}``).
@@ -43,9 +43,12 @@ class ApprovalKind(Kind):
 
     def data_problems(self, data: Mapping[str, Any]) -> list[str]:
         """A quorum the listed approvers cannot reach would settle rejected on the first vote: refused instead.
-        ``separationOfDuties`` is a boolean."""
+        ``separationOfDuties`` is a boolean; ``assurance`` is ``bearer`` or ``key-bound``."""
         if "separationOfDuties" in data and not isinstance(data["separationOfDuties"], bool):
             return ["data.separationOfDuties: must be true or false"]
+        floor = assurance.data_problem(data)
+        if floor is not None:
+            return [floor]
         required = data.get("requiredApprovals") or 1
         approvers = approvals.distinct_approvers(data)  # one person listed twice is one voter
         if approvers and required > len(approvers):
@@ -127,6 +130,7 @@ def approval(
     approvers: Sequence[str] | None = None,
     rejection_policy: str | None = None,
     separation_of_duties: bool | None = None,
+    assurance: str | None = None,
     key: str | None = None,
     timeout_ms: int | None = None,
     resume_schema: Mapping[str, Any] | None = None,
@@ -135,6 +139,8 @@ def approval(
 
     ``separation_of_duties=True``: whoever requested the run may not decide it
     (:mod:`openwop_bridge.core.separation`); ``False`` keeps a host-wide default off.
+    ``assurance="key-bound"``: a decision needs the person's passkey over exactly what is decided
+    (:mod:`openwop_bridge.core.assurance`).
     """
     data: dict[str, Any] = {
         "artifactId": artifact_id,
@@ -148,6 +154,7 @@ def approval(
             approversList=None if approvers is None else list(approvers),
             rejectionPolicy=rejection_policy,
             separationOfDuties=separation_of_duties,
+            assurance=assurance,
         ),
     }
     return APPROVAL.payload(data, key=key, timeout_ms=timeout_ms, resume_schema=resume_schema)

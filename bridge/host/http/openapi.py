@@ -97,6 +97,7 @@ def web_fragment() -> dict[str, Any]:
                     tag="web",
                 )
             },
+            **_passkey_paths(),
             "/ui/static/{path}": {
                 "get": operation(
                     "The pages' scripts and styles",
@@ -112,4 +113,64 @@ def web_fragment() -> dict[str, Any]:
                 )
             },
         }
+    }
+
+
+def _passkey_paths() -> dict[str, Any]:
+    """The inbox's passkey endpoints (``openwop_bridge.host.web.passkeys``)."""
+    options = json_response({"type": "object", "description": "WebAuthn options (JSON), for the browser"})
+    refusals = error_responses(400, 401, 403, 404, 409, 410, 413, 415, 429)
+    listed = {
+        "type": "object",
+        "required": ["passkeys"],
+        "properties": {"passkeys": {"type": "array", "maxItems": 10, "items": {"type": "object"}}},
+    }
+    credential = {"type": "object", "required": ["credential"], "properties": {"credential": {"type": "object"}}}
+    value = {"description": "the answer the passkey will confirm"}
+    decision = {
+        "oneOf": [
+            {
+                "type": "object",
+                "description": "signed in: the interrupt at this run and node",
+                "required": ["runId", "nodeId", "resumeValue"],
+                "properties": {"runId": {"type": "string"}, "nodeId": {"type": "string"}, "resumeValue": value},
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "description": "a signed link's token (its subject answers)",
+                "required": ["token", "resumeValue"],
+                "properties": {"token": {"type": "string"}, "resumeValue": value},
+                "additionalProperties": False,
+            },
+        ]
+    }
+    return {
+        "/ui/api/passkeys": {
+            "get": operation(
+                "The caller's passkeys", {"200": json_response(listed), **error_responses(401)}, tag="web"
+            ),
+            "post": operation(
+                "Keep the passkey the browser just registered",
+                {"201": json_response({"type": "object"}), **refusals},
+                body={"required": True, "content": {"application/json": {"schema": credential}}},
+                tag="web",
+            ),
+        },
+        "/ui/api/passkeys/options": {
+            "post": operation(
+                "WebAuthn creation options for a new passkey of the caller",
+                {"200": options, **refusals},
+                tag="web",
+            )
+        },
+        "/ui/api/passkeys/challenge": {
+            "post": operation(
+                "WebAuthn request options whose challenge binds one decision (interrupt, action, resume value)",
+                {"200": options, **refusals},
+                body={"required": True, "content": {"application/json": {"schema": decision}}},
+                auth=False,
+                tag="web",
+            )
+        },
     }

@@ -115,6 +115,16 @@ def bounded(bounds: Mapping[str, int]) -> dict[str, Any]:
     return {"type": "integer", "minimum": bounds["low"], "maximum": bounds["high"]}
 
 
+def passkey_assertion_header() -> dict[str, Any]:
+    """The optional ``OpenWOP-Passkey-Assertion`` header (:mod:`openwop_bridge.host.passkeys`)."""
+    return header_param(
+        "OpenWOP-Passkey-Assertion",
+        "A passkey's WebAuthn assertion confirming this very answer (base64url of its JSON), over a challenge from "
+        'POST /ui/api/passkeys/challenge; required by a gate that says "assurance": "key-bound" (else 401 '
+        "sender_constraint_missing).",
+    )
+
+
 def idempotency_key_header() -> dict[str, Any]:
     """The optional ``Idempotency-Key`` header."""
     return header_param(

@@ -14,10 +14,12 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
+from openwop_bridge.core.assurance import BEARER
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.errors import BridgeError, ValidationError
 from openwop_bridge.core.records import InterruptRecord, RunRecord
 from openwop_bridge.core.tokens import TokenClaims
+from openwop_bridge.host import passkeys
 from openwop_bridge.host.http import sse
 from openwop_bridge.host.http.body import ClosedModel, CreateRunBody, ResolveBody, parse, read_json
 from openwop_bridge.host.http.deps import PAGE_LIMIT, engine, int_param
@@ -57,12 +59,18 @@ async def list_runs(request: Request, who: Principal) -> tuple[list[RunRecord], 
 
 async def resolve(request: Request, who: Principal, body: ResolveBody, run_id: str) -> dict[str, Any]:
     """Answer the interrupt at ``run_id`` and the path's ``node_id``, under the request's ``Idempotency-Key``."""
-    return await engine(request).resolve(
+    eng, node_id = engine(request), request.path_params["node_id"]
+    assurance = BEARER
+    if request.headers.get(passkeys.HEADER) is not None:  # a passkey confirms this very answer
+        record = await eng.interrupt_at(run_id, node_id, who)
+        assurance = await passkeys.assurance_of(request, who.id, record, body.resumeValue)
+    return await eng.resolve(
         who,
         body.resumeValue,
         run_id=run_id,
-        node_id=request.path_params["node_id"],
+        node_id=node_id,
         idempotency_key=request.headers.get("idempotency-key"),
+        assurance=assurance,
     )
 
 
@@ -82,8 +90,17 @@ async def resolve_token(
 ) -> dict[str, Any]:
     """Answer through a verified signed link, with the ``resumeValue`` of the request's body."""
     body = parse(ResolveBody, await read_json(request))
+    claims, record = verified
+    # The link's subject answers (else the key sent with it): their passkey confirms it.
+    answerer = claims.subject or (who.id if who else None)
+    assurance = await passkeys.assurance_of(request, answerer, record, body.resumeValue)
     return await engine(request).resolve_token(
-        token, body.resumeValue, who, idempotency_key=request.headers.get("idempotency-key"), verified=verified
+        token,
+        body.resumeValue,
+        who,
+        idempotency_key=request.headers.get("idempotency-key"),
+        verified=verified,
+        assurance=assurance,
     )
 
 

@@ -28,6 +28,7 @@ from openwop_bridge.host.http.openapi_ops import (
     error_responses,
     idempotency_key_header,
     json_response,
+    passkey_assertion_header,
     path_param,
     query_param,
 )
@@ -193,7 +194,7 @@ OPERATIONS = (
         idempotency=V1_RULES,
         auth=False,
         body=ResolveBody,
-        params=(*_TOKEN, idempotency_key_header()),
+        params=(*_TOKEN, idempotency_key_header(), passkey_assertion_header()),
         tags=_TAGS,
     ),
     Operation(
@@ -205,7 +206,7 @@ OPERATIONS = (
         scope="approvals:respond",
         idempotency=V1_RULES,
         body=ResolveBody,
-        params=(*_RUN_NODE, idempotency_key_header()),
+        params=(*_RUN_NODE, idempotency_key_header(), passkey_assertion_header()),
         tags=_TAGS,
     ),
     Operation(

@@ -24,6 +24,7 @@ from openwop_bridge.host.http.deps import engine, principal
 from openwop_bridge.host.http.responses import JSONResponse
 from openwop_bridge.host.http.streams import guarded
 from openwop_bridge.host.web.feed import LIFETIME_S, inbox_changes
+from openwop_bridge.host.web.passkeys import passkey_routes
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
@@ -129,5 +130,6 @@ def web_routes() -> list[BaseRoute]:
         Route("/ui/api/me", whoami, methods=["GET"]),
         Route("/ui/api/inbox/count", inbox_count, methods=["GET"]),
         Route("/ui/api/inbox/events", inbox_events, methods=["GET"]),
+        *passkey_routes(),
         Mount("/ui/static", app=Assets(directory=STATIC_DIR), name="ui-static"),
     ]

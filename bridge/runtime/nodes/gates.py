@@ -16,7 +16,15 @@ from openwop_bridge.core.errors import ApprovalRejectedError, InterruptTimeoutEr
 from openwop_bridge.core.workflow import NodeSpec, thaw
 from openwop_bridge.runtime.context import NodeContext
 
-_GOVERNANCE = ("requiredRole", "requiredScope", "override", "overrideBypassesQuorum", "profile", "separationOfDuties")
+_GOVERNANCE = (
+    "requiredRole",
+    "requiredScope",
+    "override",
+    "overrideBypassesQuorum",
+    "profile",
+    "separationOfDuties",
+    "assurance",
+)
 
 
 def approval_payload(node: NodeSpec, config: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:

@@ -510,3 +510,19 @@ async def test_separation_of_duties_refuses_the_tasks_requester(agent: Agent, en
     assert not [e for e in await engine.store.read_events(task.id) if e["type"] == "approval.received"]
     done = await send(agent.client("admin"), message(task_id=task.id, interrupt={"action": "accept"}))
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_a_key_bound_gate_refuses_an_a2a_answer(agent: Agent, engine: Engine) -> None:
+    from openwop_bridge import Workflow
+
+    wf = Workflow("passkey-a2a")
+    wf.node("gate", type_id="core.approvalGate", config={"title": "Ship?", "assurance": "key-bound"})
+    wf.register(engine)
+    bob = agent.client("bob")
+    task = await send(bob, message(Part(text="please"), skill="passkey-a2a"))
+    assert task.status.state == INPUT
+    with pytest.raises(InvalidRequestError) as refused:
+        await send(bob, message(task_id=task.id, interrupt={"action": "accept"}))
+    assert "sender_constraint_missing" in str(refused.value)
+    record = await engine.store.interrupt_at(task.id, "gate")
+    assert record is not None and record.open and not record.state.get("votes")

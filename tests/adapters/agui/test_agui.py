@@ -841,3 +841,15 @@ async def test_separation_of_duties_refuses_the_threads_requester(agui: Agui, en
     assert record is not None and record.status == "pending" and not record.state.get("votes")
     done = await Agui(agui.client, who="bob").run("sod-agui", "th-sod", resume=resume)
     assert done[-1]["outcome"] == {"type": "success"} and done[-1]["result"]["gate"]["decidedBy"] == "bob"
+
+
+async def test_a_key_bound_gate_refuses_an_agui_resume(agui: Agui, engine: Engine) -> None:
+    wf = Workflow("passkey-agui")
+    wf.node("gate", type_id="core.approvalGate", config={"title": "Ship?", "assurance": "key-bound"})
+    wf.register(engine)
+    [it] = interrupts(await agui.run("passkey-agui", "th-passkey"))
+    resume = [{"interruptId": it["id"], "status": "resolved", "payload": {"action": "accept"}}]
+    [body] = await Agui(agui.client, who="bob").run("passkey-agui", "th-passkey", status=401, resume=resume)
+    assert body["error"] == "sender_constraint_missing"
+    record = await engine.store.get_interrupt(it["id"])
+    assert record is not None and record.status == "pending" and not record.state.get("votes")

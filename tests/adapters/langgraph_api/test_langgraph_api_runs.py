@@ -248,3 +248,18 @@ async def test_separation_of_duties_refuses_the_threads_requester(base: str, eng
     done = await client(base, "admin").runs.wait(thread["thread_id"], "sod-langgraph", command=Command(resume="accept"))
     assert "__interrupt__" not in done
     assert interrupt["id"] not in open_ids(await bob.threads.get(thread["thread_id"]))
+
+
+async def test_a_key_bound_gate_refuses_a_langgraph_resume(base: str, engine: Engine) -> None:
+    wf = Workflow("passkey-langgraph")
+    wf.node("gate", type_id="core.approvalGate", config={"title": "Ship?", "assurance": "key-bound"})
+    wf.register(engine)
+    bob = client(base, "bob")
+    thread = await bob.threads.create()
+    waiting = await bob.runs.wait(thread["thread_id"], "passkey-langgraph", input={})
+    [interrupt] = waiting["__interrupt__"]
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await bob.runs.wait(thread["thread_id"], "passkey-langgraph", command=Command(resume="accept"))
+    assert refused.value.response.status_code == 401
+    assert refused.value.response.json()["error"] == "sender_constraint_missing"
+    assert interrupt["id"] in open_ids(await bob.threads.get(thread["thread_id"]))

@@ -33,10 +33,10 @@ function credentialsFor(key, session, headers) {
 
 /**
  * fetch() a JSON endpoint with a `key` or the `session` cookie (see credentialsFor); `body` is sent
- * as JSON. Resolves to the parsed body; rejects with ApiError.
+ * as JSON, `headers` beside the usual ones. Resolves to the parsed body; rejects with ApiError.
  */
-export async function callJson(url, { method = "GET", key = null, session = false, body, signal } = {}) {
-  const headers = { Accept: "application/json" };
+export async function callJson(url, { method = "GET", key = null, session = false, body, signal, headers: extra } = {}) {
+  const headers = { Accept: "application/json", ...extra };
   const credentials = credentialsFor(key, session, headers);
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;

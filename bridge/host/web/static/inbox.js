@@ -7,6 +7,7 @@
 // have changed (/ui/api/inbox/events), and on every reconnection of that stream.
 
 import { ApiError, callJson, followEvents } from "./api.js";
+import { confirmation, keyBound, setupPasskeyButton } from "./passkeys.js";
 import { clearSelection, keepSelection, selectionCell, setupBatch } from "./batch.js";
 import { duration, h, utcTime } from "./dom.js";
 import { renderInterrupt } from "./forms.js";
@@ -426,7 +427,9 @@ function showPanel(ref, view, transcript) {
     mode: state.me && state.me.canAnswer ? "answer" : "read",
     transcript,
     async submit(resumeValue) {
-      const result = await callJson(detailUrl(ref), { method: "POST", ...auth(), body: { resumeValue } });
+      const body = { runId: ref.runId, nodeId: ref.nodeId, resumeValue };
+      const headers = keyBound(view) ? await confirmation(uiUrl("api/passkeys/challenge"), body, auth()) : {};
+      const result = await callJson(detailUrl(ref), { method: "POST", ...auth(), headers, body: { resumeValue } });
       // Do not wait for the event stream to show what this answer changed.
       scheduleRefresh();
       return result;
@@ -434,6 +437,10 @@ function showPanel(ref, view, transcript) {
   });
   $("detail-title").textContent = view.title;
   $("detail-notice").replaceChildren();
+  if (keyBound(view) && view.status === "pending") {
+    const why = "This decision is confirmed with your passkey: your browser will ask for it when you submit.";
+    $("detail-notice").replaceChildren(h("p", { class: "notice", id: "passkey-needed" }, why));
+  }
   $("detail-body").replaceChildren(detailFacts(view), ref.panel.element);
   if (hadFocus) {
     const first = ref.panel.element.querySelector("form textarea, form input, form select");
@@ -486,6 +493,7 @@ function init() {
     signIn($("api-key").value.trim());
   });
   $("sign-out").addEventListener("click", () => signOut());
+  setupPasskeyButton($("add-passkey"), $("passkey-status"), uiUrl, auth);
   $("kind-filter").addEventListener("change", (event) => {
     state.kind = event.target.value;
     resetPages();

@@ -4,6 +4,7 @@
 import { ApiError, callJson } from "./api.js";
 import { h } from "./dom.js";
 import { renderInterrupt } from "./forms.js";
+import { confirmation, keyBound } from "./passkeys.js";
 
 const AUTH_REQUIRED_PROFILE = "openwop-interrupt-auth-required";
 
@@ -41,7 +42,11 @@ function showKeyField(reason) {
 async function submit(resumeValue) {
   const key = keyField && keyField.value.trim() ? keyField.value.trim() : null;
   try {
-    return await callJson(linkUrl, { method: "POST", key, body: { resumeValue } });
+    const headers = keyBound(view)
+      ? await confirmation(new URL("../../ui/api/passkeys/challenge", window.location.href).toString(),
+          { token: linkUrl.split("/").pop(), resumeValue }, { key })
+      : {};
+    return await callJson(linkUrl, { method: "POST", key, headers, body: { resumeValue } });
   } catch (err) {
     if (err instanceof ApiError && (err.status === 401 || (err.status === 403 && unnamedQuorum))) {
       showKeyField("This request also needs the API key of someone allowed to answer it.").focus();
@@ -56,4 +61,9 @@ if (view.intent === "resolve" && data.profile === AUTH_REQUIRED_PROFILE) {
   showKeyField("This request needs the API key of someone allowed to answer it, as well as this link.");
 } else if (view.intent === "resolve" && unnamedQuorum) {
   showKeyField("Each approval must come from a named person: your key says who you are.");
+}
+if (view.intent === "resolve" && keyBound(view)) {
+  mount.prepend(
+    h("p", { class: "notice", id: "passkey-needed" }, "This decision is confirmed with your passkey: your browser will ask for it when you submit."),
+  );
 }
