@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
 import logging
@@ -197,9 +198,16 @@ def openapi_v2() -> str:
 
 
 def error_codes() -> str:
-    _documents()  # imports every module that defines an error, as serve does
-    import openwop_bridge.identity.errors  # noqa: F401 - loaded by serve only with an identity file
+    import pkgutil
+
+    import openwop_bridge
     from openwop_bridge.core.errors import BridgeError
+
+    # Every module of the package, so that the table is the same whatever was imported before (an error some
+    # feature declares in its own module, say) and lists every code any configuration may answer.
+    for module in pkgutil.walk_packages(openwop_bridge.__path__, "openwop_bridge."):
+        if not module.name.startswith(("openwop_bridge.bench", "openwop_bridge.__main__")):
+            importlib.import_module(module.name)
 
     seen: list[type[BridgeError]] = []
     stack: list[type[BridgeError]] = [BridgeError]
