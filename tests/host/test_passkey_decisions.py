@@ -231,3 +231,22 @@ async def test_passkeys_are_bounded_per_person(api: httpx.AsyncClient) -> None:
         await registered(api)
     r = await api.post("/ui/api/passkeys/options", headers=auth("bob"))
     assert r.status_code == 409, r.text
+
+
+async def test_v2_takes_the_passkey_header_as_v1_does(api: httpx.AsyncClient, engine: Engine) -> None:
+    key = await registered(api)
+    v2 = {**auth("bob"), "OpenWOP-Version": "2.0"}
+    created = await api.post("/runs", json={"workflowId": "kb"}, headers=v2)
+    assert created.status_code == 201, created.text
+    bound = created.json()["runId"]
+    run_id = (await engine.store.list_runs("default", workflow_id="kb", status=None, limit=1, cursor=None))[0][0].run_id
+    await settle(engine, run_id)
+    value = {"action": "accept"}
+    confirmed_answer = await api.post(
+        f"/runs/{quote(bound, safe='')}/interrupts/gate",
+        json={"resumeValue": value},
+        headers={**v2, **await confirmed(api, key, run_id, value)},
+    )
+    assert confirmed_answer.status_code == 200, confirmed_answer.text
+    record = await engine.store.interrupt_at(run_id, "gate")
+    assert record is not None and record.resolution is not None and record.resolution["assurance"] == "key-bound"

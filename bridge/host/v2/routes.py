@@ -30,6 +30,7 @@ from openwop_bridge.host.http.openapi_ops import (
     bounded,
     header_param,
     json_response,
+    passkey_assertion_header,
     path_param,
     query_param,
     schema_ref,
@@ -427,7 +428,7 @@ OPERATIONS = (
         scope="approvals:respond",
         idempotency=RULES,
         body=ResolveBody,
-        params=(RUN, _NODE, IDEMPOTENCY),
+        params=(RUN, _NODE, IDEMPOTENCY, passkey_assertion_header()),
         operation_id="resolveInterruptByRun",
     ),
     Operation(
