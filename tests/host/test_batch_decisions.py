@@ -160,3 +160,16 @@ async def test_a_batch_with_an_idempotency_key_replays_its_reply(client: httpx.A
     second = await client.post(BATCH, json={"items": _items(run_ids)}, headers=headers)
     assert first.status_code == second.status_code == 200
     assert second.headers.get("OpenWOP-Idempotent-Replay") == "true" and second.json() == first.json()
+
+
+async def test_fifty_items_with_one_invalid_apply_none(client: httpx.AsyncClient, engine: Engine) -> None:
+    _gate(engine, "batch-gate")
+    run_ids = await _waiting(client, engine, n=50)
+    items = _items(run_ids)
+    items[37] = {**items[37], "resumeValue": {"action": "maybe"}}
+    refused = envelope(await client.post(BATCH, json={"items": items}, headers=auth("bob")), 400, "validation_error")
+    assert refused["details"]["index"] == 37
+    statuses = [o["status"] for o in refused["details"]["items"]]
+    assert statuses.count("not-applied") == 49 and statuses[37] == "refused"
+    await _untouched(engine, run_ids)
+    assert (await client.post(BATCH, json={"items": _items(run_ids)}, headers=auth("bob"))).json()["applied"] == 50
