@@ -83,8 +83,9 @@ def refusal_the_document_cannot_state(case: schemathesis.Case) -> str | None:
     OpenAPI cannot tie a header to a body field (v2's ``OpenWOP-Dedup`` needs a ``scopeId``), nor
     say which strings are cursors this host issued (a ``cursor`` is opaque: one it did not issue
     is a 400 ``malformed cursor``), nor tie one query parameter to another or to the time of the
-    request (the decision report's ``from`` must come before ``to``, or now, by at most 366 days),
-    nor say which passkey registrations answer a challenge it issued.
+    request (the decision report's ``from`` must come before ``to``, or now, by at most 366 days;
+    a delegation's ``until`` after its ``from`` and after now, by at most 90 days, and its delegate
+    someone other than its delegator), nor say which passkey registrations answer a challenge it issued.
     """
     headers = {name.lower() for name in (case.headers or {})}
     body = case.body if isinstance(case.body, dict) else {}
@@ -95,6 +96,8 @@ def refusal_the_document_cannot_state(case: schemathesis.Case) -> str | None:
         return "cursor"
     if case.path == "/v1/analytics/decisions" and {"from", "to"} & set(case.query or {}):
         return "window"
+    if case.method.upper() == "POST" and case.path == "/v1/delegations":
+        return "span"
     if case.method.upper() == "POST" and case.path == "/ui/api/passkeys":
         return "credential"  # a browser's answer to a challenge this host issued, which a document cannot name
     return None

@@ -19,6 +19,7 @@ from openwop_bridge.core.decisions.approval import gate_denial, unnamed_link_ref
 from openwop_bridge.core.decisions.cancel import cancel_decision
 from openwop_bridge.core.decisions.common import Answer
 from openwop_bridge.core.decisions.exchange import exchange_index, named_earlier_turn, names_its_turn
+from openwop_bridge.core.delegations import Delegation
 from openwop_bridge.core.errors import InterruptNotFoundError, ValidationError
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
 from openwop_bridge.core.tokens import TokenClaims
@@ -26,6 +27,7 @@ from openwop_bridge.core.views import inbox_item
 from openwop_bridge.notify.states import KEY_PURPOSE, delivery_state
 from openwop_bridge.runtime.arrivals import Answering, Arrivals
 from openwop_bridge.runtime.ask import AskService, RecordingAskService
+from openwop_bridge.runtime.delegations import DelegationService, named_voter
 from openwop_bridge.runtime.joint import answer_with_step
 from openwop_bridge.runtime.kernel import Kernel
 from openwop_bridge.runtime.links import LinkService
@@ -38,11 +40,21 @@ __all__ = ["AnswerService", "AskService", "RecordingAskService"]
 class AnswerService:
     """Answering and cancelling interrupts, previews and the inbox (see the module docstring)."""
 
-    def __init__(self, kernel: Kernel, runs: RunService, links: LinkService) -> None:
+    def __init__(
+        self, kernel: Kernel, runs: RunService, links: LinkService, delegations: DelegationService | None = None
+    ) -> None:
         self._k = kernel
         self._runs = runs
         self._links = links
+        self._delegations = delegations or DelegationService(kernel)
         self._arrivals = Arrivals()
+
+    async def delegation_for(self, principal: Principal, value: Any, record: InterruptRecord) -> Delegation | None:
+        """The delegation letting ``principal`` answer ``record`` in the place of the voter ``value`` names."""
+        named = named_voter(value)
+        if named is None or named == principal.id or principal.can_act_as:
+            return None  # their own answer, or someone allowed to act for others naming a voter
+        return await self._delegations.standing_in(principal, named, record.workflow_id)
 
     async def interrupt_at(self, run_id: str, node_id: str, principal: Principal) -> InterruptRecord:
         """The latest interrupt at a run-scoped address, visible to the principal."""
@@ -120,6 +132,7 @@ class AnswerService:
             principal=principal,
             value=value,
             surface="run",
+            delegation=await self.delegation_for(principal, value, current),
             ask_answer=await self._ask_answer(current, value, principal.id),
             idempotency_key=idempotency_key,
             checks=self._k.answer_checks,

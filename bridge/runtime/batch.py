@@ -114,6 +114,7 @@ class BatchAnswers:
             principal=principal,
             value=item.value,
             surface="run",
+            delegation=await self._answers.delegation_for(principal, item.value, record),
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
             conversation_limits=self._k.config.conversation_limits,

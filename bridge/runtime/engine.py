@@ -44,6 +44,7 @@ from openwop_bridge.runtime.answers import AnswerService
 from openwop_bridge.runtime.ask import AskService, RecordingAskService
 from openwop_bridge.runtime.batch import BatchAnswers
 from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.runtime.delegations import DelegationService
 from openwop_bridge.runtime.executor import RunExecutor
 from openwop_bridge.runtime.executors import Executors
 from openwop_bridge.runtime.follow import STREAM_PAGE, RunFollower, read_page
@@ -107,7 +108,8 @@ class Engine:
         self._links = LinkService(self, token_secrets)
         self._runs = RunService(self)
         self._views = RunViews(self, self._runs, self._links)
-        self._answers = AnswerService(self, self._runs, self._links)
+        self._delegations = DelegationService(self)
+        self._answers = AnswerService(self, self._runs, self._links, self._delegations)
         self._batch = BatchAnswers(self, self._runs, self._answers)
         self._workflows: dict[str, WorkflowDefinition] = {}
         self._timers = TimerService(self.store.next_deadline, self._fire_due, self.clock.now_ms)
@@ -375,6 +377,9 @@ class Engine:
     resolve = Delegate("_answers", AnswerService.resolve)
     resolve_token = Delegate("_answers", AnswerService.resolve_token)
     resolve_batch = Delegate("_batch", BatchAnswers.resolve_batch)
+    create_delegation = Delegate("_delegations", DelegationService.create_delegation)
+    delegations = Delegate("_delegations", DelegationService.delegations)
+    end_delegation = Delegate("_delegations", DelegationService.end_delegation)
     preview_answer = Delegate("_answers", AnswerService.preview_answer)
     preview_cancel = Delegate("_answers", AnswerService.preview_cancel)
     may_answer = Delegate("_answers", AnswerService.may_answer)

@@ -32,6 +32,7 @@ from openwop_bridge.core.decisions.common import (
     settle,
     subject_clash,
 )
+from openwop_bridge.core.delegations import DelegationScopeAmplifiedError, second_vote
 from openwop_bridge.core.errors import ForbiddenError, ValidationError
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
@@ -98,7 +99,8 @@ def decide_approval(
         return _ask(intr, answer, normalized, voter, now, new_id)
     # The credential's subject is the voter's own only when no one acts on another's behalf.
     who = decider_subject(answer) if voter == acting else None
-    return _vote(intr, run, normalized, _Voter(voter, acting, who), now, new_id, answer.assurance)
+    delegated = answer.delegation.delegation_id if answer.delegation is not None and _stands_in(answer, voter) else None
+    return _vote(intr, run, normalized, _Voter(voter, acting, who, delegated), now, new_id, answer.assurance)
 
 
 def checked_answer(intr: InterruptRecord, answer: Answer, now: int) -> approvals.ApprovalAnswer:
@@ -142,6 +144,8 @@ def _voter(
             raise ForbiddenError(f"this link votes as {answer.token_subject!r} and cannot name anyone else")
         named = answer.token_subject
     voter = acting
+    if named and named != acting and principal is not None and _stands_in(answer, named):
+        return _delegated(intr, run, answer, principal, named, now, new_id)
     if named and named != acting:
         if principal is None or not principal.can_act_as:
             if principal is None:
@@ -168,6 +172,29 @@ def _voter(
         if data.get("approversList") and voter not in data["approversList"]:
             raise ForbiddenError(f"{voter!r} is not among this gate's approvers")
     return voter, acting
+
+
+def _stands_in(answer: Answer, voter: str) -> bool:
+    """Whether the answer's delegation lets its principal answer in ``voter``'s place."""
+    return answer.delegation is not None and answer.delegation.delegator == voter
+
+
+def _delegated(
+    intr: InterruptRecord, run: RunRecord, answer: Answer, principal: Principal, voter: str, now: int, new_id: NewId
+) -> tuple[str, str] | Mutation:
+    """A delegate answering in the delegator's place, with the delegator's rights (never more)."""
+    assert answer.delegation is not None
+    rights = answer.delegation.rights(principal)
+    data = intr.payload["data"]
+    for needed, held in (("requiredRole", rights.has_role), ("requiredScope", rights.has_scope)):
+        if data.get(needed) and not held(str(data[needed])):
+            raise DelegationScopeAmplifiedError(
+                f"{principal.id!r} answers in {voter!r}'s place with {voter!r}'s rights, and this gate's "
+                f"{needed} {data[needed]!r} is not among them",
+                details={needed: data[needed], "delegationId": answer.delegation.delegation_id},
+            )
+    denied = gate_denial(intr, run, rights, now, new_id, voter)  # approvers, separation of duties (both people)
+    return denied if denied is not None else (voter, principal.id)
 
 
 def _override_denial(
@@ -245,6 +272,8 @@ class _Voter:
     voter: str
     acting: str
     subject: dict[str, str] | None = None
+    #: The delegation the acting person votes through, in the voter's place.
+    delegation: str | None = None
 
 
 def _vote(
@@ -266,13 +295,15 @@ def _vote(
         # An override that closes the gate replaces the principal's earlier vote, if any.
         votes = [v for v in votes if v["voter"] != voter]
     log = _GateLog(intr, run, now, new_id)
-    if any(v["voter"] == voter for v in votes):
-        return _duplicate_vote(log, normalized, votes, who)
+    if any(v["voter"] == voter for v in votes) or second_vote(acting, who.delegation is not None, votes):
+        return _duplicate_vote(log, normalized, votes, who)  # one slot, one vote; one human, one vote
     if normalized.override:
         _record_override(log, normalized, voter, acting)
     vote = normalized.as_vote(voter, iso_ms(now))
     if acting != voter:
         vote["actingPrincipal"] = acting
+    if who.delegation is not None:
+        vote["delegation"] = who.delegation
     if who.subject is not None:
         vote["subject"] = who.subject
     vote["assurance"] = used
@@ -347,6 +378,8 @@ def _record_vote(log: _GateLog, normalized: approvals.ApprovalAnswer, t: approva
     }
     if who.subject is not None:
         details["subject"] = who.subject
+    if who.delegation is not None:
+        details["delegation"] = who.delegation
     if why:
         details["reason"] = str(why)
     log.audited(voter, f"approval.vote.{normalized.action}", details)

@@ -16,6 +16,7 @@ from openwop_bridge.core import approvals, assurance
 from openwop_bridge.core.auth import LINK_ISSUER, Principal, Subject, subject_ref
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.conversation_limits import ConversationLimits
+from openwop_bridge.core.delegations import Delegation
 from openwop_bridge.core.errors import (
     AnswerAfterCancelError,
     ForbiddenError,
@@ -61,6 +62,9 @@ class Answer:
     #: How the answer is bound to its person: ``bearer``, or ``key-bound`` once the host verified a
     #: passkey assertion over this very decision (:mod:`openwop_bridge.core.assurance`).
     assurance: str = assurance.BEARER
+    #: The delegation letting this principal answer in the named voter's place, when the host found one
+    #: (:mod:`openwop_bridge.core.delegations`).
+    delegation: Delegation | None = None
 
     def __post_init__(self) -> None:
         if self.assurance not in assurance.LEVELS:

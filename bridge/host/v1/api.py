@@ -7,7 +7,7 @@ from typing import Any
 
 from openwop_bridge.host.http.openapi import Fragment
 from openwop_bridge.host.http.routing import Operation
-from openwop_bridge.host.v1 import analytics, batch, interrupts, meta, runs
+from openwop_bridge.host.v1 import analytics, batch, delegations, interrupts, meta, runs
 from openwop_bridge.host.v1.openapi import document
 
 #: Discovery, the document, liveness and metrics; runs and workflows; interrupts (the batch before
@@ -18,6 +18,7 @@ OPERATIONS: tuple[Operation, ...] = (
     *batch.OPERATIONS,
     *interrupts.OPERATIONS,
     *analytics.OPERATIONS,
+    *delegations.OPERATIONS,
 )
 
 

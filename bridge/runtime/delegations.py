@@ -1,0 +1,179 @@
+"""Delegations kept in the store: made, listed, ended, and found when a delegate answers.
+
+Each delegation is a JSON object in the store's key-value space (namespace ``delegations``, key
+``tenant␟delegator␟id``), so every instance sharing the database sees it; a tenant keeps at most
+:data:`~openwop_bridge.core.delegations.MAX_PER_TENANT` (counted and stored in one transaction).
+The rules are :mod:`openwop_bridge.core.delegations`'s.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.delegations import (
+    MAX_PER_TENANT,
+    MAX_SPAN_MS,
+    MAX_WORKFLOWS,
+    Delegation,
+    DelegationExpiredError,
+)
+from openwop_bridge.core.errors import ConflictError, ForbiddenError, NotFoundError, ValidationError
+from openwop_bridge.runtime.adapter_state import AdapterState
+from openwop_bridge.runtime.kernel import Kernel
+
+__all__ = ["DelegationService"]
+
+NAMESPACE = "delegations"
+_SEP = "\x1f"
+_PAGE = 500
+
+
+def _key(tenant: str, delegator: str, delegation_id: str = "") -> str:
+    return f"{tenant}{_SEP}{delegator}{_SEP}{delegation_id}"
+
+
+class DelegationService:
+    """Making, listing, ending and finding delegations (see the module docstring)."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._k = kernel
+        self._state = AdapterState(kernel.store, kernel.clock, NAMESPACE)
+
+    async def create_delegation(
+        self,
+        principal: Principal,
+        *,
+        delegate: str,
+        until_ms: int,
+        from_ms: int | None = None,
+        workflows: Sequence[str] = (),
+        reason: str = "",
+        delegator: str | None = None,
+    ) -> Delegation:
+        """Let ``delegate`` answer in the delegator's place from ``from_ms`` (default now) until ``until_ms``.
+
+        The delegator is the caller, or anyone an admin names. It carries the caller's rights
+        (roles and scopes) when the caller delegates for themselves; an admin delegating for someone
+        else gives only ``approvals:respond``, no role.
+        """
+        principal.require("approvals:respond")
+        who = delegator or principal.id
+        if who != principal.id and not principal.has_role("admin"):
+            raise ForbiddenError("only an admin may make a delegation for someone else")
+        now = self._k.clock.now_ms()
+        start = now if from_ms is None else from_ms
+        problems = []
+        if not delegate or len(delegate) > 256 or _SEP in delegate:
+            problems.append("delegate: a principal id of 1 to 256 characters")
+        if delegate == who:
+            problems.append("delegate: someone other than the delegator")
+        if until_ms <= max(start, now):
+            problems.append("until: after from and after now")
+        elif until_ms - start > MAX_SPAN_MS:
+            problems.append(f"until: at most {MAX_SPAN_MS // 86_400_000} days after from")
+        if len(workflows) > MAX_WORKFLOWS:
+            problems.append(f"workflows: at most {MAX_WORKFLOWS}")
+        if len(reason) > 500:
+            problems.append("reason: at most 500 characters")
+        if problems:
+            raise ValidationError("invalid delegation: " + "; ".join(problems), details={"problems": problems})
+        own = who == principal.id
+        made = Delegation(
+            delegation_id="dlg_" + secrets.token_hex(12),
+            tenant=principal.tenant,
+            delegator=who,
+            delegate=delegate,
+            from_ms=start,
+            until_ms=until_ms,
+            workflows=tuple(dict.fromkeys(workflows)),
+            reason=reason,
+            created_by=principal.id,
+            created_at_ms=now,
+            roles=principal.roles if own else frozenset(),
+            scopes=principal.scopes if own else frozenset({"approvals:respond"}),
+        )
+        stored = await self._state.put_capped(
+            _key(made.tenant, who, made.delegation_id), made.as_json(), field="tenant", cap=MAX_PER_TENANT
+        )
+        if not stored:
+            raise ConflictError(f"this tenant keeps {MAX_PER_TENANT} delegations already: end some first")
+        return made
+
+    async def delegations(self, principal: Principal) -> list[Delegation]:
+        """The caller's delegations, made by them or to them (an admin: the tenant's), newest first."""
+        principal.require("approvals:respond")
+        found = await self._tenant(principal.tenant)
+        if principal.has_role("admin"):
+            return found
+        return [d for d in found if principal.id in (d.delegator, d.delegate)]
+
+    async def end_delegation(self, principal: Principal, delegation_id: str) -> Delegation:
+        """End a delegation now (its delegator, or an admin); ending one that ended already changes nothing."""
+        principal.require("approvals:respond")
+        for made in await self._tenant(principal.tenant):
+            if made.delegation_id != delegation_id:
+                continue
+            if principal.id != made.delegator and not principal.has_role("admin"):
+                break
+            if made.ended_at_ms is not None:
+                return made
+            ended = Delegation.from_json({**made.as_json(), "endedAtMs": self._k.clock.now_ms()})
+            key = _key(made.tenant, made.delegator, made.delegation_id)
+            if not await self._k.store.kv_replace(
+                NAMESPACE, key, made.as_json(), ended.as_json(), self._k.clock.now_ms()
+            ):
+                raise ConflictError("the delegation changed meanwhile: read it again")
+            return ended
+        raise NotFoundError(f"no delegation {delegation_id!r} of yours")
+
+    async def standing_in(self, principal: Principal, delegator: str, workflow_id: str) -> Delegation | None:
+        """The delegation that lets ``principal`` answer in ``delegator``'s place on a run of ``workflow_id``
+        now; None when there is none. One that covered it but ran out or was ended: ``delegation_expired``."""
+        if _SEP in delegator:
+            return None
+        now = self._k.clock.now_ms()
+        over = None
+        after: str | None = None
+        while True:
+            page = await self._state.scan(_key(principal.tenant, delegator), limit=_PAGE, after=after)
+            for _, doc in page:
+                made = Delegation.from_json(doc)
+                if made.delegate != principal.id or not made.covers(workflow_id):
+                    continue
+                if made.active(now):
+                    return made
+                if made.over(now):
+                    over = made
+            if len(page) < _PAGE:
+                break
+            after = page[-1][0]
+        if over is not None:
+            raise DelegationExpiredError(
+                f"{principal.id!r} no longer stands in for {delegator!r}: the delegation "
+                f"{over.delegation_id!r} ended or ran out",
+                details={"delegationId": over.delegation_id},
+            )
+        return None
+
+    async def _tenant(self, tenant: str) -> list[Delegation]:
+        found: list[Delegation] = []
+        after: str | None = None
+        while True:
+            page = await self._state.scan(tenant + _SEP, limit=_PAGE, after=after)
+            found += [Delegation.from_json(doc) for _, doc in page]
+            if len(page) < _PAGE:
+                break
+            after = page[-1][0]
+        found.sort(key=lambda d: d.created_at_ms, reverse=True)
+        return found
+
+
+def named_voter(value: Any) -> str | None:
+    """Whom an answer names as its voter (``voter`` or ``decidedBy``), if anyone."""
+    if not isinstance(value, dict):
+        return None
+    named = value.get("voter") or value.get("decidedBy")
+    return named if isinstance(named, str) and named else None
