@@ -110,7 +110,6 @@ async def test_a_token_a_slack_click_and_a_link_of_one_person_are_one_vote(
                 "action": "accept",
                 "at": pending.state["votes"][0]["at"],
                 "subject": alice_ref,
-                "assurance": "bearer",
             }
         ]
         # Bob's token closes it.

@@ -306,7 +306,8 @@ def _vote(
         vote["delegation"] = who.delegation
     if who.subject is not None:
         vote["subject"] = who.subject
-    vote["assurance"] = used
+    if used != assurance.BEARER:  # a bearer vote reads as votes always have (the audit and resolution say bearer)
+        vote["assurance"] = used
     votes.append(vote)
     t = approvals.tally(data, votes, bypass=bypass)
     _record_vote(log, normalized, t, who)
