@@ -95,6 +95,10 @@ function show(auth, me) {
     h("button", { type: "submit" }, "Delegate"),
   );
   form.addEventListener("submit", submit);
+  // The browser's own date picker offers what the host takes: from now, for at most 90 days.
+  const local = (ms) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+  form.elements["away-until"].min = local(Date.now());
+  form.elements["away-until"].max = local(Date.now() + 90 * 86_400_000);
   $("away").replaceChildren(
     h("h2", { id: "away-title" }, "While you are away"),
     h(
