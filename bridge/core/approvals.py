@@ -140,6 +140,14 @@ def _question(action: str, value: Mapping[str, Any], feedback: str | None) -> An
     return question
 
 
+def named_voter(value: Any) -> str | None:
+    """Whom an answer names as its voter (``decidedBy``, else ``voter``), when it names someone well-formed."""
+    if not isinstance(value, Mapping):
+        return None
+    named = value.get("decidedBy") or value.get("voter")
+    return named if isinstance(named, str) and named else None
+
+
 def _voter(value: Mapping[str, Any]) -> Any:
     """Who decided (``decidedBy`` or ``voter``), when named."""
     voter = value.get("decidedBy") or value.get("voter")

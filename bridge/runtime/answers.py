@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from openwop_bridge.core import kinds
+from openwop_bridge.core import approvals, kinds
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.decisions.answer import answer_decision, prepare_answer
 from openwop_bridge.core.decisions.approval import gate_denial, unnamed_link_refusal
@@ -27,7 +27,7 @@ from openwop_bridge.core.views import inbox_item
 from openwop_bridge.notify.states import KEY_PURPOSE, delivery_state
 from openwop_bridge.runtime.arrivals import Answering, Arrivals
 from openwop_bridge.runtime.ask import AskService, RecordingAskService
-from openwop_bridge.runtime.delegations import DelegationService, named_voter
+from openwop_bridge.runtime.delegations import DelegationService
 from openwop_bridge.runtime.joint import answer_with_step
 from openwop_bridge.runtime.kernel import Kernel
 from openwop_bridge.runtime.links import LinkService
@@ -51,7 +51,7 @@ class AnswerService:
 
     async def delegation_for(self, principal: Principal, value: Any, record: InterruptRecord) -> Delegation | None:
         """The delegation letting ``principal`` answer ``record`` in the place of the voter ``value`` names."""
-        named = named_voter(value)
+        named = approvals.named_voter(value)
         if named is None or named == principal.id or principal.can_act_as:
             return None  # their own answer, or someone allowed to act for others naming a voter
         return await self._delegations.standing_in(principal, named, record.workflow_id)

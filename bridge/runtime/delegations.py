@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from typing import Any
 
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.delegations import (
@@ -169,11 +168,3 @@ class DelegationService:
             after = page[-1][0]
         found.sort(key=lambda d: d.created_at_ms, reverse=True)
         return found
-
-
-def named_voter(value: Any) -> str | None:
-    """Whom an answer names as its voter (``voter`` or ``decidedBy``), if anyone."""
-    if not isinstance(value, dict):
-        return None
-    named = value.get("voter") or value.get("decidedBy")
-    return named if isinstance(named, str) and named else None

@@ -78,6 +78,23 @@ def server(example_provider: str, tmp_path_factory: pytest.TempPathFactory) -> I
         yield started
 
 
+def _service_run(server: ServerProcess) -> tuple[str, str]:
+    """The demo service's token (client credentials at the example provider) and a run of the demo approval it
+    started with it."""
+    service: str = httpx.post(
+        f"{ISSUER}/token",
+        data={"grant_type": "client_credentials", "scope": "runs:create runs:read"},
+        auth=("demo-service", "demo-service-dev-secret"),
+    ).json()["access_token"]
+    started = httpx.post(
+        f"{server.url}/v1/runs",
+        json={"workflowId": "demo-expense-approval"},
+        headers={"Authorization": f"Bearer {service}"},
+    )
+    assert started.status_code == 201, started.text
+    return service, str(started.json()["runId"])
+
+
 def _claims(jwt: str) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(base64.urlsafe_b64decode(jwt.split(".")[1] + "=="))
     return found
@@ -136,18 +153,7 @@ def test_alice_signs_in_and_answers_an_approval(server: ServerProcess) -> None:
     assert (identity["name"], identity["email"]) == ("Alice Martin", "alice@example.com")
     access = tokens["access_token"]
     assert _claims(access)["aud"] == "http://127.0.0.1:8000"
-    service = httpx.post(
-        f"{ISSUER}/token",
-        data={"grant_type": "client_credentials", "scope": "runs:create runs:read"},
-        auth=("demo-service", "demo-service-dev-secret"),
-    ).json()["access_token"]
-    started = httpx.post(
-        f"{server.url}/v1/runs",
-        json={"workflowId": "demo-expense-approval"},
-        headers={"Authorization": f"Bearer {service}"},
-    )
-    assert started.status_code == 201, started.text
-    run_id = started.json()["runId"]
+    _, run_id = _service_run(server)
     alice = {"Authorization": f"Bearer {access}"}
     wait_for_status(server.url, alice, run_id, ("waiting-approval",))
     where = f"{server.url}/v1/runs/{run_id}/interrupts/review"
@@ -168,18 +174,7 @@ def test_bob_is_an_approver_too(server: ServerProcess) -> None:
 def test_alice_signs_in_to_the_inbox_through_the_bridge_and_answers_as_herself(server: ServerProcess) -> None:
     """The page's browser steps, by httpx: the inbox's sign-in with the example's provider and identity file."""
     assert httpx.get(f"{server.url}/ui/auth/provider").json() == {"issuer": ISSUER, "name": "the local provider"}
-    service = httpx.post(
-        f"{ISSUER}/token",
-        data={"grant_type": "client_credentials", "scope": "runs:create runs:read"},
-        auth=("demo-service", "demo-service-dev-secret"),
-    ).json()["access_token"]
-    started = httpx.post(
-        f"{server.url}/v1/runs",
-        json={"workflowId": "demo-expense-approval"},
-        headers={"Authorization": f"Bearer {service}"},
-    )
-    assert started.status_code == 201, started.text
-    run_id = started.json()["runId"]
+    service, run_id = _service_run(server)
     wait_for_status(server.url, {"Authorization": f"Bearer {service}"}, run_id, ("waiting-approval",))
     with httpx.Client(timeout=30) as browser:
         provider = cast(OpenIdProvider, SimpleNamespace(issuer=ISSUER))

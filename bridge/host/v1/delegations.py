@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import Response
 
-from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.clock import iso_ms, parse_iso_ms
 from openwop_bridge.core.delegations import Delegation
 from openwop_bridge.core.errors import ValidationError
 from openwop_bridge.host.http.body import ClosedModel, parse, read_json
@@ -35,18 +36,22 @@ class DelegationBody(ClosedModel):
     delegator: str | None = Field(default=None, min_length=1, max_length=256)
 
 
+_ZONED = re.compile(r"(Z|[+-][0-9]{2}:[0-9]{2})$")
+
+
 def _ms(value: str | int, name: str) -> int:
+    """Epoch milliseconds from epoch milliseconds or an ISO 8601 time that names its zone."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    from datetime import datetime
-
+    text = value if isinstance(value, str) else ""  # a boolean is no time
     try:
-        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
-        raise ValidationError(f"{name}: an ISO 8601 time with its zone (2026-12-24T09:00:00Z) or epoch milliseconds")
-    return int(parsed.timestamp() * 1000)
+        if not _ZONED.search(text.strip()):
+            raise ValueError(text)
+        return parse_iso_ms(text)
+    except (ValueError, OverflowError):
+        raise ValidationError(
+            f"{name}: an ISO 8601 time with its zone (2026-12-24T09:00:00Z) or epoch milliseconds"
+        ) from None
 
 
 def _doc(made: Delegation) -> dict[str, Any]:
