@@ -47,6 +47,8 @@ _SPEC = re.compile(
 
 #: The lanes a credential may come through (identity.md §2): a key, a provider's token, an inbox session.
 LANES: tuple[str, ...] = ("api-key", "oidc", "oauth2", "session")
+#: The trust root of the ``api-key`` lane: the host's own keys (a key's principal id is the subject id).
+API_KEY_ISSUER = "urn:openwop-bridge:api-key"
 #: The trust root of the ``session`` lane: the host issues inbox sessions (identity.md §2.2: ``urn:<host>:session``).
 SESSION_ISSUER = "urn:openwop-bridge:session"
 

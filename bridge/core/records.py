@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, TypeVar
 
+from openwop_bridge.core.decision_record import DecisionDraft
 from openwop_bridge.core.errors import BridgeError
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.statuses import OPEN_INTERRUPT, TERMINAL_RUN, InterruptStatus, RunStatus
@@ -147,6 +148,8 @@ class Mutation:
     cancel_interrupts: InterruptStatus | None = None  # new status for every open interrupt of the run
     control: dict[str, Any] | None = None  # replaces the run's control requests
     audit: list[dict[str, Any]] = field(default_factory=list)
+    #: The decisions taken, for the tenant's decision record (:mod:`openwop_bridge.core.decision_record`).
+    records: list[DecisionDraft] = field(default_factory=list)
     result: Any = None
     error: BridgeError | None = None
 

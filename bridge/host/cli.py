@@ -27,11 +27,11 @@ from openwop_bridge.core.notices import RetryPolicy
 from openwop_bridge.core.quota import RunRate
 from openwop_bridge.core.tokens import parse_secret_spec
 from openwop_bridge.core.workflow import WorkflowDefinition, load_workflow_dir
-from openwop_bridge.host import plugins
+from openwop_bridge.host import admin, plugins
 from openwop_bridge.host.arguments import OptionParser, parse
 from openwop_bridge.host.http.limits import HeaderLimits, http_protocol
 from openwop_bridge.host.http.streams import StreamLimits
-from openwop_bridge.host.options import add_serve_arguments, conversation_limits, env
+from openwop_bridge.host.options import add_serve_arguments, conversation_limits
 from openwop_bridge.host.plugins import ServerBuild
 from openwop_bridge.notify.webhook.channel import WebhookSettings
 from openwop_bridge.runtime.config import EngineConfig
@@ -67,55 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start the HTTP host")
     add_serve_arguments(serve)
-    _add_keys_parser(sub)
+    admin.add_keys_parser(sub)
+    admin.add_audit_parser(sub)
 
     from openwop_bridge.bench.options import add_arguments as add_bench_arguments
 
     add_bench_arguments(sub.add_parser("bench", help="benchmarks side by side with peers, printed as a table"))
     return parser
-
-
-KEYS_DESCRIPTION = """\
-Manage the keys that sign interrupt links (resolution and inspect links, link pages, notices).
-They live in the database, so every instance sharing it signs and verifies with the same keys.
-The database must exist: these commands never create one (start `serve` once to create it).
-Run them beside a running server only on PostgreSQL; a SQLite file is held by its server.
-"""
-
-
-def _add_keys_parser(sub: Any) -> None:
-    """``keys list|rotate|retire``, each with its description."""
-    keys = sub.add_parser(
-        "keys",
-        help="manage interrupt-link signing keys in the database",
-        description=KEYS_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    actions = keys.add_subparsers(dest="action", required=True, metavar="{list,rotate,retire}")
-    for name, summary, description in (
-        ("list", "list the signing keys", "Print every signing key id and whether it signs (active) or only verifies."),
-        (
-            "rotate",
-            "make a new key the one that signs",
-            "Generate a new signing key and make it active. Older keys keep verifying the links they signed "
-            "until you retire them, so links already handed out keep working.",
-        ),
-        (
-            "retire",
-            "stop accepting links signed by a key",
-            "Retire the key --kid: links it signed are refused from now on. The active key cannot be retired; "
-            "rotate first.",
-        ),
-    ):
-        action = actions.add_parser(name, help=summary, description=description)
-        action.add_argument(
-            "--db",
-            default=env("DB", "./openwop-bridge.db"),
-            help="SQLite file or postgresql:// URL of an existing database (default ./openwop-bridge.db; "
-            "env OPENWOP_BRIDGE_DB)",
-        )
-        if name == "retire":
-            action.add_argument("--kid", required=True, help="id of the key to retire (from `keys list`)")
 
 
 def _load_keys(args: argparse.Namespace) -> list[ApiKey]:
@@ -164,7 +122,7 @@ def build_server(args: argparse.Namespace) -> tuple[Any, Engine, KeyRing, Callab
         from openwop_bridge.host.people import person_subjects
 
         people = person_subjects(notify, identity_config, path=args.notify_config)
-    store = open_store(_database(args.db))
+    store = open_store(admin.database(args.db))
     secrets = [parse_secret_spec(s) for s in args.token_secret]
     engine = Engine(
         store,
@@ -437,33 +395,6 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _database(db: str) -> str:
-    """``--db`` as given, unless it names a directory: then a one-line error saying so."""
-    if "://" not in db and Path(db).is_dir():
-        raise RuntimeError(
-            f"--db {db} is a directory: name a SQLite file (such as {Path(db) / 'openwop-bridge.db'}) "
-            "or a postgresql:// URL"
-        )
-    return db
-
-
-async def _keys(args: argparse.Namespace) -> int:
-    store = open_store(_database(args.db))
-    if not await store.exists():
-        where = getattr(store, "display_url", args.db)
-        raise RuntimeError(f"no openwop-bridge database at {where} (check --db; `serve` creates one)")
-    async with Engine(store).maintaining() as engine:
-        if args.action == "rotate":
-            kid = await engine.rotate_signing_key()
-            print(f"new active signing key: {kid} (older keys keep verifying until retired)")
-        elif args.action == "retire":
-            await engine.retire_signing_key(args.kid)
-            print(f"retired {args.kid}: links signed with it are refused from now on")
-        for kid, active in await engine.signing_key_ids():
-            print(f"{kid}\t{'active' if active else 'verify-only'}")
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``openwop-bridge`` console script."""
     args = parse(build_parser(), argv)
@@ -471,7 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return serve(args)
         if args.command == "keys":
-            return asyncio.run(_keys(args))
+            return asyncio.run(admin.keys(args))
+        if args.command == "audit":
+            return admin.audit(args)
         if args.command == "bench":
             from openwop_bridge.bench import run as run_bench
 

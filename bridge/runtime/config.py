@@ -16,6 +16,9 @@ class EngineConfig:
     """Knobs with sensible defaults."""
 
     conversation_enabled: bool = True
+    #: Every decision appends a signed record to its tenant's hash chain (:mod:`openwop_bridge.core.decision_record`).
+    #: Off only to measure what the record costs (``openwop-bridge bench``).
+    decision_record: bool = True
     #: Every approval separates duties unless it says ``"separationOfDuties": false``
     #: (``serve --separation-of-duties``; see :mod:`openwop_bridge.core.separation`).
     separation_of_duties: bool = False

@@ -44,6 +44,8 @@ from openwop_bridge.runtime.answers import AnswerService
 from openwop_bridge.runtime.ask import AskService, RecordingAskService
 from openwop_bridge.runtime.batch import BatchAnswers
 from openwop_bridge.runtime.config import EngineConfig
+from openwop_bridge.runtime.decision_records import KEY_PURPOSE as RECORD_KEY_PURPOSE
+from openwop_bridge.runtime.decision_records import DecisionRecords
 from openwop_bridge.runtime.delegations import DelegationService
 from openwop_bridge.runtime.executor import RunExecutor
 from openwop_bridge.runtime.executors import Executors
@@ -60,6 +62,7 @@ from openwop_bridge.runtime.runs import RunService
 from openwop_bridge.runtime.telemetry import interrupt_resolving, notice_span
 from openwop_bridge.runtime.timers import TimerService
 from openwop_bridge.store.base import Claim, Store
+from openwop_bridge.store.contract.records import StoredRecord
 
 log = logging.getLogger("openwop_bridge.runtime.engine")
 
@@ -105,7 +108,10 @@ class Engine:
         #: ``Idempotency-Key`` records (see :mod:`openwop_bridge.runtime.idempotency`).
         self.idempotency = IdempotencyLedger(store, self.clock, self.config)
         # The services (private: their methods are the engine's, below, the one way to reach them).
-        self._links = LinkService(self, token_secrets)
+        self._records = DecisionRecords(self, enabled=self.config.decision_record)
+        self._links = LinkService(
+            self, token_secrets, keys_loaded=lambda s: self._records.use_keys(s.derived_keys(RECORD_KEY_PURPOSE))
+        )
         self._runs = RunService(self)
         self._views = RunViews(self, self._runs, self._links)
         self._delegations = DelegationService(self)
@@ -453,6 +459,16 @@ class Engine:
     ) -> dict[str, Any]:
         """Decision analytics of the caller's tenant (scope ``audit:read``; :mod:`openwop_bridge.runtime.analytics`)."""
         return await decision_report(self.store, principal, group_by, from_ms, to_ms, self.config.decision_rows_cap)
+
+    decision_records = Delegate("_records", DecisionRecords.page)
+    decision_record_lines = Delegate("_records", DecisionRecords.stream)
+    decision_record_keys = Delegate("_records", DecisionRecords.public_keys)
+
+    async def decision_receipt(self, run_id: str, node_id: str, principal: Principal) -> list[StoredRecord]:
+        """The decision record's entries for the latest interrupt at a run-scoped address the principal may see
+        (its votes, answers, turns and what closed it), oldest first."""
+        record = await self.interrupt_at(run_id, node_id, principal)
+        return await self._records.receipt(record)
 
     async def interrupt_record(self, interrupt_id: str) -> InterruptRecord | None:
         """An interrupt's record as stored, with no visibility check (for surfaces that make their own)."""

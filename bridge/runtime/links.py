@@ -19,7 +19,7 @@ rotation on one instance reaches every other. Keys for other uses
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from openwop_bridge.core import approvals, kinds
@@ -38,10 +38,18 @@ LINK_WINDOWS = 6
 class LinkService:
     """Signing keys and signed links over one engine (see the module docstring)."""
 
-    def __init__(self, kernel: Kernel, token_secrets: Iterable[tuple[str, str]] = ()) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        token_secrets: Iterable[tuple[str, str]] = (),
+        *,
+        keys_loaded: Callable[[TokenSigner], Awaitable[None]] | None = None,
+    ) -> None:
         self._k = kernel
         self.signer: TokenSigner | None = None
         self._token_secrets = list(token_secrets)
+        #: Told the keys each time they are (re)loaded: whoever derives keys of their own from them.
+        self._keys_loaded = keys_loaded
 
     @property
     def keys_given(self) -> bool:
@@ -50,11 +58,16 @@ class LinkService:
 
     async def load_signing_keys(self) -> None:
         """Load the link-signing keys (creating the first one in the store if there is none)."""
-        now = self._k.clock.now_ms()
         if self._token_secrets:
             secrets_by_kid = dict(self._token_secrets)
             self.signer = TokenSigner(secrets_by_kid, self._token_secrets[0][0])
-            return
+        else:
+            await self._load_stored()
+        if self._keys_loaded is not None and self.signer is not None:
+            await self._keys_loaded(self.signer)
+
+    async def _load_stored(self) -> None:
+        now = self._k.clock.now_ms()
         stored = await self._k.store.signing_keys()
         if not stored:
             secret = new_secret()

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from openwop_bridge.store.contract import (
     AnalyticsStore,
+    DecisionRecordStore,
     IdempotencyStore,
     InterruptStore,
     KeyValueStore,
@@ -82,6 +83,7 @@ class Store(
     IdempotencyStore,
     OutboxStore,
     AnalyticsStore,
+    DecisionRecordStore,
     Protocol,
 ):
     """Persistence for runs, events, interrupts and signing keys.
@@ -102,5 +104,5 @@ class Store(
     The methods are declared by concern in :mod:`openwop_bridge.store.contract`: its lifecycle
     (:class:`~openwop_bridge.store.contract.lifecycle.StoreLifecycle`), signing keys, runs, their logs
     (events and audit), interrupts, adapters' key-value state, ``Idempotency-Key`` records, the outbox and
-    the reads of reports.
+    the reads of reports, and the decision record.
     """

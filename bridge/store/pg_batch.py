@@ -35,7 +35,7 @@ from psycopg.adapt import Transformer
 
 from openwop_bridge.store.codec import INSERT_EVENT
 from openwop_bridge.store.pg_tx import Tx
-from openwop_bridge.store.steps import Ahead, Note, Plan, Planned, Rows, Sql
+from openwop_bridge.store.steps import Ahead, Note, Plan, Planned, Recorded, Rows, Sql
 
 T = TypeVar("T")
 
@@ -231,8 +231,8 @@ async def run_plan(batch: Batch, tx: Tx, steps: Plan[T]) -> T:
             rows: Rows = []
             if isinstance(step, Ahead):
                 batch.ahead(step.sql)
-            elif isinstance(step, Planned):
-                pass  # no planners here: nothing to write
+            elif isinstance(step, Planned | Recorded):
+                pass  # no planners or record signer here: nothing to write
             elif isinstance(step, Note):
                 if step.what == "locked":
                     tx.locked(step.run_id)

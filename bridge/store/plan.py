@@ -38,7 +38,7 @@ from openwop_bridge.store import codec, plan_close, plan_status
 from openwop_bridge.store.base import AnswerStepResult, Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from openwop_bridge.store.codec import INT_COLS, RUN_COLS, TERMINAL_SQL, Dialect
 from openwop_bridge.store.plan_kv import kv_put_text, kv_replace_text
-from openwop_bridge.store.steps import Ahead, Note, Plan, Planned, Rows, Sql
+from openwop_bridge.store.steps import Ahead, Note, Plan, Planned, Recorded, Rows, Sql
 
 Decided = tuple[MutationResult, BridgeError | None]
 
@@ -345,6 +345,8 @@ def apply(
         yield Planned(after_run, docs, (), now_ms)
     if m.audit:
         yield Sql(codec.INSERT_AUDIT, codec.audit_params(run.tenant, run.run_id, now_ms, m.audit), many=True)
+    if m.records:
+        yield Recorded(run.tenant, run.run_id, m.records, now_ms)
     if m.wake and not claimed:
         yield Note("wake", run.run_id, after_run.owner)
     return MutationResult(docs, after_run, after_int, m.result, claimed)

@@ -26,6 +26,7 @@ from openwop_bridge.store.base import KV_SCAN_MAX, InboxPage
 from openwop_bridge.store.codec import EVENT_COLS, INT_COLS, RUN_COLS, Dialect, event_doc
 from openwop_bridge.store.cursor import encode_cursor, page_cursor
 from openwop_bridge.store.reads_analytics import AnalyticsReads
+from openwop_bridge.store.reads_records import RecordReads
 
 #: The kinds an inbox lists when no kind is asked for (the others are not listed among open interrupts).
 LISTED_KINDS: tuple[str, ...] = tuple(name for name, k in REGISTRY.items() if k.listed)
@@ -39,7 +40,7 @@ _RUN_AND_INTERRUPT_AT = (
 )
 
 
-class Reads(AnalyticsReads, ABC):
+class Reads(AnalyticsReads, RecordReads, ABC):
     """Queries of the :class:`~openwop_bridge.store.base.Store` contract written once for both dialects."""
 
     _dialect: Dialect

@@ -14,6 +14,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from openwop_bridge.core.decision_record import DecisionDraft
 from openwop_bridge.core.records import InterruptRecord, RunRecord
 
 T = TypeVar("T")
@@ -64,5 +65,19 @@ class Planned:
     now_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The decisions the transaction commits, for the decision record (:mod:`openwop_bridge.store.plan_records`).
+
+    A store that keeps the record appends them to ``tenant``'s chain in its place, in the same
+    transaction; a store that does not skips it.
+    """
+
+    tenant: str
+    run_id: str | None
+    drafts: Sequence[DecisionDraft]
+    now_ms: int
+
+
 Rows = list[tuple[Any, ...]]
-Plan = Generator[Sql | Note | Ahead | Planned, Rows, T]
+Plan = Generator[Sql | Note | Ahead | Planned | Recorded, Rows, T]

@@ -15,9 +15,10 @@ from typing import Any, TypeVar
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.notices import Notice, NoticeDraft, NoticePlanning
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunDecision, RunRecord
-from openwop_bridge.store import plan, plan_batch, plan_kv, plan_outbox
+from openwop_bridge.store import plan, plan_batch, plan_kv, plan_outbox, plan_records
 from openwop_bridge.store.base import AnswerStepResult, Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from openwop_bridge.store.codec import Dialect
+from openwop_bridge.store.contract.records import Signer
 from openwop_bridge.store.steps import Plan
 
 T = TypeVar("T")
@@ -35,9 +36,16 @@ class Writes(ABC):
     #: The channels of the notices counted in :attr:`notices_written`, each with its count.
     notices_written_by_channel: Counter[str] | None = None
 
+    #: Who signs the decision record's entries (:mod:`openwop_bridge.store.plan_records`): the engine sets it
+    #: when it loads its keys; while it is None, decisions append no record.
+    decision_signer: Signer | None = None
+
     def _planned(self, steps: Plan[T]) -> Plan[T]:
-        """``steps`` with the notices the planners plan written in (``steps`` itself when there are none, or
-        none would plan)."""
+        """``steps`` with the decisions' records appended and the notices the planners plan written in
+        (``steps`` itself when there is neither to do)."""
+        signer = self.decision_signer
+        if signer is not None:
+            steps = plan_records.with_records(signer, steps)
         planning = self.notice_planning
         if not planning.asks():
             return steps

@@ -240,7 +240,14 @@ async def test_an_answered_exchange_stores_its_turn_once(client: httpx.AsyncClie
     answered = [r for r in await engine.store.run_interrupts(run_id, open_only=False) if r.status == "resolved"]
     exchange = next(r for r in answered if r.kind == "conversation.exchange")
     assert exchange.resolution is not None
-    assert set(exchange.resolution) == {"resumeValue", "resolvedBy", "resolvedAt", "turn", "operation"}
+    assert set(exchange.resolution) == {
+        "resumeValue",
+        "resolvedBy",
+        "resolvedAt",
+        "turn",
+        "operation",
+        "decisionRecordId",
+    }
     assert exchange.resolution["turn"]["content"] == "a"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from openwop_bridge import Engine
 from openwop_bridge.runtime.answers import AnswerService
 from openwop_bridge.runtime.batch import BatchAnswers
+from openwop_bridge.runtime.decision_records import DecisionRecords
 from openwop_bridge.runtime.delegations import DelegationService
 from openwop_bridge.runtime.executors import Executors
 from openwop_bridge.runtime.kernel import Delegate
@@ -13,7 +14,16 @@ from openwop_bridge.runtime.run_views import RunViews
 from openwop_bridge.runtime.runs import RunService
 from openwop_bridge.store import SqliteStore
 
-SERVICES = (AnswerService, BatchAnswers, DelegationService, Executors, LinkService, RunViews, RunService)
+SERVICES = (
+    AnswerService,
+    BatchAnswers,
+    DecisionRecords,
+    DelegationService,
+    Executors,
+    LinkService,
+    RunViews,
+    RunService,
+)
 
 
 def test_no_service_is_a_public_attribute_of_the_engine() -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from openwop_bridge.core import kinds
 from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.decisions import recording
 from openwop_bridge.core.decisions.approval import checked_answer, decide_approval
 from openwop_bridge.core.decisions.common import (
     AUTH_REQUIRED_PROFILE,
@@ -116,7 +117,11 @@ def answer_decision(
         if kind.turn:
             if not intr.open and intr.status != "resolved":
                 raise closed_error(intr, answer.surface)
-            return decide_exchange(intr, ready.value, new_id)
+            turn = ready.value
+            record = recording.answer_record(
+                intr, answer, new_id, decision="turn", by=turn.by or resolver_id(answer), action=turn.operation
+            )
+            return decide_exchange(intr, turn, new_id, record)
         if not kind.answerable:
             raise ValidationError(kind.refusal(intr.payload.get("data", {})))
         if not intr.open:
@@ -176,7 +181,8 @@ def _resolve(intr: InterruptRecord, kind: kinds.Kind, answer: Answer, value: Any
     if kind.event_keyed:
         extra["eventId"] = kind.event_id(value) or answer.idempotency_key
     logged = redact(value) if kind.redacts_log else value
-    emitted = [resolved_event(intr, now, by, logged, resolvedBySubject=who)]
+    record = recording.answer_record(intr, answer, new_id, decision="answer", by=by)
+    emitted = [resolved_event(intr, now, by, logged, resolvedBySubject=who, decisionRecordId=record.record_id)]
     return settle(
         intr,
         now,
@@ -186,5 +192,6 @@ def _resolve(intr: InterruptRecord, kind: kinds.Kind, answer: Answer, value: Any
         value=value,
         emitted=emitted,
         extra=extra,
+        records=[record],
         result={"status": "resolved"},
     )

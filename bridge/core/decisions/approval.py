@@ -14,13 +14,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from openwop_bridge.core import approvals, assurance, kinds, separation
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import iso_ms
+from openwop_bridge.core.decision_record import DecisionDraft
+from openwop_bridge.core.decisions import recording
 from openwop_bridge.core.decisions.common import (
     Answer,
     NewId,
@@ -100,7 +102,17 @@ def decide_approval(
     # The credential's subject is the voter's own only when no one acts on another's behalf.
     who = decider_subject(answer) if voter == acting else None
     delegated = answer.delegation.delegation_id if answer.delegation is not None and _stands_in(answer, voter) else None
-    return _vote(intr, run, normalized, _Voter(voter, acting, who, delegated), now, new_id, answer.assurance)
+    record = recording.answer_record(
+        intr,
+        answer,
+        new_id,
+        decision="override" if normalized.override else "vote",
+        by=voter,
+        action=normalized.action,
+        voter=voter,
+        delegation=delegated,
+    )
+    return _vote(intr, run, normalized, _Voter(voter, acting, who, delegated), now, new_id, answer.assurance, record)
 
 
 def checked_answer(intr: InterruptRecord, answer: Answer, now: int) -> approvals.ApprovalAnswer:
@@ -284,8 +296,10 @@ def _vote(
     now: int,
     new_id: NewId,
     used: str = assurance.BEARER,
+    record: DecisionDraft | None = None,
 ) -> Mutation:
-    """Count a vote (given with the ``used`` assurance); the gate settles when the tally has an outcome."""
+    """Count a vote (given with the ``used`` assurance, its ``record`` for the decision record); the gate settles
+    when the tally has an outcome."""
     voter, acting = who.voter, who.acting
     data = intr.payload["data"]
     state = dict(intr.state)
@@ -313,15 +327,17 @@ def _vote(
     _record_vote(log, normalized, t, who)
     log.audit[-1]["details"]["assurance"] = used
     state["votes"] = votes
+    records = [] if record is None else [record]
     if t.outcome == "pending":
         return Mutation(
             interrupt_state=state,
             events=log.events,
             audit=log.audit,
+            records=records,
             result={"status": "pending", "votes": t.progress()},
         )
     final = approvals.final_value(t, vote, iso_ms(now))
-    return settle_approval(intr, now, new_id, final, state, log.events, log.audit, t.outcome, used)
+    return settle_approval(intr, now, new_id, final, state, log.events, log.audit, t.outcome, used, records)
 
 
 def _duplicate_vote(
@@ -396,10 +412,12 @@ def settle_approval(
     audit: list[dict[str, Any]],
     outcome: str,
     used: str | None = None,
+    records: Sequence[DecisionDraft] = (),
 ) -> Mutation:
     """Close an approval with its final value: ``approval.received`` and ``interrupt.resolved``, and wake the run.
 
-    ``used``: the assurance of the answer that settled it (None for a timeout or a cancel)."""
+    ``used``: the assurance of the answer that settled it (None for a timeout or a cancel); ``records``: the
+    decision's drafts for the decision record, the last the one that settled it (``interrupt.resolved`` names it)."""
     received: dict[str, Any] = {
         "nodeId": intr.node_id,
         "action": final["action"],
@@ -427,6 +445,7 @@ def settle_approval(
             decision=decision,
             reason=final.get("reason") if timed_out else None,
             resolvedBySubject=who,
+            decisionRecordId=records[-1].record_id if records else None,
         ),
     ]
     return settle(
@@ -446,5 +465,6 @@ def settle_approval(
         state=state,
         events=events,
         audit=audit,
+        records=records,
         result={"status": "resolved", "action": final["action"], "decision": decision},
     )

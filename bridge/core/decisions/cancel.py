@@ -23,6 +23,7 @@ from openwop_bridge.core.auth import Principal, subject_ref
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.decisions.approval import gate_denial, settle_approval
 from openwop_bridge.core.decisions.common import NewId, closed_error, event_draft, resolved_event, settle
+from openwop_bridge.core.decisions.recording import host_record
 from openwop_bridge.core.errors import InterruptNotFoundError, RunNotFoundError
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 
@@ -63,8 +64,21 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
                     "details": {"interruptId": intr.interrupt_id},
                 }
             ]
-            return settle_approval(intr, now, new_id, final, state, [], audit, "rejected")
-        emitted = [resolved_event(intr, now, principal.id, None, reason=reason, cancelled=True, **by_subject)]
+            record = host_record(intr, new_id, decision="cancel", by=principal.id, principal=principal, action="reject")
+            return settle_approval(intr, now, new_id, final, state, [], audit, "rejected", records=[record])
+        record = host_record(intr, new_id, decision="cancel", by=principal.id, principal=principal)
+        emitted = [
+            resolved_event(
+                intr,
+                now,
+                principal.id,
+                None,
+                reason=reason,
+                cancelled=True,
+                decisionRecordId=record.record_id,
+                **by_subject,
+            )
+        ]
         return settle(
             intr,
             now,
@@ -74,6 +88,7 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
             value=None,
             emitted=emitted,
             extra={"reason": reason, **by_subject},
+            records=[record],
             result={"status": "cancelled"},
         )
 
@@ -81,13 +96,20 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
 
 
 def closed_unanswered(
-    intr: InterruptRecord, now: int, by: str, reason: str, by_subject: Mapping[str, str] | None = None
+    intr: InterruptRecord,
+    now: int,
+    by: str,
+    reason: str,
+    by_subject: Mapping[str, str] | None = None,
+    record_id: str | None = None,
 ) -> dict[str, Any]:
     """The ``interrupt.resolved`` of an interrupt closed with nobody answering it (no ``resumeValue``):
-    ``by`` (whose recorded subject is ``by_subject``, if any) cancelled its run, or its run ended while it
-    was open, for ``reason``."""
+    ``by`` (whose recorded subject is ``by_subject``, if any) cancelled its run (the decision recorded as
+    ``record_id``), or its run ended while it was open, for ``reason``."""
     who = dict(by_subject) if by_subject is not None else None
-    return resolved_event(intr, now, by, None, reason=reason, cancelled=True, resolvedBySubject=who)
+    return resolved_event(
+        intr, now, by, None, reason=reason, cancelled=True, resolvedBySubject=who, decisionRecordId=record_id
+    )
 
 
 def cancel_request(control: Mapping[str, Any] | None) -> tuple[str, str]:
@@ -125,8 +147,15 @@ def run_cancel_decision(
             request["cancelledBySubject"] = who
         if parent_run_id:
             request["parentRunId"] = parent_run_id
-        closed = [closed_unanswered(i, now, principal.id, request["reason"], who) for i in open_interrupts]
+        records = [
+            host_record(i, new_id, decision="cancel", by=principal.id, principal=principal) for i in open_interrupts
+        ]
+        closed = [
+            closed_unanswered(i, now, principal.id, request["reason"], who, r.record_id)
+            for i, r in zip(open_interrupts, records, strict=True)
+        ]
         return Mutation(
+            records=records,
             events=[event_draft(new_id, now, e["type"], e["payload"], e["nodeId"]) for e in closed],
             run_status="cancelling",
             cancel_interrupts="gone" if parent_run_id else "cancelled",

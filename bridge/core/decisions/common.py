@@ -16,6 +16,7 @@ from openwop_bridge.core import approvals, assurance
 from openwop_bridge.core.auth import LINK_ISSUER, Principal, Subject, subject_ref
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.conversation_limits import ConversationLimits
+from openwop_bridge.core.decision_record import DecisionDraft, digest, principal_subject
 from openwop_bridge.core.delegations import Delegation
 from openwop_bridge.core.errors import (
     AnswerAfterCancelError,
@@ -154,7 +155,18 @@ def deny(
         "resource": f"{run.run_id}/{intr.node_id}",
         "details": {"interruptId": intr.interrupt_id, "reason": reason},
     }
-    return Mutation(events=[event], audit=[audit], error=ForbiddenError(reason))
+    record = DecisionDraft(
+        record_id=new_id("dec"),
+        decision="denial",
+        by=principal.id,
+        subject=principal_subject(principal),
+        interrupt_id=intr.interrupt_id,
+        node_id=intr.node_id,
+        kind=intr.kind,
+        action=scope,
+        shown_hash=digest(intr.payload),
+    )
+    return Mutation(events=[event], audit=[audit], records=[record], error=ForbiddenError(reason))
 
 
 def resolver_id(answer: Answer) -> str:
@@ -211,10 +223,12 @@ def settle(
     state: dict[str, Any] | None = None,
     events: Sequence[EventDraft] = (),
     audit: Sequence[dict[str, Any]] = (),
+    records: Sequence[DecisionDraft] = (),
     rebuilt: bool = False,
 ) -> Mutation:
     """Close an interrupt: its resolution (``value`` by ``by`` now, with ``extra`` fields and the
-    ``emitted`` events it replays), the events after any earlier ``events`` of the decision, and wake the run.
+    ``emitted`` events it replays), the events after any earlier ``events`` of the decision, and wake the run;
+    ``records`` are the decision's drafts for the decision record.
 
     ``emitted`` are ``{type, payload, nodeId}`` documents; each becomes an event, in order. With
     ``rebuilt`` the resolution does not keep them: the decision builds them again from the
@@ -231,6 +245,7 @@ def settle(
         resolved_at_ms=now,
         events=[*events, *drafts],
         audit=list(audit),
+        records=list(records),
         wake=True,
         result=result,
     )

@@ -16,6 +16,7 @@ from openwop_bridge import spec
 from openwop_bridge.core import kinds
 from openwop_bridge.core.auth import Principal, subject_ref
 from openwop_bridge.core.conversation_limits import ConversationLimits, message_bytes
+from openwop_bridge.core.decision_record import DecisionDraft
 from openwop_bridge.core.decisions.common import NewId, resolution_of, resolved_payload, settle
 from openwop_bridge.core.errors import (
     InterruptAlreadyResolvedError,
@@ -239,8 +240,11 @@ def answer_exchange(record: InterruptRecord, value: Any, principal: Principal, n
     return decide_exchange(record, prepare_exchange(record, value, principal, now), new_id)
 
 
-def decide_exchange(record: InterruptRecord, prepared: PreparedExchange, new_id: NewId) -> Mutation:
-    """:func:`answer_exchange` on an answer already prepared for this exchange."""
+def decide_exchange(
+    record: InterruptRecord, prepared: PreparedExchange, new_id: NewId, decision: DecisionDraft | None = None
+) -> Mutation:
+    """:func:`answer_exchange` on an answer already prepared for this exchange (``decision``: the turn's draft for
+    the decision record, when it is taken)."""
     if prepared.shape_error is not None:
         raise prepared.shape_error
     retry = _retry(record, prepared)
@@ -249,7 +253,7 @@ def decide_exchange(record: InterruptRecord, prepared: PreparedExchange, new_id:
     if prepared.error is not None:
         raise prepared.error
     assert prepared.turn is not None
-    return _exchanged(record, prepared, prepared.turn, new_id)
+    return _exchanged(record, prepared, prepared.turn, new_id, decision)
 
 
 def _retry(record: InterruptRecord, prepared: PreparedExchange) -> Mutation | None:
@@ -337,13 +341,21 @@ def _answer_turn(
     return turn
 
 
-def _exchanged(record: InterruptRecord, prepared: PreparedExchange, turn: dict[str, Any], new_id: NewId) -> Mutation:
+def _exchanged(
+    record: InterruptRecord,
+    prepared: PreparedExchange,
+    turn: dict[str, Any],
+    new_id: NewId,
+    decision: DecisionDraft | None,
+) -> Mutation:
     """Resolve the exchange with ``turn``: ``conversation.exchanged``, or ``conversation.closed`` for a close."""
     operation, now = prepared.operation, prepared.now
     value = prepared.content if operation == "exchange" else None
     extra: dict[str, Any] = {"turn": turn, "operation": operation}
     if prepared.by_subject is not None:
         extra["resolvedBySubject"] = prepared.by_subject
+    if decision is not None:
+        extra["decisionRecordId"] = decision.record_id
     if operation == "close":
         extra.update({"closed": True, "outcome": prepared.outcome, "reason": prepared.reason or "closed-by-user"})
     return settle(
@@ -355,6 +367,7 @@ def _exchanged(record: InterruptRecord, prepared: PreparedExchange, turn: dict[s
         value=value,
         emitted=answer_events(record, resolution_of(now, prepared.by, value, extra)),
         extra=extra,
+        records=[] if decision is None else [decision],
         result={"status": "resolved", "turnIndex": turn["turnIndex"], "closed": operation == "close"},
         rebuilt=True,
     )
@@ -375,8 +388,10 @@ def answer_events(record: InterruptRecord, resolution: Mapping[str, Any]) -> lis
         value = resolution["resumeValue"]
         exchanged = {"conversationId": cid, "turnIndex": turn["turnIndex"], "turn": turn}
         said = {"type": "conversation.exchanged", "payload": exchanged, "nodeId": record.node_id}
-    who = resolution.get("resolvedBySubject")
-    resolved = resolved_payload(record, 0, resolution["resolvedBy"], value, resolvedBySubject=who)
+    who, recorded = resolution.get("resolvedBySubject"), resolution.get("decisionRecordId")
+    resolved = resolved_payload(
+        record, 0, resolution["resolvedBy"], value, resolvedBySubject=who, decisionRecordId=recorded
+    )
     resolved["resolvedAt"] = resolution["resolvedAt"]
     return [{"type": "interrupt.resolved", "payload": resolved, "nodeId": record.node_id}, said]
 

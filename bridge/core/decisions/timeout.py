@@ -13,6 +13,7 @@ from openwop_bridge.core import approvals, kinds
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.decisions.common import NewId, resolved_event, settle
 from openwop_bridge.core.decisions.exchange import timeout_close_events
+from openwop_bridge.core.decisions.recording import host_record
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, Mutation, RunRecord
 
 SYSTEM_TIMEOUT = "system:timeout"
@@ -26,11 +27,16 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
             return Mutation(result={"status": intr.status, "fired": False})
         kind = kinds.kind_of(intr.kind)
         final, emitted = _fail_closed(intr, now) if kind.fails_closed else (None, [])
+        action = None if final is None else "timeout"
+        record = host_record(intr, new_id, decision="timeout", by=SYSTEM_TIMEOUT, value=final, action=action)
+        recorded = {"decisionRecordId": record.record_id}
         if final is not None:
             fail_closed = {"action": "timeout", "decision": "rejected", "outcome": "rejected"}
-            emitted.append(resolved_event(intr, now, SYSTEM_TIMEOUT, final, **fail_closed, reason="timeout"))
+            emitted.append(
+                resolved_event(intr, now, SYSTEM_TIMEOUT, final, **fail_closed, reason="timeout", **recorded)
+            )
         else:
-            emitted.append(resolved_event(intr, now, SYSTEM_TIMEOUT, None, reason="timeout"))
+            emitted.append(resolved_event(intr, now, SYSTEM_TIMEOUT, None, reason="timeout", **recorded))
         if kind.turn:
             emitted += timeout_close_events(intr, now, new_id)
         extra: dict[str, Any] = {"reason": "timeout"}
@@ -45,6 +51,7 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
             value=final,
             emitted=emitted,
             extra=extra,
+            records=[record],
             result={"status": "expired", "fired": True},
         )
 

@@ -7,16 +7,17 @@ from typing import Any
 
 from openwop_bridge.host.http.openapi import Fragment
 from openwop_bridge.host.http.routing import Operation
-from openwop_bridge.host.v1 import analytics, batch, delegations, interrupts, meta, runs
+from openwop_bridge.host.v1 import analytics, batch, decision_record, delegations, interrupts, meta, runs
 from openwop_bridge.host.v1.openapi import document
 
 #: Discovery, the document, liveness and metrics; runs and workflows; interrupts (the batch before
-#: ``/v1/interrupts/{token}``, which its path would match too); analytics.
+#: ``/v1/interrupts/{token}``, which its path would match too); the decision record; analytics.
 OPERATIONS: tuple[Operation, ...] = (
     *meta.OPERATIONS,
     *runs.OPERATIONS,
     *batch.OPERATIONS,
     *interrupts.OPERATIONS,
+    *decision_record.OPERATIONS,
     *analytics.OPERATIONS,
     *delegations.OPERATIONS,
 )

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from openwop_bridge.core.auth import LANES
+from openwop_bridge.core.auth import API_KEY_ISSUER, LANES
 
-#: The trust root of the API-key lane.
-API_KEY_ISSUER = "urn:openwop-bridge:api-key"
+__all__ = ["API_KEY_ISSUER", "of", "recorded", "subject"]
 _SUBJECT_ID_CHARS = str.maketrans({" ": "_", "/": "_", "\t": "_", "\n": "_"})
 
 

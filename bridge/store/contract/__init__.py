@@ -10,10 +10,12 @@ from openwop_bridge.store.contract.keys import SigningKeyStore
 from openwop_bridge.store.contract.kv import KeyValueStore
 from openwop_bridge.store.contract.lifecycle import StoreLifecycle
 from openwop_bridge.store.contract.outbox import OutboxStore
+from openwop_bridge.store.contract.records import DecisionRecordStore
 from openwop_bridge.store.contract.runs import RunStore
 
 __all__ = [
     "AnalyticsStore",
+    "DecisionRecordStore",
     "IdempotencyStore",
     "InterruptStore",
     "KeyValueStore",
