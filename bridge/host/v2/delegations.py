@@ -88,6 +88,16 @@ _LIST = {
 }
 
 
+_CONFLICT = json_response(
+    schema_ref("ErrorEnvelope"),
+    f"version_conflict: the tenant keeps {MAX_PER_TENANT} delegations already, or the delegation changed meanwhile",
+)
+_NOT_YOURS = json_response(schema_ref("ErrorEnvelope"), "not_found: no delegation of yours with this id")
+_DELEGATION = bound_param(
+    "delegationId", "The tenant-bound delegation id projected to one segment (acme~2Fdlg-…), or its v1 id"
+)
+
+
 def _errors(*codes: int) -> dict[str, Any]:
     """The v2 error responses for ``codes`` (:func:`~openwop_bridge.host.v2.doc.errors`), a delegation's 404 and 409
     said as they are here."""
@@ -98,15 +108,6 @@ def _errors(*codes: int) -> dict[str, Any]:
         out["409"] = _CONFLICT
     return dict(sorted(out.items()))
 
-
-_CONFLICT = json_response(
-    schema_ref("ErrorEnvelope"),
-    f"version_conflict: the tenant keeps {MAX_PER_TENANT} delegations already, or the delegation changed meanwhile",
-)
-_NOT_YOURS = json_response(schema_ref("ErrorEnvelope"), "not_found: no delegation of yours with this id")
-_DELEGATION = bound_param(
-    "delegationId", "The tenant-bound delegation id projected to one segment (acme~2Fdlg-…), or its v1 id"
-)
 
 #: The delegation operations, each needing ``approvals:respond``.
 OPERATIONS = (
