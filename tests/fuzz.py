@@ -96,7 +96,7 @@ def refusal_the_document_cannot_state(case: schemathesis.Case) -> str | None:
         return "cursor"
     if case.path == "/v1/analytics/decisions" and {"from", "to"} & set(case.query or {}):
         return "window"
-    if case.method.upper() == "POST" and case.path == "/v1/delegations":
+    if case.method.upper() == "POST" and case.path in ("/v1/delegations", "/delegations"):
         return "span"
     if case.method.upper() == "POST" and case.path == "/ui/api/passkeys":
         return "credential"  # a browser's answer to a challenge this host issued, which a document cannot name

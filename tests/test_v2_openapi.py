@@ -51,6 +51,7 @@ def _served() -> set[tuple[str, str]]:
         "token": "token",
         "webhook_id": "webhookId",
         "delivery_id": "deliveryId",
+        "delegation_id": "delegationId",
     }
     served = {("get", "/.well-known/openwop")}
     for route in routes_of(OPERATIONS):

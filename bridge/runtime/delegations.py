@@ -8,7 +8,6 @@ The rules are :mod:`openwop_bridge.core.delegations`'s.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 
 from openwop_bridge.core.auth import Principal
@@ -81,7 +80,7 @@ class DelegationService:
             raise ValidationError("invalid delegation: " + "; ".join(problems), details={"problems": problems})
         own = who == principal.id
         made = Delegation(
-            delegation_id="dlg_" + secrets.token_hex(12),
+            delegation_id=self._k.clock.new_id("dlg"),
             tenant=principal.tenant,
             delegator=who,
             delegate=delegate,

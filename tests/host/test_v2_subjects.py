@@ -90,3 +90,40 @@ def test_an_interrupt_documents_resolution_names_its_subject() -> None:
     assert out["resolution"] == {"resolvedBy": SUBJECT}
     keyed = documents.interrupt({"interruptId": "int_1", "resolution": {"resolvedBy": "bob"}}, "acme", "")
     assert keyed["resolution"]["resolvedBy"] == subjects.subject("acme", "bob")
+
+
+def test_a_decision_made_in_someones_place_names_who_acted_as_the_actor() -> None:
+    cast = {
+        "voter": "alice",
+        "action": "accept",
+        "actingPrincipal": "bob",
+        "actingSubject": REF,
+        "delegation": "dlg_01m8vbzgnb3m4rkc3q6yy9szrs",
+    }
+    assert subjects.actor("acme", "alice", cast) == SUBJECT
+    acted = subjects.of("acme", "alice", None, subjects.actor("acme", "alice", cast))
+    assert acted == {**subjects.subject("acme", "alice"), "actor": SUBJECT}
+    assert spec.problems("subject.schema.json", acted) == []
+    for own in ({"voter": "alice"}, {"voter": "alice", "actingPrincipal": "alice"}, {"actingPrincipal": ""}, None):
+        assert subjects.actor("acme", "alice", own) is None
+    lookup = events.InterruptOf(
+        held=[("2026-12-02T11:00:00.000Z", "gate", "int_01m8vbzgnb3m4rkc3q6yy9szrs")],
+        acted={("int_01m8vbzgnb3m4rkc3q6yy9szrs", "alice"): cast},
+    )
+    granted = documents.event(_doc("approval.granted", {"gateId": "gate", "principal": "alice"}), "acme", lookup)
+    assert granted["payload"]["resolvedBy"] == acted and spec.validate_event(granted) == []
+    # A resolution names who acted itself: alice cancelling the gate she had a vote cast on is hers alone.
+    cancelled = {
+        "nodeId": "gate",
+        "interruptId": "int_01m8vbzgnb3m4rkc3q6yy9szrs",
+        "resolvedBy": "alice",
+        "cancelled": True,
+    }
+    own = documents.event(_doc("interrupt.resolved", cancelled), "acme", lookup)
+    assert own["payload"]["resolvedBy"] == subjects.subject("acme", "alice")
+    settled = documents.event(_doc("interrupt.resolved", {**cancelled, **cast, "cancelled": False}), "acme", lookup)
+    assert (
+        settled["payload"]["resolvedBy"] == acted
+        and settled["payload"]["x-delegation"] == "acme/dlg-01m8vbzgnb3m4rkc3q6yy9szrs"
+    )
+    assert spec.validate_event(settled) == []

@@ -99,8 +99,9 @@ def decide_approval(
         return denied
     if normalized.action == "ask":
         return _ask(intr, answer, normalized, voter, now, new_id)
-    # The credential's subject is the voter's own only when no one acts on another's behalf.
+    # The credential's subject is the voter's own only when no one acts on another's behalf; else the actor's.
     who = decider_subject(answer) if voter == acting else None
+    actor = decider_subject(answer) if voter != acting else None
     delegated = answer.delegation.delegation_id if answer.delegation is not None and _stands_in(answer, voter) else None
     record = recording.answer_record(
         intr,
@@ -112,7 +113,8 @@ def decide_approval(
         voter=voter,
         delegation=delegated,
     )
-    return _vote(intr, run, normalized, _Voter(voter, acting, who, delegated), now, new_id, answer.assurance, record)
+    voting = _Voter(voter, acting, who, delegated, actor)
+    return _vote(intr, run, normalized, voting, now, new_id, answer.assurance, record)
 
 
 def checked_answer(intr: InterruptRecord, answer: Answer, now: int) -> approvals.ApprovalAnswer:
@@ -276,6 +278,10 @@ class _GateLog:
         self.audit.append({"principal": principal, "action": action, "resource": resource, "details": details})
 
 
+#: What a vote records of someone acting in its voter's place: who, their credential's subject, the delegation.
+ON_BEHALF = ("actingPrincipal", "actingSubject", "delegation")
+
+
 @dataclass(frozen=True, slots=True)
 class _Voter:
     """Who votes, who acts (the same, unless someone acts on the voter's behalf), and the recorded
@@ -286,6 +292,8 @@ class _Voter:
     subject: dict[str, str] | None = None
     #: The delegation the acting person votes through, in the voter's place.
     delegation: str | None = None
+    #: The recorded ``{issuer, subjectId, lane}`` of the acting person's credential, when they act for the voter.
+    acting_subject: dict[str, str] | None = None
 
 
 def _vote(
@@ -320,6 +328,8 @@ def _vote(
         vote["delegation"] = who.delegation
     if who.subject is not None:
         vote["subject"] = who.subject
+    if who.acting_subject is not None:
+        vote["actingSubject"] = who.acting_subject
     if used != assurance.BEARER:  # a bearer vote reads as votes always have (the audit and resolution say bearer)
         vote["assurance"] = used
     votes.append(vote)
@@ -337,7 +347,10 @@ def _vote(
             result={"status": "pending", "votes": t.progress()},
         )
     final = approvals.final_value(t, vote, iso_ms(now))
-    return settle_approval(intr, now, new_id, final, state, log.events, log.audit, t.outcome, used, records)
+    acted = {k: vote[k] for k in ON_BEHALF if k in vote}  # who acted in the deciding voter's place, if anyone
+    return settle_approval(
+        intr, now, new_id, final, state, log.events, log.audit, t.outcome, used, records=records, acted=acted
+    )
 
 
 def _duplicate_vote(
@@ -413,11 +426,14 @@ def settle_approval(
     outcome: str,
     used: str | None = None,
     records: Sequence[DecisionDraft] = (),
+    acted: Mapping[str, Any] | None = None,
 ) -> Mutation:
     """Close an approval with its final value: ``approval.received`` and ``interrupt.resolved``, and wake the run.
 
     ``used``: the assurance of the answer that settled it (None for a timeout or a cancel); ``records``: the
-    decision's drafts for the decision record, the last the one that settled it (``interrupt.resolved`` names it)."""
+    decision's drafts for the decision record, the last the one that settled it (``interrupt.resolved`` names it);
+    ``acted``: the :data:`ON_BEHALF` fields of the deciding vote, when someone acted in its voter's place (the
+    resolution and ``interrupt.resolved`` carry them)."""
     received: dict[str, Any] = {
         "nodeId": intr.node_id,
         "action": final["action"],
@@ -446,6 +462,7 @@ def settle_approval(
             reason=final.get("reason") if timed_out else None,
             resolvedBySubject=who,
             decisionRecordId=records[-1].record_id if records else None,
+            **(acted or {}),
         ),
     ]
     return settle(
@@ -461,6 +478,7 @@ def settle_approval(
             "decision": decision,
             **({"resolvedBySubject": who} if who else {}),
             **({"assurance": used} if used else {}),
+            **(acted or {}),
         },
         state=state,
         events=events,

@@ -157,9 +157,7 @@ OPERATIONS = (
         scope="audit:read",
         params=(
             query_param("cursor", "The nextCursor of the previous page (opaque; a malformed cursor is 400)"),
-            query_param(
-                "limit", "Records per page (default 100)", {"type": "integer", "minimum": 1, "maximum": 1000}
-            ),
+            query_param("limit", "Records per page (default 100)", {"type": "integer", "minimum": 1, "maximum": 1000}),
             query_param(
                 "format",
                 "jsonl: every record as JSON Lines (as Accept: application/x-ndjson)",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from openwop_bridge.host.http.routing import Operation
-from openwop_bridge.host.v2 import routes, webhooks
+from openwop_bridge.host.v2 import delegations, routes, webhooks
 from openwop_bridge.host.v2.discovery import discovery_document
 from openwop_bridge.host.v2.doc import META
 from openwop_bridge.host.v2.documents import WebhookWire
@@ -46,7 +46,7 @@ DISCOVERY = Operation(
 )
 
 #: Every v2 operation, in the order its routes match.
-OPERATIONS: tuple[Operation, ...] = (DISCOVERY, *routes.OPERATIONS, *webhooks.OPERATIONS)
+OPERATIONS: tuple[Operation, ...] = (DISCOVERY, *routes.OPERATIONS, *webhooks.OPERATIONS, *delegations.OPERATIONS)
 
 
 def openapi_document() -> dict[str, Any]:

@@ -64,12 +64,32 @@ def interrupt(view: dict[str, Any], tenant: str, base_url: str) -> dict[str, Any
 
 def resolved_by(view: dict[str, Any], tenant: str) -> dict[str, Any]:
     """A copy of an interrupt view whose resolution names its ``resolvedBy`` as a Subject (the one the
-    decision recorded, else the API-key subject of the principal)."""
+    decision recorded, else the API-key subject of the principal), and whose votes name their voter's
+    ``subject`` so; either with ``actor`` when someone acted in its place (:func:`subjects.actor`)."""
     out = dict(view)
     resolution = out.get("resolution")
     if isinstance(resolution, dict) and isinstance(resolution.get("resolvedBy"), str):
-        who = subjects.of(tenant, resolution["resolvedBy"], resolution.get("resolvedBySubject"))
-        out["resolution"] = {**{k: v for k, v in resolution.items() if k != "resolvedBySubject"}, "resolvedBy": who}
+        out["resolution"] = _decided(resolution, "resolvedBy", "resolvedBySubject", "resolvedBy", tenant)
+    votes = out.get("votes")
+    if isinstance(votes, dict) and isinstance(votes.get("votes"), list):
+        cast = [
+            _decided(v, "voter", "subject", "subject", tenant) if isinstance(v, dict) else v for v in votes["votes"]
+        ]
+        out["votes"] = {**votes, "votes": cast}
+    return out
+
+
+def _decided(decision: dict[str, Any], who_key: str, ref_key: str, into: str, tenant: str) -> dict[str, Any]:
+    """A recorded decision (a resolution, a vote) in v2 words: the Subject of its decider (named by ``who_key``,
+    recorded under ``ref_key``) under ``into``, with ``actor`` when someone acted in their place; the delegation
+    it went through tenant-bound."""
+    who = decision.get(who_key)
+    if not isinstance(who, str):
+        return decision
+    out = {k: v for k, v in decision.items() if k not in (ref_key, "actingPrincipal", "actingSubject")}
+    out[into] = subjects.of(tenant, who, decision.get(ref_key), subjects.actor(tenant, who, decision))
+    if isinstance(decision.get("delegation"), str):
+        out["delegation"] = ids.bind(tenant, decision["delegation"])
     return out
 
 

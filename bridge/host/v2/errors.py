@@ -52,6 +52,10 @@ class RunAlreadyActiveError(BridgeError, code="run_already_active", status=409):
         self.retry_after_s = retry_after_s
 
 
+class VersionConflictError(BridgeError, code="version_conflict", status=409):
+    """409: a resource other than a run changed meanwhile, or holds as much as it may (a tenant's delegations)."""
+
+
 _FORBIDDEN_DETAILS = ("retryAfter", "retryAfterMs", "retryAfterSeconds")
 VERSION = "2.0"
 

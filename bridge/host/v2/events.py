@@ -9,7 +9,9 @@ The engine writes one log; v1 reads it as written. Over v2 each payload is re-sp
   types share v2's ``interruptResolved`` shape: ``action``, ``decision`` (the engine's
   ``approved`` is v2's ``granted``), ``reason``, and ``resolvedBy`` as a Subject: the one the decision
   recorded (``resolvedBySubject`` / ``decidedBySubject``; a vote's, which v1's closed ``approval.granted``
-  cannot carry, from its entry in the gate's ``votes``), else the API-key subject of the principal.
+  cannot carry, from its entry in the gate's ``votes``), else the API-key subject of the principal; with
+  ``actor``, the Subject of whoever acted in its place (a delegate, an operator acting as someone), from the
+  resolution's ``actingPrincipal`` / ``actingSubject`` (a vote event's from its entry in the gate's ``votes``).
 - Ids are tenant-bound; ``run.started`` names its owner as ``{tenant, subject}`` (the recorded
   ``ownerSubject``, else the API-key subject).
 - ``node.failed`` says ``error.retryable: false``: the engine records it once, when the
@@ -49,6 +51,8 @@ _VOTE_ACTION = {"approval.granted": "accept", "approval.rejected": "reject"}
 _BOUND_KEYS = ("interruptId", "childRunId", "parentRunId", "sourceRunId")
 _WHO_KEYS = ("resolvedBy", "decidedBy", "principal")
 _SUBJECT_KEYS = ("resolvedBySubject", "decidedBySubject")
+#: Who acted in the resolver's place: spelled as ``resolvedBy.actor``.
+_ACTING_KEYS = ("actingPrincipal", "actingSubject")
 _EXTENSION = ("openwop-", "x-", "vendor.")
 
 
@@ -59,18 +63,23 @@ class InterruptOf:
 
     held: list[tuple[str, str, str]] = field(default_factory=list)
     votes: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: ``(interrupt id, voter) → the vote``, for the votes someone cast in their voter's place.
+    acted: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, records: Iterable[InterruptRecord]) -> InterruptOf:
         """The lookup over a run's interrupt records."""
         held: list[tuple[str, str, str]] = []
         votes: dict[tuple[str, str], dict[str, Any]] = {}
+        acted: dict[tuple[str, str], dict[str, Any]] = {}
         for r in records:
             held.append((iso_ms(r.requested_at_ms), r.node_id, r.interrupt_id))
             for vote in r.state.get("votes") or []:
                 if isinstance(vote, dict) and isinstance(vote.get("subject"), dict):
                     votes.setdefault((r.interrupt_id, str(vote.get("voter"))), vote["subject"])
-        return cls(sorted(held), votes)
+                if isinstance(vote, dict) and vote.get("actingPrincipal"):
+                    acted.setdefault((r.interrupt_id, str(vote.get("voter"))), vote)
+        return cls(sorted(held), votes, acted)
 
     def __call__(self, node_id: str, at: str) -> str | None:
         found = [iid for when, node, iid in self.held if node == node_id and when <= at]
@@ -79,6 +88,10 @@ class InterruptOf:
     def vote_subject(self, interrupt_id: str, voter: str) -> dict[str, Any] | None:
         """The recorded subject of ``voter``'s vote on the interrupt, if it has one."""
         return self.votes.get((interrupt_id, voter))
+
+    def vote_acted(self, interrupt_id: str, voter: str) -> dict[str, Any] | None:
+        """``voter``'s vote on the interrupt when someone cast it in their place (see :func:`subjects.actor`)."""
+        return self.acted.get((interrupt_id, voter))
 
 
 def _named(definition: str) -> set[str]:
@@ -112,7 +125,8 @@ def resolved(
     lookup: InterruptOf | None = None,
 ) -> dict[str, Any]:
     """A v2 ``interruptResolved`` payload from any of the engine's resolution events."""
-    out: dict[str, Any] = {k: v for k, v in p.items() if k not in ("gateId", *_WHO_KEYS, *_SUBJECT_KEYS)}
+    dropped = ("gateId", *_WHO_KEYS, *_SUBJECT_KEYS, *_ACTING_KEYS)
+    out: dict[str, Any] = {k: v for k, v in p.items() if k not in dropped}
     out["nodeId"] = p.get("nodeId") or node_id or p.get("gateId")
     engine_interrupt = p.get("interruptId") or interrupt_id
     if engine_interrupt:
@@ -122,7 +136,13 @@ def resolved(
         ref = next((p[k] for k in _SUBJECT_KEYS if isinstance(p.get(k), dict)), None)
         if ref is None and lookup is not None and engine_interrupt:
             ref = lookup.vote_subject(str(engine_interrupt), who)
-        out["resolvedBy"] = subjects.of(tenant, who, ref)
+        # interrupt.resolved records who acted in the resolver's place; a vote event's is in the gate's vote.
+        acted: dict[str, Any] | None = p
+        if type_ != "interrupt.resolved" and lookup is not None and engine_interrupt:
+            acted = lookup.vote_acted(str(engine_interrupt), who) or p
+        out["resolvedBy"] = subjects.of(tenant, who, ref, subjects.actor(tenant, who, acted))
+    if isinstance(p.get("delegation"), str):
+        out["delegation"] = ids.bind(tenant, p["delegation"])
     action = p.get("action", _VOTE_ACTION.get(type_))
     if action in ACTIONS:
         out["action"] = action

@@ -29,7 +29,7 @@ V2 = "2.0"
 PROTOCOL_VERSIONS = [V1, V2]
 PREFERRED = V1
 DISCOVERY = "/.well-known/openwop"
-V2_ROOTS = ("/runs", "/interrupts", "/webhooks", "/openapi.json", DISCOVERY)
+V2_ROOTS = ("/runs", "/interrupts", "/webhooks", "/delegations", "/openapi.json", DISCOVERY)
 _HEADER = re.compile(r"\s*(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*))?\s*")
 
 

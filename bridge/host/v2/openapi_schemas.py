@@ -8,6 +8,7 @@
   (``agent-ref.schema.json``, not vendored) are never served, so they are ``false``.
 - ``CancelResponse`` is runs.md §Cancel: ``{runId, status: cancelling | cancelled}``;
   ``BulkCancelResponse`` is §Bulk cancel: ``{results[]}``, one ``{runId, ok, status | error}`` per id.
+- ``Delegation`` (``/delegations``) is this host's: no v2 schema names one; its people are Subjects.
 - ``ResolveResponse`` and ``InterruptInspection`` have no v2 schema file (interrupt.md
   names the operations, not their bodies): they are written from what the routes
   answer, every field named and typed, nothing else admitted.
@@ -173,9 +174,38 @@ def _inspection() -> dict[str, Any]:
     }
 
 
+def _delegation() -> dict[str, Any]:
+    """A delegation as ``/delegations`` serves it (:mod:`.delegations`)."""
+    when = {"type": "string", "format": "date-time"}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [
+            *("delegationId", "delegator", "delegate", "from", "until"),
+            *("workflows", "reason", "createdBy", "createdAt"),
+        ],
+        "properties": {
+            "delegationId": {
+                "type": "string",
+                "pattern": "^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$",
+                "description": "Tenant-bound (<tenant>/dlg-…)",
+            },
+            "delegator": {**_ref("Subject"), "description": "Who is away: the voter a delegate names"},
+            "delegate": {**_ref("Subject"), "description": "Who answers in the delegator's place"},
+            "from": when,
+            "until": when,
+            "workflows": {"type": "array", "items": {"type": "string"}, "description": "None: every workflow"},
+            "reason": {"type": "string"},
+            "createdBy": {**_ref("Subject"), "description": "The delegator, or the admin who made it for them"},
+            "createdAt": when,
+            "endedAt": {**when, "description": "When it was ended, if it was"},
+        },
+    }
+
+
 def component_schemas() -> dict[str, Any]:
     """``RunSnapshot``, ``RunListResponse``, ``CancelResponse``, ``BulkCancelResponse``, ``ResolveResponse``,
-    ``InterruptInspection`` and the ``Id…`` and ``Subject`` components they refer to."""
+    ``InterruptInspection``, ``Delegation`` and the ``Id…`` and ``Subject`` components they refer to."""
     used = {"runId", "interruptId", "nodeId", "workflowId"}
     out: dict[str, Any] = {
         "RunSnapshot": _snapshot(used),
@@ -190,6 +220,7 @@ def component_schemas() -> dict[str, Any]:
         "BulkCancelResponse": _bulk_cancel_response(),
         "ResolveResponse": _resolve_response(),
         "InterruptInspection": _inspection(),
+        "Delegation": _delegation(),
     }
     defs = spec.schema("ids.schema.json")["$defs"]
     # In name order, so the document is the same bytes in every process (a set's order follows the hash seed).

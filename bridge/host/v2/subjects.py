@@ -3,7 +3,8 @@
 A run or decision records ``{issuer, subjectId, lane}`` when its credential named a subject (a provider's
 token, a Slack click, a signed link: :func:`openwop_bridge.core.auth.subject_ref`); :func:`recorded` spells
 that as a Subject. One made with an API key records only the principal id: :func:`subject` spells it in the
-key realm.
+key realm. A decision someone made in another's place (a delegate, an operator acting as someone) is the other's,
+with the one who acted as its ``actor`` (:func:`actor`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,23 @@ def recorded(tenant: str, ref: Any) -> dict[str, Any] | None:
     }
 
 
-def of(tenant: str, principal_id: str, ref: Any = None) -> dict[str, Any]:
-    """The recorded subject (:func:`recorded`) when there is one, else the API-key subject of ``principal_id``."""
-    return recorded(tenant, ref) or subject(tenant, principal_id)
+def of(tenant: str, principal_id: str, ref: Any = None, actor: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The recorded subject (:func:`recorded`) when there is one, else the API-key subject of ``principal_id``;
+    with ``actor`` (:func:`actor`) when someone acted on its behalf."""
+    out = recorded(tenant, ref) or subject(tenant, principal_id)
+    if actor is not None:
+        out["actor"] = actor
+    return out
+
+
+def actor(tenant: str, principal_id: str, decision: Any) -> dict[str, Any] | None:
+    """The Subject of whoever acted on ``principal_id``'s behalf in a recorded decision (a vote, a resolution):
+    its ``actingPrincipal`` (a delegate, an operator acting as someone) with the ``actingSubject`` their
+    credential named, else the API-key subject. None when ``principal_id`` acted themselves. One level deep:
+    the bridge records no chain, so the nested Subject has no ``actor`` of its own (the schema allows four)."""
+    if not isinstance(decision, Mapping):
+        return None
+    acting = decision.get("actingPrincipal")
+    if not isinstance(acting, str) or not acting or acting == principal_id:
+        return None
+    return of(tenant, acting, decision.get("actingSubject"))
