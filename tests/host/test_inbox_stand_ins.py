@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from openwop_bridge import Engine, Workflow
+from openwop_bridge import Engine, Principal, Workflow
 from openwop_bridge.core.auth import KeyRing
 from openwop_bridge.host.app import create_app
 from openwop_bridge.host.web import web_routes
@@ -94,3 +94,24 @@ async def test_asking_is_checked(web: httpx.AsyncClient) -> None:
     envelope(too_many, 400, "validation_error")
     envelope(await web.get("/ui/api/inbox/for", params={"id": "x"}, headers=auth("reader")), 403, "forbidden")
     envelope(await web.get("/ui/api/inbox/for", params={"id": "x"}), 401, "unauthenticated")
+
+
+async def test_a_delegate_is_offered_only_what_the_delegators_rights_and_workflows_allow(engine: Engine) -> None:
+    _gate(engine, "finance-only", requiredRole="finance")
+    _gate(engine, "elsewhere")
+    dana = Principal("dana", scopes=frozenset({"approvals:respond", "runs:create", "runs:read"}))
+    erin = Principal("erin", scopes=frozenset({"approvals:respond"}), roles=frozenset({"finance"}))
+    until = int(time.time() * 1000) + HOUR_MS
+    await engine.create_delegation(dana, delegate="erin", until_ms=until, workflows=["finance-only"])
+    ids = []
+    for workflow in ("finance-only", "elsewhere"):
+        run = await engine.create_run(dana, workflow)
+        await settle(engine, run.run_id)
+        record = await engine.store.interrupt_at(run.run_id, "gate")
+        assert record is not None
+        ids.append(record.interrupt_id)
+    # dana lacks the finance role (erin holds it, but answers for dana with dana's rights), and her
+    # delegation does not cover the other workflow: erin answers neither for her.
+    assert await engine.stand_ins(erin, ids) == []
+    record = await engine.store.get_interrupt(ids[0])
+    assert record is not None and await engine.may_answer(erin, record)  # as herself she may
