@@ -1,4 +1,5 @@
-"""Delegations kept in the store: made, listed, ended, and found when a delegate answers.
+"""Delegations kept in the store: made, listed, ended, found when a delegate answers, and the open
+approvals a delegate may answer in someone's place (what the inbox marks "for alice").
 
 Each delegation is a JSON object in the store's key-value space (namespace ``delegations``, key
 ``tenant␟delegator␟id``), so every instance sharing the database sees it; a tenant keeps at most
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from openwop_bridge.core import kinds
 from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.decisions.approval import may_stand_in
 from openwop_bridge.core.delegations import (
     MAX_PER_TENANT,
     MAX_SPAN_MS,
@@ -19,6 +22,7 @@ from openwop_bridge.core.delegations import (
     DelegationExpiredError,
 )
 from openwop_bridge.core.errors import ConflictError, ForbiddenError, NotFoundError, ValidationError
+from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.runtime.adapter_state import AdapterState
 from openwop_bridge.runtime.kernel import Kernel
 
@@ -27,6 +31,8 @@ __all__ = ["DelegationService"]
 NAMESPACE = "delegations"
 _SEP = "\x1f"
 _PAGE = 500
+#: The most interrupts one :meth:`DelegationService.stand_ins` call looks at (an inbox page at most).
+MAX_STAND_INS = 500
 
 
 def _key(tenant: str, delegator: str, delegation_id: str = "") -> str:
@@ -155,6 +161,40 @@ class DelegationService:
                 details={"delegationId": over.delegation_id},
             )
         return None
+
+    async def stand_ins(
+        self, principal: Principal, interrupt_ids: Sequence[str]
+    ) -> list[tuple[InterruptRecord, list[Delegation]]]:
+        """Of the open approvals ``interrupt_ids`` names, those ``principal`` may answer now in someone's place,
+        each with the delegations that let them (one per person they stand in for, as the decision would
+        take them: the delegator's rights, approvers, separation of duties, the delegator's slot still empty)."""
+        if len(interrupt_ids) > MAX_STAND_INS:
+            raise ValidationError(f"at most {MAX_STAND_INS} interrupts at a time")
+        if not principal.has_scope("approvals:respond"):
+            return []
+        now = self._k.clock.now_ms()
+        held = [d for d in await self._tenant(principal.tenant) if d.delegate == principal.id and d.active(now)]
+        found: list[tuple[InterruptRecord, list[Delegation]]] = []
+        if not held:
+            return found
+        for interrupt_id in dict.fromkeys(interrupt_ids):
+            record = await self._k.store.get_interrupt(interrupt_id)
+            if record is None or record.tenant != principal.tenant or not record.open:
+                continue
+            if not kinds.kind_of(record.kind).votes:
+                continue
+            run = await self._k.store.load_run(record.run_id)
+            if run is None:
+                continue
+            through: dict[str, Delegation] = {}
+            for made in held:
+                if made.delegator in through:
+                    continue
+                if may_stand_in(record, run, made, principal, now, self._k.clock.new_id):
+                    through[made.delegator] = made
+            if through:
+                found.append((record, list(through.values())))
+        return found
 
     async def _tenant(self, tenant: str) -> list[Delegation]:
         found: list[Delegation] = []

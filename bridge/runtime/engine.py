@@ -385,6 +385,7 @@ class Engine:
     resolve_batch = Delegate("_batch", BatchAnswers.resolve_batch)
     create_delegation = Delegate("_delegations", DelegationService.create_delegation)
     delegations = Delegate("_delegations", DelegationService.delegations)
+    stand_ins = Delegate("_delegations", DelegationService.stand_ins)
     end_delegation = Delegate("_delegations", DelegationService.end_delegation)
     preview_answer = Delegate("_answers", AnswerService.preview_answer)
     preview_cancel = Delegate("_answers", AnswerService.preview_cancel)

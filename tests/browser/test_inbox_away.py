@@ -1,5 +1,6 @@
 """The inbox's "While you are away": alice lets bob answer for her until tomorrow, bob sees it and answers as
-her, alice ends it; all in headless Chromium against real uvicorn."""
+her, alice ends it; bob's inbox marks what he may answer "for alice", answers it in her place, and keeps to one
+vote where he is an approver himself; all in headless Chromium against real uvicorn."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 from playwright.async_api import Page, expect
 
 from openwop_bridge import Engine, Workflow
-from tests.browser import start
-from tests.browser.test_web_inbox import sign_in
+from tests.browser import said, screenshot, start
+from tests.browser.test_web_inbox import open_request, rows, sign_in
 from tests.conftest import auth
 
 
@@ -72,3 +73,91 @@ async def test_a_refused_delegation_says_why_and_signing_out_takes_the_section_a
     await page.get_by_role("button", name="Sign out").click()
     await expect(page.locator("#away")).to_be_hidden()
     assert await page.locator("#away").inner_html() == ""
+
+
+async def _delegate_to_bob(api: httpx.AsyncClient) -> str:
+    """alice lets bob answer for her for a day; the delegation's id."""
+    until = int((datetime.now() + timedelta(days=1)).timestamp() * 1000)
+    made = await api.post("/v1/delegations", json={"delegate": "bob", "until": until}, headers=auth("admin"))
+    assert made.status_code == 201, made.text
+    return str(made.json()["delegationId"])
+
+
+def _approval(engine: Engine, workflow_id: str, title: str, **config: object) -> None:
+    wf = Workflow(workflow_id)
+    wf.node("gate", type_id="core.approvalGate", config={"title": title, "actions": ["accept", "reject"], **config})
+    wf.register(engine)
+
+
+@pytest.mark.browser
+async def test_bob_answers_alices_approval_for_her_in_the_inbox(
+    page: Page, site: str, api: httpx.AsyncClient, engine: Engine
+) -> None:
+    _approval(engine, "hers", "Pay the printer?", approversList=["alice"])
+    _approval(engine, "his", "Order paper?", approversList=["bob"])
+    hers = await start(api, engine, "hers", who="operator")
+    await start(api, engine, "his", who="operator")
+    delegation = await _delegate_to_bob(api)
+
+    await sign_in(page, site, "bob")
+    row = rows(page).filter(has_text="Pay the printer?")
+    await expect(row.locator(".for-whom")).to_have_text("for alice")
+    await expect(rows(page).filter(has_text="Order paper?").locator(".for-whom")).to_have_count(0)
+
+    detail = await open_request(page, "Pay the printer?")
+    whose = detail.get_by_role("group", name="Whose vote is this")
+    await expect(whose.get_by_label("For alice")).to_be_checked()  # the only place bob may answer this in
+    await expect(whose).to_contain_text("You answer this for alice, in their place.")
+    await screenshot(page, "for-alice")
+    await detail.get_by_label("Accept", exact=True).check()
+    await detail.get_by_role("button", name="Submit decision").click()
+    await expect(said(detail, "Decide")).to_have_text("Decision recorded for alice: Accept.")
+    await expect(row).to_have_count(0)  # answered: gone from the list
+
+    # The same decision the API makes when bob names alice as the voter.
+    record = await engine.store.interrupt_at(hers, "gate")
+    assert record is not None and record.status == "resolved"
+    (vote,) = record.state["votes"]
+    assert (vote["voter"], vote["actingPrincipal"], vote["delegation"]) == ("alice", "bob", delegation)
+    assert record.resolution is not None and record.resolution["resumeValue"]["decidedBy"] == "alice"
+
+
+@pytest.mark.browser
+async def test_an_approver_who_also_stands_in_chooses_the_slot_and_votes_once(
+    page: Page, site: str, api: httpx.AsyncClient, engine: Engine
+) -> None:
+    _approval(engine, "both", "Hire a temp?", approversList=["alice", "bob", "carol"], requiredApprovals=2)
+    run_id = await start(api, engine, "both", who="operator")
+    delegation = await _delegate_to_bob(api)
+
+    await sign_in(page, site, "bob")
+    await expect(rows(page).filter(has_text="Hire a temp?").locator(".for-whom")).to_have_text("for alice")
+    detail = await open_request(page, "Hire a temp?")
+    whose = detail.get_by_role("group", name="Whose vote is this")
+    await expect(whose.get_by_label("Your own vote (bob)")).not_to_be_checked()
+    await expect(whose.get_by_label("For alice")).not_to_be_checked()
+    await expect(whose).to_contain_text("one person, one vote")
+    await detail.get_by_label("Accept", exact=True).check()
+    await detail.get_by_role("button", name="Submit decision").click()
+    await expect(said(detail, "Decide", "alert")).to_have_text("Choose whose vote this is first.")
+
+    await whose.get_by_label("For alice").check()
+    await detail.get_by_role("button", name="Submit decision").click()
+    await expect(said(detail, "Decide")).to_contain_text("Your vote for alice is recorded.")
+    await expect(detail.locator(".vote-list")).to_contain_text("alice: accept (answered by bob)")
+
+    # A second vote, now in bob's own slot: the host does not count it, and the inbox says why.
+    await whose.get_by_label("Your own vote (bob)").check()
+    await detail.get_by_role("button", name="Submit decision").click()
+    await expect(said(detail, "Decide", "alert")).to_have_text(
+        "Not counted: you have already voted on this request for alice (accept). "
+        "One person, one vote: your first vote stands."
+    )
+    await expect(detail.locator(".vote-list li")).to_have_text(["alice: accept (answered by bob)"])
+    record = await engine.store.interrupt_at(run_id, "gate")
+    assert record is not None and record.open
+    assert [(v["voter"], v.get("actingPrincipal"), v.get("delegation")) for v in record.state["votes"]] == [
+        ("alice", "bob", delegation)
+    ]
+    duplicate = [a for a in await engine.audit(run_id) if a["action"] == "approval.duplicate-vote"]
+    assert [(a["principal"], a["details"]["actingPrincipal"]) for a in duplicate] == [("bob", "bob")]

@@ -1,9 +1,12 @@
 """Signing in to the inbox through the organisation's OpenID provider, in headless Chromium: the person signs
 in at the real provider (npm ``oidc-provider``), sees their name, approves a pending demo approval as
-themselves, signs out, and the old cookie is then refused as revoked."""
+themselves, signs out, and the old cookie is then refused as revoked; signed in so, a delegate answers an
+approval for the person who delegated to them."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import httpx
 import pytest
 from playwright.async_api import Page, expect
 
+from openwop_bridge.spec import load_fixture
 from tests.browser import browser_page
 from tests.identity.provider import OpenIdProvider
 from tests.identity.signin_flow import ACCOUNTS, identity_file, secret_env
@@ -20,6 +24,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.node, pytest.mark.slow]
 
 KEY = "ops-key-browser-signin-01"
 OPS = {"Authorization": f"Bearer {KEY}"}
+ADMIN_KEY = "admin-key-browser-signin-1"
+ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 TITLE = "Approve expense report EXP-1042"
 
 
@@ -38,7 +44,22 @@ def idp(port: int) -> Iterator[OpenIdProvider]:
 @pytest.fixture(scope="module")
 def server(idp: OpenIdProvider, port: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     folder = tmp_path_factory.mktemp("browser-signin")
-    args = ["--identity-config", str(identity_file(folder, idp)), "--api-key", f"ops={KEY}"]
+    workflows = folder / "workflows"
+    workflows.mkdir()
+    carols = load_fixture("conformance-approval")
+    carols["id"] = "carols-gate"
+    carols["nodes"][0]["config"].update(title="Sign for the courier", approversList=["carol"])
+    (workflows / "carols-gate.json").write_text(json.dumps(carols))
+    args = [
+        "--identity-config",
+        str(identity_file(folder, idp)),
+        "--api-key",
+        f"ops={KEY}",
+        "--api-key",
+        f"root={ADMIN_KEY}+admin",
+        "--workflows",
+        str(workflows),
+    ]
     with ServerProcess(folder / "serve.db", args, port=port, env=secret_env()) as started:
         yield started
 
@@ -125,3 +146,32 @@ async def test_the_pasted_key_still_signs_in_beside_the_provider(page: Page, ser
     await page.get_by_role("button", name="Sign in", exact=True).click()
     await expect(page.locator("#whoami")).to_have_text("Signed in as ops (tenant default)")
     assert [c for c in await page.context.cookies(server.url) if c["name"] == "owb_session"] == []
+
+
+async def test_signed_in_by_session_a_delegate_answers_for_the_delegator(page: Page, server: ServerProcess) -> None:
+    until = int(time.time() * 1000) + 3_600_000
+    made = httpx.post(
+        f"{server.url}/v1/delegations",
+        json={"delegator": "carol", "delegate": "alice", "until": until},  # an admin makes it for carol
+        headers=ADMIN,
+    )
+    assert made.status_code == 201, made.text
+    created = httpx.post(f"{server.url}/v1/runs", json={"workflowId": "carols-gate"}, headers=ADMIN)
+    run_id = created.json()["runId"]
+    wait_for_status(server.url, ADMIN, run_id, ("waiting-approval",))
+
+    await _sign_in_at_the_provider(page, server, "alice")
+    row = page.locator("#inbox-rows tr[data-interrupt-id]").filter(has_text="Sign for the courier")
+    await expect(row.locator(".for-whom")).to_have_text("for carol")
+    await row.get_by_role("button", name="Sign for the courier").click()
+    detail = page.locator("#detail")
+    await expect(detail.get_by_role("group", name="Whose vote is this").get_by_label("For carol")).to_be_checked()
+    await detail.get_by_label("Accept", exact=True).check()
+    await detail.get_by_role("button", name="Submit decision").click()
+    await expect(detail).to_contain_text("Decision recorded for carol: Accept.")
+    assert wait_for_status(server.url, ADMIN, run_id, ("completed",))["status"] == "completed"
+    gate = httpx.get(f"{server.url}/v1/runs/{run_id}/interrupts/gate", headers=ADMIN).json()
+    assert [(v["voter"], v["actingPrincipal"], v["delegation"]) for v in gate["votes"]["votes"]] == [
+        ("carol", "alice", made.json()["delegationId"])
+    ]
+    assert gate["resolution"]["resumeValue"]["decidedBy"] == "carol"

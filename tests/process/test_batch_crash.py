@@ -1,7 +1,7 @@
 """A batch of answers survives ``kill -9`` whole or not at all, and an acknowledged batch is never lost.
 
-A real ``serve`` on SQLite: 100 approvals wait; one atomic batch answers them all while the process is
-killed after a growing delay; the restarted host finds every one of the 100 answered or none.
+A real ``serve`` on SQLite, and on PostgreSQL: 100 approvals wait; one atomic batch answers them all while
+the process is killed after a growing delay; the restarted host finds every one of the 100 answered or none.
 """
 
 from __future__ import annotations
@@ -9,12 +9,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests import pg
 from tests.server import ServerProcess, wait_for_status
 
 pytestmark = pytest.mark.slow
@@ -24,13 +26,36 @@ ADMIN = {"Authorization": f"Bearer {KEY}"}
 ITEMS = 100
 
 
-def _resolved(db: Path, run_ids: list[str]) -> int:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The database the served host keeps: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "batch.db")
+        return
+    with pg.fresh_database() as url:
+        yield url
+
+
+def _resolved(db: str, run_ids: list[str]) -> int:
+    """How many of the runs' interrupts are resolved, read from the database itself."""
+    if db.startswith("postgresql://"):
+        [(count,)] = pg.execute(
+            db, "SELECT count(*) FROM interrupts WHERE status='resolved' AND run_id = ANY(%s)", run_ids
+        )
+        return int(count)
     with sqlite3.connect(db) as conn:
         marks = ",".join("?" * len(run_ids))
         row = conn.execute(
             f"SELECT count(*) FROM interrupts WHERE status='resolved' AND run_id IN ({marks})", run_ids
         ).fetchone()
     return int(row[0])
+
+
+def _serve(db: str, tmp_path: Path, port: int | None = None) -> ServerProcess:
+    """``serve`` on ``db``, logging beside the test's files."""
+    server = ServerProcess(db, ["--api-key", KEY], port)
+    server.log = tmp_path / f"serve-{server.port}.log"
+    return server
 
 
 def _waiting(url: str) -> list[str]:
@@ -44,9 +69,8 @@ def _waiting(url: str) -> list[str]:
 
 
 @pytest.mark.parametrize("delay_ms", [0, 20, 45, 70, 95, 150])
-def test_kill_9_during_a_batch_leaves_all_or_none_answered(tmp_path: Path, delay_ms: int) -> None:
-    db = tmp_path / "batch.db"
-    server = ServerProcess(db, ["--api-key", KEY]).start()
+def test_kill_9_during_a_batch_leaves_all_or_none_answered(tmp_path: Path, db: str, delay_ms: int) -> None:
+    server = _serve(db, tmp_path).start()
     reply: dict[str, Any] = {}
     try:
         run_ids = _waiting(server.url)
@@ -71,6 +95,6 @@ def test_kill_9_during_a_batch_leaves_all_or_none_answered(tmp_path: Path, delay
     assert answered in (0, ITEMS), f"{answered} of {ITEMS} answered: a batch is all or nothing"
     if "response" in reply:  # acknowledged before the kill: nothing of it may be lost
         assert reply["response"].status_code == 200 and answered == ITEMS
-    with ServerProcess(db, ["--api-key", KEY], port=server.port) as again:
+    with _serve(db, tmp_path, server.port) as again:
         pending = httpx.get(f"{again.url}/ui/api/inbox/count", headers=ADMIN).json()["pending"]
         assert pending == ITEMS - answered

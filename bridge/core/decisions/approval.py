@@ -34,7 +34,7 @@ from openwop_bridge.core.decisions.common import (
     settle,
     subject_clash,
 )
-from openwop_bridge.core.delegations import DelegationScopeAmplifiedError, second_vote
+from openwop_bridge.core.delegations import Delegation, DelegationScopeAmplifiedError, second_vote
 from openwop_bridge.core.errors import ForbiddenError, ValidationError
 from openwop_bridge.core.events import EventDraft
 from openwop_bridge.core.records import InterruptRecord, Mutation, RunRecord
@@ -198,17 +198,42 @@ def _delegated(
 ) -> tuple[str, str] | Mutation:
     """A delegate answering in the delegator's place, with the delegator's rights (never more)."""
     assert answer.delegation is not None
-    rights = answer.delegation.rights(principal)
+    refused = _delegate_refusal(intr, run, answer.delegation, principal, now, new_id)
+    if isinstance(refused, DelegationScopeAmplifiedError):
+        raise refused
+    return refused if refused is not None else (voter, principal.id)
+
+
+def _delegate_refusal(
+    intr: InterruptRecord, run: RunRecord, delegation: Delegation, principal: Principal, now: int, new_id: NewId
+) -> DelegationScopeAmplifiedError | Mutation | None:
+    """Why ``principal`` may not decide this gate in ``delegation``'s delegator's place, with the delegator's
+    rights when it was made (role, scope, approvers, separation of duties for both people); None when they may."""
+    voter = delegation.delegator
+    rights = delegation.rights(principal)
     data = intr.payload["data"]
     for needed, held in (("requiredRole", rights.has_role), ("requiredScope", rights.has_scope)):
         if data.get(needed) and not held(str(data[needed])):
-            raise DelegationScopeAmplifiedError(
+            return DelegationScopeAmplifiedError(
                 f"{principal.id!r} answers in {voter!r}'s place with {voter!r}'s rights, and this gate's "
                 f"{needed} {data[needed]!r} is not among them",
-                details={needed: data[needed], "delegationId": answer.delegation.delegation_id},
+                details={needed: data[needed], "delegationId": delegation.delegation_id},
             )
-    denied = gate_denial(intr, run, rights, now, new_id, voter)  # approvers, separation of duties (both people)
-    return denied if denied is not None else (voter, principal.id)
+    return gate_denial(intr, run, rights, now, new_id, voter)
+
+
+def may_stand_in(
+    intr: InterruptRecord, run: RunRecord, delegation: Delegation, principal: Principal, now: int, new_id: NewId
+) -> bool:
+    """Whether ``principal`` could vote on this gate in ``delegation``'s delegator's place now: the delegation
+    holds and covers the run's workflow, the gate takes the delegator's vote with the delegator's rights, and
+    the delegator's slot is still empty. Says nothing of the principal's own earlier vote (one human, one
+    vote is the decision's to tell)."""
+    if delegation.delegate != principal.id or not delegation.active(now) or not delegation.covers(intr.workflow_id):
+        return False
+    if any(v.get("voter") == delegation.delegator for v in intr.state.get("votes", [])):
+        return False
+    return _delegate_refusal(intr, run, delegation, principal, now, new_id) is None
 
 
 def _override_denial(

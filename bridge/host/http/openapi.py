@@ -87,6 +87,21 @@ def web_fragment() -> dict[str, Any]:
                     tag="web",
                 )
             },
+            "/ui/api/inbox/for": {
+                "get": operation(
+                    "Of the listed approvals, those the caller may answer now in someone else's place (a delegation)",
+                    {"200": json_response(_STAND_INS), **error_responses(400, 401, 403)},
+                    params=[
+                        {
+                            **query_param("id", "An approval's interrupt id (repeat for more, at most 500)"),
+                            "schema": {"type": "array", "maxItems": 500, "items": {"type": "string"}},
+                            "style": "form",
+                            "explode": True,
+                        }
+                    ],
+                    tag="web",
+                )
+            },
             "/ui/api/inbox/events": {
                 "get": operation(
                     "event: changed when the caller's inbox may have changed (SSE, ends after a while)",
@@ -114,6 +129,38 @@ def web_fragment() -> dict[str, Any]:
             },
         }
     }
+
+
+#: ``GET /ui/api/inbox/for``'s answer: per interrupt id, whether the caller may vote in their own slot too,
+#: and whom they may answer for there.
+_STAND_INS = {
+    "type": "object",
+    "required": ["items"],
+    "properties": {
+        "items": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["own", "for"],
+                "properties": {
+                    "own": {"type": "boolean"},
+                    "for": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["delegator", "delegationId", "until"],
+                            "properties": {
+                                "delegator": {"type": "string"},
+                                "delegationId": {"type": "string"},
+                                "until": {"type": "string", "format": "date-time"},
+                            },
+                        },
+                    },
+                },
+            },
+        }
+    },
+}
 
 
 def _passkey_paths() -> dict[str, Any]:

@@ -5,7 +5,8 @@ in the tab's ``sessionStorage``, sent only as ``Authorization: Bearer``, never i
 a URL), or through the identity provider (:mod:`openwop_bridge.host.web.signin`:
 an ``HttpOnly`` session cookie), and calls the OpenWOP endpoints directly, so it
 can do nothing the credential could not do with curl. ``/ui/api/me`` tells it whose key it holds;
-``/ui/api/inbox/count`` how many requests wait over all pages; ``/ui/api/inbox/events``
+``/ui/api/inbox/count`` how many requests wait over all pages; ``/ui/api/inbox/for`` which of the
+listed approvals the person may answer in someone else's place (a delegation); ``/ui/api/inbox/events``
 tells it when to re-read the inbox.
 """
 
@@ -20,6 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from openwop_bridge.core.auth import SCOPES
+from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.host.http.deps import engine, principal
 from openwop_bridge.host.http.responses import JSONResponse
 from openwop_bridge.host.http.streams import guarded
@@ -109,6 +111,25 @@ async def inbox_count(request: Request) -> Response:
     return JSONResponse({"pending": pending}, headers={"Cache-Control": "no-store"})
 
 
+async def inbox_for(request: Request) -> Response:
+    """``GET /ui/api/inbox/for?id=…&id=…``: of the listed approvals, those the caller may answer now in someone
+    else's place through a delegation: ``{"items": {interruptId: {"own": whether they may also vote in their
+    own slot, "for": [{"delegator", "delegationId", "until"}]}}}`` (an approval they may not, absent)."""
+    who = principal(request)
+    who.require("interrupts:read")
+    found = await engine(request).stand_ins(who, request.query_params.getlist("id"))
+    items = {
+        record.interrupt_id: {
+            "own": await engine(request).may_answer(who, record),
+            "for": [
+                {"delegator": d.delegator, "delegationId": d.delegation_id, "until": iso_ms(d.until_ms)} for d in made
+            ],
+        }
+        for record, made in found
+    }
+    return JSONResponse({"items": items}, headers={"Cache-Control": "no-store"})
+
+
 async def inbox_events(request: Request) -> Response:
     """``GET /ui/api/inbox/events``: ``event: changed`` when the caller's inbox may have changed."""
     who = principal(request)
@@ -129,6 +150,7 @@ def web_routes() -> list[BaseRoute]:
         Route("/ui/", inbox_page, methods=["GET"]),
         Route("/ui/api/me", whoami, methods=["GET"]),
         Route("/ui/api/inbox/count", inbox_count, methods=["GET"]),
+        Route("/ui/api/inbox/for", inbox_for, methods=["GET"]),
         Route("/ui/api/inbox/events", inbox_events, methods=["GET"]),
         *passkey_routes(),
         Mount("/ui/static", app=Assets(directory=STATIC_DIR), name="ui-static"),

@@ -157,7 +157,8 @@ function answerForm(panel, { title, buttonLabel, children, collect, done, second
       const result = await panel.submit(value);
       panel.dirty = false;
       const outcome = done(result, value) || {};
-      status.replaceChildren(h("p", {}, outcome.message || "Answer recorded."));
+      if (outcome.refused) error.replaceChildren(h("p", {}, outcome.refused));
+      else status.replaceChildren(h("p", {}, outcome.message || "Answer recorded."));
       if (outcome.settled) panel.settle(status);
     } catch (err) {
       error.replaceChildren(...describeError(err));
@@ -169,6 +170,57 @@ function answerForm(panel, { title, buttonLabel, children, collect, done, second
   return form;
 }
 
+
+// --- whose vote: the person's own, or someone's they stand in for ---------------------
+
+/**
+ * The "Whose vote is this" choice of a person who may answer an approval in someone else's place
+ * (standIn: {own, for: [{delegator, until}]}). Returns {set, voter()}: voter() is the person named as
+ * the voter (null for their own vote); it throws LocalError while a choice is needed and none is made.
+ */
+function slotChoice(panel, standIn) {
+  const choices = [];
+  if (standIn.own) choices.push({ value: "own", label: `Your own vote (${panel.me})`, voter: null });
+  standIn.for.forEach((d, index) => {
+    choices.push({
+      value: `for-${index}`,
+      label: `For ${d.delegator}`,
+      hint: `Delegated to you until ${utcTime(d.until)}: recorded as ${d.delegator}'s vote, made by you.`,
+      voter: d.delegator,
+    });
+  });
+  const group = radioGroup(`${panel.prefix}-slot`, "Whose vote is this", choices);
+  if (choices.length === 1) group.inputs[choices[0].value].checked = true;
+  const note = standIn.own
+    ? "You are an approver yourself and answer for someone else too: one person, one vote, in one of these places."
+    : `You answer this for ${standIn.for.map((d) => d.delegator).join(" or ")}, in their place.`;
+  group.set.append(h("p", { class: "hint" }, note));
+  return {
+    set: group.set,
+    voter() {
+      const chosen = selected(group.inputs);
+      if (!chosen) throw new LocalError("Choose whose vote this is first.");
+      return choices.find((c) => c.value === chosen).voter;
+    },
+  };
+}
+
+/** What to say when the host did not count a vote (one person, one vote; the slot taken). */
+function notCounted(panel, voter, cast) {
+  const me = panel.me;
+  const mine = cast.find((v) => (v.actingPrincipal || v.voter) === me);
+  if (mine) {
+    const where = mine.voter === me ? "as yourself" : `for ${mine.voter}`;
+    return `Not counted: you have already voted on this request ${where} (${mine.action}). One person, one vote: your first vote stands.`;
+  }
+  const slot = voter || me;
+  const taken = cast.find((v) => v.voter === slot);
+  if (taken) {
+    const by = taken.actingPrincipal ? ` (answered by ${taken.actingPrincipal})` : "";
+    return `Not counted: ${slot === me ? "you have" : `${slot} has`} already voted on this request${by}; that vote stands.`;
+  }
+  return "Not counted: this vote was already cast; the first vote stands.";
+}
 
 // --- forms per kind ----------------------------------------------------------------
 
@@ -263,45 +315,55 @@ function approvalForms(panel, view) {
   scope.control.addEventListener("change", showFor);
   showFor();
 
+  const slot = panel.standIn ? slotChoice(panel, panel.standIn) : null;
+  let votedFor = null;
+  const withVoter = (value) => (votedFor ? { ...value, voter: votedFor } : value);
   forms.push(
     answerForm(panel, {
       title: "Decide",
       buttonLabel: "Submit decision",
-      children: [decision.set, ...Object.values(sections)],
+      children: [slot ? slot.set : null, decision.set, ...Object.values(sections)],
       collect() {
-        const action = selected(decision.inputs);
-        if (!action) throw new LocalError("Choose a decision first.");
-        if (action === "reject") {
-          const text = feedback.control.value.trim();
-          return text ? { action, feedback: text } : { action };
-        }
-        if (action === "refine") {
-          const refineFeedback = { scope: scope.control.value };
-          if (refineFeedback.scope === "section") refineFeedback.sectionPath = sectionPath.control.value.trim();
-          if (refineFeedback.scope === "items") refineFeedback.itemIds = splitList(itemIds.control.value);
-          const tagList = splitList(tags.control.value);
-          if (tagList.length) refineFeedback.tags = tagList;
-          const text = changes.control.value.trim();
-          if (text) refineFeedback.text = text;
-          if (!text && !tagList.length) throw new LocalError("Say what should change (text or tags).");
-          return { action, refineFeedback };
-        }
-        if (action === "edit-accept") {
-          return { action, editedArtifactData: parseJsonField(edited.control, "The edited artifact") };
-        }
-        return { action };
+        votedFor = slot ? slot.voter() : null;
+        return withVoter(decide());
       },
       done(result, value) {
+        const whose = votedFor ? ` for ${votedFor}` : "";
         if (result.status === "resolved") {
           const label = ACTION_LABELS[result.action || value.action] || value.action;
-          return { message: `Decision recorded: ${label}.`, settled: true };
+          return { message: `Decision recorded${whose}: ${label}.`, settled: true };
         }
-        if (result.votes) panel.showVotes(result.votes);
+        if (result.votes) panel.showVotes(result.votes, result.votesCast);
+        if (result.duplicate && slot) return { refused: notCounted(panel, votedFor, result.votesCast || []) };
         if (result.duplicate) return { message: "You have already voted on this request; your first vote stands." };
-        return { message: `Your vote is recorded. ${describeVotes(result.votes)}.` };
+        return { message: `Your vote${whose} is recorded. ${describeVotes(result.votes)}.` };
       },
     }),
   );
+
+  function decide() {
+    const action = selected(decision.inputs);
+    if (!action) throw new LocalError("Choose a decision first.");
+    if (action === "reject") {
+      const text = feedback.control.value.trim();
+      return text ? { action, feedback: text } : { action };
+    }
+    if (action === "refine") {
+      const refineFeedback = { scope: scope.control.value };
+      if (refineFeedback.scope === "section") refineFeedback.sectionPath = sectionPath.control.value.trim();
+      if (refineFeedback.scope === "items") refineFeedback.itemIds = splitList(itemIds.control.value);
+      const tagList = splitList(tags.control.value);
+      if (tagList.length) refineFeedback.tags = tagList;
+      const text = changes.control.value.trim();
+      if (text) refineFeedback.text = text;
+      if (!text && !tagList.length) throw new LocalError("Say what should change (text or tags).");
+      return { action, refineFeedback };
+    }
+    if (action === "edit-accept") {
+      return { action, editedArtifactData: parseJsonField(edited.control, "The edited artifact") };
+    }
+    return { action };
+  }
   if (askBlock) forms.push(askBlock);
   return forms;
 }
@@ -527,13 +589,16 @@ function stateText(view) {
 
 /**
  * Render one interrupt. options: {mode: "answer" | "read", submit(resumeValue) -> Promise<result>,
- * transcript: conversation turns or null}. Returns a panel:
+ * transcript: conversation turns or null, me: the signed-in principal, standIn: whom they may answer
+ * this approval for ({own, for: [{delegator, until}]}, or null)}. Returns a panel:
  * {element, interruptId, dirty, settled, update(view)}.
  */
-export function renderInterrupt(view, { mode = "answer", submit, transcript = null } = {}) {
+export function renderInterrupt(view, { mode = "answer", submit, transcript = null, me = null, standIn = null } = {}) {
   panelCount += 1;
   const panel = {
     prefix: `p${panelCount}`,
+    me,
+    standIn: view.kind === "approval" && standIn && standIn.for.length ? standIn : null,
     interruptId: view.interruptId,
     view,
     dirty: false,
@@ -545,8 +610,9 @@ export function renderInterrupt(view, { mode = "answer", submit, transcript = nu
   const state = h("p", { class: "state", role: "status" });
   const element = h("div", { class: "panel", dataset: { kind: view.kind } }, summaryPart, state);
 
-  panel.showVotes = (votes) => {
-    const next = votesBlock({ votes: { ...votes, votes: (view.votes && view.votes.votes) || [] } });
+  // The tally an answer returned, and the votes cast (as last read, unless the answer's caller read them again).
+  panel.showVotes = (votes, cast = panel.view.votes && panel.view.votes.votes) => {
+    const next = votesBlock({ votes: { ...votes, votes: cast || [] } });
     const current = element.querySelector(".votes");
     if (current) current.replaceWith(next);
   };

@@ -31,6 +31,8 @@ const state = {
   page: 0,
   nextCursor: null,
   items: [],
+  // interruptId -> {own, for: [{delegator, delegationId, until}]}: whom the person may answer for there.
+  standIns: {},
   total: 0,
   fetchedAt: 0,
   open: null,
@@ -143,6 +145,7 @@ function signOut(message = "") {
   state.me = null;
   state.open = null;
   state.items = [];
+  state.standIns = {};
   $("inbox-rows").replaceChildren();
   clearSelection();
   clearDetail();
@@ -191,11 +194,35 @@ async function load() {
     load();
     return;
   }
+  const standIns = await standInsFor(page.items);
+  if (seq !== loadSeq || !signedIn()) return;
   state.items = page.items;
+  state.standIns = standIns;
   state.total = counted.pending;
   state.nextCursor = page.nextCursor || null;
   state.fetchedAt = Date.now();
   renderRows();
+}
+
+/** Which of these approvals the person may answer in someone else's place (a delegation to them). */
+async function standInsFor(items) {
+  const ids = items.filter((item) => item.kind === "approval").map((item) => item.interruptId);
+  if (!ids.length || !(state.me && state.me.canAnswer)) return {};
+  const query = new URLSearchParams(ids.map((id) => ["id", id]));
+  try {
+    return (await callJson(uiUrl(`api/inbox/for?${query}`), auth())).items;
+  } catch {
+    return {}; // the list stands without its marks
+  }
+}
+
+/** "for alice" (or "for alice, carol") beside an approval the person may answer in someone's place. */
+function forWhom(item) {
+  const slots = state.standIns[item.interruptId];
+  if (!slots) return null;
+  const names = slots.for.map((d) => d.delegator).join(", ");
+  const title = `Delegated to you: you may answer this in the place of ${names}${slots.own ? ", or as yourself" : ""}`;
+  return h("span", { class: "for-whom", title }, ` for ${names}`);
 }
 
 function votesCell(item) {
@@ -226,7 +253,7 @@ function renderRows() {
       "tr",
       { dataset: { interruptId: item.interruptId, kind: item.kind }, class: open ? "current" : null },
       selectionCell(item),
-      h("td", {}, button),
+      h("td", {}, button, forWhom(item)),
       h("td", {}, KIND_LABELS[item.kind] || item.kind),
       h("td", {}, item.workflowId),
       h("td", {}, h("span", { class: "age", dataset: { ageMs: String(item.ageMs) } })),
@@ -426,10 +453,17 @@ function showPanel(ref, view, transcript) {
   ref.panel = renderInterrupt(view, {
     mode: state.me && state.me.canAnswer ? "answer" : "read",
     transcript,
+    me: state.me && state.me.principal,
+    standIn: state.standIns[view.interruptId] || null,
     async submit(resumeValue) {
       const body = { runId: ref.runId, nodeId: ref.nodeId, resumeValue };
       const headers = keyBound(view) ? await confirmation(uiUrl("api/passkeys/challenge"), body, auth()) : {};
       const result = await callJson(detailUrl(ref), { method: "POST", ...auth(), headers, body: { resumeValue } });
+      if (result.duplicate) {
+        // Not counted: say which vote stands (the votes as they are now).
+        const now = await callJson(detailUrl(ref), auth()).catch(() => null);
+        result.votesCast = (now && now.votes && now.votes.votes) || [];
+      }
       // Do not wait for the event stream to show what this answer changed.
       scheduleRefresh();
       return result;

@@ -37,7 +37,9 @@ export function votesBlock(view) {
   const list = h("ul", { class: "vote-list" });
   for (const vote of votes.votes || []) {
     const extra = vote.feedback || (vote.refineFeedback && vote.refineFeedback.text) || "";
-    list.append(h("li", {}, `${vote.voter}: ${vote.action}${extra ? ` — ${extra}` : ""}`));
+    // A vote cast in the voter's place through a delegation says who cast it.
+    const by = vote.delegation && vote.actingPrincipal ? ` (answered by ${vote.actingPrincipal})` : "";
+    list.append(h("li", {}, `${vote.voter}: ${vote.action}${by}${extra ? ` — ${extra}` : ""}`));
   }
   return h("div", { class: "votes" }, block("Votes so far", h("p", {}, describeVotes(votes)), list));
 }
