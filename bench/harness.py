@@ -250,6 +250,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         "openwop_bridge.bench.notify_cycle",
         "engine round trip with a notify route (in process)",
     ),
+    Scenario(
+        "record",
+        {"engine_roundtrip_record": "x", "commits_per_cycle_record": "commits", "audit_export_peak_mib": "MiB"},
+        "openwop_bridge.bench.record_cycle",
+        "engine round trip with the decision record, and its export's memory (in process)",
+    ),
 )
 
 FAMILY_OF = {name: s for s in SCENARIOS for name in s.names}

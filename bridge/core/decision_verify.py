@@ -1,6 +1,6 @@
 """Checking an export of the decision record offline: every hash, link and signature, line by line.
 
-An export is JSON Lines, each line ``{"record", "hash", "signature"}``
+An export is JSON Lines, each line ``{"record", "hash", "kid", "signature"}``
 (:mod:`openwop_bridge.core.decision_record`), one chain per tenant, each chain in sequence order from
 its first record (tenants' lines may interleave). :func:`verify_lines` reads them one at a time
 (memory does not grow with the export) and stops at the first line that does not hold, saying which
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from joserfc.jwk import OKPKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from openwop_bridge.core.decision_record import GENESIS, canonical, digest
 from openwop_bridge.core.record_signature import SignatureError, verify
@@ -58,17 +58,19 @@ class Verdict:
         return self.broken is None
 
 
-def _parse(raw: str | bytes) -> tuple[dict[str, Any], str, str] | None:
+def _parse(raw: str | bytes) -> tuple[dict[str, Any], str, str, str] | None:
     try:
         line = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
     if not isinstance(line, dict):
         return None
-    record, hashed, signature = line.get("record"), line.get("hash"), line.get("signature")
-    if not (isinstance(record, dict) and isinstance(hashed, str) and isinstance(signature, str)):
+    record, hashed, kid, signature = line.get("record"), line.get("hash"), line.get("kid"), line.get("signature")
+    if not (
+        isinstance(record, dict) and isinstance(hashed, str) and isinstance(kid, str) and isinstance(signature, str)
+    ):
         return None
-    return record, hashed, signature
+    return record, hashed, kid, signature
 
 
 def _seq(record: Mapping[str, Any]) -> int | None:
@@ -76,7 +78,7 @@ def _seq(record: Mapping[str, Any]) -> int | None:
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
 
 
-def verify_lines(lines: Iterable[str | bytes], keys: Mapping[str, OKPKey]) -> Verdict:
+def verify_lines(lines: Iterable[str | bytes], keys: Mapping[str, Ed25519PublicKey]) -> Verdict:
     """Check an export's lines (blank lines are skipped) against the public ``keys`` (by ``kid``)."""
     verdict = Verdict()
     heads: dict[str, tuple[int, str]] = {}  # tenant -> (last seq, last hash)
@@ -85,9 +87,9 @@ def verify_lines(lines: Iterable[str | bytes], keys: Mapping[str, OKPKey]) -> Ve
             continue
         parsed = _parse(raw)
         if parsed is None:
-            verdict.broken = Break(number, None, None, 'not a record line ({"record", "hash", "signature"})')
+            verdict.broken = Break(number, None, None, 'not a record line ({"record", "hash", "kid", "signature"})')
             return verdict
-        record, hashed, signature = parsed
+        record, hashed, kid, signature = parsed
         tenant = record.get("tenant")
         tenant = tenant if isinstance(tenant, str) else None
         seq = _seq(record)
@@ -106,7 +108,7 @@ def verify_lines(lines: Iterable[str | bytes], keys: Mapping[str, OKPKey]) -> Ve
             verdict.broken = Break(number, tenant, seq, "edited: its content does not match its hash")
             return verdict
         try:
-            kid = verify(signature, canonical(record), keys)
+            verify(kid, signature, canonical(record), keys)
         except SignatureError as exc:
             verdict.broken = Break(number, tenant, seq, f"unsigned: {exc}")
             return verdict

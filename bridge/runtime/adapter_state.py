@@ -15,6 +15,7 @@ from typing import Any
 from openwop_bridge.core.clock import Clock
 from openwop_bridge.store.base import KvWrite, Store
 from openwop_bridge.store.codec import dumps
+from openwop_bridge.store.steps import Recorded
 
 
 class AdapterState:
@@ -44,10 +45,14 @@ class AdapterState:
         """Store a JSON value; with ``only_if_absent`` it returns False (and stores nothing) when the key exists."""
         return await self._store.kv_put(self.namespace, key, value, self._clock.now_ms(), only_if_absent=only_if_absent)
 
-    async def put_capped(self, key: str, value: dict[str, Any], *, field: str, cap: int) -> bool:
+    async def put_capped(
+        self, key: str, value: dict[str, Any], *, field: str, cap: int, recorded: Recorded | None = None
+    ) -> bool:
         """Store a new object unless the namespace holds ``cap`` objects whose ``field`` equals this one's already
-        (then False, nothing stored): counted and stored in one transaction, whatever runs beside it."""
-        return await self._store.kv_put_capped(self.namespace, key, value, self._clock.now_ms(), field=field, cap=cap)
+        (then False, nothing stored): counted and stored in one transaction, whatever runs beside it, with the
+        decision records ``recorded`` appends when it stores."""
+        now = self._clock.now_ms()
+        return await self._store.kv_put_capped(self.namespace, key, value, now, field=field, cap=cap, recorded=recorded)
 
     def write(self, key: str, value: Any, *, only_if_absent: bool = False, expected: Any = None) -> KvWrite:
         """A write of ``value`` that commits with a new run (``Engine.create_run``'s ``with_state``).

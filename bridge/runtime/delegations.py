@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from openwop_bridge.core import kinds
 from openwop_bridge.core.auth import Principal
+from openwop_bridge.core.decision_record import DecisionDraft, digest, principal_subject
 from openwop_bridge.core.decisions.approval import may_stand_in
 from openwop_bridge.core.delegations import (
     MAX_PER_TENANT,
@@ -25,6 +26,7 @@ from openwop_bridge.core.errors import ConflictError, ForbiddenError, NotFoundEr
 from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.runtime.adapter_state import AdapterState
 from openwop_bridge.runtime.kernel import Kernel
+from openwop_bridge.store.steps import Recorded
 
 __all__ = ["DelegationService"]
 
@@ -37,6 +39,21 @@ MAX_STAND_INS = 500
 
 def _key(tenant: str, delegator: str, delegation_id: str = "") -> str:
     return f"{tenant}{_SEP}{delegator}{_SEP}{delegation_id}"
+
+
+def _recorded(principal: Principal, made: Delegation, decision: str, now_ms: int, record_id: str) -> Recorded:
+    """The decision record of making or ending ``made``: by whom, to whom (``action``: the delegate), the
+    delegation's id and the hash of what it says (delegator, delegate, times, workflows, reason, rights)."""
+    draft = DecisionDraft(
+        record_id=record_id,
+        decision=decision,
+        by=principal.id,
+        subject=principal_subject(principal),
+        action=made.delegate,
+        delegation=made.delegation_id,
+        value_hash=digest(made.as_json()),
+    )
+    return Recorded(made.tenant, None, [draft], now_ms)
 
 
 class DelegationService:
@@ -100,7 +117,11 @@ class DelegationService:
             scopes=principal.scopes if own else frozenset({"approvals:respond"}),
         )
         stored = await self._state.put_capped(
-            _key(made.tenant, who, made.delegation_id), made.as_json(), field="tenant", cap=MAX_PER_TENANT
+            _key(made.tenant, who, made.delegation_id),
+            made.as_json(),
+            field="tenant",
+            cap=MAX_PER_TENANT,
+            recorded=_recorded(principal, made, "delegation.created", now, self._k.clock.new_id("dec")),
         )
         if not stored:
             raise ConflictError(f"this tenant keeps {MAX_PER_TENANT} delegations already: end some first")
@@ -124,10 +145,12 @@ class DelegationService:
                 break
             if made.ended_at_ms is not None:
                 return made
-            ended = Delegation.from_json({**made.as_json(), "endedAtMs": self._k.clock.now_ms()})
+            now = self._k.clock.now_ms()
+            ended = Delegation.from_json({**made.as_json(), "endedAtMs": now})
             key = _key(made.tenant, made.delegator, made.delegation_id)
+            recorded = _recorded(principal, ended, "delegation.ended", now, self._k.clock.new_id("dec"))
             if not await self._k.store.kv_replace(
-                NAMESPACE, key, made.as_json(), ended.as_json(), self._k.clock.now_ms()
+                NAMESPACE, key, made.as_json(), ended.as_json(), now, recorded=recorded
             ):
                 raise ConflictError("the delegation changed meanwhile: read it again")
             return ended

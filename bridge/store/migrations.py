@@ -134,17 +134,13 @@ SQLITE_MIGRATIONS: list[list[str]] = [
             WHERE resolved_at IS NOT NULL"""
     ],
     # 13: the decision record (:mod:`openwop_bridge.store.plan_records`): one hash chain of signed records per
-    # tenant, its head one row per tenant (locked by the transaction that appends); a decision's records by
-    # interrupt (its receipt) and by id.
+    # tenant, in its primary key's order (the last one is one seek); a decision's records by interrupt (its receipt).
     [
         """CREATE TABLE decision_records (
             tenant TEXT NOT NULL, seq INTEGER NOT NULL, record_id TEXT NOT NULL, run_id TEXT, interrupt_id TEXT,
-            at INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL, signature TEXT NOT NULL,
-            PRIMARY KEY (tenant, seq))""",
-        "CREATE UNIQUE INDEX decision_records_id ON decision_records(record_id)",
+            at INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL, kid TEXT NOT NULL, signature TEXT NOT NULL,
+            PRIMARY KEY (tenant, seq)) WITHOUT ROWID""",
         "CREATE INDEX decision_records_interrupt ON decision_records(interrupt_id, seq) WHERE interrupt_id IS NOT NULL",
-        """CREATE TABLE decision_heads (
-            tenant TEXT PRIMARY KEY, seq INTEGER NOT NULL, hash TEXT NOT NULL) WITHOUT ROWID""",
     ],
 ]
 
@@ -266,12 +262,10 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
     [
         """CREATE TABLE decision_records (
             tenant TEXT COLLATE "C" NOT NULL, seq BIGINT NOT NULL, record_id TEXT NOT NULL, run_id TEXT,
-            interrupt_id TEXT, at BIGINT NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL, signature TEXT NOT NULL,
+            interrupt_id TEXT, at BIGINT NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL, kid TEXT NOT NULL,
+            signature TEXT NOT NULL,
             PRIMARY KEY (tenant, seq))""",
-        "CREATE UNIQUE INDEX decision_records_id ON decision_records(record_id)",
         "CREATE INDEX decision_records_interrupt ON decision_records(interrupt_id, seq) WHERE interrupt_id IS NOT NULL",
-        """CREATE TABLE decision_heads (
-            tenant TEXT COLLATE "C" PRIMARY KEY, seq BIGINT NOT NULL, hash TEXT NOT NULL)""",
     ],
 ]
 

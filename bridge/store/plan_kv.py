@@ -7,7 +7,7 @@ from typing import Any
 from openwop_bridge.core.errors import ValidationError
 from openwop_bridge.core.records import has_nul
 from openwop_bridge.store import codec
-from openwop_bridge.store.steps import Plan, Sql
+from openwop_bridge.store.steps import Plan, Recorded, Sql
 
 
 def kv_put(namespace: str, key: str, value: Any, now_ms: int, only_if_absent: bool) -> Plan[bool]:
@@ -33,7 +33,15 @@ def kv_put_text(namespace: str, key: str, text: str, now_ms: int, only_if_absent
 
 
 def kv_put_capped(
-    namespace: str, key: str, value: dict[str, Any], now_ms: int, field: str, cap: int, *, lock: bool
+    namespace: str,
+    key: str,
+    value: dict[str, Any],
+    now_ms: int,
+    field: str,
+    cap: int,
+    *,
+    lock: bool,
+    recorded: Recorded | None = None,
 ) -> Plan[bool]:
     """Store a new value (its key absent) unless ``namespace`` holds ``cap`` values whose top-level ``field`` equals
     this one's already; False (nothing stored) then, or when the key exists.
@@ -42,6 +50,7 @@ def kv_put_capped(
     value: with ``lock`` (PostgreSQL) under a transaction-scoped advisory lock named by the namespace, the field
     and its value, so instances on one database count one after the other; SQLite's one writer serializes them
     anyway. The count reads the namespace's rows (its primary-key range): meant for small namespaces.
+    ``recorded``: the decision records the put appends when it stores the value.
     """
     if not field.isidentifier():
         raise ValueError(f"not a field name: {field!r}")
@@ -52,12 +61,21 @@ def kv_put_capped(
     counted = yield Sql(f"SELECT count(*) FROM kv WHERE namespace=%s AND value->>'{field}' = %s", (namespace, group))
     if counted and counted[0][0] >= cap:
         return False
-    return (yield from kv_put(namespace, key, value, now_ms, True))
+    stored = yield from kv_put(namespace, key, value, now_ms, True)
+    if stored and recorded is not None:
+        yield recorded
+    return stored
 
 
-def kv_replace(namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> Plan[bool]:
-    """Compare-and-set an adapter's value: replace it only while it is still ``expected`` (compared as stored text)."""
-    return (yield from kv_replace_text(namespace, key, codec.dumps(expected), codec.dumps(value), now_ms))
+def kv_replace(
+    namespace: str, key: str, expected: Any, value: Any, now_ms: int, recorded: Recorded | None = None
+) -> Plan[bool]:
+    """Compare-and-set an adapter's value: replace it only while it is still ``expected`` (compared as stored text);
+    ``recorded``: the decision records the replacement appends when it happens."""
+    replaced = yield from kv_replace_text(namespace, key, codec.dumps(expected), codec.dumps(value), now_ms)
+    if replaced and recorded is not None:
+        yield recorded
+    return replaced
 
 
 def kv_replace_text(namespace: str, key: str, expected: str, text: str, now_ms: int) -> Plan[bool]:

@@ -8,11 +8,11 @@ from typing import Any
 
 from openwop_bridge.store.contract.records import StoredRecord
 
-_COLS = "tenant, seq, body, hash, signature"
+_COLS = "tenant, seq, body, hash, kid, signature"
 
 
 def _stored(rows: Sequence[Sequence[Any]]) -> list[StoredRecord]:
-    return [StoredRecord(str(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in rows]
+    return [StoredRecord(str(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5])) for r in rows]
 
 
 class RecordReads:

@@ -19,7 +19,7 @@ from openwop_bridge.store import plan, plan_batch, plan_kv, plan_outbox, plan_re
 from openwop_bridge.store.base import AnswerStepResult, Claim, CommitResult, KvWrite, MutationResult, RunCommit
 from openwop_bridge.store.codec import Dialect
 from openwop_bridge.store.contract.records import Signer
-from openwop_bridge.store.steps import Plan
+from openwop_bridge.store.steps import Plan, Recorded
 
 T = TypeVar("T")
 
@@ -45,7 +45,7 @@ class Writes(ABC):
         (``steps`` itself when there is neither to do)."""
         signer = self.decision_signer
         if signer is not None:
-            steps = plan_records.with_records(signer, steps)
+            steps = plan_records.with_records(signer, steps, lock=not self._dialect.question_marks)
         planning = self.notice_planning
         if not planning.asks():
             return steps
@@ -121,13 +121,25 @@ class Writes(ABC):
         return await self._plan(lambda: plan_kv.kv_put(namespace, key, value, now_ms, only_if_absent))
 
     async def kv_put_capped(
-        self, namespace: str, key: str, value: dict[str, Any], now_ms: int, *, field: str, cap: int
+        self,
+        namespace: str,
+        key: str,
+        value: dict[str, Any],
+        now_ms: int,
+        *,
+        field: str,
+        cap: int,
+        recorded: Recorded | None = None,
     ) -> bool:
         lock = not self._dialect.question_marks
-        return await self._plan(lambda: plan_kv.kv_put_capped(namespace, key, value, now_ms, field, cap, lock=lock))
+        return await self._plan(
+            lambda: plan_kv.kv_put_capped(namespace, key, value, now_ms, field, cap, lock=lock, recorded=recorded)
+        )
 
-    async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
-        return await self._plan(lambda: plan_kv.kv_replace(namespace, key, expected, value, now_ms))
+    async def kv_replace(
+        self, namespace: str, key: str, expected: Any, value: Any, now_ms: int, *, recorded: Recorded | None = None
+    ) -> bool:
+        return await self._plan(lambda: plan_kv.kv_replace(namespace, key, expected, value, now_ms, recorded))
 
     async def kv_forget_if(self, namespace: str, key: str, expected: Any) -> bool:
         return await self._plan(lambda: plan_kv.kv_forget_if(namespace, key, expected))

@@ -7,6 +7,7 @@ record or an exported line is caught and the first broken record named. Runs on 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -266,6 +267,9 @@ async def test_verify_catches_an_edited_a_removed_and_reordered_exported_line(
         verdict = await _verify(client, tampered)
         assert verdict.broken is not None, (seq, why)
         assert verdict.broken.seq == seq and why in verdict.broken.reason, verdict.broken
+    # A record signed by a key the set does not hold.
+    verdict = await _verify(client, _tampered(lines, 0, b'"kid":"', b'"kid":"x'))
+    assert verdict.broken is not None and verdict.broken.seq == 1 and "does not hold" in verdict.broken.reason
     # A record edited together with its hash still fails: the host's signature covers the content.
     record = orjson.loads(lines[1])
     record["record"]["action"] = "reject"
@@ -311,8 +315,8 @@ async def test_rotated_and_retired_keys_keep_old_records_verifiable(client: http
     assert all(k["kty"] == "OKP" and k["crv"] == "Ed25519" and "d" not in k for k in jwks["keys"])
     verdict = verify_lines(lines, key_set(jwks))
     assert verdict.holds and verdict.records == 6 and len(verdict.kids) == 2, verdict
-    signed = [orjson.loads(line)["signature"].split(".")[0] for line in lines]
-    assert signed[0] == signed[2] != signed[3] == signed[5]
+    signed = [orjson.loads(line)["kid"] for line in lines]
+    assert signed[0] == signed[2] == first_kid != signed[3] == signed[5]
     # Without the first key, the first records can no longer be checked: verify says so.
     only_new = {"keys": [k for k in jwks["keys"] if k["kid"] != first_kid]}
     broken = verify_lines(lines, key_set(only_new)).broken
@@ -324,3 +328,29 @@ async def test_a_stored_record_is_its_jcs_form(client: httpx.AsyncClient, engine
     for row in await engine.store.decision_records("default", 10):
         record = orjson.loads(row.body)
         assert canonical(record).decode() == row.body and digest(record) == row.hash
+
+
+async def test_making_using_and_ending_a_delegation_are_recorded(client: httpx.AsyncClient, engine: Engine) -> None:
+    _gate(engine, "record-away", approversList=["alice"])
+    until = int(time.time() * 1000) + 3_600_000
+    r = await client.post("/v1/delegations", json={"delegate": "bob", "until": until}, headers=auth("admin"))
+    assert r.status_code == 201, r.text
+    delegation = r.json()["delegationId"]
+    run_id = await _run(client, engine, "record-away", who="operator")
+    r = await _answer(client, run_id, "gate", {"action": "accept", "voter": "alice"}, who="bob")
+    assert r.status_code == 200, r.text
+    assert (await client.delete(f"/v1/delegations/{delegation}", headers=auth("admin"))).status_code == 200
+    lines = await _export(client)
+    assert (await _verify(client, lines)).holds
+    made, used, ended = _records(lines)
+    assert (made["decision"], made["by"], made["action"], made["delegation"]) == (
+        "delegation.created",
+        "alice",
+        "bob",
+        delegation,
+    )
+    assert made["runId"] is None and made["interruptId"] is None and made["valueHash"].startswith("sha256:")
+    assert (used["decision"], used["by"], used["delegation"], used["runId"]) == ("vote", "alice", delegation, run_id)
+    assert used["subject"]["subjectId"] == "alice" and used["subject"]["actor"]["subjectId"] == "bob"
+    assert (ended["decision"], ended["by"], ended["delegation"]) == ("delegation.ended", "alice", delegation)
+    assert ended["valueHash"] != made["valueHash"]  # the ended delegation says when it ended

@@ -41,6 +41,9 @@ FIGURES = {
     "notify_drain": "notices/s",
     "engine_roundtrip_notify": "x",
     "commits_per_cycle_notify": "commits",
+    "engine_roundtrip_record": "x",
+    "commits_per_cycle_record": "commits",
+    "audit_export_peak_mib": "MiB",
 }
 #: Measured only with ``--db postgresql://…``.
 ON_POSTGRES = {"commits_per_cycle_postgres"}

@@ -90,8 +90,8 @@ async def receipt(request: Request) -> Response:
 
 _LINE: dict[str, Any] = {
     "type": "object",
-    "description": "One record: its content (JCS, RFC 8785, hashed and signed), its hash and signature "
-    "(a JWS with detached payload, alg Ed25519)",
+    "description": "One record: its content (its JCS form, RFC 8785, is hashed and signed), its hash, the id of "
+    "the key that signed it and the signature (Ed25519, base64url)",
     "properties": {
         "record": {
             "type": "object",
@@ -118,9 +118,10 @@ _LINE: dict[str, Any] = {
             "required": ["v", "id", "seq", "at", "tenant", "decision", "by", "prev"],
         },
         "hash": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+        "kid": {"type": "string"},
         "signature": {"type": "string"},
     },
-    "required": ["record", "hash", "signature"],
+    "required": ["record", "hash", "kid", "signature"],
 }
 _PAGE: dict[str, Any] = {
     "type": "object",

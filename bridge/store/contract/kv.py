@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from openwop_bridge.store.steps import Recorded
+
 
 class KeyValueStore(Protocol):
     """Adapters' key-value state: get, scan, put (plain, capped, compare-and-set, soon), forget."""
@@ -26,14 +28,26 @@ class KeyValueStore(Protocol):
         """Store a JSON value; with ``only_if_absent`` returns False when the key exists."""
 
     async def kv_put_capped(
-        self, namespace: str, key: str, value: dict[str, Any], now_ms: int, *, field: str, cap: int
+        self,
+        namespace: str,
+        key: str,
+        value: dict[str, Any],
+        now_ms: int,
+        *,
+        field: str,
+        cap: int,
+        recorded: Recorded | None = None,
     ) -> bool:
         """Store a new JSON object unless ``namespace`` already holds ``cap`` objects with the same top-level
         ``field`` value (or the key exists): False, nothing stored. The count and the insert are one transaction,
-        serialized against every other such put of that value, on every instance sharing the database."""
+        serialized against every other such put of that value, on every instance sharing the database; with
+        ``recorded``, so are the decision records it appends when it stores."""
 
-    async def kv_replace(self, namespace: str, key: str, expected: Any, value: Any, now_ms: int) -> bool:
-        """Compare-and-set: store ``value`` only if the key holds ``expected`` now; False (nothing stored) if not."""
+    async def kv_replace(
+        self, namespace: str, key: str, expected: Any, value: Any, now_ms: int, *, recorded: Recorded | None = None
+    ) -> bool:
+        """Compare-and-set: store ``value`` only if the key holds ``expected`` now; False (nothing stored) if not.
+        With ``recorded``, the decision records it appends when it stores, in the same transaction."""
 
     async def kv_forget_if(self, namespace: str, key: str, expected: Any) -> bool:
         """Compare-and-delete: delete the key only if it holds ``expected`` now; False (nothing deleted) if not."""

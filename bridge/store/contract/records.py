@@ -10,27 +10,34 @@ import orjson
 class Signer(Protocol):
     """What signs a record's JCS form (:class:`~openwop_bridge.core.record_signature.RecordKey`)."""
 
+    @property
+    def kid(self) -> str:
+        """The signing key's id."""
+
     def sign(self, payload: bytes) -> str:
-        """The detached JWS over ``payload``."""
+        """The signature over ``payload``, base64url."""
 
 
 class StoredRecord(NamedTuple):
-    """One record as stored: its tenant and sequence number, its JCS text, hash and signature."""
+    """One record as stored: its tenant and sequence number, its JCS text, hash, signing key and signature."""
 
     tenant: str
     seq: int
     body: str
     hash: str
+    kid: str
     signature: str
 
     def line(self) -> bytes:
-        """The record's export line, ``{"record", "hash", "signature"}`` (no newline), the record as stored."""
+        """The record's export line, ``{"record", "hash", "kid", "signature"}`` (no newline), the record as stored."""
         return b"".join(
             (
                 b'{"record":',
                 self.body.encode("utf-8"),
                 b',"hash":',
                 orjson.dumps(self.hash),
+                b',"kid":',
+                orjson.dumps(self.kid),
                 b',"signature":',
                 orjson.dumps(self.signature),
                 b"}",
