@@ -10,8 +10,8 @@
 - ``audit_export_peak_mib``: the most memory Python held (``tracemalloc``) while exporting
   :data:`EXPORT_RECORDS` records as JSON Lines from the store
   (:func:`~openwop_bridge.runtime.decision_records.export_lines`), counted from before the export; the note
-  says the same for a tenth of them, so a bounded export shows the same figure for both. The records are real (signed and chained by the store's own plan), written
-  a thousand per transaction.
+  says the same for a tenth of them, so a bounded export shows the same figure for both. The records are
+  real (signed and chained by the store's own plan), written a thousand per transaction.
 """
 
 from __future__ import annotations
