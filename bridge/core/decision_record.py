@@ -85,6 +85,8 @@ class DecisionDraft:
     delegation: str | None = None
     shown_hash: str | None = None
     value_hash: str | None = None
+    #: Why, for a cancel (its reason: ``undeliverable`` when the notify policy failed it), a timeout or a denial.
+    reason: str | None = None
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:
@@ -169,6 +171,7 @@ def record_of(
         "delegation": draft.delegation,
         "shownHash": draft.shown_hash,
         "valueHash": draft.value_hash,
+        "reason": draft.reason,
         "prev": prev,
     }
     return record

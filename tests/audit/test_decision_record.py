@@ -124,6 +124,10 @@ async def test_every_kind_of_decision_appends_a_record_named_by_its_resolved_eve
     assert by_run[cancelled] == [("cancel", "reject", "alice")]
     assert by_run[run_cancelled] == [("cancel", None, "alice")]
     assert by_run[timed_out] == [("timeout", "timeout", "system:timeout")]
+    reasons = {r["runId"]: r["reason"] for r in records if r["runId"] in (cancelled, run_cancelled, timed_out, refused)}
+    assert reasons[cancelled] == reasons[run_cancelled] == "cancelled" and reasons[timed_out] == "timeout"
+    assert "not among this gate's approvers" in reasons[refused]
+    assert next(r for r in records if r["runId"] == vote)["reason"] is None
 
     # interrupt.resolved names the record of the decision that settled it.
     ids = {r["id"]: r for r in records}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,15 @@ async def test_fail_cancels_the_interrupt_and_the_approval_fails_closed(tmp_path
         assert closed.resolution is not None
         value = closed.resolution["resumeValue"]
         assert (value["action"], value["reason"]) == ("reject", "undeliverable"), "never accepted"
+        # The decision record keeps the policy's decision: a cancel by the host, for that reason.
+        (row,) = await host.engine.store.decision_records(None, 10)
+        recorded = json.loads(row.body)
+        assert (recorded["decision"], recorded["by"], recorded["reason"], recorded["runId"]) == (
+            "cancel",
+            "system",
+            "undeliverable",
+            run_id,
+        )
         failed = await events(host.engine, run_id, "notification.failed")
         assert len(failed) == 4 and {e["payload"]["reason"] for e in failed} == {
             "smtp_550_recipient",

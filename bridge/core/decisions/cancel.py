@@ -64,9 +64,11 @@ def cancel_decision(principal: Principal, now: int, new_id: NewId, reason: str =
                     "details": {"interruptId": intr.interrupt_id},
                 }
             ]
-            record = host_record(intr, new_id, decision="cancel", by=principal.id, principal=principal, action="reject")
+            record = host_record(
+                intr, new_id, decision="cancel", by=principal.id, principal=principal, action="reject", reason=reason
+            )
             return settle_approval(intr, now, new_id, final, state, [], audit, "rejected", records=[record])
-        record = host_record(intr, new_id, decision="cancel", by=principal.id, principal=principal)
+        record = host_record(intr, new_id, decision="cancel", by=principal.id, principal=principal, reason=reason)
         emitted = [
             resolved_event(
                 intr,
@@ -148,7 +150,8 @@ def run_cancel_decision(
         if parent_run_id:
             request["parentRunId"] = parent_run_id
         records = [
-            host_record(i, new_id, decision="cancel", by=principal.id, principal=principal) for i in open_interrupts
+            host_record(i, new_id, decision="cancel", by=principal.id, principal=principal, reason=request["reason"])
+            for i in open_interrupts
         ]
         closed = [
             closed_unanswered(i, now, principal.id, request["reason"], who, r.record_id)

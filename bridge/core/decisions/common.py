@@ -165,6 +165,7 @@ def deny(
         kind=intr.kind,
         action=scope,
         shown_hash=digest(intr.payload),
+        reason=reason,
     )
     return Mutation(events=[event], audit=[audit], records=[record], error=ForbiddenError(reason))
 

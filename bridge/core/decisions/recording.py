@@ -85,8 +85,10 @@ def host_record(
     principal: Principal | None = None,
     value: Any = None,
     action: str | None = None,
+    reason: str | None = None,
 ) -> DecisionDraft:
-    """The draft of a decision the host takes on ``intr`` (a timeout), or takes for ``principal`` (a cancel)."""
+    """The draft of a decision the host takes on ``intr`` (a timeout), or takes for ``principal`` (a cancel),
+    for ``reason``."""
     return DecisionDraft(
         record_id=new_id("dec"),
         decision=decision,
@@ -98,4 +100,5 @@ def host_record(
         action=action,
         shown_hash=digest(intr.payload),
         value_hash=None if value is None else digest(value),
+        reason=reason,
     )

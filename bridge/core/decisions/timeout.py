@@ -28,7 +28,9 @@ def timeout_decision(now: int, new_id: NewId) -> InterruptDecision:
         kind = kinds.kind_of(intr.kind)
         final, emitted = _fail_closed(intr, now) if kind.fails_closed else (None, [])
         action = None if final is None else "timeout"
-        record = host_record(intr, new_id, decision="timeout", by=SYSTEM_TIMEOUT, value=final, action=action)
+        record = host_record(
+            intr, new_id, decision="timeout", by=SYSTEM_TIMEOUT, value=final, action=action, reason="timeout"
+        )
         recorded = {"decisionRecordId": record.record_id}
         if final is not None:
             fail_closed = {"action": "timeout", "decision": "rejected", "outcome": "rejected"}

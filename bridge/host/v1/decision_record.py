@@ -113,6 +113,7 @@ _LINE: dict[str, Any] = {
                 "delegation": {"type": ["string", "null"]},
                 "shownHash": {"type": ["string", "null"]},
                 "valueHash": {"type": ["string", "null"]},
+                "reason": {"type": ["string", "null"]},
                 "prev": {"type": "string"},
             },
             "required": ["v", "id", "seq", "at", "tenant", "decision", "by", "prev"],
