@@ -62,7 +62,7 @@ class NoticeContent:
     votes: bool = False
     #: A key-bound gate (:mod:`openwop_bridge.core.assurance`): answered only where a passkey can confirm it.
     key_bound: bool = False
-    #: The delegator whose notice this is, on a delegate's copy (:mod:`openwop_bridge.notify.standins`).
+    #: The delegator whose notice this is, on a delegate's copy (:mod:`openwop_bridge.notify.delegated`).
     on_behalf_of: str | None = None
 
     @classmethod

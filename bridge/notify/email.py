@@ -10,7 +10,7 @@ A person with ``digestEveryMs`` gets no mail per interrupt but one per period li
 request still waiting on them, each with its own link (:class:`DigestSource`); while a delegate
 stands in for them, the requests the delegation covers go in a mail of their own to the delegate.
 
-A delegate's copy of a person's notice (:mod:`openwop_bridge.notify.standins`) says so: ``(on behalf
+A delegate's copy of a person's notice (:mod:`openwop_bridge.notify.delegated`) says so: ``(on behalf
 of alice)`` ends its subject, and its body names whose place the link answers in.
 
 SMTP replies decide what happens next: a ``4xx`` (greylisting, a full mailbox, a busy
@@ -36,11 +36,11 @@ from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.notify.channel_types import ChannelType
 from openwop_bridge.notify.config import EMAIL, ConfigModel, secret
 from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.delegated import DigestCopy
 from openwop_bridge.notify.digests import Digests
 from openwop_bridge.notify.install import ChannelSetup
 from openwop_bridge.notify.links import NoticeLinks
 from openwop_bridge.notify.notice import DeliveryOutcome, Notice
-from openwop_bridge.notify.standins import DigestCopy
 
 __all__ = [
     "CHANNEL",
@@ -342,7 +342,7 @@ def _check_address(config: EmailChannel, address: str) -> str | None:
 
 
 def _build(setup: ChannelSetup, config: EmailChannel) -> EmailChannelSender:
-    return EmailChannelSender(config, setup.links, Digests(setup.engine, setup.config, setup.planner, setup.stand_ins))
+    return EmailChannelSender(config, setup.links, Digests(setup.engine, setup.config, setup.planner, setup.delegated))
 
 
 #: The ``email`` channel: ``channels.email``, route targets ``email:ADDRESS`` (a shared mailbox).

@@ -4,7 +4,7 @@ channel of the bridge's own ``onUndeliverable`` notices.
 Each channel the file configures is built by its :class:`~openwop_bridge.notify.channel_types.ChannelType`
 from a :class:`ChannelSetup` and its section, and added to ``engine.notify`` with its own attempt timeout.
 Each notice is addressed when it is attempted, to whoever stands in for its person
-(:mod:`openwop_bridge.notify.standins`). The host serves what it adds (the Slack interactions route:
+(:mod:`openwop_bridge.notify.delegated`). The host serves what it adds (the Slack interactions route:
 :mod:`openwop_bridge.host.notifying`).
 """
 
@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, replace
 
 from openwop_bridge.core.notices import RetryPolicy
 from openwop_bridge.notify.config import NotifyConfig
+from openwop_bridge.notify.delegated import DelegatedNotices
 from openwop_bridge.notify.links import NoticeLinks
 from openwop_bridge.notify.notice import Channel
 from openwop_bridge.notify.planner import PeoplePlanner
 from openwop_bridge.notify.ports import NotifyEngine
-from openwop_bridge.notify.standins import StandIns
 from openwop_bridge.notify.undeliverable import UndeliverablePolicy
 
 __all__ = ["ChannelSetup", "NotifySetup", "install"]
@@ -37,7 +37,7 @@ class ChannelSetup:
     config: NotifyConfig
     links: NoticeLinks
     planner: PeoplePlanner
-    stand_ins: StandIns
+    delegated: DelegatedNotices
 
 
 @dataclass
@@ -55,7 +55,7 @@ def install(
     """Register the notify file's planner and channels on ``engine.notify`` (``retry``: the channels' retries)."""
     setup = NotifySetup(PeoplePlanner(config))
     links = NoticeLinks(engine, config.link_base(public_url))
-    built = ChannelSetup(engine, config, links, setup.planner, StandIns(engine, config, links))
+    built = ChannelSetup(engine, config, links, setup.planner, DelegatedNotices(engine, config, links))
     for name, section in config.channels.configured().items():
         kind = config.channels.types[name]
         channel = kind.build(built, section)
@@ -65,7 +65,7 @@ def install(
         # The worker bounds each attempt; give the channel its own timeout and a little to spare.
         engine.notify.add_channel(channel, replace(retry, timeout_ms=kind.timeout_ms(section) + SPARE_MS))
     engine.notify.add_planner(setup.planner)
-    engine.notify.readdress_with(built.stand_ins.redirect)
+    engine.notify.readdress_with(built.delegated.redirect)
     setup.undeliverable = UndeliverablePolicy(engine, setup.planner)
     engine.notify.add_channel(setup.undeliverable)
     return setup

@@ -8,7 +8,7 @@ the interrupt may wait (never past its deadline; at most :data:`MAX_LINK_TTL_MS`
 one), shortened by the channel's ``linkTtlMs``. It is refused once the interrupt closes,
 whoever answered and wherever.
 
-A delegate's copy of a person's notice (:mod:`openwop_bridge.notify.standins`: the payload's ``delegate``)
+A delegate's copy of a person's notice (:mod:`openwop_bridge.notify.delegated`: the payload's ``delegate``)
 carries a link made out to the delegate; on a gate that counts votes it answers in the person's place
 (the token's ``for``), through the delegation, which must still stand when the link is used.
 """

@@ -117,7 +117,7 @@ class NotifyService:
 
     def readdress_with(self, readdress: Callable[[Notice], Awaitable[Notice]]) -> None:
         """Address each notice with ``readdress`` when it is attempted (to whom it goes now: a delegate standing
-        in for its person, :mod:`openwop_bridge.notify.standins`)."""
+        in for its person, :mod:`openwop_bridge.notify.delegated`)."""
         self.worker.readdress = readdress
 
     def policy(self, channel: str) -> RetryPolicy:
@@ -220,7 +220,7 @@ class NotifyService:
         }
         if notice.interrupt_id is not None:
             payload["interruptId"] = notice.interrupt_id
-        if notice.payload.get("delegate"):  # a delegate's copy (:mod:`openwop_bridge.notify.standins`)
+        if notice.payload.get("delegate"):  # a delegate's copy (:mod:`openwop_bridge.notify.delegated`)
             payload["onBehalfOf"] = str(notice.payload.get("person"))
             payload["delegationId"] = str(notice.payload.get("delegationId"))
         if settled.status == "dead":

@@ -5,7 +5,7 @@ a post when it is a channel id): the title, what is asked, the deadline, and
 
 - for an approval, buttons whose ``action_id`` begin with ``accept`` and ``reject`` (a click
   comes back to ``POST /notify/slack/interactions`` and votes as the person who clicked; on a delegate's
-  copy, :mod:`openwop_bridge.notify.standins`, in the place of the person they stand in for), and
+  copy, :mod:`openwop_bridge.notify.delegated`, in the place of the person they stand in for), and
   a button to the link page for the other answers (edit, refine, ask); on a key-bound gate
   (``"assurance": "key-bound"``) Approve and Reject open the link page too, where the passkey is asked for;
 - for every other kind, a button to the link page, where its form is.

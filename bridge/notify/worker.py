@@ -129,7 +129,7 @@ class OutboxWorker:
         self._transient = transient
         self._failed_pause_ms = failed_pause_ms
         #: How a notice is addressed when it is attempted (a delegate standing in for its person:
-        #: :mod:`openwop_bridge.notify.standins`); as it is, by default.
+        #: :mod:`openwop_bridge.notify.delegated`); as it is, by default.
         self.readdress: Callable[[Notice], Awaitable[Notice]] | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None

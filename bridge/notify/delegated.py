@@ -25,7 +25,7 @@ delegate, its payload keeps ``person`` (whose slot) and adds ``delegate`` and ``
 ``notification.sent`` event (which webhooks carry) names the delegate with ``onBehalfOf``.
 
 A digest lists several requests, perhaps of several workflows: its requests are split by who reads them,
-the delegate receiving the ones their delegation covers, the person the rest (:meth:`StandIns.digest_copies`).
+the delegate receiving the ones their delegation covers, the person the rest (:meth:`DelegatedNotices.digest_copies`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from openwop_bridge.notify.notice import Notice
 from openwop_bridge.notify.ports import NotifyEngine
 from openwop_bridge.notify.recipients import PERSON_CHANNELS
 
-__all__ = ["DigestCopy", "StandIns"]
+__all__ = ["DelegatedNotices", "DigestCopy"]
 
 #: The purposes of a person's notices that are not about one interrupt (a digest is split instead).
 _NOT_REDIRECTED = frozenset({"digest", "closed"})
@@ -56,7 +56,7 @@ class DigestCopy:
     delegation_id: str | None = None
 
 
-class StandIns:
+class DelegatedNotices:
     """Finds who stands in for a person and addresses their notices to them (see the module docstring)."""
 
     def __init__(self, engine: NotifyEngine, config: NotifyConfig, links: NoticeLinks) -> None:
