@@ -2,7 +2,9 @@
 
 ``token = base64url(JSON{runId, nodeId, interruptId, expiresAt, intent, kid}) "." base64url(mac)``
 with ``mac = HMAC-SHA256(secret[kid], JSON bytes)``, both parts unpadded base64url in
-their one canonical spelling (any other spelling is refused). Several secrets verify at
+their one canonical spelling (any other spelling is refused). A link may name its person (``sub``) and,
+for a delegate's copy of a notice, whose place that person answers in (``for``: the delegator, through
+a delegation that must still stand when the link is used). Several secrets verify at
 once (``kid`` selects one) so signing secrets rotate without orphaning links
 already sent; only the active one signs. Checks are constant-time.
 """
@@ -67,6 +69,8 @@ class TokenClaims:
     intent: str
     kid: str
     subject: str | None = None
+    #: Whose place the link's subject answers in, through a delegation (``for``); None for their own.
+    on_behalf: str | None = None
 
 
 #: What a derived key's HMAC input starts with, before its purpose (see :meth:`TokenSigner.derived_keys`).
@@ -95,10 +99,12 @@ class TokenSigner:
         expires_at_ms: int,
         intent: str,
         subject: str | None = None,
+        on_behalf: str | None = None,
     ) -> str:
         """A token for one interrupt with the given expiry and intent.
 
-        ``subject`` names the person the link is for; it becomes ``decidedBy``.
+        ``subject`` names the person the link is for; it becomes ``decidedBy``. ``on_behalf`` names the
+        delegator the subject stands in for (their answer is recorded in that person's place).
         """
         if intent not in INTENTS:
             raise ValueError(f"intent must be one of {INTENTS}")
@@ -112,6 +118,8 @@ class TokenSigner:
         }
         if subject:
             claims["sub"] = subject
+            if on_behalf:
+                claims["for"] = on_behalf
         body = json.dumps(claims, separators=(",", ":")).encode("utf-8")
         mac = hmac.new(self._secrets[self.active_kid], body, hashlib.sha256).digest()
         return f"{_b64(body)}.{_b64(mac)}"
@@ -152,6 +160,7 @@ class TokenSigner:
                 intent=str(claims["intent"]),
                 kid=str(claims["kid"]),
                 subject=str(claims["sub"]) if claims.get("sub") else None,
+                on_behalf=str(claims["for"]) if claims.get("sub") and claims.get("for") else None,
             )
         except (KeyError, ValueError) as exc:
             raise InterruptNotFoundError("no interrupt answers to this token (incomplete)") from exc

@@ -1,4 +1,5 @@
-"""What every notice says, whatever the channel: the workflow, the title, what is asked, the deadline, the link."""
+"""What every notice says, whatever the channel: the workflow, the title, what is asked, the deadline, the link,
+and, on a delegate's copy, whose place it is in (``on behalf of alice``)."""
 
 from __future__ import annotations
 
@@ -61,9 +62,19 @@ class NoticeContent:
     votes: bool = False
     #: A key-bound gate (:mod:`openwop_bridge.core.assurance`): answered only where a passkey can confirm it.
     key_bound: bool = False
+    #: The delegator whose notice this is, on a delegate's copy (:mod:`openwop_bridge.notify.delegated`).
+    on_behalf_of: str | None = None
 
     @classmethod
-    def of(cls, record: InterruptRecord, *, link: str, link_answers: bool, purpose: str = "notice") -> NoticeContent:
+    def of(
+        cls,
+        record: InterruptRecord,
+        *,
+        link: str,
+        link_answers: bool,
+        purpose: str = "notice",
+        on_behalf_of: str | None = None,
+    ) -> NoticeContent:
         """The content of a notice about ``record`` carrying ``link`` (which answers, or only shows)."""
         kind = kinds.kind_of(record.kind)
         data = record.payload.get("data", {})
@@ -82,12 +93,19 @@ class NoticeContent:
             purpose=purpose,
             votes=kind.votes,
             key_bound=kind.votes and assurance.required(data if isinstance(data, dict) else {}) == assurance.KEY_BOUND,
+            on_behalf_of=on_behalf_of,
         )
 
     @property
     def subject(self) -> str:
-        """A one-line subject: ``[Approval] Approve expense report EXP-1042`` (with Reminder:/Escalated:)."""
-        return f"{_PURPOSE_PREFIX.get(self.purpose, '')}[{self.kind_label}] {self.title}"
+        """A one-line subject: ``[Approval] Approve expense report EXP-1042`` (with Reminder:/Escalated:, and
+        `` (on behalf of alice)`` on a delegate's copy)."""
+        return f"{_PURPOSE_PREFIX.get(self.purpose, '')}[{self.kind_label}] {self.title}{self.on_behalf}"
+
+    @property
+    def on_behalf(self) -> str:
+        """`` (on behalf of alice)`` on a delegate's copy, else nothing."""
+        return f" (on behalf of {self.on_behalf_of})" if self.on_behalf_of else ""
 
     @property
     def call_to_action(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from openwop_bridge.core.notices import Notice
 from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.notify.config import NotifyConfig
+from openwop_bridge.notify.delegated import DelegatedNotices, DigestCopy
 from openwop_bridge.notify.planner import PeoplePlanner, has_voted
 from openwop_bridge.notify.ports import NotifyEngine
 from openwop_bridge.notify.recipients import Recipient, audience_of
@@ -23,10 +24,17 @@ PAGE = 200
 class Digests:
     """The :class:`~openwop_bridge.notify.email.DigestSource` of an engine."""
 
-    def __init__(self, engine: NotifyEngine, config: NotifyConfig, planner: PeoplePlanner) -> None:
+    def __init__(
+        self,
+        engine: NotifyEngine,
+        config: NotifyConfig,
+        planner: PeoplePlanner,
+        delegated: DelegatedNotices | None = None,
+    ) -> None:
         self._engine = engine
         self._config = config
         self._planner = planner
+        self._delegated = delegated
         self._state = engine.adapter_state(STATE)
 
     async def waiting_on(self, person: str, tenant: str) -> list[InterruptRecord]:
@@ -46,6 +54,13 @@ class Digests:
                 break
             after = (page[-1].requested_at_ms, page[-1].interrupt_id)
         return out[:MAX_LISTED]
+
+    async def copies(self, person: str, tenant: str, address: str, records: list[InterruptRecord]) -> list[DigestCopy]:
+        """The mails the digest of ``records`` becomes: the person's, and one per delegate standing in for some of
+        them (:meth:`~openwop_bridge.notify.delegated.DelegatedNotices.digest_copies`)."""
+        if self._delegated is None:
+            return [DigestCopy(address, records)]
+        return await self._delegated.digest_copies(tenant, person, address, records)
 
     async def claim_period(self, person: str, slot: int, notice_id: str) -> bool:
         """The first notice of a period sends it; a retry of that same notice still may."""

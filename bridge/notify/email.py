@@ -7,7 +7,11 @@ retry sends the same id and a mail system can drop the duplicate; a reminder thr
 under the first mail (``In-Reply-To``).
 
 A person with ``digestEveryMs`` gets no mail per interrupt but one per period listing every
-request still waiting on them, each with its own link (:class:`DigestSource`).
+request still waiting on them, each with its own link (:class:`DigestSource`); while a delegate
+stands in for them, the requests the delegation covers go in a mail of their own to the delegate.
+
+A delegate's copy of a person's notice (:mod:`openwop_bridge.notify.delegated`) says so: ``(on behalf
+of alice)`` ends its subject, and its body names whose place the link answers in.
 
 SMTP replies decide what happens next: a ``4xx`` (greylisting, a full mailbox, a busy
 server) and a connection that fails or times out are retried; a ``5xx`` for the
@@ -32,6 +36,7 @@ from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.notify.channel_types import ChannelType
 from openwop_bridge.notify.config import EMAIL, ConfigModel, secret
 from openwop_bridge.notify.content import NoticeContent
+from openwop_bridge.notify.delegated import DigestCopy
 from openwop_bridge.notify.digests import Digests
 from openwop_bridge.notify.install import ChannelSetup
 from openwop_bridge.notify.links import NoticeLinks
@@ -122,8 +127,22 @@ def message_id(interrupt_id: str, recipient: str, purpose: str, sender: str) -> 
     return f"<{interrupt_id}.{digest}.{purpose}@{_domain(sender)}>"
 
 
+def _yours(content: NoticeContent) -> str:
+    """What the link does, for whom."""
+    if not content.link_answers:
+        return "This link shows the request; answer it with your own link or key."
+    if content.on_behalf_of:
+        return (
+            f"You stand in for {content.on_behalf_of}: an answer given through this link is recorded in "
+            f"{content.on_behalf_of}'s place, with you as the one who answered."
+        )
+    return "This link is yours: an answer given through it is recorded as yours."
+
+
 def _text(content: NoticeContent) -> str:
     lines = [content.title, ""]
+    if content.on_behalf_of:
+        lines = [f"On behalf of {content.on_behalf_of}", "", *lines]
     if content.asked:
         lines += [content.asked, ""]
     lines += [
@@ -134,9 +153,7 @@ def _text(content: NoticeContent) -> str:
         f"{content.call_to_action}:",
         content.link,
         "",
-        "This link is yours: an answer given through it is recorded as yours."
-        if content.link_answers
-        else "This link shows the request; answer it with your own link or key.",
+        _yours(content),
     ]
     return "\n".join(lines) + "\n"
 
@@ -144,9 +161,10 @@ def _text(content: NoticeContent) -> str:
 def _html(content: NoticeContent) -> str:
     e = html.escape
     asked = f"<p>{e(content.asked)}</p>" if content.asked else ""
+    behalf = f"<p><strong>On behalf of {e(content.on_behalf_of)}</strong></p>\n" if content.on_behalf_of else ""
     return f"""<!doctype html>
 <html><body style="font-family: sans-serif">
-<h2>{e(content.title)}</h2>
+{behalf}<h2>{e(content.title)}</h2>
 {asked}
 <table>
 <tr><th align="left">Workflow</th><td>{e(content.workflow_id)}</td></tr>
@@ -154,6 +172,7 @@ def _html(content: NoticeContent) -> str:
 <tr><th align="left">Answer by</th><td>{e(content.deadline)}</td></tr>
 </table>
 <p><a href="{e(content.link, quote=True)}">{e(content.call_to_action)}</a></p>
+<p>{e(_yours(content))}</p>
 </body></html>
 """
 
@@ -208,16 +227,31 @@ class DigestSource(Protocol):
         """Plan the person's next digest, one period on."""
         ...
 
+    async def copies(self, person: str, tenant: str, address: str, records: list[InterruptRecord]) -> list[DigestCopy]:
+        """The mails the digest of ``records`` becomes: the person's, and one per delegate standing in for them."""
+        ...
 
-def build_digest(config: EmailChannel, to: str, person: str, slot: int, contents: list[NoticeContent]) -> EmailMessage:
-    """One mail listing every request waiting on a person, each with its own link."""
+
+def build_digest(
+    config: EmailChannel,
+    to: str,
+    person: str,
+    slot: int,
+    contents: list[NoticeContent],
+    *,
+    delegate: str | None = None,
+) -> EmailMessage:
+    """One mail listing every request waiting on a person, each with its own link (to ``delegate``, standing in
+    for the person, the requests they read in the person's place)."""
     n = len(contents)
     message = EmailMessage()
     message["From"] = config.from_
     message["To"] = str(Address(addr_spec=to))
-    message["Subject"] = f"{n} request{'s' if n != 1 else ''} waiting for you"
+    waiting = f"{n} request{'s' if n != 1 else ''} waiting"
+    message["Subject"] = f"{waiting} (on behalf of {person})" if delegate else f"{waiting} for you"
     message["Date"] = formatdate(usegmt=True)
-    message["Message-ID"] = message_id("digest", person, str(slot), config.from_)
+    key = f"{person}\x1f{delegate}" if delegate else person
+    message["Message-ID"] = message_id("digest", key, str(slot), config.from_)
     message["Auto-Submitted"] = "auto-generated"
     text = "\n".join(
         f"{c.subject}\n  workflow {c.workflow_id} · answer by {c.deadline}\n  {c.link}\n" for c in contents
@@ -262,11 +296,18 @@ class EmailChannelSender:
         waiting = await self._digests.waiting_on(person, str(notice.payload.get("tenant", notice.tenant)))
         if not waiting:
             return DeliveryOutcome("delivered", "nothing_waiting")
-        payload = {"person": person, "purpose": "digest"}
-        contents = [self._links.content(r, payload, self._config.link_ttl_ms) for r in waiting]
-        outcome = await self.send(build_digest(self._config, str(notice.payload["address"]), person, slot, contents))
-        if outcome.kind == "delivered":
-            await self._digests.schedule_next(notice, waiting[0].run_id)
+        tenant = str(notice.payload.get("tenant", notice.tenant))
+        outcome = DeliveryOutcome.delivered()
+        # One mail to the person and one to each delegate standing in for some of the requests; a retry sends
+        # each again with its same Message-ID.
+        for copy in await self._digests.copies(person, tenant, str(notice.payload["address"]), waiting):
+            payload = {"person": person, "purpose": "digest", "delegate": copy.delegate}
+            contents = [self._links.content(r, payload, self._config.link_ttl_ms) for r in copy.records]
+            message = build_digest(self._config, copy.address, person, slot, contents, delegate=copy.delegate)
+            outcome = await self.send(message)
+            if outcome.kind != "delivered":
+                return outcome
+        await self._digests.schedule_next(notice, waiting[0].run_id)
         return outcome
 
     async def send(self, message: EmailMessage) -> DeliveryOutcome:
@@ -301,7 +342,7 @@ def _check_address(config: EmailChannel, address: str) -> str | None:
 
 
 def _build(setup: ChannelSetup, config: EmailChannel) -> EmailChannelSender:
-    return EmailChannelSender(config, setup.links, Digests(setup.engine, setup.config, setup.planner))
+    return EmailChannelSender(config, setup.links, Digests(setup.engine, setup.config, setup.planner, setup.delegated))
 
 
 #: The ``email`` channel: ``channels.email``, route targets ``email:ADDRESS`` (a shared mailbox).

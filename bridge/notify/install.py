@@ -3,7 +3,9 @@ channel of the bridge's own ``onUndeliverable`` notices.
 
 Each channel the file configures is built by its :class:`~openwop_bridge.notify.channel_types.ChannelType`
 from a :class:`ChannelSetup` and its section, and added to ``engine.notify`` with its own attempt timeout.
-The host serves what it adds (the Slack interactions route: :mod:`openwop_bridge.host.notifying`).
+Each notice is addressed when it is attempted, to whoever stands in for its person
+(:mod:`openwop_bridge.notify.delegated`). The host serves what it adds (the Slack interactions route:
+:mod:`openwop_bridge.host.notifying`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from openwop_bridge.core.notices import RetryPolicy
 from openwop_bridge.notify.config import NotifyConfig
+from openwop_bridge.notify.delegated import DelegatedNotices
 from openwop_bridge.notify.links import NoticeLinks
 from openwop_bridge.notify.notice import Channel
 from openwop_bridge.notify.planner import PeoplePlanner
@@ -27,12 +30,14 @@ SPARE_MS = 2_000
 @dataclass(frozen=True, slots=True)
 class ChannelSetup:
     """What building a channel's delivery may use: the engine (as the narrow view notify holds of it), the whole
-    notify file, the links notices carry, and the planner (a digest plans the next one)."""
+    notify file, the links notices carry, the planner (a digest plans the next one), and who stands in for
+    whom (a digest's requests are split by who reads them)."""
 
     engine: NotifyEngine
     config: NotifyConfig
     links: NoticeLinks
     planner: PeoplePlanner
+    delegated: DelegatedNotices
 
 
 @dataclass
@@ -49,7 +54,8 @@ def install(
 ) -> NotifySetup:
     """Register the notify file's planner and channels on ``engine.notify`` (``retry``: the channels' retries)."""
     setup = NotifySetup(PeoplePlanner(config))
-    built = ChannelSetup(engine, config, NoticeLinks(engine, config.link_base(public_url)), setup.planner)
+    links = NoticeLinks(engine, config.link_base(public_url))
+    built = ChannelSetup(engine, config, links, setup.planner, DelegatedNotices(engine, config, links))
     for name, section in config.channels.configured().items():
         kind = config.channels.types[name]
         channel = kind.build(built, section)
@@ -59,6 +65,7 @@ def install(
         # The worker bounds each attempt; give the channel its own timeout and a little to spare.
         engine.notify.add_channel(channel, replace(retry, timeout_ms=kind.timeout_ms(section) + SPARE_MS))
     engine.notify.add_planner(setup.planner)
+    engine.notify.readdress_with(built.delegated.redirect)
     setup.undeliverable = UndeliverablePolicy(engine, setup.planner)
     engine.notify.add_channel(setup.undeliverable)
     return setup

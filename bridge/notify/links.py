@@ -7,12 +7,17 @@ A shared address (a team mailbox, a Slack or Teams channel) holds no identity an
 the interrupt may wait (never past its deadline; at most :data:`MAX_LINK_TTL_MS` without
 one), shortened by the channel's ``linkTtlMs``. It is refused once the interrupt closes,
 whoever answered and wherever.
+
+A delegate's copy of a person's notice (:mod:`openwop_bridge.notify.delegated`: the payload's ``delegate``)
+carries a link made out to the delegate; on a gate that counts votes it answers in the person's place
+(the token's ``for``), through the delegation, which must still stand when the link is used.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from openwop_bridge.core import kinds
 from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.notify.config import MAX_LINK_TTL_MS
 from openwop_bridge.notify.content import NoticeContent
@@ -44,13 +49,20 @@ class NoticeLinks:
     def content(self, record: InterruptRecord, payload: dict[str, Any], link_ttl_ms: int | None) -> NoticeContent:
         """What the notice says, with a fresh link for its person (or an ``inspect`` link for a shared address)."""
         person = payload.get("person")
+        delegate = payload.get("delegate") if person else None
         intent = "resolve" if person else "inspect"
+        votes = kinds.kind_of(record.kind).votes
         token, _ = self._source.mint_token(
-            record, intent, subject=str(person) if person else None, ttl_ms=link_ttl_ms or MAX_LINK_TTL_MS
+            record,
+            intent,
+            subject=str(delegate or person) if person else None,
+            ttl_ms=link_ttl_ms or MAX_LINK_TTL_MS,
+            on_behalf=str(person) if delegate and votes else None,
         )
         return NoticeContent.of(
             record,
             link=f"{self.base_url}/v1/interrupts/{token}",
             link_answers=intent == "resolve",
             purpose=str(payload.get("purpose", "notice")),
+            on_behalf_of=str(person) if delegate else None,
         )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import Clock
+from openwop_bridge.core.delegations import Delegation
 from openwop_bridge.core.notices import Audience
 from openwop_bridge.core.records import InterruptRecord
 
@@ -46,7 +47,13 @@ class InterruptSource(Protocol):
         ...
 
     def mint_token(
-        self, record: InterruptRecord, intent: str = "resolve", *, subject: str | None = None, ttl_ms: int | None = None
+        self,
+        record: InterruptRecord,
+        intent: str = "resolve",
+        *,
+        subject: str | None = None,
+        ttl_ms: int | None = None,
+        on_behalf: str | None = None,
     ) -> tuple[str, int]:
         """A signed link for ``record`` and its expiry."""
         ...
@@ -66,6 +73,10 @@ class NotifyEngine(InterruptSource, Protocol):
         self, tenant: str, audience: Audience, *, limit: int, after: tuple[int, str] | None = None
     ) -> list[InterruptRecord]:
         """The open interrupts of ``tenant`` that may wait on a person, oldest first."""
+        ...
+
+    async def standing_delegations(self, tenant: str, delegator: str) -> list[Delegation]:
+        """The delegations of ``delegator`` standing now, newest first (read again at most every few seconds)."""
         ...
 
     async def resolve(

@@ -4,7 +4,8 @@ Planners run inside the store's transactions (:class:`~openwop_bridge.core.notic
 is durable exactly when what it announces is. :meth:`NotifyService.enqueue` writes notices in a
 transaction of their own, for what is decided later (a reminder, an escalation); a draft's
 ``not_before_ms`` in the future makes it a durable delayed notice, which the worker honours across
-restarts and instances. Outcomes of the people channels (e-mail, Slack, Teams) become the run
+restarts and instances. A notice is addressed when it is attempted (:meth:`NotifyService.readdress_with`: a
+delegate standing in for its person). Outcomes of the people channels (e-mail, Slack, Teams) become the run
 events ``notification.sent`` and ``notification.failed``; webhook deliveries report none (a
 webhook carries run events: reporting them as events would feed itself).
 """
@@ -24,7 +25,7 @@ from openwop_bridge.core.notices import (
     OutboxLimits,
     RetryPolicy,
 )
-from openwop_bridge.notify.notice import Channel
+from openwop_bridge.notify.notice import Channel, Notice
 from openwop_bridge.notify.states import delivery_fields, public_recipient
 from openwop_bridge.notify.worker import NoticeSpan, OutboxWorker, Settled, no_span
 from openwop_bridge.store.base import Store
@@ -113,6 +114,11 @@ class NotifyService:
         if policy is not None:
             self._policies[channel.name] = policy
         self.worker.poke()
+
+    def readdress_with(self, readdress: Callable[[Notice], Awaitable[Notice]]) -> None:
+        """Address each notice with ``readdress`` when it is attempted (to whom it goes now: a delegate standing
+        in for its person, :mod:`openwop_bridge.notify.delegated`)."""
+        self.worker.readdress = readdress
 
     def policy(self, channel: str) -> RetryPolicy:
         """The retry policy of a channel's notices."""
@@ -214,6 +220,9 @@ class NotifyService:
         }
         if notice.interrupt_id is not None:
             payload["interruptId"] = notice.interrupt_id
+        if notice.payload.get("delegate"):  # a delegate's copy (:mod:`openwop_bridge.notify.delegated`)
+            payload["onBehalfOf"] = str(notice.payload.get("person"))
+            payload["delegationId"] = str(notice.payload.get("delegationId"))
         if settled.status == "dead":
             payload["reason"] = settled.reason or "failed"
         await self._sink(notice.run_id, SENT if settled.status == "delivered" else FAILED, payload)

@@ -4,7 +4,8 @@ A notice becomes one ``chat.postMessage`` (a DM when the address is a person's S
 a post when it is a channel id): the title, what is asked, the deadline, and
 
 - for an approval, buttons whose ``action_id`` begin with ``accept`` and ``reject`` (a click
-  comes back to ``POST /notify/slack/interactions`` and votes as the person who clicked), and
+  comes back to ``POST /notify/slack/interactions`` and votes as the person who clicked; on a delegate's
+  copy, :mod:`openwop_bridge.notify.delegated`, in the place of the person they stand in for), and
   a button to the link page for the other answers (edit, refine, ask); on a key-bound gate
   (``"assurance": "key-bound"``) Approve and Reject open the link page too, where the passkey is asked for;
 - for every other kind, a button to the link page, where its form is.
@@ -52,8 +53,10 @@ __all__ = [
     "SlackApi",
     "SlackChannel",
     "SlackChannelSender",
+    "button_value",
     "closed_blocks",
     "escape",
+    "parse_button_value",
     "request_blocks",
 ]
 
@@ -115,15 +118,12 @@ def request_blocks(content: NoticeContent) -> list[Block]:
     text = f"*{escape(content.title)}*"
     if content.asked:
         text += f"\n{escape(content.asked)}"
+    about = f"{content.kind_label} · workflow {content.workflow_id} · answer by {content.deadline}"
+    if content.on_behalf_of:
+        about = f"On behalf of {content.on_behalf_of} · {about}"
     blocks: list[Block] = [
         SectionBlock(text=MarkdownTextObject(text=text[:_TEXT_MAX])),
-        ContextBlock(
-            elements=[
-                MarkdownTextObject(
-                    text=escape(f"{content.kind_label} · workflow {content.workflow_id} · answer by {content.deadline}")
-                )
-            ]
-        ),
+        ContextBlock(elements=[MarkdownTextObject(text=escape(about))]),
     ]
     buttons: list[ButtonElement] = []
     if content.votes and content.key_bound:
@@ -133,7 +133,7 @@ def request_blocks(content: NoticeContent) -> list[Block]:
             ButtonElement(text="Reject", action_id="open_link_reject", url=content.link, style="danger"),
         ]
     elif content.votes:
-        value = content.interrupt_id
+        value = button_value(content.interrupt_id, content.on_behalf_of)
         buttons += [
             ButtonElement(text="Approve", action_id="accept", value=value, style="primary"),
             ButtonElement(text="Reject", action_id="reject", value=value, style="danger"),
@@ -142,6 +142,18 @@ def request_blocks(content: NoticeContent) -> list[Block]:
     buttons.append(ButtonElement(text=label, action_id="open_link", url=content.link))
     blocks.append(ActionsBlock(block_id=f"openwop:{content.interrupt_id}", elements=buttons))
     return blocks
+
+
+def button_value(interrupt_id: str, on_behalf_of: str | None = None) -> str:
+    """An Approve or Reject button's ``value``: the interrupt's id, and on a delegate's copy whose place the
+    click votes in (``int_… alice``)."""
+    return f"{interrupt_id} {on_behalf_of}" if on_behalf_of else interrupt_id
+
+
+def parse_button_value(value: str) -> tuple[str, str | None]:
+    """``(interrupt id, whose place)`` from :func:`button_value`'s ``value``."""
+    interrupt_id, _, on_behalf_of = value.partition(" ")
+    return interrupt_id, on_behalf_of or None
 
 
 def closed_blocks(title: str, outcome: str) -> list[Block]:

@@ -13,7 +13,9 @@ resolve path: their roles and tenant, the gate's ``approversList`` and quorum, o
 and the audit (``decidedBy`` is their principal id, recorded beside the click's subject: the Slack user,
 issuer ``urn:openwop-bridge:slack``, lane ``api-key``). A gate that does not allow them is
 ``403`` and decides nothing; a replayed click decides nothing twice (a second vote by the
-same person changes nothing, and a closed gate answers ``409``).
+same person changes nothing, and a closed gate answers ``409``). A button of a delegate's copy names whose
+place it votes in (:func:`~openwop_bridge.notify.slack.button_value`): the click is then the delegate's vote
+naming that person, counted only through a delegation standing now, exactly as through the API.
 
 Once the click is counted (and acknowledged), the message is rewritten: to who decided what when the gate
 closed, or with a line naming the vote while a quorum is still open.
@@ -34,7 +36,7 @@ from openwop_bridge.core.auth import SLACK_ISSUER, Principal, Subject
 from openwop_bridge.core.errors import ForbiddenError, UnauthenticatedError, ValidationError
 from openwop_bridge.notify.config import NotifyConfig, Person
 from openwop_bridge.notify.ports import NotifyEngine
-from openwop_bridge.notify.slack import SlackChannelSender, escape
+from openwop_bridge.notify.slack import SlackChannelSender, escape, parse_button_value
 
 __all__ = ["MAX_BODY", "SlackClicks"]
 
@@ -91,7 +93,7 @@ class SlackClicks:
         answer = next((a for prefix, a in _ACTIONS if str(action.get("action_id", "")).startswith(prefix)), None)
         if answer is None:  # a link button: Slack reports its click too, and wants it acknowledged
             return
-        interrupt_id = str(action.get("value", ""))
+        interrupt_id, on_behalf = parse_button_value(str(action.get("value", "")))
         # The click's subject is the Slack user, vouched for by the Slack app's signing secret (identity.md).
         principal = Principal(
             id=pid,
@@ -100,9 +102,12 @@ class SlackClicks:
             roles=frozenset(person.roles),
             subject=Subject(issuer=SLACK_ISSUER, subject_id=str(person.slack), lane="api-key"),
         )
-        result = await self._engine.resolve(principal, {"action": answer}, interrupt_id=interrupt_id)
+        # A delegate's copy votes in the place of the person it was for, through the delegation (which must stand).
+        value = {"action": answer, "voter": on_behalf} if on_behalf else {"action": answer}
+        result = await self._engine.resolve(principal, value, interrupt_id=interrupt_id)
         # Slack wants its answer within three seconds: the message is rewritten after it, not before.
-        task = asyncio.create_task(self._rewrite(payload, interrupt_id, pid, answer, result))
+        voted = f"{pid} voted {answer}" + (f" on behalf of {on_behalf}" if on_behalf else "")
+        task = asyncio.create_task(self._rewrite(payload, interrupt_id, voted, result))
         self._rewriting.add(task)
         task.add_done_callback(self._rewriting.discard)
 
@@ -118,7 +123,7 @@ class SlackClicks:
         except (ValueError, TypeError):  # a body that is no UTF-8
             return False
 
-    async def _rewrite(self, payload: dict[str, Any], interrupt_id: str, pid: str, answer: str, result: Any) -> None:
+    async def _rewrite(self, payload: dict[str, Any], interrupt_id: str, voted: str, result: Any) -> None:
         """Show the decision on the message (every message of the gate once it closed)."""
         try:
             record = await self._engine.interrupt_record(interrupt_id)
@@ -130,7 +135,7 @@ class SlackClicks:
             ts = (payload.get("container") or {}).get("message_ts") or message.get("ts")
             if not channel or not ts:
                 return
-            line = ContextBlock(elements=[MarkdownTextObject(text=escape(f"{pid} voted {answer}{_tally(result)}"))])
+            line = ContextBlock(elements=[MarkdownTextObject(text=escape(f"{voted}{_tally(result)}"))])
             blocks: list[Block | dict[str, Any]] = [*message.get("blocks", [])[:45], line]
             await self._sender.api.update(str(channel), str(ts), str(message.get("text", "")), blocks)  # type: ignore[arg-type]
         except Exception:

@@ -128,6 +128,9 @@ class OutboxWorker:
         self._per_destination = per_destination
         self._transient = transient
         self._failed_pause_ms = failed_pause_ms
+        #: How a notice is addressed when it is attempted (a delegate standing in for its person:
+        #: :mod:`openwop_bridge.notify.delegated`); as it is, by default.
+        self.readdress: Callable[[Notice], Awaitable[Notice]] | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -308,8 +311,13 @@ class OutboxWorker:
     async def _attempt(self, notice: Notice) -> int:
         """Make the attempt and record its outcome; how long its slots stay taken after it (ms)."""
         policy = self._policies(notice.channel)
+        readdressed = await self._readdressed(notice)
         with self._span(notice) as span:
-            outcome = await self._deliver(notice, policy)
+            if readdressed is None:  # who it goes to is unknown for now: tried again later, never sent amiss
+                outcome = DeliveryOutcome.retry("readdress_failed")
+            else:
+                notice = readdressed
+                outcome = await self._deliver(notice, policy)
             now = self._clock.now_ms()
             if outcome.kind == "deferred":  # the channel did not attempt it: given back, its attempt uncounted
                 with contextlib.suppress(Exception):
@@ -341,6 +349,17 @@ class OutboxWorker:
             except Exception:
                 log.exception("reporting the outcome of notice %s failed", notice.notice_id)
         return min(self._failed_pause_ms, next_ms - now) if status == "queued" else 0
+
+    async def _readdressed(self, notice: Notice) -> Notice | None:
+        """``notice`` as :attr:`readdress` addresses it (None when that failed); a notice refused when it was
+        written is never sent, so it stays as it is."""
+        if self.readdress is None or notice.payload.get(REFUSED) is not None:
+            return notice
+        try:
+            return await self.readdress(notice)
+        except Exception as exc:
+            log.warning("notice %s: could not find whom it goes to (%s)", notice.notice_id, type(exc).__name__)
+            return None
 
     async def _deliver(self, notice: Notice, policy: RetryPolicy) -> DeliveryOutcome:
         if notice.payload.get(REFUSED) == QUEUE_FULL:

@@ -17,10 +17,10 @@ from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.decisions.answer import answer_decision, prepare_answer
 from openwop_bridge.core.decisions.approval import gate_denial, unnamed_link_refusal
 from openwop_bridge.core.decisions.cancel import cancel_decision
-from openwop_bridge.core.decisions.common import Answer
+from openwop_bridge.core.decisions.common import Answer, link_subject
 from openwop_bridge.core.decisions.exchange import exchange_index, named_earlier_turn, names_its_turn
-from openwop_bridge.core.delegations import Delegation
-from openwop_bridge.core.errors import InterruptNotFoundError, ValidationError
+from openwop_bridge.core.delegations import Delegation, DelegationExpiredError
+from openwop_bridge.core.errors import ForbiddenError, InterruptNotFoundError, ValidationError
 from openwop_bridge.core.records import InterruptDecision, InterruptRecord, RunRecord
 from openwop_bridge.core.tokens import TokenClaims
 from openwop_bridge.core.views import inbox_item
@@ -299,6 +299,10 @@ class AnswerService:
         """Answer through a signed link (``POST /v1/interrupts/{token}``); ``verified`` is
         what :meth:`verify_token` already returned for it, ``assurance`` as for :meth:`resolve`."""
         claims, record = verified or await self._links.verify_token(token)
+        if claims.on_behalf is not None and claims.subject is not None and kinds.kind_of(record.kind).votes:
+            return await self._resolve_standing_in(
+                claims, record, value, principal, idempotency_key=idempotency_key, assurance=assurance
+            )
         who = claims.subject or (principal.id if principal else "signed-link")
         # A link the decision refuses (it names no one, on a quorum gate) puts no question to the ask service.
         refused = unnamed_link_refusal(record, principal, claims.subject) is not None
@@ -309,6 +313,61 @@ class AnswerService:
             token_subject=claims.subject,
             token_intent=claims.intent,
             ask_answer=None if refused else await self._ask_answer(record, value, who),
+            idempotency_key=idempotency_key,
+            checks=self._k.answer_checks,
+            ask_limits=self._k.config.ask_limits,
+            conversation_limits=self._k.config.conversation_limits,
+            assurance=assurance,
+        )
+        with self._arrivals.answering() as me:
+            return await self._apply_answer(
+                answer, record, me, interrupt_id=record.interrupt_id, run_id=None, node_id=None
+            )
+
+    async def _resolve_standing_in(
+        self,
+        claims: TokenClaims,
+        record: InterruptRecord,
+        value: Any,
+        principal: Principal | None,
+        *,
+        idempotency_key: str | None,
+        assurance: str,
+    ) -> dict[str, Any]:
+        """Answer through a delegate's link (made out to the delegate, ``for`` the delegator): exactly a delegated
+        vote through the API, by the link's person naming the delegator, through a delegation standing now."""
+        assert claims.subject is not None and claims.on_behalf is not None
+        acting, delegator = claims.subject, claims.on_behalf
+        if principal is not None and principal.id != acting:
+            raise ForbiddenError(f"this link is for {acting!r}; answer it without another principal's key")
+        named = approvals.named_voter(value)
+        if named is not None and named != delegator:
+            raise ForbiddenError(f"this link answers in {delegator!r}'s place and cannot name anyone else")
+        if isinstance(value, str):
+            value = {"action": value}
+        if isinstance(value, Mapping):
+            value = {**value, "voter": delegator}
+        # Without a key, the link's person, vouched for by the link: the delegation gives the rights (the
+        # delegator's), and a gate a link alone may not answer (a role, a scope) still needs a key.
+        who = principal or Principal(
+            id=acting,
+            tenant=record.tenant,
+            scopes=frozenset({"approvals:respond"}),
+            subject=link_subject(acting),
+        )
+        delegation = await self._delegations.standing_in(who, delegator, record.workflow_id)
+        if delegation is None:
+            raise DelegationExpiredError(
+                f"{acting!r} does not stand in for {delegator!r} on this workflow: answer with a link made out to you"
+            )
+        answer = Answer(
+            principal=who,
+            value=value,
+            surface="token",
+            token_intent=claims.intent,
+            link_principal=principal is None,
+            delegation=delegation,
+            ask_answer=await self._ask_answer(record, value, acting),
             idempotency_key=idempotency_key,
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,

@@ -5,11 +5,17 @@ Each delegation is a JSON object in the store's key-value space (namespace ``del
 ``tenant␟delegator␟id``), so every instance sharing the database sees it; a tenant keeps at most
 :data:`~openwop_bridge.core.delegations.MAX_PER_TENANT` (counted and stored in one transaction).
 The rules are :mod:`openwop_bridge.core.delegations`'s.
+
+Notices find where a person's requests go while they are away through :meth:`DelegationService.standing_delegations`:
+each delegator's delegations are read from the store at most every :data:`CACHE_MS` on this instance (a
+delegation made or ended here counts at once; one made or ended on another instance within that time),
+and whether each still stands is decided on every call, so one that runs out stops at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from openwop_bridge.core import kinds
 from openwop_bridge.core.auth import Principal
@@ -35,6 +41,16 @@ _SEP = "\x1f"
 _PAGE = 500
 #: The most interrupts one :meth:`DelegationService.stand_ins` call looks at (an inbox page at most).
 MAX_STAND_INS = 500
+#: How long one delegator's delegations, once read, answer :meth:`DelegationService.standing_delegations`.
+CACHE_MS = 2_000
+#: The most delegators whose delegations are kept read at once (beyond it, the oldest reads are dropped).
+CACHE_SIZE = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    at_ms: float
+    found: tuple[Delegation, ...]
 
 
 def _key(tenant: str, delegator: str, delegation_id: str = "") -> str:
@@ -62,6 +78,7 @@ class DelegationService:
     def __init__(self, kernel: Kernel) -> None:
         self._k = kernel
         self._state = AdapterState(kernel.store, kernel.clock, NAMESPACE)
+        self._read: dict[tuple[str, str], _Read] = {}
 
     async def create_delegation(
         self,
@@ -125,6 +142,7 @@ class DelegationService:
         )
         if not stored:
             raise ConflictError(f"this tenant keeps {MAX_PER_TENANT} delegations already: end some first")
+        self._read.pop((made.tenant, who), None)
         return made
 
     async def delegations(self, principal: Principal) -> list[Delegation]:
@@ -153,6 +171,7 @@ class DelegationService:
                 NAMESPACE, key, made.as_json(), ended.as_json(), now, recorded=recorded
             ):
                 raise ConflictError("the delegation changed meanwhile: read it again")
+            self._read.pop((made.tenant, made.delegator), None)
             return ended
         raise NotFoundError(f"no delegation {delegation_id!r} of yours")
 
@@ -218,6 +237,29 @@ class DelegationService:
             if through:
                 found.append((record, list(through.values())))
         return found
+
+    async def standing_delegations(self, tenant: str, delegator: str) -> list[Delegation]:
+        """The delegations of ``delegator`` in ``tenant`` that stand now, newest first (see the module docstring
+        for how fresh they are): whom the delegator's notices go to while they are away."""
+        if _SEP in delegator or _SEP in tenant:
+            return []
+        clock = self._k.clock
+        seen = self._read.get((tenant, delegator))
+        if seen is None or clock.monotonic() * 1000 - seen.at_ms >= CACHE_MS:
+            found: list[Delegation] = []
+            after: str | None = None
+            while True:
+                page = await self._state.scan(_key(tenant, delegator), limit=_PAGE, after=after)
+                found += [Delegation.from_json(doc) for _, doc in page]
+                if len(page) < _PAGE:
+                    break
+                after = page[-1][0]
+            found.sort(key=lambda d: (d.created_at_ms, d.delegation_id), reverse=True)
+            if len(self._read) >= CACHE_SIZE:
+                self._read.clear()
+            seen = self._read[(tenant, delegator)] = _Read(clock.monotonic() * 1000, tuple(found))
+        now = clock.now_ms()
+        return [d for d in seen.found if d.active(now)]
 
     async def _tenant(self, tenant: str) -> list[Delegation]:
         found: list[Delegation] = []

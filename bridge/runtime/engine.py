@@ -387,6 +387,7 @@ class Engine:
     delegations = Delegate("_delegations", DelegationService.delegations)
     stand_ins = Delegate("_delegations", DelegationService.stand_ins)
     end_delegation = Delegate("_delegations", DelegationService.end_delegation)
+    standing_delegations = Delegate("_delegations", DelegationService.standing_delegations)
     preview_answer = Delegate("_answers", AnswerService.preview_answer)
     preview_cancel = Delegate("_answers", AnswerService.preview_cancel)
     may_answer = Delegate("_answers", AnswerService.may_answer)

@@ -114,15 +114,24 @@ class LinkService:
         return kinds.kind_of(record.kind).votes and approvals.counts_people(record.payload.get("data", {}))
 
     def mint_token(
-        self, record: InterruptRecord, intent: str = "resolve", *, subject: str | None = None, ttl_ms: int | None = None
+        self,
+        record: InterruptRecord,
+        intent: str = "resolve",
+        *,
+        subject: str | None = None,
+        ttl_ms: int | None = None,
+        on_behalf: str | None = None,
     ) -> tuple[str, int]:
         """A new signed link for an interrupt: 30 minutes by default, never past its deadline.
 
-        A resolve link for a quorum gate must name its ``subject`` (400 otherwise).
+        A resolve link for a quorum gate must name its ``subject`` (400 otherwise). ``on_behalf``: the
+        delegator ``subject`` stands in for (a delegate's copy of a notice); answered through a delegation.
         """
         self._check_subject(record, intent, subject)
         expires = token_expiry(self._k.clock.now_ms(), record.deadline_ms, ttl_ms or self._k.config.token_ttl_ms)
-        token = self._signer().mint(record.run_id, record.node_id, record.interrupt_id, expires, intent, subject)
+        token = self._signer().mint(
+            record.run_id, record.node_id, record.interrupt_id, expires, intent, subject, on_behalf
+        )
         return token, expires
 
     def view_token(self, record: InterruptRecord, intent: str, reader: str | None) -> tuple[str, int] | None:
@@ -205,4 +214,6 @@ class LinkService:
         )
         if claims.subject:
             view["subject"] = claims.subject
+        if claims.on_behalf:
+            view["onBehalfOf"] = claims.on_behalf
         return view

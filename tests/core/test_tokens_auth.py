@@ -29,6 +29,16 @@ def test_token_round_trip_and_subject() -> None:
     )
 
 
+def test_a_delegates_token_names_whose_place_its_subject_answers_in() -> None:
+    signer = TokenSigner({"k1": "s" * 32}, "k1")
+    claims = signer.verify(signer.mint("run_1", "gate", "int_1", 10_000, "resolve", "bob", "alice"), 5_000)
+    assert (claims.subject, claims.on_behalf) == ("bob", "alice")
+    assert signer.verify(signer.mint("run_1", "gate", "int_1", 10_000, "resolve", "bob"), 5_000).on_behalf is None
+    # Without a subject there is nobody to stand in: no ``for`` is minted.
+    nobody = signer.mint("run_1", "gate", "int_1", 10_000, "resolve", None, "alice")
+    assert signer.verify(nobody, 5_000).on_behalf is None
+
+
 def test_expired_tampered_and_unknown_key_tokens() -> None:
     signer = TokenSigner({"k1": "s" * 32}, "k1")
     token = signer.mint("run_1", "gate", "int_1", 10_000, "inspect")

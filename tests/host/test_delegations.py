@@ -164,3 +164,31 @@ async def test_making_a_delegation_is_checked(client: httpx.AsyncClient) -> None
     listed = (await client.get("/v1/delegations", headers=auth("admin"))).json()["delegations"]
     assert {d["delegator"] for d in listed} == {"alice", "carol"}
     assert (await client.get("/v1/delegations", headers=auth("other"))).json()["delegations"] == []
+
+
+async def test_standing_delegations_are_read_again_within_seconds_and_run_out_at_once(engine: Engine) -> None:
+    from openwop_bridge.core.delegations import Delegation
+    from openwop_bridge.runtime.delegations import CACHE_MS, NAMESPACE
+
+    alice = Principal("alice", scopes=frozenset({"approvals:respond"}))
+    now = int(time.time() * 1000)
+
+    async def standing() -> list[str]:
+        return [d.delegation_id for d in await engine.standing_delegations("default", "alice")]
+
+    assert await standing() == []
+    # Made on another instance: in the shared store, not through this one.
+    elsewhere = Delegation("dlg_elsewhere", "default", "alice", "bob", now, now + HOUR_MS, created_at_ms=now)
+    await engine.adapter_state(NAMESPACE).put("default\x1falice\x1fdlg_elsewhere", elsewhere.as_json())
+    assert await standing() == [], "read a moment ago"
+    await asyncio.sleep(CACHE_MS / 1000 + 0.1)
+    assert await standing() == ["dlg_elsewhere"]
+    # Made here: counts at once, the newest first; running out stops it at once.
+    made = await engine.create_delegation(alice, delegate="carol", until_ms=int(time.time() * 1000) + 400)
+    assert await standing() == [made.delegation_id, "dlg_elsewhere"]
+    await asyncio.sleep(0.5)
+    assert await standing() == ["dlg_elsewhere"]
+    # Ended here: at once.
+    await engine.end_delegation(alice, "dlg_elsewhere")
+    assert await standing() == []
+    assert await engine.standing_delegations("default", "nobody") == []

@@ -148,6 +148,17 @@ def answer_decision(
     return decide
 
 
+def _governed(intr: InterruptRecord) -> bool:
+    data = intr.payload.get("data", {})
+    return bool(kinds.kind_of(intr.kind).votes and (data.get("requiredRole") or data.get("requiredScope")))
+
+
+def link_alone_answers(intr: InterruptRecord) -> bool:
+    """Whether a signed link, without a key, may answer ``intr``: not when it needs an authenticated answer
+    (its profile) or a gate's role or scope."""
+    return intr.payload.get("data", {}).get("profile") != AUTH_REQUIRED_PROFILE and not _governed(intr)
+
+
 def _surface_rules(intr: InterruptRecord, run: RunRecord, answer: Answer) -> None:
     """The tenant, and what a signed link may do: look only, or answer a gate that needs someone named."""
     principal = answer.principal
@@ -157,14 +168,12 @@ def _surface_rules(intr: InterruptRecord, run: RunRecord, answer: Answer) -> Non
         return
     if answer.token_intent != "resolve":
         raise ForbiddenError("this link only allows looking at the interrupt, not answering it")
-    data = intr.payload.get("data", {})
-    governed = kinds.kind_of(intr.kind).votes and (data.get("requiredRole") or data.get("requiredScope"))
-    if data.get("profile") == AUTH_REQUIRED_PROFILE or governed:
+    if not link_alone_answers(intr):
         # A link alone names no one, so it cannot satisfy a role or scope: fail closed.
-        if principal is None:
+        if principal is None or answer.link_principal:
             raise UnauthenticatedError(
                 "this interrupt needs an authenticated answer (Authorization: Bearer)"
-                + (" from a principal the gate allows" if governed else "")
+                + (" from a principal the gate allows" if _governed(intr) else "")
             )
         if principal.tenant not in (run.tenant, "*"):
             raise InterruptNotFoundError("no interrupt at this address")

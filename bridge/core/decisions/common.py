@@ -55,6 +55,8 @@ class Answer:
     surface: str = "run"  # "run" | "token"
     token_subject: str | None = None
     token_intent: str | None = None
+    #: The principal is the link's person, vouched for by a delegate's link alone (no key was sent).
+    link_principal: bool = False
     ask_answer: str | None = None
     idempotency_key: str | None = None
     checks: Mapping[str, AnswerCheck] = field(default_factory=dict)

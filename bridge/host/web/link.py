@@ -125,6 +125,8 @@ def _meta_rows(view: dict[str, Any]) -> str:
         rows.append(("Link valid until", human_time(view["tokenExpiresAt"])))
     if view.get("subject"):
         rows.append(("Answers as", view["subject"]))
+    if view.get("onBehalfOf"):  # a delegate's link: their answer counts in the delegator's place
+        rows.append(("On behalf of", view["onBehalfOf"]))
     return "\n".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in rows)
 
 
