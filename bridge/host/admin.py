@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
 import orjson
 
 from openwop_bridge.core.decision_verify import verify_lines
@@ -189,6 +188,8 @@ async def _export(args: argparse.Namespace) -> int:
 def _load_keys(source: str) -> dict[str, Any]:
     """The JWK set at a URL (fetched) or in a file."""
     if source.startswith(("http://", "https://")):
+        import httpx  # only here: `serve` starts without it
+
         try:
             response = httpx.get(source, timeout=10, headers={"Accept": "application/json"})
         except httpx.HTTPError as exc:

@@ -9,12 +9,12 @@
    principal allowed to act for others), and the gate's role, scope and approvers;
 3. :func:`_override_denial`: an override needs the gate's override role;
 4. :func:`_ask` records a question (bounded), or :func:`_vote` counts a vote, which may
-   settle the gate (:func:`settle_approval`).
+   settle the gate (:func:`~openwop_bridge.core.decisions.approval_closing.settle_approval`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,15 +23,14 @@ from openwop_bridge.core.auth import Principal
 from openwop_bridge.core.clock import iso_ms
 from openwop_bridge.core.decision_record import DecisionDraft
 from openwop_bridge.core.decisions import recording
+from openwop_bridge.core.decisions.approval_closing import settle_approval
 from openwop_bridge.core.decisions.common import (
     Answer,
     NewId,
     decider_subject,
     deny,
     event_draft,
-    resolved_event,
     resolver_id,
-    settle,
     subject_clash,
 )
 from openwop_bridge.core.delegations import Delegation, DelegationScopeAmplifiedError, second_vote
@@ -438,76 +437,3 @@ def _record_vote(log: _GateLog, normalized: approvals.ApprovalAnswer, t: approva
     if why:
         details["reason"] = str(why)
     log.audited(voter, f"approval.vote.{normalized.action}", details)
-
-
-def settle_approval(
-    intr: InterruptRecord,
-    now: int,
-    new_id: NewId,
-    final: dict[str, Any],
-    state: dict[str, Any],
-    events: list[EventDraft],
-    audit: list[dict[str, Any]],
-    outcome: str,
-    used: str | None = None,
-    records: Sequence[DecisionDraft] = (),
-    acted: Mapping[str, Any] | None = None,
-) -> Mutation:
-    """Close an approval with its final value: ``approval.received`` and ``interrupt.resolved``, and wake the run.
-
-    ``used``: the assurance of the answer that settled it (None for a timeout or a cancel); ``records``: the
-    decision's drafts for the decision record, the last the one that settled it (``interrupt.resolved`` names it);
-    ``acted``: the :data:`ON_BEHALF` fields of the deciding vote, when someone acted in its voter's place (the
-    resolution and ``interrupt.resolved`` carry them)."""
-    received: dict[str, Any] = {
-        "nodeId": intr.node_id,
-        "action": final["action"],
-        "decidedBy": final["decidedBy"],
-        "decidedAt": final["decidedAt"],
-    }
-    for name in ("feedback", "refineFeedback", "editedArtifactData"):
-        if name in final:
-            received[name] = final[name]
-    if "quorum" in final:
-        received["quorum"] = final["quorum"]
-    who = final.get("decidedBySubject")
-    if who is not None:
-        received["decidedBySubject"] = who
-    decision = "approved" if outcome == "accepted" else "rejected"
-    timed_out = final["action"] == "timeout"
-    emitted: list[dict[str, Any]] = [
-        {"type": "approval.received", "payload": received, "nodeId": intr.node_id},
-        resolved_event(
-            intr,
-            now,
-            final["decidedBy"],
-            final,
-            action=final["action"],
-            decision=decision,
-            reason=final.get("reason") if timed_out else None,
-            resolvedBySubject=who,
-            decisionRecordId=records[-1].record_id if records else None,
-            **(acted or {}),
-        ),
-    ]
-    return settle(
-        intr,
-        now,
-        new_id,
-        status="resolved",
-        by=final["decidedBy"],
-        value=final,
-        emitted=emitted,
-        extra={
-            "action": final["action"],
-            "decision": decision,
-            **({"resolvedBySubject": who} if who else {}),
-            **({"assurance": used} if used else {}),
-            **(acted or {}),
-        },
-        state=state,
-        events=events,
-        audit=audit,
-        records=records,
-        result={"status": "resolved", "action": final["action"], "decision": decision},
-    )

@@ -21,7 +21,8 @@ from typing import Any
 from openwop_bridge.core import kinds
 from openwop_bridge.core.auth import Principal, subject_ref
 from openwop_bridge.core.clock import iso_ms
-from openwop_bridge.core.decisions.approval import gate_denial, settle_approval
+from openwop_bridge.core.decisions.approval import gate_denial
+from openwop_bridge.core.decisions.approval_closing import settle_approval
 from openwop_bridge.core.decisions.common import NewId, closed_error, event_draft, resolved_event, settle
 from openwop_bridge.core.decisions.recording import host_record
 from openwop_bridge.core.errors import InterruptNotFoundError, RunNotFoundError
