@@ -75,11 +75,19 @@ def _parse(raw: str | bytes) -> tuple[dict[str, Any], str, str, str] | None:
 
 def _seq(record: Mapping[str, Any]) -> int | None:
     seq = record.get("seq")
-    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 1 else None
 
 
-def verify_lines(lines: Iterable[str | bytes], keys: Mapping[str, Ed25519PublicKey]) -> Verdict:
-    """Check an export's lines (blank lines are skipped) against the public ``keys`` (by ``kid``)."""
+def verify_lines(
+    lines: Iterable[str | bytes], keys: Mapping[str, Ed25519PublicKey], *, partial: bool = False
+) -> Verdict:
+    """Check an export's lines (blank lines are skipped) against the public ``keys`` (by ``kid``).
+
+    Each tenant's chain must start at its first record and run without a gap, unless ``partial`` (a receipt, a
+    page after a cursor): then every record's hash and signature are checked, the records must come in sequence
+    order, and each one right after another (``seq`` one more) must link to it; a gap is no break (a receipt
+    holds one interrupt's records, with others' between them). Only a whole export shows that nothing is missing.
+    """
     verdict = Verdict()
     heads: dict[str, tuple[int, str]] = {}  # tenant -> (last seq, last hash)
     for number, raw in enumerate(lines, start=1):
@@ -97,6 +105,8 @@ def verify_lines(lines: Iterable[str | bytes], keys: Mapping[str, Ed25519PublicK
             verdict.broken = Break(number, tenant, seq, "edited: the record lacks its tenant or sequence number")
             return verdict
         last_seq, last_hash = heads.get(tenant, (0, GENESIS))
+        if partial and seq > last_seq + 1:
+            last_seq, last_hash = seq - 1, str(record.get("prev"))  # a gap: the record is checked on its own
         if seq != last_seq + 1:
             expected = last_seq + 1
             why = "missing" if seq > expected else "out of order"

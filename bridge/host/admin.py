@@ -116,6 +116,12 @@ def add_audit_parser(sub: Any) -> None:
         required=True,
         help="the public keys: the URL of GET /v1/audit/keys, or a file holding that JWK set",
     )
+    verify.add_argument(
+        "--partial",
+        action="store_true",
+        help="the file holds part of a chain (a receipt, a page after a cursor): check every record's hash and "
+        "signature and the links between consecutive ones, but not that none is missing",
+    )
 
 
 def database(db: str) -> str:
@@ -154,7 +160,7 @@ def audit(args: argparse.Namespace) -> int:
     """``audit export|verify``."""
     if args.action == "export":
         return asyncio.run(_export(args))
-    return _verify(args.file, args.keys)
+    return _verify(args.file, args.keys, partial=args.partial)
 
 
 @contextmanager
@@ -211,7 +217,7 @@ def _load_keys(source: str) -> dict[str, Any]:
     return document
 
 
-def _verify(path: str, keys_source: str) -> int:
+def _verify(path: str, keys_source: str, *, partial: bool = False) -> int:
     try:
         found = key_set(_load_keys(keys_source))
     except SignatureError as exc:
@@ -223,7 +229,7 @@ def _verify(path: str, keys_source: str) -> int:
     except OSError as exc:
         raise RuntimeError(f"cannot read {path}: {exc.strerror}") from None
     with source:
-        verdict = verify_lines(source, found)
+        verdict = verify_lines(source, found, partial=partial)
     if verdict.broken is not None:
         print(f"BROKEN: {verdict.broken}", file=sys.stderr)
         print(f"(the {verdict.records} record(s) before it hold)", file=sys.stderr)

@@ -76,6 +76,12 @@ def test_an_export_of_a_database_verifies(database: tuple[Path, Path], tmp_path:
         check=False,
     )
     assert piped.returncode == 0, piped.stderr
+    part = tmp_path / "part.jsonl"
+    part.write_bytes(b"".join(out.read_bytes().splitlines(keepends=True)[2:4]))
+    whole = _cli("audit", "verify", str(part), "--keys", str(keys))
+    assert whole.returncode == 1 and "record 1 of tenant 'default': missing" in whole.stderr, whole.stderr
+    partial = _cli("audit", "verify", str(part), "--keys", str(keys), "--partial")
+    assert partial.returncode == 0 and partial.stdout.startswith("OK: 2 record(s) hold"), partial.stderr
     one = _cli("audit", "export", "--db", str(db), "--tenant", "elsewhere")
     assert one.returncode == 0 and one.stdout == "" and "exported 0 record(s)" in one.stderr
 

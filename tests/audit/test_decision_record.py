@@ -53,8 +53,8 @@ async def _keys(client: httpx.AsyncClient) -> dict[str, Any]:
     return dict(r.json())
 
 
-async def _verify(client: httpx.AsyncClient, lines: list[bytes]) -> Verdict:
-    return verify_lines(lines, key_set(await _keys(client)))
+async def _verify(client: httpx.AsyncClient, lines: list[bytes], *, partial: bool = False) -> Verdict:
+    return verify_lines(lines, key_set(await _keys(client)), partial=partial)
 
 
 def _records(lines: list[bytes]) -> list[dict[str, Any]]:
@@ -223,19 +223,32 @@ async def test_pages_follow_their_cursor(client: httpx.AsyncClient, engine: Engi
     envelope(await client.get(EXPORT, params={"format": "xml"}, headers=auth("admin")), 400, "validation_error")
     paged = [orjson.dumps(line) for line in first.json()["records"] + rest["records"]]
     assert (await _verify(client, paged)).holds
+    later = [orjson.dumps(line) for line in rest["records"]]
+    assert (await _verify(client, later, partial=True)).holds  # a page after a cursor starts mid-chain
 
 
 async def test_a_receipt_lists_the_decisions_on_one_interrupt(client: httpx.AsyncClient, engine: Engine) -> None:
     _gate(engine, "receipt-quorum", approversList=["bob", "opal"], requiredApprovals=2)
     run_id = await _run(client, engine, "receipt-quorum")
+    await _three_decisions(client, engine)
     await _answer(client, run_id, "gate", {"action": "accept"})
+    await _three_decisions(client, engine)
     await _answer(client, run_id, "gate", {"action": "accept"}, who="operator")
     r = await client.get(f"/v1/runs/{run_id}/interrupts/gate/receipt", headers=auth("reader"))
     assert r.status_code == 200, r.text
     body = r.json()
-    assert [(line["record"]["by"], line["record"]["seq"]) for line in body["records"]] == [("bob", 1), ("opal", 2)]
+    assert [(line["record"]["by"], line["record"]["seq"]) for line in body["records"]] == [("bob", 4), ("opal", 8)]
     assert body["keys"] == "/v1/audit/keys"
-    assert (await _verify(client, [orjson.dumps(line) for line in body["records"]])).holds
+    # A receipt is part of a chain: each record holds on its own; only a whole export shows that none is missing.
+    receipt = [orjson.dumps(line) for line in body["records"]]
+    assert (await _verify(client, receipt, partial=True)).holds
+    whole = (await _verify(client, receipt)).broken
+    assert whole is not None and whole.seq == 1 and "missing" in whole.reason
+    forged = [receipt[0], receipt[1].replace(b'"by":"opal"', b'"by":"olga"')]
+    broken = (await _verify(client, forged, partial=True)).broken
+    assert broken is not None and broken.seq == 8 and "edited" in broken.reason
+    backwards = (await _verify(client, receipt[::-1], partial=True)).broken
+    assert backwards is not None and "out of order" in backwards.reason
     envelope(
         await client.get(f"/v1/runs/{run_id}/interrupts/gate/receipt", headers=auth("other")), 404, "run_not_found"
     )
