@@ -172,17 +172,18 @@ class AnswerService:
         The answer is prepared as :meth:`resolve` prepares it, and the decision takes it on the
         current rows outside a transaction; a concurrent change can still make the real answer fail.
         """
+        record = await self._visible_interrupt(principal, interrupt_id)
         answer = Answer(
             principal=principal,
             value=value,
             surface="run",
+            delegation=await self.delegation_for(principal, value, record),
             ask_answer="(preview)",
             checks=self._k.answer_checks,
             ask_limits=self._k.config.ask_limits,
             conversation_limits=self._k.config.conversation_limits,
         )
         now = self._k.clock.now_ms()
-        record = await self._visible_interrupt(principal, interrupt_id)
         prepared = prepare_answer(record, answer, now)
         await self._preview(record, answer_decision(answer, now, self._k.clock.new_id, prepared))
 

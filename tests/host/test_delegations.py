@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from openwop_bridge import Engine, Principal, Workflow
-from openwop_bridge.core.delegations import DelegationScopeAmplifiedError
+from openwop_bridge.core.delegations import DelegationExpiredError, DelegationScopeAmplifiedError
 from tests.conftest import auth
 from tests.helpers import envelope, events, settle
 
@@ -192,3 +192,21 @@ async def test_standing_delegations_are_read_again_within_seconds_and_run_out_at
     await engine.end_delegation(alice, "dlg_elsewhere")
     assert await standing() == []
     assert await engine.standing_delegations("default", "nobody") == []
+
+
+async def test_a_preview_takes_the_delegation_as_the_answer_would(engine: Engine) -> None:
+    _gate(engine, "previewed", approversList=["alice"])
+    alice = Principal("alice", roles=frozenset({"admin"}))
+    bob = Principal("bob", scopes=frozenset({"approvals:respond", "runs:read"}))
+    run = await engine.create_run(alice, "previewed")
+    await settle(engine, run.run_id)
+    record = await engine.store.interrupt_at(run.run_id, "gate")
+    assert record is not None
+    value = {"action": "accept", "voter": "alice"}
+    made = await engine.create_delegation(alice, delegate="bob", until_ms=int(time.time() * 1000) + HOUR_MS)
+    await engine.preview_answer(bob, value, interrupt_id=record.interrupt_id)  # what resolve would take
+    await engine.end_delegation(alice, made.delegation_id)
+    with pytest.raises(DelegationExpiredError) as caught:
+        await engine.preview_answer(bob, value, interrupt_id=record.interrupt_id)
+    assert caught.value.details == {"delegationId": made.delegation_id}
+    await _open(engine, run.run_id)
