@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from typing import Any
 
 import httpx
@@ -115,3 +117,30 @@ def two_sign_offs(engine: Engine, workflow_id: str, actions: list[str]) -> None:
             config={"title": f"{name} sign-off", "actions": list(actions)},
         )
     wf.register(engine)
+
+
+async def alice_away(engine: Engine, workflow_id: str) -> str:
+    """A gate ``workflow_id`` waiting on alice, who delegates to bob for an hour; the delegation's id."""
+    wf = Workflow(workflow_id)
+    wf.node("gate", type_id="core.approvalGate", config={"title": "Pay?", "approversList": ["alice"]})
+    wf.register(engine)
+    made = await engine.create_delegation(ADMIN, delegate="bob", until_ms=int(time.time() * 1000) + 3_600_000)
+    return made.delegation_id
+
+
+async def answered_for_alice(engine: Engine, interrupt_id: str, delegation_id: str) -> None:
+    """The interrupt holds alice's vote cast by bob under ``delegation_id``, and the decision record says so."""
+    record = await engine.store.get_interrupt(interrupt_id)
+    assert record is not None
+    (vote,) = record.state["votes"]
+    assert (vote["voter"], vote["actingPrincipal"], vote["delegation"]) == ("alice", "bob", delegation_id)
+    rows = [json.loads(row.body) for row in await engine.store.decision_records(None, 100)]
+    (used,) = [r for r in rows if r["decision"] == "vote" and r["interruptId"] == interrupt_id]
+    assert (used["by"], used["delegation"]) == ("alice", delegation_id), used
+    assert used["subject"]["subjectId"] == "alice" and used["subject"]["actor"]["subjectId"] == "bob", used
+
+
+async def unanswered(engine: Engine, interrupt_id: str) -> None:
+    """The interrupt is still open, with no vote."""
+    record = await engine.store.get_interrupt(interrupt_id)
+    assert record is not None and record.open and not record.state.get("votes"), record

@@ -103,8 +103,10 @@ def resume_payload_to_value(view: Mapping[str, Any], payload: Any) -> Any:
     The kind's short answers first (:func:`openwop_bridge.kinds.coerce_short_answer`: an
     approval's bare action or true/false, a clarification's object keyed by question id or
     bare value when there is one question). Approvals take ``{action, …}`` as is;
-    ``{approved, editedArgs?, feedback?}`` (the tool-call convention, also fine for
-    confirmations) maps to accept / edit-accept / reject.
+    ``{approved, editedArgs?, feedback?, voter?}`` (the tool-call convention, also fine for
+    confirmations) maps to accept / edit-accept / reject; its ``voter`` (or ``decidedBy``)
+    names whose slot the answer fills, as in OpenWOP's own answer (a delegate answering in
+    the delegator's place).
     """
     kind = view["kind"]
     data = _data(view)
@@ -114,6 +116,15 @@ def resume_payload_to_value(view: Mapping[str, Any], payload: Any) -> Any:
         return payload
     if not isinstance(payload["approved"], bool):
         raise ValidationError("'approved' must be true or false")
+    return {**_mapped(data, payload), **{k: payload[k] for k in VOTER_FIELDS if k in payload}}
+
+
+#: The fields of an answer naming whose slot it fills, carried as given (the engine checks them).
+VOTER_FIELDS = ("voter", "decidedBy")
+
+
+def _mapped(data: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The OpenWOP action of an ``{approved, editedArgs?, feedback?}`` payload."""
     feedback = payload.get("feedback") or payload.get("reason")
     if not payload["approved"]:
         return {"action": "reject", **({"feedback": str(feedback)} if feedback else {})}

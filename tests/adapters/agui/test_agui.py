@@ -18,7 +18,7 @@ from openwop_bridge.core.auth import KeyRing, make_key
 from openwop_bridge.host.app import create_app
 from openwop_bridge.runtime.tools import approved_tool_call
 from tests.conftest import KEYS, auth
-from tests.helpers import event_types, settle, two_sign_offs
+from tests.helpers import ADMIN, alice_away, answered_for_alice, event_types, settle, two_sign_offs, unanswered
 from tests.server import uvicorn_server
 
 EVENT = TypeAdapter(Event)
@@ -853,3 +853,21 @@ async def test_a_key_bound_gate_refuses_an_agui_resume(agui: Agui, engine: Engin
     assert body["error"] == "sender_constraint_missing"
     record = await engine.store.get_interrupt(it["id"])
     assert record is not None and record.status == "pending" and not record.state.get("votes")
+
+
+async def test_a_delegate_answers_in_the_delegators_place(agui: Agui, engine: Engine) -> None:
+    delegation = await alice_away(engine, "away-agui")
+    bob = Agui(agui.client, who="bob")
+    for payload in ({"action": "accept", "voter": "alice"}, {"approved": True, "voter": "alice"}):
+        thread = f"th-away-{len(payload)}-{payload.get('action', 'approved')}"
+        [it] = interrupts(await agui.run("away-agui", thread))
+        resume = [{"interruptId": it["id"], "status": "resolved", "payload": payload}]
+        done = await bob.run("away-agui", thread, resume=resume)
+        assert done[-1]["outcome"] == {"type": "success"} and done[-1]["result"]["gate"]["decidedBy"] == "alice"
+        await answered_for_alice(engine, it["id"], delegation)
+    await engine.end_delegation(ADMIN, delegation)
+    [it] = interrupts(await agui.run("away-agui", "th-away-ended"))
+    resume = [{"interruptId": it["id"], "status": "resolved", "payload": {"action": "accept", "voter": "alice"}}]
+    [body] = await bob.run("away-agui", "th-away-ended", status=401, resume=resume)
+    assert body["error"] == "delegation_expired" and body["details"]["delegationId"] == delegation
+    await unanswered(engine, it["id"])
