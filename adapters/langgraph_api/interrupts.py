@@ -28,6 +28,11 @@ the order they were asked; for a batch, one per call of the batch. The same
 message) is the OpenWOP ``accept``, ``reject`` or ``refine``; any other mix is an
 ``edit-accept`` carrying the decisions. An Agent Inbox response answers a
 batch whole (``accept`` approves every call).
+
+Whose slot an answer fills: a ``voter`` (or ``decidedBy``) on the Agent Inbox
+response, on the HITL decision or on the ``{"decisions": [...]}`` object is carried
+to the OpenWOP answer, as on OpenWOP's own ``{action, voter}``: a delegate names the
+person they answer for.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ _HITL = {"approve", "edit", "reject", "respond"}
 _CUSTOM_GRAPH = "langgraph.interrupt"
 _BATCHED = "tool-calls"
 _INTERRUPT_ID = re.compile(r"^int_[0-9A-Za-z]{26}$")
+#: The fields of an answer naming whose slot it fills (a delegate answering in the delegator's place).
+VOTER_FIELDS = ("voter", "decidedBy")
 
 
 def _data(view: Mapping[str, Any]) -> dict[str, Any]:
@@ -174,6 +181,11 @@ def _batch_answer(decisions: list[Any]) -> dict[str, Any]:
     return {"action": "edit-accept", "editedArtifactData": {"decisions": decisions}}
 
 
+def _voter(value: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields naming whose slot an answer fills (``voter``, ``decidedBy``), carried as given."""
+    return {k: value[k] for k in VOTER_FIELDS if k in value}
+
+
 def _approval_answer(data: Mapping[str, Any], value: Any) -> Any:
     if isinstance(value, list):
         if len(value) != 1 or not isinstance(value[0], Mapping):
@@ -181,21 +193,23 @@ def _approval_answer(data: Mapping[str, Any], value: Any) -> Any:
         value = value[0]
     if not isinstance(value, Mapping) or "action" in value:
         return value
+    voter = _voter(value)
     if isinstance(value.get("decisions"), list):
         decisions = value["decisions"]
         if data.get("artifactType") == _BATCHED:
             calls = (data.get("artifactData") or {}).get("actions") or []
             if len(decisions) != len(calls):
                 raise ValidationError(f"{len(calls)} tool calls are waiting; send {len(calls)} decisions")
-            return _batch_answer(decisions)
+            return {**_batch_answer(decisions), **voter}
         if len(decisions) != 1 or not isinstance(decisions[0], Mapping):
             raise ValidationError("one tool call needs exactly one decision")
         value = decisions[0]
+        voter = {**voter, **_voter(value)}
     kind = value.get("type")
     if kind in _INBOX and (kind != "edit" or "edited_action" not in value):
-        return _from_inbox(data, value)
+        return {**_from_inbox(data, value), **voter}
     if kind in _HITL:
-        return _from_decision(data, value)
+        return {**_from_decision(data, value), **voter}
     return value
 
 

@@ -19,6 +19,7 @@ from openwop_bridge import Engine, KeyRing, Workflow
 from openwop_bridge.host.app import create_app
 from openwop_bridge.langgraph_api import langgraph_routes
 from tests.conftest import KEYS, TOKENS, auth
+from tests.helpers import ADMIN, alice_away, answered_for_alice, unanswered
 from tests.server import uvicorn_server
 
 
@@ -263,3 +264,31 @@ async def test_a_key_bound_gate_refuses_a_langgraph_resume(base: str, engine: En
     assert refused.value.response.status_code == 401
     assert refused.value.response.json()["error"] == "sender_constraint_missing"
     assert interrupt["id"] in open_ids(await bob.threads.get(thread["thread_id"]))
+
+
+async def test_a_delegate_answers_in_the_delegators_place(base: str, engine: Engine) -> None:
+    delegation = await alice_away(engine, "away-langgraph")
+    bob = client(base, "bob")
+    resumes = (
+        {"action": "accept", "voter": "alice"},  # OpenWOP's own answer
+        [{"type": "accept", "args": None, "voter": "alice"}],  # an Agent Inbox response
+        {"decisions": [{"type": "approve"}], "voter": "alice"},  # HITL decisions
+    )
+    for resume in resumes:
+        thread = await client(base, "operator").threads.create()
+        waiting = await client(base, "operator").runs.wait(thread["thread_id"], "away-langgraph", input={})
+        [interrupt] = waiting["__interrupt__"]
+        done = await bob.runs.wait(thread["thread_id"], "away-langgraph", command=Command(resume=resume))
+        assert "__interrupt__" not in done, done
+        await answered_for_alice(engine, interrupt["id"], delegation)
+    await engine.end_delegation(ADMIN, delegation)
+    thread = await client(base, "operator").threads.create()
+    waiting = await client(base, "operator").runs.wait(thread["thread_id"], "away-langgraph", input={})
+    [interrupt] = waiting["__interrupt__"]
+    for resume in resumes:
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await bob.runs.wait(thread["thread_id"], "away-langgraph", command=Command(resume=resume))
+        assert refused.value.response.status_code == 401
+        body = refused.value.response.json()
+        assert body["error"] == "delegation_expired" and body["details"]["delegationId"] == delegation, body
+    await unanswered(engine, interrupt["id"])
