@@ -36,5 +36,5 @@ def as_a2a_errors() -> Iterator[None]:
         if exc.status in (400, 409, 410, 413, 422):
             raise InvalidParamsError(f"{exc.code}: {exc.message}", data={"openwop": exc.envelope()}) from exc
         if exc.status in (401, 403):
-            raise InvalidRequestError(f"{exc.code}: {exc.message}") from exc
+            raise InvalidRequestError(f"{exc.code}: {exc.message}", data={"openwop": exc.envelope()}) from exc
         raise InternalError(exc.code) from exc

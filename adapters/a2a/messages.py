@@ -13,6 +13,8 @@ from openwop_bridge import Engine, WorkflowDefinition, kinds
 
 #: The approval actions an A2A answer may name (``metadata.openwop.interrupt.action``).
 ACTIONS = ("accept", "reject", "edit", "respond", "ask")
+#: Whose slot an approval answer fills (``metadata.openwop.interrupt.voter``, or in its data part).
+VOTER_FIELDS = ("voter", "decidedBy")
 
 
 def openwop_metadata(message: Message) -> dict[str, Any]:
@@ -72,7 +74,8 @@ def named_interrupt(message: Message) -> str | None:
 
 def answer_for(interrupt: Mapping[str, Any], message: Message) -> Any:
     """The resume value a message gives the open interrupt (see the module docstring of the handler)."""
-    meta_action = (openwop_metadata(message).get("interrupt") or {}).get("action")
+    meta = openwop_metadata(message).get("interrupt") or {}
+    meta_action = meta.get("action")
     data = data_parts(message)
     texts = text_parts(message)
     kind = interrupt["kind"]
@@ -80,6 +83,9 @@ def answer_for(interrupt: Mapping[str, Any], message: Message) -> Any:
         value: dict[str, Any] = dict(data[0]) if data and isinstance(data[0], dict) else {}
         if meta_action is not None:
             value.setdefault("action", meta_action)
+        for name in VOTER_FIELDS:  # whose slot the answer fills: a delegate names the delegator
+            if name in meta:
+                value.setdefault(name, meta[name])
         if "action" not in value:
             raise InvalidParamsError(f"an approval answer names an action: one of {', '.join(ACTIONS)}")
         return value

@@ -48,6 +48,7 @@ from openwop_bridge.host import build_parser, build_server
 from openwop_bridge.host.app import create_app
 from openwop_bridge.host.discovery import validate_discovery
 from tests.conftest import KEYS, TOKENS, auth
+from tests.helpers import ADMIN, alice_away, answered_for_alice, unanswered
 from tests.server import uvicorn_server
 
 INPUT = TaskState.TASK_STATE_INPUT_REQUIRED
@@ -526,3 +527,29 @@ async def test_a_key_bound_gate_refuses_an_a2a_answer(agent: Agent, engine: Engi
     assert "sender_constraint_missing" in str(refused.value)
     record = await engine.store.interrupt_at(task.id, "gate")
     assert record is not None and record.open and not record.state.get("votes")
+
+
+async def test_a_delegate_answers_in_the_delegators_place(agent: Agent, engine: Engine) -> None:
+    delegation = await alice_away(engine, "away-a2a")
+    operator, bob = agent.client("operator"), agent.client("bob")
+    answers = (
+        lambda task_id: message(data({"voter": "alice"}), task_id=task_id, interrupt={"action": "accept"}),
+        lambda task_id: message(task_id=task_id, interrupt={"action": "accept", "voter": "alice"}),
+    )
+    for answer in answers:
+        task = await send(operator, message(Part(text="pay"), skill="away-a2a"))
+        assert task.status.state == INPUT
+        interrupt_id = openwop(task)["interrupt"]["interruptId"]
+        done = await send(bob, answer(task.id))
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        await answered_for_alice(engine, interrupt_id, delegation)
+    await engine.end_delegation(ADMIN, delegation)
+    task = await send(operator, message(Part(text="pay"), skill="away-a2a"))
+    for answer in answers:
+        with pytest.raises(InvalidRequestError) as refused:
+            await send(bob, answer(task.id))
+        assert str(refused.value).startswith("delegation_expired")
+        assert refused.value.data is not None
+        assert refused.value.data["openwop"]["details"] == {"delegationId": delegation}
+    assert (await bob.get_task(GetTaskRequest(id=task.id))).status.state == INPUT
+    await unanswered(engine, openwop(task)["interrupt"]["interruptId"])
