@@ -9,31 +9,36 @@ whether a wait becomes an ``elicitation/create`` request or an ``InputRequiredRe
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
 
 from openwop_bridge import Engine, InterruptRecord, Principal, RunRecord, assurance, kinds
-from openwop_bridge.mcp.forms import Form, approval_variant, flatten
+from openwop_bridge.mcp.forms import Form, approval_variant, flatten, with_voter
 
 Progress = Callable[[int, str], Awaitable[None]]
 
 
-def form_for(record: InterruptRecord) -> tuple[str, Form]:
-    """The elicitation message and form for an open interrupt (see :mod:`openwop_bridge.mcp.forms`)."""
+def form_for(record: InterruptRecord, voters: Sequence[str] = ()) -> tuple[str, Form]:
+    """The elicitation message and form for an open interrupt (see :mod:`openwop_bridge.mcp.forms`).
+
+    ``voters``: whom the caller may answer an approval for, when they stand in for someone
+    (a delegation): the form then asks whose slot the answer fills (:func:`with_voter`).
+    """
     kind = kinds.kind_of(record.kind)
     data = record.payload.get("data") or {}
     schema: Mapping[str, Any] = kind.response_schema(record.payload)
     if kind.votes:
         actions = data.get("actions") or ["accept"]
         schema = approval_variant(schema, "accept" if "accept" in actions else actions[0])
+        return kind.prompt(data), with_voter(flatten(schema), voters)
     return kind.prompt(data), flatten(schema)
 
 
-def elicitation(record: InterruptRecord) -> types.ElicitRequestFormParams:
+def elicitation(record: InterruptRecord, voters: Sequence[str] = ()) -> types.ElicitRequestFormParams:
     """The form-mode ``elicitation/create`` params for an open interrupt."""
-    message, form = form_for(record)
+    message, form = form_for(record, voters)
     return types.ElicitRequestFormParams(message=message, requested_schema=form.schema)
 
 

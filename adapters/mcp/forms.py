@@ -13,12 +13,15 @@ MCP forms hold flat primitive properties only. An answer schema is flattened so:
 
 An approval's schema is one variant per action; its form is the ``accept``
 variant's fields (or the ``reject`` one's) without ``action``: the client's
-``accept`` and ``decline`` buttons are the action.
+``accept`` and ``decline`` buttons are the action. An approval's form always
+reads a ``voter`` field back into the answer (whose slot it fills; the engine
+decides whether the caller may fill it); the field is shown, as a choice of
+names, when the caller stands in for someone (a delegation).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,3 +109,27 @@ def approval_variant(schema: Mapping[str, Any], action: str) -> Mapping[str, Any
             needed = [r for r in variant.get("required", []) if r != "action"]
             return {"type": "object", "properties": rest, "required": needed}
     return {"type": "object", "properties": {}}
+
+
+#: The form field naming whose slot an approval's answer fills.
+VOTER = "voter"
+
+
+def with_voter(form: Form, voters: Sequence[str]) -> Form:
+    """An approval's form that reads ``voter`` back into the answer, and asks it when ``voters`` names anyone.
+
+    ``voters`` are the people the caller may answer for, the caller first when they may answer as
+    themselves; the first is the default. The engine checks the name as any answer naming a voter.
+    """
+    if VOTER in form.schema["properties"]:
+        return form
+    form.paths[VOTER] = (VOTER,)
+    if voters:
+        form.schema["properties"][VOTER] = {
+            "type": "string",
+            "title": "Answering for",
+            "enum": list(voters),
+            "default": voters[0],
+        }
+        form.schema.setdefault("required", []).append(VOTER)
+    return form

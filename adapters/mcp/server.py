@@ -44,6 +44,8 @@ from openwop_bridge.mcp.state import STATE_TTL_S, DerivedKeyCodec, ReloadUnknown
 from openwop_bridge.mcp.tools import tools_of
 
 NAME = "openwop-bridge"
+#: The most interrupts asked about at once for whom the caller stands in (the engine's limit per question).
+STAND_INS_AT_ONCE = 500
 #: Why a call ends waiting when the run waits only on interrupts the caller's key may not answer.
 NOT_YOURS = (
     "this key may not answer it (it lacks the approvals:respond scope, or the gate's role, scope or approvers); "
@@ -103,8 +105,11 @@ class McpService:
                 run, opened, after = await settle(self.engine, run.run_id, after, progress)
                 if run.terminal:
                     return await finished(self.engine, run, base)
-                # Forms only for what this key may answer itself; the rest is described, with a link to look.
-                mine = [r for r in opened if await self.engine.may_answer(principal, r)]
+                # Forms only for what this key may answer, itself or in someone's place (a delegation);
+                # the rest is described, with a link to look.
+                own = {r.interrupt_id for r in opened if await self.engine.may_answer(principal, r)}
+                voters = await self._voters(principal, opened, own)
+                mine = [r for r in opened if r.interrupt_id in voters]
                 if not _has_forms(ctx) or not mine or not answerable(mine):
                     reason = (
                         "this client takes no elicitation forms"
@@ -115,10 +120,10 @@ class McpService:
                         if any(needs_passkey(r) for r in mine)
                         else "no form fits"
                     )
-                    return waiting(self.engine, principal, run, opened, base, reason, {r.interrupt_id for r in mine})
+                    return waiting(self.engine, principal, run, opened, base, reason, own)
                 if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    return self._input_required(principal, run, mine)
-                ended = await self._elicit(ctx, principal, run, mine, base)
+                    return self._input_required(principal, run, mine, voters)
+                ended = await self._elicit(ctx, principal, run, mine, voters, base)
                 if ended is not None:
                     return ended
         except BridgeError as exc:
@@ -131,10 +136,26 @@ class McpService:
         except ValidationError as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message, exc.details) from exc
 
+    async def _voters(self, principal: Principal, opened: list[InterruptRecord], own: set[str]) -> dict[str, list[str]]:
+        """For each open interrupt the caller may answer: whom its form offers to answer for.
+
+        Empty when the caller answers only as themselves (the form asks no name); else the caller
+        first when they may answer as themselves, then each person they stand in for.
+        """
+        voters: dict[str, list[str]] = {i: [] for i in own}
+        ids = [r.interrupt_id for r in opened]
+        for start in range(0, len(ids), STAND_INS_AT_ONCE):
+            for record, delegations in await self.engine.stand_ins(principal, ids[start : start + STAND_INS_AT_ONCE]):
+                mine = [principal.id] if record.interrupt_id in own else []
+                voters[record.interrupt_id] = mine + [d.delegator for d in delegations]
+        return voters
+
     def _input_required(
-        self, principal: Principal, run: RunRecord, opened: list[InterruptRecord]
+        self, principal: Principal, run: RunRecord, opened: list[InterruptRecord], voters: dict[str, list[str]]
     ) -> types.InputRequiredResult:
-        requests: types.InputRequests = {r.interrupt_id: types.ElicitRequest(params=elicitation(r)) for r in opened}
+        requests: types.InputRequests = {
+            r.interrupt_id: types.ElicitRequest(params=elicitation(r, voters.get(r.interrupt_id, ()))) for r in opened
+        }
         state = {
             "tenant": run.tenant,
             "principal": principal.id,
@@ -226,11 +247,12 @@ class McpService:
         principal: Principal,
         run: RunRecord,
         opened: list[InterruptRecord],
+        voters: dict[str, list[str]],
         base: str,
     ) -> types.CallToolResult | None:
         """Ask for each open interrupt in turn (handshake era); a result ends the call."""
         for record in opened:
-            form = elicitation(record)
+            form = elicitation(record, voters.get(record.interrupt_id, ()))
             answer = await ctx.session.elicit_form(
                 form.message, form.requested_schema, related_request_id=ctx.request_id
             )

@@ -19,12 +19,18 @@ from openwop_bridge.core.auth import make_key
 from openwop_bridge.host.app import create_app
 from openwop_bridge.mcp import McpMount
 from tests.conftest import KEYS, TOKENS, auth
-from tests.helpers import settle
+from tests.helpers import ADMIN, alice_away, answered_for_alice, settle, unanswered
 from tests.server import uvicorn_server
 
 #: alice's second key: she may start runs and read them, not answer (no ``approvals:respond``).
 NARROW = make_key("key-alice-narrow", principal="alice", scopes=["runs:read", "runs:create", "workflows:read"])
-TOKENS = {**TOKENS, "alice-narrow": "key-alice-narrow"}
+#: bob's key for MCP: he may list the tools (the SDK's client lists them to check a result), run and answer.
+BOB_TOOLS = make_key(
+    "key-bob-tools-1",
+    principal="bob",
+    scopes=["runs:read", "runs:create", "approvals:respond", "interrupts:read", "workflows:read"],
+)
+TOKENS = {**TOKENS, "alice-narrow": "key-alice-narrow", "bob-tools": "key-bob-tools-1"}
 
 Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 
@@ -34,7 +40,7 @@ async def served(engine: Engine) -> AsyncIterator[tuple[str, httpx.AsyncClient]]
     mount = McpMount(engine)
     app = create_app(
         engine,
-        KeyRing([*KEYS.values(), NARROW]),
+        KeyRing([*KEYS.values(), NARROW, BOB_TOOLS]),
         manage_engine=False,
         extra_routes=[mount.route],
         on_startup=[mount.start],
@@ -493,3 +499,40 @@ async def test_the_sealing_key_rotates_and_retires_with_the_link_signing_keys(
         assert isinstance(done, types.CallToolResult) and done.is_error is False, done
     runs = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
     assert sorted(r["status"] for r in runs) == ["completed", "completed", "waiting-approval"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_delegate_answers_in_the_delegators_place(
+    served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str
+) -> None:
+    url, rest = served
+    delegation = await alice_away(engine, "away-mcp")
+    seen: list[types.ElicitRequestParams] = []
+    accept = types.ElicitResult(action="accept", content={"voter": "alice"})
+    result = await _call(url, "away-mcp", "bob-tools", mode=mode, elicit=_answers(accept, seen=seen))
+    assert result.is_error is False, result
+    (asked,) = seen
+    assert isinstance(asked, types.ElicitRequestFormParams)
+    assert asked.requested_schema["properties"]["voter"]["enum"] == ["alice"]  # bob may answer only for alice
+    (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    record = await engine.store.interrupt_at(run["runId"], "gate")
+    assert run["status"] == "completed" and record is not None
+    await answered_for_alice(engine, record.interrupt_id, delegation)
+
+    async def ended_meanwhile(_ctx: Any, _params: types.ElicitRequestParams) -> types.ElicitResult:
+        await engine.end_delegation(ADMIN, delegation)  # asked while it held, answered once it ended
+        return accept
+
+    result = await _call(url, "away-mcp", "bob-tools", mode=mode, elicit=ended_meanwhile)
+    assert result.is_error is True and isinstance(result.structured_content, dict), result
+    body = result.structured_content
+    assert body["error"] == "delegation_expired" and body["details"] == {"delegationId": delegation}, body
+    runs = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    (waiting,) = [r for r in runs if r["status"] == "waiting-approval"]
+    record = await engine.store.interrupt_at(waiting["runId"], "gate")
+    assert record is not None
+    await unanswered(engine, record.interrupt_id)
+    # Ended, it offers bob no form: the run waits on alice.
+    result = await _call(url, "away-mcp", "bob-tools", mode=mode, elicit=_answers())
+    assert result.is_error is True and isinstance(result.structured_content, dict)
+    assert result.structured_content["status"] == "waiting" and "may not answer" in result.structured_content["reason"]
