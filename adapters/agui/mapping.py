@@ -97,6 +97,10 @@ def interrupt_to_agui(view: Mapping[str, Any]) -> Interrupt:
     )
 
 
+#: The fields of an answer naming whose slot it fills, carried as given (the engine checks them).
+VOTER_FIELDS = ("voter", "decidedBy")
+
+
 def resume_payload_to_value(view: Mapping[str, Any], payload: Any) -> Any:
     """The OpenWOP ``resumeValue`` for an AG-UI resume payload.
 
@@ -117,10 +121,6 @@ def resume_payload_to_value(view: Mapping[str, Any], payload: Any) -> Any:
     if not isinstance(payload["approved"], bool):
         raise ValidationError("'approved' must be true or false")
     return {**_mapped(data, payload), **{k: payload[k] for k in VOTER_FIELDS if k in payload}}
-
-
-#: The fields of an answer naming whose slot it fills, carried as given (the engine checks them).
-VOTER_FIELDS = ("voter", "decidedBy")
 
 
 def _mapped(data: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:

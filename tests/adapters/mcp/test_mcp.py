@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -536,3 +537,32 @@ async def test_a_delegate_answers_in_the_delegators_place(
     result = await _call(url, "away-mcp", "bob-tools", mode=mode, elicit=_answers())
     assert result.is_error is True and isinstance(result.structured_content, dict)
     assert result.structured_content["status"] == "waiting" and "may not answer" in result.structured_content["reason"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_approver_who_stands_in_chooses_whose_vote_the_form_gives(
+    served: tuple[str, httpx.AsyncClient], engine: Engine, mode: str
+) -> None:
+    url, rest = served
+    wf = Workflow("pair-mcp")
+    wf.node(
+        "gate",
+        type_id="core.approvalGate",
+        config={"title": "Pay?", "requiredApprovals": 2, "approversList": ["alice", "bob"]},
+    )
+    wf.register(engine)
+    made = await engine.create_delegation(ADMIN, delegate="bob", until_ms=int(time.time() * 1000) + 3_600_000)
+    seen: list[types.ElicitRequestParams] = []
+    accept = types.ElicitResult(action="accept", content={"voter": "alice"})
+    result = await _call(url, "pair-mcp", "bob-tools", mode=mode, elicit=_answers(accept, seen=seen))
+    (asked,) = seen
+    assert isinstance(asked, types.ElicitRequestFormParams)
+    voter = asked.requested_schema["properties"]["voter"]
+    assert (voter["enum"], voter["default"]) == (["bob", "alice"], "bob")  # his own vote first, then alice's
+    assert result.is_error is True and isinstance(result.structured_content, dict)
+    assert result.structured_content["reason"] == "your answer counted; others must answer too"
+    (run,) = (await rest.get("/v1/runs", headers=auth("admin"))).json()["runs"]
+    record = await engine.store.interrupt_at(run["runId"], "gate")
+    assert record is not None and record.open
+    (vote,) = record.state["votes"]
+    assert (vote["voter"], vote["actingPrincipal"], vote["delegation"]) == ("alice", "bob", made.delegation_id)
