@@ -26,11 +26,12 @@ FIELD = "separationOfDuties"
 
 
 def requesters(spec: Mapping[str, Any]) -> frozenset[str]:
-    """The principals who requested a run: its owner and the requesters it carried over."""
+    """The principals who requested a run: its owner, who forked it (a replay's owner is its source's) and the
+    requesters it carried over."""
     found = {str(who) for who in spec.get("requesters") or () if who}
-    owner = spec.get("principal")
-    if owner:
-        found.add(str(owner))
+    for one in (spec.get("principal"), spec.get("forkedBy")):
+        if one:
+            found.add(str(one))
     return frozenset(found)
 
 

@@ -142,6 +142,8 @@ class RunService:
             run_spec["replayOf"] = replay_of
         if extra:
             run_spec.update(extra)
+            if run_spec.get("subject") is None:
+                run_spec.pop("subject", None)  # an owner known by key only (a fork of such a run) has no subject
         run_tenant = principal.run_tenant(tenant)
         # Leased to this instance from the start: no separate claim transaction.
         run = self.new_run(
@@ -249,7 +251,8 @@ class RunService:
         """Start a replay of a run: answers come from the source's log, nobody is asked again.
 
         A replay re-runs the source from its start, so the only point it forks
-        from is ``fromSeq`` 0.
+        from is ``fromSeq`` 0. The fork's owner is the source's, whoever forks it (runs.md §fork: copied
+        verbatim); who forked it is ``forkedBy``.
         """
         if mode != "replay":
             raise ValidationError("fork mode must be 'replay'", details={"supportedModes": ["replay"]})
@@ -279,7 +282,12 @@ class RunService:
             metadata=source.spec.get("metadata"),
             tenant=source.tenant,
             replay_of=source.run_id,
-            extra={"requesters": separation.carried_requesters(source.spec)},
+            extra={
+                "requesters": separation.carried_requesters(source.spec),
+                "principal": source.spec.get("principal") or principal.id,
+                "subject": source.spec.get("subject"),
+                "forkedBy": principal.id,
+            },
         )
 
     async def list_runs(

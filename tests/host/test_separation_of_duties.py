@@ -145,7 +145,8 @@ async def test_a_replay_keeps_the_first_requester_out(client: httpx.AsyncClient,
     assert replayed.status_code == 201, replayed.text
     replay = await engine.store.load_run(replayed.json()["runId"])
     assert replay is not None
-    # The replay takes the recorded answers; a gate it opens anew keeps bob out, as its owner alice.
+    # The replay takes the recorded answers; a gate it opens anew keeps bob out, and alice, who forked it.
+    assert (replay.spec["principal"], replay.spec["forkedBy"]) == ("bob", "alice")  # the owner is the source's
     assert separation.requesters(replay.spec) == {"alice", "bob"}
     assert separation.refusal({"separationOfDuties": True}, replay.spec, ["bob"]) is not None
 

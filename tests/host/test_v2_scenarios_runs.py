@@ -267,3 +267,17 @@ async def test_v2_run_bulk_cancel_another_tenants_id(live: tuple[str, httpx.Asyn
     )
     assert (await http.get(f"/runs/{enc(run_id)}", headers=h())).json()["status"] == "running"
     await http.post(f"/runs/{enc(run_id)}/cancel", json={}, headers=h())
+
+
+async def test_a_fork_copies_its_sources_owner_whoever_forks_it(live: tuple[str, httpx.AsyncClient]) -> None:
+    """runs.md §fork: "The child's owner is copied verbatim from the parent", also when another principal forks."""
+    _, http = live
+    made = await http.post("/runs", json={"workflowId": "conformance-noop"}, headers={**auth("bob"), **V2})
+    assert made.status_code == 201, made.text
+    run_id = made.json()["runId"]
+    parent = await wait_status(http, run_id, TERMINAL)
+    assert parent["owner"]["subject"]["subjectId"] == "bob"
+    forked = await http.post(f"/runs/{enc(run_id)}:fork", json={"mode": "replay"}, headers=h())  # alice, an admin
+    assert forked.status_code == 201, forked.text
+    child = (await http.get(f"/runs/{enc(forked.json()['runId'])}", headers=h())).json()
+    assert child["owner"] == parent["owner"]
