@@ -23,8 +23,18 @@ from openwop_bridge.core.record_signature import RecordKey
 from openwop_bridge.core.records import InterruptRecord
 from openwop_bridge.runtime.kernel import Kernel
 from openwop_bridge.store.contract.records import DecisionRecordStore, StoredRecord
+from openwop_bridge.store.cursor import decode_cursor, encode_cursor
 
-__all__ = ["AUDIT_SCOPE", "KEY_PURPOSE", "PAGE", "PUBLIC_KEYS", "DecisionRecords"]
+__all__ = [
+    "AUDIT_SCOPE",
+    "KEY_PURPOSE",
+    "PAGE",
+    "PUBLIC_KEYS",
+    "DecisionRecords",
+    "StoredRecord",
+    "after_cursor",
+    "cursor_after",
+]
 
 #: The scope reading the record needs.
 AUDIT_SCOPE = "audit:read"
@@ -36,6 +46,28 @@ PUBLIC_KEYS = "decision-keys"
 PAGE = 1_000
 #: The most records one decision's receipt lists (its votes, its turns, what closed it).
 RECEIPT_MAX = 1_000
+
+
+_MAX_SEQ = 2**62
+
+
+def cursor_after(row: StoredRecord) -> str:
+    """The opaque cursor of the records after ``row``."""
+    return encode_cursor(row.tenant, row.seq)
+
+
+def after_cursor(cursor: str) -> tuple[str, int]:
+    """``(tenant, seq)`` of a cursor :func:`cursor_after` made; anything else is ``400 validation_error``."""
+    parts = decode_cursor(cursor)
+    if (
+        len(parts) != 2
+        or not isinstance(parts[0], str)
+        or not isinstance(parts[1], int)
+        or isinstance(parts[1], bool)
+        or not 0 <= parts[1] <= _MAX_SEQ
+    ):
+        raise ValidationError("malformed cursor")
+    return parts[0], parts[1]
 
 
 class DecisionRecords:

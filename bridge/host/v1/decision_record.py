@@ -24,12 +24,10 @@ from openwop_bridge.host.http.deps import engine, int_param, principal
 from openwop_bridge.host.http.openapi_ops import error_responses, json_response, path_param, query_param
 from openwop_bridge.host.http.responses import JSONResponse
 from openwop_bridge.host.http.routing import Operation
-from openwop_bridge.store.contract.records import StoredRecord
-from openwop_bridge.store.cursor import decode_cursor, encode_cursor
+from openwop_bridge.runtime.decision_records import StoredRecord, after_cursor, cursor_after
 
 #: The JSON Lines media type of an export.
 JSON_LINES = "application/x-ndjson"
-_MAX_SEQ = 2**62
 
 
 def _lines(rows: list[StoredRecord]) -> list[Any]:
@@ -39,18 +37,7 @@ def _lines(rows: list[StoredRecord]) -> list[Any]:
 def _after(request: Request) -> tuple[str, int] | None:
     """The ``cursor`` query parameter as ``(tenant, seq)``, None when absent; else 400."""
     raw = request.query_params.get("cursor")
-    if raw is None:
-        return None
-    parts = decode_cursor(raw)
-    if (
-        len(parts) != 2
-        or not isinstance(parts[0], str)
-        or not isinstance(parts[1], int)
-        or isinstance(parts[1], bool)
-        or not 0 <= parts[1] <= _MAX_SEQ
-    ):
-        raise ValidationError("malformed cursor")
-    return parts[0], parts[1]
+    return None if raw is None else after_cursor(raw)
 
 
 def _wants_lines(request: Request) -> bool:
@@ -71,7 +58,7 @@ async def decisions(request: Request) -> Response:
         return StreamingResponse(lines, media_type=JSON_LINES, headers={"Cache-Control": "no-store"})
     limit = int_param(request, "limit", 100, low=1, high=1_000)
     rows = await eng.decision_records(who, limit, after)
-    cursor = encode_cursor(rows[-1].tenant, rows[-1].seq) if len(rows) == limit else None
+    cursor = cursor_after(rows[-1]) if len(rows) == limit else None
     return JSONResponse({"records": _lines(rows), "nextCursor": cursor}, headers={"Cache-Control": "no-store"})
 
 
